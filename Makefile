@@ -1,0 +1,37 @@
+# Entry points. `make demo` and `make test` are the README's two commands.
+JOBS ?= $(shell nproc)
+GEN := -G Ninja
+PY := .venv/bin/python
+LIT := $(PY) /usr/lib/llvm-19/build/utils/lit/lit.py
+
+.PHONY: setup build demo test test-compiler test-runtime-only clean bench
+
+setup:
+	./tools/setup.sh
+
+build/release/build.ninja:
+	cmake -S . -B build/release $(GEN) -DCMAKE_BUILD_TYPE=Release
+
+build: setup build/release/build.ninja
+	cmake --build build/release -j $(JOBS)
+
+demo: build
+	./build/release/tools/kiln/kiln build test/fixtures/demo/model.onnx -o build/demo.plan
+	./build/release/tools/kiln/kiln run build/demo.plan -p "The meaning of" --max-new-tokens 48 --temperature 0.8 --top-p 0.95 --seed 7
+
+# The full test suite: the compiler build under AddressSanitizer, and a
+# runtime-only build (-DKILN_BUILD_COMPILER=OFF) that must work without MLIR,
+# LLVM, protobuf or ONNX.
+test: setup
+	cmake -S . -B build/ci-asan $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=address,undefined
+	cmake --build build/ci-asan -j $(JOBS)
+	cmake -S . -B build/ci-runtime $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_COMPILER=OFF
+	cmake --build build/ci-runtime -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-asan --output-on-failure -j $(JOBS)
+	ctest --test-dir build/ci-runtime --output-on-failure -j $(JOBS)
+
+bench: build
+	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln
+
+clean:
+	rm -rf build

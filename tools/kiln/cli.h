@@ -1,0 +1,21 @@
+// Subcommands of the `kiln` tool. Each is a thin main() over library calls.
+// Exit codes: 0 success, 1 internal failure, 2 bad input (arguments, model,
+// plan or config).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+
+// args excludes the program name and the subcommand.
+int BuildMain(const std::vector<std::string> &args);   // cmd_build.cpp (compiler builds only)
+int RunMain(const std::vector<std::string> &args);     // cmd_run.cpp
+int ExecMain(const std::vector<std::string> &args);    // cmd_exec.cpp
+int InspectMain(const std::vector<std::string> &args); // cmd_inspect.cpp
+
+}  // namespace kiln::cli

@@ -1,0 +1,57 @@
+// kiln: build engine plans from ONNX and run them.
+#include "cli.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Command {
+  const char *name;
+  const char *summary;
+  int (*main)(const std::vector<std::string> &);
+};
+
+const Command kCommands[] = {
+#ifdef KILN_HAVE_COMPILER
+    {"build", "compile an ONNX model into an engine plan", kiln::cli::BuildMain},
+#endif
+    {"run", "generate text from a plan", kiln::cli::RunMain},
+    {"exec", "run a plan's graph once on TensorProto inputs", kiln::cli::ExecMain},
+    {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
+};
+
+void PrintUsage(FILE *out) {
+  std::fprintf(out, "usage: kiln <command> [options]\n\ncommands:\n");
+  for (const Command &c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+#ifndef KILN_HAVE_COMPILER
+  std::fprintf(out, "  (build is not available: this kiln was built with KILN_BUILD_COMPILER=OFF)\n");
+#endif
+  std::fprintf(out, "\nRun 'kiln <command> --help' for a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return kiln::cli::kExitBadInput;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintUsage(stdout);
+    return kiln::cli::kExitOk;
+  }
+  if (name == "--version") {
+    std::printf("kiln %s\n", KILN_VERSION);
+    return kiln::cli::kExitOk;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command &c : kCommands)
+    if (name == c.name) return c.main(args);
+  std::fprintf(stderr, "kiln: unknown command '%s'\n", name.c_str());
+  PrintUsage(stderr);
+  return kiln::cli::kExitBadInput;
+}
