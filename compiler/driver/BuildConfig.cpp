@@ -1,0 +1,343 @@
+// Parsing and validation of the build config; the rules are listed in
+// BuildConfig.h and each key is documented in docs/build-config.md.
+#include "compiler/driver/BuildConfig.h"
+
+#include "nlohmann/json.hpp"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace kiln::compiler {
+namespace {
+
+using nlohmann::json;
+
+// How a key's value is checked. kNullOnly marks DeepSpeed fields whose feature
+// kiln lacks: null (DeepSpeed's default) is accepted, anything else refused.
+enum class Kind { kDtype, kPositiveInt, kBool, kNullOnly, kObject };
+
+struct KeyInfo {
+  const char *name;       // as accepted in JSON
+  const char *canonical;  // the DeepSpeed name it resolves to
+  Kind kind;
+  const char *replacement = nullptr;  // set for deprecated names
+};
+
+// Top level. Aliases follow DeepSpeedInferenceConfig.
+const KeyInfo kTopKeys[] = {
+    {"dtype", "dtype", Kind::kDtype},
+    {"tensor_parallel", "tensor_parallel", Kind::kObject},
+    {"tp", "tensor_parallel", Kind::kObject},
+    {"mp_size", "tensor_parallel.tp_size", Kind::kPositiveInt, "tensor_parallel.tp_size"},
+    {"replace_with_kernel_inject", "replace_with_kernel_inject", Kind::kBool},
+    {"kernel_inject", "replace_with_kernel_inject", Kind::kBool},
+    {"max_out_tokens", "max_out_tokens", Kind::kPositiveInt},
+    {"max_tokens", "max_out_tokens", Kind::kPositiveInt},
+    {"min_out_tokens", "min_out_tokens", Kind::kPositiveInt},
+    {"min_tokens", "min_out_tokens", Kind::kPositiveInt},
+    {"triangular_masking", "triangular_masking", Kind::kBool},
+    {"tm", "triangular_masking", Kind::kBool},
+    {"checkpoint", "checkpoint", Kind::kNullOnly},
+    {"training_mp_size", "training_mp_size", Kind::kPositiveInt},
+    {"save_mp_checkpoint_path", "save_mp_checkpoint_path", Kind::kNullOnly},
+    {"injection_policy", "injection_policy", Kind::kNullOnly},
+    {"injection_dict", "injection_policy", Kind::kNullOnly},
+    {"quant", "quant", Kind::kObject},
+    {"enable_cuda_graph", "enable_cuda_graph", Kind::kBool},
+};
+
+const KeyInfo kTensorParallelKeys[] = {
+    {"tp_size", "tensor_parallel.tp_size", Kind::kPositiveInt},
+    {"enabled", "tensor_parallel.enabled", Kind::kBool},
+    {"tp_grain_size", "tensor_parallel.tp_grain_size", Kind::kNullOnly},
+    {"mpu", "tensor_parallel.mpu", Kind::kNullOnly},
+    {"tp_group", "tensor_parallel.tp_group", Kind::kNullOnly},
+};
+
+const KeyInfo kQuantKeys[] = {
+    {"enabled", "quant.enabled", Kind::kBool},
+    {"activation", "quant.activation", Kind::kNullOnly},
+    {"weight", "quant.weight", Kind::kNullOnly},
+    {"qkv", "quant.qkv", Kind::kNullOnly},
+};
+
+template <size_t N> const KeyInfo *Find(const KeyInfo (&table)[N], const std::string &name) {
+  for (const KeyInfo &k : table)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+template <size_t N> std::string KnownNames(const KeyInfo (&table)[N]) {
+  std::string out;
+  for (const KeyInfo &k : table) out += (out.empty() ? "" : ", ") + std::string(k.name);
+  return out;
+}
+
+const KeyInfo *FindTop(const std::string &name) { return Find(kTopKeys, name); }
+
+// The subtable of an object-valued key, by canonical name.
+const KeyInfo *FindSub(const std::string &parent, const std::string &name) {
+  if (parent == "tensor_parallel") return Find(kTensorParallelKeys, name);
+  if (parent == "quant") return Find(kQuantKeys, name);
+  return nullptr;
+}
+
+std::string SubNames(const std::string &parent) {
+  return parent == "tensor_parallel" ? KnownNames(kTensorParallelKeys) : KnownNames(kQuantKeys);
+}
+
+// Canonical dtype spelling, or "" when the spelling is unknown. DeepSpeed
+// accepts torch dtypes; in JSON they can only arrive spelled as strings.
+std::string CanonicalDtype(const std::string &s) {
+  static const std::map<std::string, std::string> kSpellings = {
+      {"fp32", "fp32"},         {"float32", "fp32"},       {"float", "fp32"},
+      {"torch.float32", "fp32"}, {"torch.float", "fp32"},   {"fp16", "fp16"},
+      {"float16", "fp16"},      {"half", "fp16"},          {"torch.float16", "fp16"},
+      {"torch.half", "fp16"},   {"bf16", "bf16"},          {"bfloat16", "bf16"},
+      {"torch.bfloat16", "bf16"}, {"int8", "int8"},        {"torch.int8", "int8"},
+  };
+  auto it = kSpellings.find(s);
+  return it == kSpellings.end() ? "" : it->second;
+}
+
+llvm::Error Err(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+// Parses `text`, failing on syntax errors and on a key repeated within one
+// object (nlohmann would silently keep the last one).
+llvm::Expected<json> ParseStrict(const std::string &text, const std::string &origin) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto on_event = [&](int, json::parse_event_t event, json &parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end && !open_objects.empty())
+      open_objects.pop_back();
+    if (event == json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json root = json::parse(text, on_event, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return Err(origin + ": not valid JSON");
+  if (!duplicate.empty())
+    return Err(origin + ": key \"" + duplicate + "\" appears twice in one object");
+  return root;
+}
+
+struct Normalized {
+  std::string error;  // non-empty: the value has the wrong type
+  json value;         // comparable form
+};
+
+// Type-checks one value and puts it in the form used to compare settings, so
+// "float32" and "fp32" do not count as a conflict.
+Normalized Normalize(Kind kind, const json &v) {
+  switch (kind) {
+  case Kind::kDtype: {
+    if (!v.is_string()) return {"must be a string such as \"fp32\""};
+    std::string c = CanonicalDtype(v.get<std::string>());
+    if (c.empty())
+      return {"unknown dtype \"" + v.get<std::string>() +
+              "\" (expected fp32, float32, float or torch.float32)"};
+    return {"", c};
+  }
+  case Kind::kPositiveInt:
+    if (!v.is_number_integer() || v.get<int64_t>() < 1)
+      return {"must be a positive integer, got " + v.dump()};
+    return {"", v};
+  case Kind::kBool:
+    if (!v.is_boolean()) return {"must be true or false, got " + v.dump()};
+    return {"", v};
+  case Kind::kNullOnly:
+  case Kind::kObject:
+    return {"", v};
+  }
+  return {"", v};
+}
+
+Kind KindOf(const std::string &canonical) {
+  for (const KeyInfo &k : kTopKeys)
+    if (canonical == k.canonical) return k.kind;
+  for (const KeyInfo &k : kTensorParallelKeys)
+    if (canonical == k.canonical) return k.kind;
+  for (const KeyInfo &k : kQuantKeys)
+    if (canonical == k.canonical) return k.kind;
+  return Kind::kNullOnly;
+}
+
+}  // namespace
+
+llvm::Error BuildConfigParser::AddJsonText(const std::string &text, const std::string &origin) {
+  auto root = ParseStrict(text, origin);
+  if (!root) return root.takeError();
+  if (!root->is_object()) return Err(origin + ": the build config must be a JSON object");
+  for (auto it = root->begin(); it != root->end(); ++it)
+    if (llvm::Error e = AddKey(it.key(), it.value().dump(), origin)) return e;
+  return llvm::Error::success();
+}
+
+llvm::Error BuildConfigParser::AddJsonFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Err(path + ": cannot open the build config");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return AddJsonText(ss.str(), path);
+}
+
+llvm::Error BuildConfigParser::AddFlag(const std::string &key, const std::string &json_value,
+                                       const std::string &flag) {
+  // A flag value that is not JSON is a bare word such as `--dtype fp16`.
+  json v = json::parse(json_value, nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded()) v = json_value;
+  size_t dot = key.find('.');
+  const KeyInfo *top = FindTop(key.substr(0, dot));
+  if (!top) return Err(flag + ": unknown config key \"" + key + "\"");
+  const KeyInfo *info = top;
+  if (dot != std::string::npos) {
+    info = FindSub(top->canonical, key.substr(dot + 1));
+    if (!info) return Err(flag + ": unknown config key \"" + key + "\"");
+  }
+  if (info->kind == Kind::kObject) return Err(flag + ": config key \"" + key + "\" is an object");
+  settings_.push_back({info->canonical, flag, "command line", v.dump()});
+  return llvm::Error::success();
+}
+
+// Records one JSON key (recursing into the two object-valued keys) without
+// judging its value yet: conflicts must be seen before "not supported".
+llvm::Error BuildConfigParser::AddKey(const std::string &key, const std::string &value_json,
+                                      const std::string &origin) {
+  json value = json::parse(value_json);
+  const KeyInfo *info = FindTop(key);
+  if (!info)
+    return Err(origin + ": unknown key \"" + key + "\" (known keys: " + KnownNames(kTopKeys) +
+               ")");
+  if (info->replacement)
+    warnings_.push_back("\"" + key + "\" in " + origin + " is deprecated; use \"" +
+                        info->replacement + "\"");
+  if (info->kind != Kind::kObject) {
+    settings_.push_back({info->canonical, key, origin, value_json});
+    return llvm::Error::success();
+  }
+  if (!value.is_object())
+    return Err(origin + ": \"" + key + "\" must be an object, got " + value.dump());
+  std::string parent = info->canonical;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    const KeyInfo *sub = FindSub(parent, it.key());
+    if (!sub)
+      return Err(origin + ": unknown key \"" + key + "." + it.key() + "\" (known keys of \"" +
+                 key + "\": " + SubNames(parent) + ")");
+    settings_.push_back({sub->canonical, key + "." + it.key(), origin, it.value().dump()});
+  }
+  // DeepSpeed's QuantizationConfig.enabled defaults to true, so a quant
+  // object that does not say otherwise asks for quantization.
+  if (parent == "quant" && !value.contains("enabled"))
+    settings_.push_back({"quant.enabled", key + " (enabled defaults to true)", origin, "true"});
+  return llvm::Error::success();
+}
+
+namespace {
+
+std::string Where(const std::string &spelled, const std::string &origin) {
+  if (!spelled.empty() && spelled[0] == '-') return spelled;
+  return "\"" + spelled + "\" in " + origin;
+}
+
+std::string NotSupported(const std::string &field, const std::string &why) {
+  return field + ": not supported yet (" + why + ")";
+}
+
+}  // namespace
+
+llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
+  // 1. Types, and the comparable value of every setting.
+  struct Resolved {
+    json value;
+    std::string spelled, origin;
+  };
+  std::map<std::string, Resolved> resolved;
+  for (const Setting &s : settings_) {
+    Kind kind = KindOf(s.canonical);
+    Normalized n = Normalize(kind, json::parse(s.value));
+    if (!n.error.empty()) return Err(Where(s.spelled, s.origin) + ": " + n.error);
+    // 2. The same setting twice must agree, whatever the names were.
+    auto [it, inserted] = resolved.emplace(s.canonical, Resolved{n.value, s.spelled, s.origin});
+    if (!inserted && it->second.value != n.value)
+      return Err("conflicting values for " + s.canonical + ": " +
+                 Where(it->second.spelled, it->second.origin) + " sets " +
+                 it->second.value.dump() + " but " + Where(s.spelled, s.origin) + " sets " +
+                 n.value.dump());
+  }
+
+  // 3. Features kiln does not have are refused by the name the user wrote.
+  BuildConfig config;
+  config.warnings = warnings_;
+  for (const auto &[canonical, r] : resolved) {
+    const std::string &name = r.spelled;
+    const json &v = r.value;
+    if (KindOf(canonical) == Kind::kNullOnly) {
+      if (!v.is_null()) return Err(NotSupported(name, "kiln has no " + canonical + " feature"));
+    } else if (canonical == "dtype") {
+      config.dtype = v.get<std::string>();
+      if (config.dtype != "fp32")
+        return Err(NotSupported(name, "\"" + config.dtype + "\"; only fp32 plans can be built"));
+    } else if (canonical == "tensor_parallel.tp_size") {
+      config.tp_size = v.get<int64_t>();
+      if (config.tp_size > 1)
+        return Err(NotSupported(name, "tp_size " + v.dump() + "; the partition phase is not "
+                                                              "implemented"));
+    } else if (canonical == "tensor_parallel.enabled") {
+      // enabled=false with tp_size 1 is consistent; with tp_size > 1 the
+      // check above refuses first.
+    } else if (canonical == "replace_with_kernel_inject") {
+      config.kernel_inject = v.get<bool>();
+      if (config.kernel_inject)
+        return Err(NotSupported(name, "the inject phase is not implemented"));
+    } else if (canonical == "max_out_tokens") {
+      config.max_out_tokens = v.get<int64_t>();
+    } else if (canonical == "min_out_tokens") {
+      config.min_out_tokens = v.get<int64_t>();
+      if (config.min_out_tokens != 1)
+        return Err(NotSupported(name, "the plan has no minimum generation length"));
+    } else if (canonical == "triangular_masking") {
+      config.triangular_masking = v.get<bool>();
+      if (!config.triangular_masking)
+        return Err(NotSupported(name, "false; the attention mask is the model graph's own"));
+    } else if (canonical == "training_mp_size") {
+      config.training_mp_size = v.get<int64_t>();
+      if (config.training_mp_size != 1)
+        return Err(NotSupported(name, "merging model-parallel checkpoints"));
+    } else if (canonical == "enable_cuda_graph") {
+      config.enable_cuda_graph = v.get<bool>();
+      if (config.enable_cuda_graph)
+        return Err(NotSupported(name, "true; CUDA graph capture is a runtime decision"));
+    } else if (canonical == "quant.enabled") {
+      config.quant_enabled = v.get<bool>();
+      if (config.quant_enabled)
+        return Err(NotSupported(name, "the quantize phase is not implemented; set "
+                                      "\"quant\": {\"enabled\": false}"));
+    }
+  }
+  return config;
+}
+
+std::string BuildConfig::ToJson() const {
+  json j = json::object();
+  j["dtype"] = dtype;
+  j["tensor_parallel"] = {{"tp_size", tp_size}};
+  j["replace_with_kernel_inject"] = kernel_inject;
+  j["max_out_tokens"] = max_out_tokens ? json(*max_out_tokens) : json(nullptr);
+  j["min_out_tokens"] = min_out_tokens;
+  j["triangular_masking"] = triangular_masking;
+  j["training_mp_size"] = training_mp_size;
+  j["enable_cuda_graph"] = enable_cuda_graph;
+  j["quant"] = {{"enabled", quant_enabled}};
+  j["checkpoint"] = nullptr;
+  j["save_mp_checkpoint_path"] = nullptr;
+  j["injection_policy"] = nullptr;
+  return j.dump(2);
+}
+
+}  // namespace kiln::compiler

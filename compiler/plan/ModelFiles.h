@@ -1,0 +1,63 @@
+//===- ModelFiles.h - Hugging Face files next to a model ---------*- C++ -*-===//
+//
+// A model exported from Hugging Face usually sits beside config.json,
+// generation_config.json, tokenizer.json and tokenizer_config.json. The plan
+// embeds what the runtime needs from them (metadata, generation defaults,
+// tokenizer, chat template) so that a deployment host needs only the plan.
+// Every file is optional; a file that exists but does not parse is an error,
+// because silently building a plan without its tokenizer would surface only
+// at serving time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_PLAN_MODELFILES_H
+#define KILN_COMPILER_PLAN_MODELFILES_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::plan {
+
+/// What the plan records about the model beyond its graph. Fields stay at
+/// their defaults when no file provides them.
+struct ModelInfo {
+  // ModelMetadata
+  std::string architecture; // config.json model_type, e.g. "llama"
+  std::string modelName;    // _name_or_path, else architectures[0]
+  int64_t vocabSize = 0;
+  int64_t contextLength = 0;
+  int32_t numLayers = 0;
+  int64_t hiddenSize = 0;
+  int64_t bosTokenId = -1;
+  std::vector<int64_t> eosTokenIds;
+  int64_t padTokenId = -1;
+
+  // GenerationDefaults, with Hugging Face's semantics: greedy unless
+  // do_sample is true.
+  std::optional<int32_t> maxNewTokens;
+  float temperature = 0;
+  int32_t topK = 0;
+  float topP = 1.0f;
+  float repetitionPenalty = 1.0f;
+
+  std::string tokenizerJson; // tokenizer.json contents
+  std::string chatTemplate;  // tokenizer_config.json chat_template
+
+  /// Paths that contributed, for the build's progress output.
+  std::vector<std::string> filesUsed;
+};
+
+/// Reads the Hugging Face files in `modelDir`. `tokenizerPath`, when not
+/// empty, overrides where the tokenizer comes from: a tokenizer.json file or
+/// a directory holding tokenizer.json (and optionally tokenizer_config.json);
+/// unlike the files found by looking beside the model, it must exist.
+llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
+                                         const std::string &tokenizerPath);
+
+} // namespace kiln::plan
+
+#endif // KILN_COMPILER_PLAN_MODELFILES_H

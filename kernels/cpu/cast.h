@@ -1,0 +1,23 @@
+// Element type conversion (ONNX Cast) among the tensor types kiln carries,
+// including IEEE half and bfloat16 bit patterns.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::kernels {
+
+// Element types as the kernels see them; the runtime maps its DType here.
+enum class ScalarKind { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool };
+
+// Round-to-nearest-even conversions; NaN stays NaN, overflow becomes inf.
+uint16_t FloatToHalf(float f);
+float HalfToFloat(uint16_t h);
+uint16_t FloatToBFloat16(float f);
+float BFloat16ToFloat(uint16_t b);
+
+// Converts n elements. Float to integer truncates toward zero, saturates at
+// the integer range and maps NaN to 0; anything to bool is "!= 0" (NaN is
+// true); bool to anything is 0 or 1. Returns false for an unknown kind.
+bool CastElements(ScalarKind from, const void *src, ScalarKind to, void *dst, int64_t n);
+
+} // namespace kiln::kernels

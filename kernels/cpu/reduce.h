@@ -1,0 +1,22 @@
+// Reductions (sum, mean, max, min) over any set of dims of a contiguous
+// tensor.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::kernels {
+
+enum class ReduceOp { kSum, kMean, kMax, kMin };
+
+// y = op over the dims d of `shape` with reduce[d] set; y's layout is `shape`
+// with those dims removed (keepdims only changes the shape, not the bytes).
+// Reducing over an empty dim gives the identity: 0 for sum, NaN for a float
+// mean (0 for an integer one), the lowest value for max and the highest for
+// min. Max and Min propagate NaN. T is float, double, int8_t, uint8_t,
+// int32_t or int64_t; integer sums wrap and integer means truncate.
+template <typename T>
+void Reduce(ReduceOp op, const T *x, const std::vector<int64_t> &shape,
+            const std::vector<bool> &reduce, T *y);
+
+} // namespace kiln::kernels

@@ -1,0 +1,169 @@
+//===- MemoryPlan.cpp - liveness-based arena slot assignment -------------===//
+//
+// kiln-memory-plan: gives every activation an arena slot so that tensors with
+// disjoint lifetimes share memory. The contract is in Passes.td; the runtime
+// re-checks the result on load (runtime/src/plan_loader.cpp, CheckSlots), so
+// the lifetime convention here must match it exactly: a tensor is live from
+// the op that writes it through the last op that reads it, inclusive, and a
+// returned tensor is live to the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/plan/PlanAttrs.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+
+namespace kiln {
+
+#define GEN_PASS_DEF_KILNMEMORYPLAN
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// How large a tensor is, for best-fit decisions when shapes are dynamic:
+/// more dynamic dims count as larger (a dynamic dim stands for an unknown,
+/// typically large, extent), ties go by the bytes of the static dims.
+struct SizeKey {
+  int dynamicDims = 0;
+  int64_t staticPartBytes = 0;
+
+  bool operator<(const SizeKey &o) const {
+    return dynamicDims != o.dynamicDims ? dynamicDims < o.dynamicDims
+                                        : staticPartBytes < o.staticPartBytes;
+  }
+};
+
+SizeKey sizeKeyOf(mlir::Type type) {
+  SizeKey key;
+  auto t = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  if (!t || !t.getElementType().isIntOrFloat()) return {INT_MAX / 2, 0}; // unranked: huge
+  key.staticPartBytes = plan::elementBytes(t.getElementType());
+  for (int64_t d : t.getShape()) {
+    if (mlir::ShapedType::isDynamic(d))
+      ++key.dynamicDims;
+    else
+      key.staticPartBytes *= d;
+  }
+  return key;
+}
+
+struct Slot {
+  SizeKey key;              // largest tensor assigned so far
+  int64_t staticBytes = 0;  // largest static size, or -1 once a dynamic tensor joins
+};
+
+/// Greedy interval coloring in op order. Owns the slot table and the free
+/// list; the pass feeds it tensors in the order they are written.
+class SlotAllocator {
+public:
+  /// Slot for a tensor of `type`: the free slot that fits best, else the
+  /// largest free one (it grows least), else a new one.
+  int allocate(mlir::Type type) {
+    SizeKey need = sizeKeyOf(type);
+    int best = -1;
+    bool bestFits = false;
+    for (int s : free_) {
+      bool fits = !(slots_[s].key < need);
+      if (best < 0 || (fits && !bestFits) ||
+          (fits == bestFits && (fits ? slots_[s].key < slots_[best].key
+                                     : slots_[best].key < slots_[s].key))) {
+        best = s;
+        bestFits = fits;
+      }
+    }
+    if (best < 0) {
+      best = static_cast<int>(slots_.size());
+      slots_.push_back({need, 0});
+    } else {
+      free_.erase(std::find(free_.begin(), free_.end(), best));
+      if (slots_[best].key < need) slots_[best].key = need;
+    }
+    int64_t bytes = plan::staticBytes(type);
+    Slot &slot = slots_[best];
+    slot.staticBytes = (bytes < 0 || slot.staticBytes < 0) ? -1 : std::max(slot.staticBytes, bytes);
+    return best;
+  }
+
+  void release(int slot) { free_.push_back(slot); }
+  const std::vector<Slot> &slots() const { return slots_; }
+
+private:
+  std::vector<Slot> slots_;
+  std::vector<int> free_;
+};
+
+struct MemoryPlanPass : impl::KilnMemoryPlanBase<MemoryPlanPass> {
+  void runOnOperation() override;
+};
+
+void MemoryPlanPass::runOnOperation() {
+  mlir::func::FuncOp func = getOperation();
+  if (func.isExternal()) return;
+  mlir::Block &body = func.getBody().front();
+
+  llvm::DenseMap<mlir::Operation *, int> position;
+  int n = 0;
+  for (mlir::Operation &op : body) position[&op] = n++;
+
+  // Index of the last op in `body` that reads `v`; INT_MAX when returned.
+  auto lastUse = [&](mlir::Value v, int producer) {
+    int last = producer;
+    for (mlir::Operation *user : v.getUsers()) {
+      mlir::Operation *top = body.findAncestorOpInBlock(*user);
+      if (!top) continue;
+      if (top->hasTrait<mlir::OpTrait::IsTerminator>()) return INT_MAX;
+      last = std::max(last, position[top]);
+    }
+    return last;
+  };
+
+  SlotAllocator allocator;
+  std::multimap<int, int> expiring; // last use -> slot to free after it
+  int64_t unshared = 0;
+  for (mlir::Operation &op : body) {
+    int pos = position[&op];
+    if (!op.hasTrait<mlir::OpTrait::IsTerminator>() && !plan::isWeightOp(&op) &&
+        !plan::isHostOp(&op) && op.getNumResults() > 0) {
+      llvm::SmallVector<int64_t> slots;
+      for (mlir::Value r : op.getResults()) {
+        if (!mlir::isa<mlir::TensorType>(r.getType())) {
+          slots.push_back(-1);
+          continue;
+        }
+        int slot = allocator.allocate(r.getType());
+        slots.push_back(slot);
+        int64_t bytes = plan::staticBytes(r.getType());
+        unshared = (bytes < 0 || unshared < 0) ? -1 : unshared + bytes;
+        int last = lastUse(r, pos);
+        if (last != INT_MAX) expiring.emplace(last, slot);
+      }
+      op.setAttr(plan::kSlotsAttr, mlir::DenseI64ArrayAttr::get(&getContext(), slots));
+    }
+    // Only after this op's results have slots: an operand read here and a
+    // result written here must never share memory.
+    auto [begin, end] = expiring.equal_range(pos);
+    for (auto it = begin; it != end; ++it) allocator.release(it->second);
+    expiring.erase(begin, end);
+  }
+
+  mlir::Builder b(&getContext());
+  llvm::SmallVector<int64_t> slotBytes;
+  for (const Slot &s : allocator.slots()) slotBytes.push_back(s.staticBytes);
+  func->setAttr(plan::kMemoryPlanAttr,
+                b.getDictionaryAttr({
+                    b.getNamedAttr("num_slots", b.getI64IntegerAttr(allocator.slots().size())),
+                    b.getNamedAttr("slot_static_bytes", b.getDenseI64ArrayAttr(slotBytes)),
+                    b.getNamedAttr("unshared_static_bytes", b.getI64IntegerAttr(unshared)),
+                }));
+}
+
+} // namespace
+} // namespace kiln

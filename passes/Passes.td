@@ -1,0 +1,117 @@
+//===- Passes.td - kiln pass declarations ------------------*- tablegen -*-===//
+//
+// Every kiln pass is declared here, with its options as Option<> fields, and
+// lives in passes/<PassName>.cpp. mlir-tblgen -gen-pass-decls -name Kiln
+// generates the pass bases, create<Pass>() factories and registerKilnPasses().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_TD
+#define KILN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Cleanup phase
+//===----------------------------------------------------------------------===//
+
+def KilnShapeInference : Pass<"kiln-shape-inference", "mlir::func::FuncOp"> {
+  let summary = "Recompute kiln result types from operand types and constants";
+  let description = [{
+    Walks the graph in order and asks every op implementing
+    `KilnShapeInferenceOpInterface` for its result shapes, refining result
+    types to static dimensions wherever they are derivable (from static
+    operand dims or from constant shape operands) and leaving `?` otherwise.
+    Integer "shape" values (Shape -> Gather -> Concat chains) are tracked
+    symbolically, so a Reshape whose shape is built from the input's batch
+    and sequence dims gets those dims' names. A type is only ever refined,
+    never changed incompatibly: a conflict with a declared static dim is an
+    error at the op. The function signature follows its returned values.
+
+    With `annotate-dims`, every op result with a dynamic dim also gets the
+    symbolic names of its dims as a `kiln.dims` attribute (an array per
+    result), which makes the symbolic inference visible in tests.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+  let options = [
+    Option<"annotateDims", "annotate-dims", "bool", /*default=*/"false",
+           "Attach the symbolic dims of results as a kiln.dims attribute">,
+  ];
+}
+
+def KilnFoldShapes : Pass<"kiln-fold-shapes", "mlir::func::FuncOp"> {
+  let summary = "Fold shape subgraphs to constants";
+  let description = [{
+    Alternates shape inference with kiln's op folders and canonicalization
+    patterns until nothing changes: Shape of static dims becomes a constant,
+    Gather/Concat/Unsqueeze/Squeeze/Slice/Cast/arithmetic/Equal/Where/Range/
+    ConstantOfShape/Reshape/Expand of constants fold, and identity
+    Reshape/Expand/Identity/Cast disappear. Only small tensors fold (see
+    `max-fold-elements`), so weights are never duplicated.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+  let options = [
+    Option<"maxIterations", "max-iterations", "unsigned", /*default=*/"16",
+           "Maximum rounds of shape inference + folding">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Later phases (inject, ragged, partition, quantize, plan) add their `def`
+// blocks below this line, one per pass, each implemented in
+// passes/<PassName>.cpp.
+//===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Plan phase
+//===----------------------------------------------------------------------===//
+
+def KilnMarkHost : Pass<"kiln-mark-host", "mlir::func::FuncOp"> {
+  let summary = "Mark the integer tensors that compute shapes as host tensors";
+  let description = [{
+    The runtime evaluates shape computations on the host while it binds input
+    shapes, before it sizes the arena. This pass finds them: operands that are
+    shapes, axes or shape-like indices (reshape/expand `shape`, slice
+    `starts`/`ends`/`axes`/`steps`, constant_of_shape's input, range's inputs,
+    squeeze/unsqueeze/reduce `axes`, split `split`, tile `repeats`, trilu `k`)
+    are host tensors, and so, transitively, are the operands of the ops that
+    produce them, except that `shape` only reads its input's shape. Every
+    such op gets a `kiln.host` unit attribute (all of an op's results are host
+    or none are). Graph inputs and constants end the walk.
+
+    A host tensor that would depend on data computed by a float compute op
+    (a matmul, softmax, ...) is an error at that op, naming it and the shape
+    operand that needs it: the runtime cannot know a shape before running the
+    model.
+
+    Example: `%s = kiln.shape %x`, `%d = kiln.gather %s, %c0`,
+    `%r = kiln.reshape %y, %d` marks the gather and the shape ops, not `%x`'s
+    producer.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+def KilnMemoryPlan : Pass<"kiln-memory-plan", "mlir::func::FuncOp"> {
+  let summary = "Assign activation tensors to reusable arena slots";
+  let description = [{
+    Liveness over the function's op order: an activation (an op result that
+    is neither a constant nor a host tensor) lives from the op that writes it
+    to its last reader; a returned value lives to the end. Activations are
+    colored greedily in op order: each takes the free slot whose size fits it
+    best (or, if none is large enough, the largest free slot, which grows the
+    arena least), else a new slot. A slot is free again only after the op that
+    last reads it, because kernels do not run in place.
+
+    Sizes compare by number of dynamic dims first, then static bytes, so that
+    a `[?, ?, 4096]` tensor counts as larger than a `[?, 4096]` one.
+
+    Each op gets `kiln.slots` (one i64 per result, -1 for results without a
+    slot) and the function gets `kiln.memory_plan` with `num_slots`,
+    `slot_static_bytes` (per slot, or -1 if any tensor in it has a dynamic
+    shape) and `unshared_static_bytes` (-1 if any activation is dynamic).
+    Run `kiln-mark-host` first so host tensors stay out of the arena.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+#endif // KILN_PASSES_TD

@@ -1,0 +1,64 @@
+// Runs a loaded plan's graph on the CPU backend.
+//
+// Bind(inputs) runs the shape pass: it infers every tensor's shape for the
+// bound input shapes, evaluates `host` ops (shape arithmetic) right away on
+// host memory, sizes each memory-plan slot as its largest tensor, and lays
+// the slots out in one arena allocation, reused while it is large enough.
+// The result of that pass is cached per input signature. Run() then executes
+// the remaining ops in plan order. Weights are read in place from the plan's
+// mapping; nothing is copied.
+#pragma once
+
+#include "kiln/plan.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace kiln {
+
+class Executor {
+public:
+  // Resolves each op's kernel and decodes its attributes. `plan` must
+  // outlive the executor.
+  static StatusOr<std::unique_ptr<Executor>> Create(const Plan &plan);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  // Binds the graph inputs, in plan.inputs() order. Each must match its
+  // plan dtype and rank, its static dims, and (across inputs) the value of
+  // each named dim. The data must stay valid and unchanged until the last
+  // Run() of this binding: host ops read it now, the other ops at Run().
+  Status Bind(const std::vector<TensorView> &inputs);
+
+  // Executes the bound graph. Errors name the op (ONNX node name and type).
+  Status Run();
+
+  // Graph outputs of the last Run(), in plan.outputs() order. The views
+  // point into the arena, the inputs or the weights, and stay valid until
+  // the next Bind().
+  std::vector<TensorView> outputs() const;
+  const TensorView &output(int index) const;
+
+  struct Stats {
+    uint64_t arena_bytes = 0;      // bytes the current binding uses
+    uint64_t arena_capacity = 0;   // bytes allocated
+    int arena_allocations = 0;     // times the arena was (re)allocated
+    int shape_passes = 0;          // Bind()s that ran the shape pass
+    int layout_cache_hits = 0;     // Bind()s served from the layout cache
+  };
+  const Stats &stats() const;
+  // The data pointer a tensor had in the last binding (for tests of slot
+  // sharing); nullptr for unknown ids.
+  const void *TensorData(int tensor_id) const;
+
+private:
+  struct Impl;
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,109 @@
+// A loaded, verified engine plan (schemas/plan.fbs): the mmapped file, the
+// FlatBuffer inside it, and the tensor table decoded for the executor.
+//
+// LoadPlan trusts nothing in the file. Beyond checksums and the FlatBuffers
+// verifier it enforces what the executor relies on, so a plan that loads can
+// be executed without further checks on its structure:
+//   - every tensor has a known dtype; weights have static shapes, lie inside
+//     their section at kTensorAlign and have size == bytes of dtype x shape;
+//   - ops are in execution order: every operand is a weight, a graph input or
+//     produced by an earlier op; every activation is produced by exactly one
+//     op; op outputs are activations;
+//   - every activation that is not `host` has a slot < memory_plan.num_slots,
+//     and tensors sharing a slot have disjoint lifetimes [producer, last use]
+//     (graph outputs live to the end);
+//   - an op's outputs are either all `host` or none;
+//   - every op type is known to the CPU backend.
+#pragma once
+
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace fb {
+struct Plan;  // kiln_schema/plan_generated.h (target kiln_schema)
+}
+
+enum class TensorKind { kActivation = 0, kWeight = 1, kInput = 2 };
+
+// One dimension: static when value >= 0, else dynamic (named by `symbol` when
+// the compiler knows it).
+struct PlanDim {
+  int64_t value = -1;
+  std::string symbol;
+};
+
+struct PlanTensor {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<PlanDim> dims;
+  TensorKind kind = TensorKind::kActivation;
+  int slot = -1;
+  bool host = false;
+  int section = -1;
+  const void *data = nullptr;  // weights: bytes inside the mapped section
+  uint64_t size = 0;           // weights: byte size
+
+  bool IsStatic() const;
+  Shape StaticShape() const;  // dynamic dims as -1
+  // e.g. "[batch, 16, ?]".
+  std::string DimsToString() const;
+};
+
+class Plan {
+public:
+  ~Plan();
+  Plan(const Plan &) = delete;
+  Plan &operator=(const Plan &) = delete;
+
+  // The verified FlatBuffer, for everything not decoded below (metadata,
+  // tokenizer, ops). Valid for the Plan's lifetime.
+  const fb::Plan &fb() const { return *fb_; }
+  const std::vector<PlanTensor> &tensors() const { return tensors_; }
+  const std::vector<int> &inputs() const { return inputs_; }    // tensor ids
+  const std::vector<int> &outputs() const { return outputs_; }  // tensor ids
+  int num_ops() const;
+  // Tensor id by name, or -1.
+  int FindTensor(const std::string &name) const;
+  // Position of a tensor id in inputs()/outputs(), or -1.
+  int InputIndex(int tensor_id) const;
+  int OutputIndex(int tensor_id) const;
+  // Whole file size, and bytes in weight sections.
+  uint64_t file_size() const { return file_size_; }
+  uint64_t weight_bytes() const;
+  const std::string &source() const { return source_; }
+
+private:
+  friend class PlanLoader;
+  Plan() = default;
+
+  std::string source_;
+  // The file's bytes: a read-only mapping, or (LoadPlanFromBytes) an owned,
+  // page-aligned copy.
+  void *bytes_ = nullptr;
+  uint64_t bytes_size_ = 0;
+  bool mapped_ = false;
+  uint64_t file_size_ = 0;
+  const fb::Plan *fb_ = nullptr;
+  std::vector<PlanTensor> tensors_;
+  std::vector<int> inputs_;
+  std::vector<int> outputs_;
+};
+
+// Maps and verifies a plan file. Corrupt or inconsistent files are DataLoss
+// or InvalidArgument with a message naming the offending field; a missing or
+// unreadable file is NotFound/InvalidArgument. Never crashes on any bytes.
+StatusOr<std::unique_ptr<Plan>> LoadPlan(const std::string &path);
+
+// The same checks over bytes in memory (copied), for tests and fuzzers.
+StatusOr<std::unique_ptr<Plan>> LoadPlanFromBytes(const void *data, size_t size,
+                                                  const std::string &source = "<memory>");
+
+const char *TensorKindName(TensorKind k);
+
+}  // namespace kiln

@@ -1,0 +1,76 @@
+// The runtime's tokenizer: reads a Hugging Face tokenizer.json with a byte-level
+// BPE model (as GPT-2, Llama-3 and Qwen2 ship) and agrees with the HF
+// `tokenizers` library id for id, so a plan needs no Python to serve text.
+//
+// Supported components (anything else is rejected with kUnimplemented):
+//   normalizer      null, NFC, Sequence of those
+//   pre_tokenizer   ByteLevel, Split (Regex or String, every behavior, invert),
+//                   Sequence of those
+//   model           BPE (byte_fallback false, no subword prefix/suffix, no dropout),
+//                   ignore_merges, unk_token
+//   post_processor  null, ByteLevel, TemplateProcessing, Sequence of those
+//   decoder         null, ByteLevel
+//   added_tokens    special or not, lstrip, rstrip, single_word, normalized
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/status.h"
+
+namespace kiln {
+
+namespace tokenizer {
+class TokenizerImpl;
+}  // namespace tokenizer
+
+// Immutable after FromJson; Encode and Decode may be called from many threads.
+class Tokenizer {
+public:
+  // Parses a tokenizer.json document. Malformed JSON or fields give
+  // kInvalidArgument, unsupported component types kUnimplemented.
+  static StatusOr<std::unique_ptr<Tokenizer>> FromJson(std::string_view json);
+  ~Tokenizer();
+
+  // UTF-8 text to ids. Added tokens in the text are always recognised;
+  // add_special_tokens applies the post-processor (e.g. Llama-3's BOS).
+  // Invalid UTF-8 gives kInvalidArgument.
+  StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const;
+  // Ids to text as HF decodes them: unknown ids are dropped and bytes that are
+  // not valid UTF-8 become U+FFFD.
+  std::string Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const;
+
+  int32_t TokenToId(std::string_view token) const;  // -1 if absent
+  std::string IdToToken(int32_t id) const;            // "" if absent
+  int64_t vocab_size() const;                         // 1 + the largest id
+  bool IsSpecial(int32_t id) const;
+
+private:
+  friend class IncrementalDecoder;
+  explicit Tokenizer(std::unique_ptr<tokenizer::TokenizerImpl> impl);
+  std::unique_ptr<tokenizer::TokenizerImpl> impl_;
+};
+
+// Decodes a stream of ids, one at a time, into text that never ends inside a
+// UTF-8 character: bytes of an unfinished character wait for the next id.
+// The concatenation of every Add() and the final Flush() equals Decode(ids).
+// The tokenizer must outlive the decoder.
+class IncrementalDecoder {
+public:
+  IncrementalDecoder(const Tokenizer &tokenizer, bool skip_special_tokens);
+  // Returns the text that `id` completes (often empty, for a partial character).
+  std::string Add(int32_t id);
+  // Ends the stream: a dangling partial character becomes U+FFFD.
+  std::string Flush();
+
+private:
+  const Tokenizer *tokenizer_;
+  bool skip_special_tokens_;
+  bool first_ = true;
+  std::string pending_;  // bytes of a character still incomplete
+};
+
+}  // namespace kiln

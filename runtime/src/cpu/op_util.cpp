@@ -1,0 +1,145 @@
+#include "op_util.h"
+
+#include "cpu/broadcast.h"
+
+#include <cstring>
+#include <set>
+
+namespace kiln::cpu {
+
+Status OpError(std::string_view op, const std::string &message) {
+  return InvalidArgument(std::string(op) + ": " + message);
+}
+
+Status CheckArity(std::string_view op, const Inputs &in, size_t required, size_t max_in,
+                  const Outputs &out, size_t min_out, size_t max_out) {
+  if (in.size() < required || in.size() > max_in) {
+    const std::string expected =
+        required == max_in ? std::to_string(required)
+                           : std::to_string(required) + " to " + std::to_string(max_in);
+    return OpError(op, "expected " + expected + " operands, got " + std::to_string(in.size()));
+  }
+  for (size_t i = 0; i < required; ++i)
+    if (in[i] == nullptr)
+      return OpError(op, "operand " + std::to_string(i) + " is required but absent");
+  if (out.size() < min_out || out.size() > max_out) {
+    const std::string expected =
+        min_out == max_out ? std::to_string(min_out)
+                           : std::to_string(min_out) + " to " + std::to_string(max_out);
+    return OpError(op, "expected " + expected + " results, got " + std::to_string(out.size()));
+  }
+  return Status::Ok();
+}
+
+Status CheckDType(std::string_view op, const char *name, const TensorView &t,
+                  std::initializer_list<DType> allowed) {
+  std::string names;
+  for (DType d : allowed) {
+    if (d == t.dtype) return Status::Ok();
+    names += names.empty() ? "" : ", ";
+    names += DTypeName(d);
+  }
+  return OpError(op, std::string("operand '") + name + "' must be one of {" + names + "}, got " +
+                         DTypeName(t.dtype));
+}
+
+Status CheckSameDType(std::string_view op, const TensorView &a, const TensorView &b) {
+  if (a.dtype == b.dtype) return Status::Ok();
+  return OpError(op, std::string("operands must have the same dtype, got ") + DTypeName(a.dtype) +
+                         " and " + DTypeName(b.dtype));
+}
+
+StatusOr<std::vector<int64_t>> ReadInts(std::string_view op, const char *name,
+                                        const TensorView &t) {
+  if (t.dtype != DType::kI64 && t.dtype != DType::kI32)
+    return OpError(op, std::string("operand '") + name + "' must be i64 or i32, got " +
+                           DTypeName(t.dtype));
+  if (t.data == nullptr)
+    return OpError(op, "shape of " + std::string(op) +
+                           " depends on values not known before execution (operand '" + name +
+                           "')");
+  const int64_t n = t.numel();
+  std::vector<int64_t> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = t.dtype == DType::kI64 ? t.as<const int64_t>()[i] : t.as<const int32_t>()[i];
+  return values;
+}
+
+StatusOr<int64_t> ReadScalarInt(std::string_view op, const char *name, const TensorView &t) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> v, ReadInts(op, name, t));
+  if (v.size() != 1)
+    return OpError(op, std::string("operand '") + name + "' must hold one value, got shape " +
+                           ShapeToString(t.shape));
+  return v[0];
+}
+
+StatusOr<int64_t> NormalizeAxis(std::string_view op, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return OpError(op, "axis " + std::to_string(axis) + " is out of range for rank " +
+                           std::to_string(rank) + " (expected [" + std::to_string(-rank) + ", " +
+                           std::to_string(rank - 1) + "])");
+  return axis < 0 ? axis + rank : axis;
+}
+
+StatusOr<std::vector<int64_t>> NormalizeAxes(std::string_view op, const std::vector<int64_t> &axes,
+                                             int64_t rank) {
+  std::vector<int64_t> result;
+  std::set<int64_t> seen;
+  for (int64_t a : axes) {
+    KILN_ASSIGN_OR_RETURN(int64_t norm, NormalizeAxis(op, a, rank));
+    if (!seen.insert(norm).second)
+      return OpError(op, "axis " + std::to_string(a) + " appears more than once");
+    result.push_back(norm);
+  }
+  return result;
+}
+
+StatusOr<Shape> BroadcastPair(std::string_view op, const Shape &a, const Shape &b) {
+  Shape out;
+  if (!kernels::BroadcastShapes(a, b, &out))
+    return OpError(op, "shapes " + ShapeToString(a) + " and " + ShapeToString(b) +
+                           " do not broadcast");
+  return out;
+}
+
+Status CheckShape(std::string_view op, const Shape &shape) {
+  // 2^62 elements is far beyond any memory and keeps byte counts in range.
+  constexpr int64_t kLimit = int64_t{1} << 62;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return OpError(op, "result shape " + ShapeToString(shape) + " has a negative dim");
+    if (d != 0 && n > kLimit / d)
+      return OpError(op, "result shape " + ShapeToString(shape) + " is too large");
+    n *= d;
+  }
+  return Status::Ok();
+}
+
+std::vector<int64_t> ContiguousStrides(const Shape &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+void CopyBytes(const TensorView &in, TensorView &out) {
+  if (in.data != out.data && in.bytes() > 0) std::memmove(out.data, in.data, in.bytes());
+}
+
+bool ToScalarKind(DType t, kernels::ScalarKind *kind) {
+  using K = kernels::ScalarKind;
+  switch (t) {
+  case DType::kF32: *kind = K::kF32; return true;
+  case DType::kF16: *kind = K::kF16; return true;
+  case DType::kBF16: *kind = K::kBF16; return true;
+  case DType::kF64: *kind = K::kF64; return true;
+  case DType::kI8: *kind = K::kI8; return true;
+  case DType::kU8: *kind = K::kU8; return true;
+  case DType::kI32: *kind = K::kI32; return true;
+  case DType::kI64: *kind = K::kI64; return true;
+  case DType::kBool: *kind = K::kBool; return true;
+  default: return false;
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,222 @@
+// Executor::Bind: input checks, the shape pass (shape inference plus host
+// ops), the arena layout, and the cache of both per input signature.
+#include "executor_impl.h"
+
+#include "plan_format.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace kiln {
+namespace {
+
+// Byte size of a shape, or false when a dim is negative or it overflows.
+bool ShapeBytes(const Shape &shape, DType dtype, uint64_t *bytes) {
+  uint64_t b = DTypeSize(dtype);
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(b, static_cast<uint64_t>(d), &b)) return false;
+  }
+  if (b > (uint64_t{1} << 62)) return false;
+  *bytes = b;
+  return true;
+}
+
+// Whether `actual` fits the plan's dims: same rank, equal static dims.
+bool MatchesDims(const PlanTensor &t, const Shape &actual) {
+  if (actual.size() != t.dims.size()) return false;
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (t.dims[i].value >= 0 && t.dims[i].value != actual[i]) return false;
+  return true;
+}
+
+// Tensors of at most this many elements have their values in the layout
+// cache signature. In every supported op, an operand whose values decide a
+// result shape (Reshape/Expand/Tile/ConstantOfShape shapes, Slice bounds,
+// Range limits, Split sizes) is a scalar or a rank-length vector, far below
+// this bound; larger inputs (token ids, masks) only contribute their shape.
+constexpr int64_t kValueSignatureElements = 64;
+
+}  // namespace
+
+Status Executor::Impl::CheckInputs(const std::vector<TensorView> &inputs) const {
+  const auto &ids = plan->inputs();
+  if (inputs.size() != ids.size())
+    return InvalidArgument("the plan has " + std::to_string(ids.size()) + " inputs, got " +
+                           std::to_string(inputs.size()));
+  // ONNX semantics: one symbolic dim name has one value across all inputs.
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const PlanTensor &t = plan->tensors()[ids[i]];
+    const TensorView &v = inputs[i];
+    std::string label = "input '" + t.name + "'";
+    if (v.dtype != t.dtype)
+      return InvalidArgument(label + " is " + DTypeName(v.dtype) + ", the plan expects " +
+                             DTypeName(t.dtype));
+    if (!MatchesDims(t, v.shape))
+      return InvalidArgument(label + " has shape " + ShapeToString(v.shape) +
+                             ", the plan expects " + t.DimsToString());
+    uint64_t bytes = 0;
+    if (!ShapeBytes(v.shape, v.dtype, &bytes))
+      return InvalidArgument(label + " has an invalid shape " + ShapeToString(v.shape));
+    if (bytes > 0 && v.data == nullptr) return InvalidArgument(label + " has no data");
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+      const std::string &sym = t.dims[d].symbol;
+      if (t.dims[d].value >= 0 || sym.empty()) continue;
+      auto it = symbols.find(sym);
+      if (it == symbols.end()) {
+        symbols[sym] = {v.shape[d], t.name};
+      } else if (it->second.first != v.shape[d]) {
+        return InvalidArgument(label + " has " + sym + " = " + std::to_string(v.shape[d]) +
+                               " but input '" + it->second.second + "' has " + sym + " = " +
+                               std::to_string(it->second.first));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Executor::Impl::Signature(const std::vector<TensorView> &inputs) const {
+  std::string sig;
+  auto put = [&](const void *p, size_t n) { sig.append(static_cast<const char *>(p), n); };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView &v = inputs[i];
+    uint64_t rank = v.shape.size();
+    put(&rank, sizeof(rank));
+    put(v.shape.data(), v.shape.size() * sizeof(int64_t));
+    if (value_input[plan->inputs()[i]] || v.numel() <= kValueSignatureElements)
+      put(v.data, v.bytes());
+  }
+  return sig;
+}
+
+Status Executor::Impl::ShapePass() {
+  const auto &tensors = plan->tensors();
+  layout.shapes.assign(tensors.size(), Shape());
+  layout.host_data.assign(tensors.size(), {});
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].kind != TensorKind::kActivation) continue;
+    views[i].shape.clear();
+    views[i].data = nullptr;  // infer must not see a previous binding's bytes
+  }
+  std::vector<TensorView> out;
+  for (ExecOp &op : ops) {
+    // Results start with the plan's dtype: ops whose dtype is not implied
+    // by their operands (constant_of_shape) keep it.
+    out.assign(op.outputs.size(), TensorView());
+    for (size_t j = 0; j < out.size(); ++j) out[j].dtype = tensors[op.outputs[j]].dtype;
+    Status st = op.def->infer(op.attrs, op.in, out);
+    if (!st.ok()) return st.WithContext(op.label);
+    for (size_t j = 0; j < out.size(); ++j) {
+      int t = op.outputs[j];
+      const PlanTensor &pt = tensors[t];
+      if (out[j].dtype != pt.dtype)
+        return InvalidArgument(op.label + ": result '" + pt.name + "' is " +
+                               DTypeName(out[j].dtype) + " but the plan says " +
+                               DTypeName(pt.dtype));
+      if (!MatchesDims(pt, out[j].shape))
+        return InvalidArgument(op.label + ": result '" + pt.name + "' has shape " +
+                               ShapeToString(out[j].shape) + " but the plan says " +
+                               pt.DimsToString() + " (are the input shapes right?)");
+      uint64_t bytes = 0;
+      if (!ShapeBytes(out[j].shape, pt.dtype, &bytes))
+        return Status(StatusCode::kResourceExhausted,
+                      op.label + ": result '" + pt.name + "' of shape " +
+                          ShapeToString(out[j].shape) + " is too large");
+      views[t].shape = out[j].shape;
+      layout.shapes[t] = out[j].shape;
+      if (op.host) {
+        layout.host_data[t].assign(bytes, 0);
+        views[t].data = layout.host_data[t].data();
+      }
+    }
+    if (!op.host) continue;
+    for (size_t j = 0; j < out.size(); ++j) op.out[j] = views[op.outputs[j]];
+    st = op.def->run(op.attrs, op.in, op.out);
+    if (!st.ok()) return st.WithContext(op.label);
+  }
+  ++stats.shape_passes;
+  return Status::Ok();
+}
+
+void Executor::Impl::LayoutArena() {
+  const auto &tensors = plan->tensors();
+  std::vector<uint64_t> slot_bytes(num_slots, 0);
+  for (const ExecOp &op : ops) {
+    if (op.host) continue;
+    for (int t : op.outputs) {
+      uint64_t bytes = 0;
+      ShapeBytes(layout.shapes[t], tensors[t].dtype, &bytes);  // checked by ShapePass
+      slot_bytes[tensors[t].slot] = std::max(slot_bytes[tensors[t].slot], bytes);
+    }
+  }
+  layout.slot_offsets.assign(num_slots, 0);
+  uint64_t pos = 0;
+  for (int s = 0; s < num_slots; ++s) {
+    layout.slot_offsets[s] = pos;
+    // Each slot is at most 2^62 bytes (ShapeBytes), so this sum stays far
+    // below 2^64 unless there are billions of slots.
+    pos = AlignUp(pos + slot_bytes[s], alignment);
+  }
+  layout.arena_bytes = pos;
+}
+
+Status Executor::Impl::ApplyLayout() {
+  if (arena_capacity < layout.arena_bytes) {
+    std::free(arena);
+    arena = nullptr;
+    arena_capacity = 0;
+    arena = static_cast<uint8_t *>(std::aligned_alloc(alignment, layout.arena_bytes));
+    if (!arena)
+      return Status(StatusCode::kResourceExhausted,
+                    "cannot allocate a " + std::to_string(layout.arena_bytes) +
+                        "-byte activation arena");
+    arena_capacity = layout.arena_bytes;
+    ++stats.arena_allocations;
+  }
+  stats.arena_bytes = layout.arena_bytes;
+  stats.arena_capacity = arena_capacity;
+  const auto &tensors = plan->tensors();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const PlanTensor &t = tensors[i];
+    if (t.kind != TensorKind::kActivation) continue;
+    views[i].shape = layout.shapes[i];
+    if (t.host)
+      views[i].data = layout.host_data[i].data();
+    else
+      views[i].data = arena ? arena + layout.slot_offsets[t.slot] : nullptr;
+  }
+  for (ExecOp &op : ops)
+    for (size_t j = 0; j < op.outputs.size(); ++j) op.out[j] = views[op.outputs[j]];
+  return Status::Ok();
+}
+
+Status Executor::Bind(const std::vector<TensorView> &inputs) {
+  Impl &m = *impl_;
+  m.bound = false;
+  KILN_RETURN_IF_ERROR(m.CheckInputs(inputs));
+  const auto &ids = m.plan->inputs();
+  for (size_t i = 0; i < ids.size(); ++i) m.views[ids[i]] = inputs[i];
+
+  std::string sig = m.Signature(inputs);
+  auto hit = m.cache.find(sig);
+  if (hit != m.cache.end()) {
+    m.layout = hit->second;
+    ++m.stats.layout_cache_hits;
+  } else {
+    KILN_RETURN_IF_ERROR(m.ShapePass());
+    m.LayoutArena();
+    if (m.cache.size() >= Impl::kCacheEntries) {
+      m.cache.erase(m.cache_order.front());
+      m.cache_order.pop_front();
+    }
+    m.cache.emplace(sig, m.layout);
+    m.cache_order.push_back(sig);
+  }
+  KILN_RETURN_IF_ERROR(m.ApplyLayout());
+  m.bound = true;
+  return Status::Ok();
+}
+
+}  // namespace kiln

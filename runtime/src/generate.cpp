@@ -1,0 +1,237 @@
+// DecoderSession: drives a plan's DecoderIO through prefill and decode steps.
+#include "kiln/generate.h"
+
+#include "kiln_schema/plan_generated.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace kiln {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Writes `n` integers from `value(i)` as the tensor's dtype (i64 or i32).
+template <typename F> void FillInts(std::vector<uint8_t> &buf, DType dtype, int64_t n, F value) {
+  buf.resize(static_cast<size_t>(n) * DTypeSize(dtype));
+  for (int64_t i = 0; i < n; ++i) {
+    if (dtype == DType::kI64) {
+      int64_t v = value(i);
+      std::memcpy(buf.data() + i * 8, &v, 8);
+    } else {
+      int32_t v = static_cast<int32_t>(value(i));
+      std::memcpy(buf.data() + i * 4, &v, 4);
+    }
+  }
+}
+
+}  // namespace
+
+GenerateOptions GenerateOptions::FromPlan(const Plan &plan) {
+  GenerateOptions o;
+  if (const fb::GenerationDefaults *g = plan.fb().generation()) {
+    o.max_new_tokens = g->max_new_tokens();
+    o.sampling.temperature = g->temperature();
+    o.sampling.top_k = g->top_k();
+    o.sampling.top_p = g->top_p();
+  }
+  if (const fb::ModelMetadata *m = plan.fb().metadata())
+    if (m->eos_token_ids()) o.eos_token_ids.assign(m->eos_token_ids()->begin(), m->eos_token_ids()->end());
+  return o;
+}
+
+const char *FinishReasonName(FinishReason r) {
+  switch (r) {
+  case FinishReason::kEos: return "eos";
+  case FinishReason::kLength: return "length";
+  case FinishReason::kContext: return "context";
+  case FinishReason::kCallback: return "stopped";
+  }
+  return "?";
+}
+
+StatusOr<std::unique_ptr<DecoderSession>> DecoderSession::Create(const Plan &plan) {
+  std::unique_ptr<DecoderSession> s(new DecoderSession(plan));
+  KILN_RETURN_IF_ERROR(s->Init());
+  return s;
+}
+
+Status DecoderSession::Init() {
+  const fb::DecoderIO *d = plan_.fb().decoder();
+  if (!d || d->input_ids() < 0 || d->logits() < 0)
+    return InvalidArgument("the plan has no decoder interface (input_ids and logits); "
+                           "use `kiln exec` to run its graph");
+  const auto &tensors = plan_.tensors();
+  input_ids_ = plan_.InputIndex(d->input_ids());
+  attention_mask_ = d->attention_mask() >= 0 ? plan_.InputIndex(d->attention_mask()) : -1;
+  position_ids_ = d->position_ids() >= 0 ? plan_.InputIndex(d->position_ids()) : -1;
+  logits_ = plan_.OutputIndex(d->logits());
+  if (tensors[d->logits()].dtype != DType::kF32)
+    return Unimplemented("logits are " + std::string(DTypeName(tensors[d->logits()].dtype)) +
+                         "; generation reads f32 logits");
+  for (int id : {d->input_ids(), d->attention_mask(), d->position_ids()}) {
+    if (id < 0) continue;
+    const PlanTensor &t = tensors[id];
+    if ((t.dtype != DType::kI64 && t.dtype != DType::kI32) || t.dims.size() != 2)
+      return InvalidArgument("decoder input '" + t.name + "' is " + DTypeName(t.dtype) +
+                             t.DimsToString() + "; expected i64 or i32 of rank 2 [batch, seq]");
+  }
+  // The batch dim's name, to tell it from the sequence dim in past tensors.
+  const std::string &batch_symbol = tensors[d->input_ids()].dims[0].symbol;
+
+  std::vector<bool> has_role(plan_.inputs().size(), false);
+  for (int i : {input_ids_, attention_mask_, position_ids_})
+    if (i >= 0) has_role[i] = true;
+  if (d->kv()) {
+    for (const fb::KVPair *pair : *d->kv()) {
+      KV kv;
+      kv.past_input = plan_.InputIndex(pair->past());
+      kv.present_output = plan_.OutputIndex(pair->present());
+      has_role[kv.past_input] = true;
+      const PlanTensor &past = tensors[pair->past()];
+      const PlanTensor &present = tensors[pair->present()];
+      if (past.dtype != present.dtype)
+        return InvalidArgument("past '" + past.name + "' and present '" + present.name +
+                               "' have different dtypes");
+      // Before the first token the past is empty: batch 1, sequence 0.
+      int sequence_dims = 0;
+      for (size_t j = 0; j < past.dims.size(); ++j) {
+        const PlanDim &dim = past.dims[j];
+        bool batch = dim.value < 0 && ((!dim.symbol.empty() && dim.symbol == batch_symbol) ||
+                                       (dim.symbol.empty() && j == 0));
+        if (dim.value >= 0) {
+          kv.initial_shape.push_back(dim.value);
+        } else if (batch) {
+          kv.initial_shape.push_back(1);
+        } else {
+          kv.initial_shape.push_back(0);
+          ++sequence_dims;
+        }
+      }
+      if (sequence_dims != 1)
+        return InvalidArgument("past '" + past.name + "' " + past.DimsToString() +
+                               ": expected exactly one dynamic sequence dim besides batch");
+      kv_.push_back(std::move(kv));
+    }
+  }
+  for (size_t i = 0; i < has_role.size(); ++i)
+    if (!has_role[i])
+      return InvalidArgument("plan input '" + tensors[plan_.inputs()[i]].name +
+                             "' has no decoder role, so generation cannot bind it");
+  if (const fb::ModelMetadata *m = plan_.fb().metadata())
+    context_length_ = std::max<int64_t>(0, m->context_length());
+  KILN_ASSIGN_OR_RETURN(executor_, Executor::Create(plan_));
+  return Status::Ok();
+}
+
+Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len) {
+  const auto &tensors = plan_.tensors();
+  const auto &in_ids = plan_.inputs();
+  int64_t total = static_cast<int64_t>(tokens.size());
+  int64_t n = total - past_len;
+  std::vector<TensorView> inputs(in_ids.size());
+  auto bind_ints = [&](int pos, std::vector<uint8_t> &buf, int64_t len, auto value) {
+    DType dt = tensors[in_ids[pos]].dtype;
+    FillInts(buf, dt, len, value);
+    inputs[pos] = {dt, {1, len}, buf.data()};
+  };
+  bind_ints(input_ids_, ids_buf_, n, [&](int64_t i) { return tokens[past_len + i]; });
+  if (attention_mask_ >= 0)
+    bind_ints(attention_mask_, mask_buf_, total, [](int64_t) { return 1; });
+  if (position_ids_ >= 0)
+    bind_ints(position_ids_, pos_buf_, n, [&](int64_t i) { return past_len + i; });
+  for (KV &kv : kv_) {
+    TensorView &v = inputs[kv.past_input];
+    v.dtype = tensors[in_ids[kv.past_input]].dtype;
+    v.shape = kv.shape;
+    v.data = kv.buffers[kv.current].data();
+  }
+  KILN_RETURN_IF_ERROR(executor_->Bind(inputs));
+  KILN_RETURN_IF_ERROR(executor_->Run());
+
+  const TensorView &logits = executor_->output(logits_);
+  int64_t vocab = logits.shape.empty() ? 0 : logits.shape.back();
+  if (vocab <= 0 || logits.numel() < vocab)
+    return Internal("logits have shape " + ShapeToString(logits.shape));
+  const float *last = logits.as<float>() + (logits.numel() - vocab);
+  last_logits_.assign(last, last + vocab);
+
+  // The present may sit in the arena (overwritten by the next run) or even
+  // alias this step's past, so it is copied into the other buffer.
+  for (KV &kv : kv_) {
+    const TensorView &present = executor_->output(kv.present_output);
+    std::vector<uint8_t> &next = kv.buffers[1 - kv.current];
+    next.resize(present.bytes());
+    if (present.bytes()) std::memcpy(next.data(), present.data, present.bytes());
+    kv.shape = present.shape;
+    kv.current = 1 - kv.current;
+  }
+  return Status::Ok();
+}
+
+StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &prompt,
+                                                  const GenerateOptions &options,
+                                                  const TokenCallback &on_token) {
+  if (prompt.empty()) return InvalidArgument("the prompt is empty");
+  if (options.max_new_tokens < 0)
+    return InvalidArgument("max_new_tokens must be >= 0, got " +
+                           std::to_string(options.max_new_tokens));
+  if (context_length_ > 0 && static_cast<int64_t>(prompt.size()) > context_length_)
+    return InvalidArgument("the prompt has " + std::to_string(prompt.size()) +
+                           " tokens, more than the model's context length of " +
+                           std::to_string(context_length_));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, Sampler::Create(options.sampling));
+
+  GenerateResult result;
+  result.prompt_tokens = static_cast<int>(prompt.size());
+  if (options.max_new_tokens == 0) return result;
+  for (KV &kv : kv_) {
+    kv.shape = kv.initial_shape;
+    kv.current = 0;
+    kv.buffers[0].clear();
+  }
+  std::vector<int32_t> tokens = prompt;
+  int64_t past_len = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int step = 0;; ++step) {
+    KILN_RETURN_IF_ERROR(Step(tokens, past_len));
+    // With KV pairs the model has now seen every token; without, each step
+    // starts again from the first.
+    if (!kv_.empty()) past_len = static_cast<int64_t>(tokens.size());
+    if (logits_hook_) logits_hook_(last_logits_.data(), static_cast<int64_t>(last_logits_.size()));
+    int32_t token = sampler->Sample(last_logits_.data(), static_cast<int64_t>(last_logits_.size()));
+    tokens.push_back(token);
+    result.tokens.push_back(token);
+    if (step == 0) {
+      result.prefill_seconds = Seconds(start);
+      start = std::chrono::steady_clock::now();
+    } else {
+      result.decode_steps = step;
+      result.decode_seconds = Seconds(start);
+    }
+    bool keep_going = !on_token || on_token(token);
+    if (std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), token) !=
+        options.eos_token_ids.end()) {
+      result.finish = FinishReason::kEos;
+      break;
+    }
+    if (!keep_going) {
+      result.finish = FinishReason::kCallback;
+      break;
+    }
+    if (static_cast<int>(result.tokens.size()) >= options.max_new_tokens) {
+      result.finish = FinishReason::kLength;
+      break;
+    }
+    if (context_length_ > 0 && static_cast<int64_t>(tokens.size()) >= context_length_) {
+      result.finish = FinishReason::kContext;
+      break;
+    }
+  }
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,433 @@
+// LoadPlan: maps a plan file and verifies every byte of it before anything
+// reads a field, then checks the graph invariants the executor relies on
+// (listed in kiln/plan.h). Checks run outermost first, so a damaged file is
+// reported by the first layer that notices (header, checksums, verifier) and
+// the structural checks only ever see a well-formed FlatBuffer.
+#include "kiln/plan.h"
+
+#include "cpu/op_registry.h"
+#include "plan_format.h"
+#include "kiln_schema/plan_generated.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kiln {
+namespace {
+
+std::string U64(uint64_t v) { return std::to_string(v); }
+
+// a + b <= limit without overflow.
+bool FitsWithin(uint64_t a, uint64_t b, uint64_t limit) { return a <= limit && b <= limit - a; }
+
+bool AllZero(const uint8_t *p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (p[i] != 0) return false;
+  return true;
+}
+
+std::string Str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+
+std::string TensorLabel(int id, const std::string &name) {
+  return "tensor " + std::to_string(id) + " '" + name + "'";
+}
+
+}  // namespace
+
+// Friend of Plan: fills its private fields as the checks pass.
+class PlanLoader {
+public:
+  static StatusOr<std::unique_ptr<Plan>> FromFile(const std::string &path);
+  static StatusOr<std::unique_ptr<Plan>> FromBytes(const void *data, size_t size,
+                                                   const std::string &source);
+
+private:
+  static StatusOr<std::unique_ptr<Plan>> Verify(std::unique_ptr<Plan> plan);
+  static Status CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h);
+  static Status CheckSections(const uint8_t *p, uint64_t size, const PlanHeader &h,
+                              const fb::Plan &plan);
+  static Status DecodeTensors(const uint8_t *p, Plan &plan);
+  static Status CheckGraphIO(Plan &plan);
+  static Status CheckOps(const Plan &plan);
+  static Status CheckSlots(const Plan &plan, const std::vector<int> &producer,
+                           const std::vector<int> &last_use);
+  static Status CheckDecoder(const Plan &plan);
+};
+
+Status PlanLoader::CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h) {
+  if (size < kPlanHeaderSize)
+    return DataLoss("file is " + U64(size) + " bytes, smaller than the " + U64(kPlanHeaderSize) +
+                    "-byte plan header");
+  std::memcpy(h, p, sizeof(*h));
+  if (std::memcmp(h->magic, kPlanMagic, sizeof(kPlanMagic)) != 0)
+    return InvalidArgument("not a kiln plan: the file does not start with \"KILNPLAN\"");
+  if (PlanChecksum(p, 48) != h->header_checksum)
+    return DataLoss("plan header checksum mismatch: the header is corrupt");
+  if (h->reserved != 0) return DataLoss("plan header's reserved bytes are not zero");
+  if (h->format_major != kPlanFormatMajor)
+    return InvalidArgument("plan format version " + std::to_string(h->format_major) + "." +
+                           std::to_string(h->format_minor) + " is not supported; this runtime " +
+                           "reads version " + std::to_string(kPlanFormatMajor) +
+                           ".x: rebuild the plan with a matching kiln");
+  if (h->file_size != size)
+    return DataLoss("plan file is " + U64(size) + " bytes but its header says " +
+                    U64(h->file_size) + (size < h->file_size ? " (truncated)" : ""));
+  if (h->flatbuffer_offset != kPlanHeaderSize)
+    return DataLoss("plan header: flatbuffer offset " + U64(h->flatbuffer_offset) +
+                    ", expected " + U64(kPlanHeaderSize));
+  if (h->flatbuffer_size == 0 || !FitsWithin(kPlanHeaderSize, h->flatbuffer_size, size))
+    return DataLoss("plan header: flatbuffer size " + U64(h->flatbuffer_size) +
+                    " does not fit in the " + U64(size) + "-byte file");
+  if (h->flatbuffer_size >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return DataLoss("plan header: flatbuffer size " + U64(h->flatbuffer_size) + " exceeds 2 GB");
+  if (PlanChecksum(p + kPlanHeaderSize, h->flatbuffer_size) != h->flatbuffer_checksum)
+    return DataLoss("plan flatbuffer checksum mismatch: the plan's graph data is corrupt");
+  return Status::Ok();
+}
+
+Status PlanLoader::CheckSections(const uint8_t *p, uint64_t size, const PlanHeader &h,
+                                 const fb::Plan &plan) {
+  // Sections must tile the rest of the file in order, separated only by
+  // zero padding, so that no byte of the file goes unverified.
+  uint64_t pos = kPlanHeaderSize + h.flatbuffer_size;
+  const auto *sections = plan.sections();
+  uint32_t n = sections ? sections->size() : 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::Section *s = sections->Get(i);
+    std::string label = "section " + std::to_string(i) + " '" + Str(s->name()) + "'";
+    if (s->offset() % kSectionAlign != 0)
+      return DataLoss(label + ": offset " + U64(s->offset()) + " is not a multiple of " +
+                      U64(kSectionAlign));
+    if (s->offset() < pos)
+      return DataLoss(label + ": offset " + U64(s->offset()) +
+                      " overlaps the flatbuffer or the previous section (which end at " +
+                      U64(pos) + ")");
+    if (!FitsWithin(s->offset(), s->size(), size))
+      return DataLoss(label + ": bytes [" + U64(s->offset()) + ", +" + U64(s->size()) +
+                      ") run past the end of the " + U64(size) + "-byte file");
+    if (s->rank() < -1) return DataLoss(label + ": rank " + std::to_string(s->rank()));
+    if (!AllZero(p + pos, s->offset() - pos))
+      return DataLoss("non-zero padding before " + label + " (corrupt file)");
+    if (PlanChecksum(p + s->offset(), s->size()) != s->checksum())
+      return DataLoss(label + ": checksum mismatch, its weights are corrupt");
+    pos = s->offset() + s->size();
+  }
+  if (pos != size)
+    return DataLoss("plan file has " + U64(size - pos) +
+                    " unexpected bytes after its last region (ends at " + U64(pos) + ")");
+  return Status::Ok();
+}
+
+Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
+  const fb::Plan &f = *plan.fb_;
+  const auto *tensors = f.tensors();
+  uint32_t n = tensors ? tensors->size() : 0;
+  const auto *sections = f.sections();
+  int num_slots = f.memory_plan() ? f.memory_plan()->num_slots() : 0;
+  const auto *slot_bytes = f.memory_plan() ? f.memory_plan()->slot_static_bytes() : nullptr;
+  plan.tensors_.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::Tensor *t = tensors->Get(i);
+    PlanTensor &pt = plan.tensors_[i];
+    pt.name = Str(t->name());
+    std::string label = TensorLabel(static_cast<int>(i), pt.name);
+    int dtype = static_cast<int>(t->dtype());
+    if (dtype < 1 || dtype > static_cast<int>(DType::kBool))
+      return DataLoss(label + ": unknown dtype " + std::to_string(dtype));
+    pt.dtype = static_cast<DType>(dtype);
+    int kind = static_cast<int>(t->kind());
+    if (kind < 0 || kind > 2) return DataLoss(label + ": unknown kind " + std::to_string(kind));
+    pt.kind = static_cast<TensorKind>(kind);
+    pt.host = t->host();
+    pt.slot = t->slot();
+    pt.section = t->section();
+    // Bytes of the static shape, or UINT64_MAX when dynamic or overflowing.
+    uint64_t bytes = DTypeSize(pt.dtype);
+    if (t->shape()) {
+      for (const fb::Dim *d : *t->shape()) {
+        if (d->value() < -1) return DataLoss(label + ": dimension " + std::to_string(d->value()));
+        pt.dims.push_back({d->value(), Str(d->symbol())});
+        if (d->value() < 0 || bytes == UINT64_MAX ||
+            __builtin_mul_overflow(bytes, static_cast<uint64_t>(d->value()), &bytes))
+          bytes = UINT64_MAX;
+      }
+    }
+    if (pt.kind == TensorKind::kWeight) {
+      if (bytes == UINT64_MAX)
+        return DataLoss(label + ": a weight needs a static shape, got " + pt.DimsToString());
+      if (!sections || pt.section < 0 || static_cast<uint32_t>(pt.section) >= sections->size())
+        return DataLoss(label + ": section " + std::to_string(pt.section) + " does not exist");
+      const fb::Section *s = sections->Get(pt.section);
+      if (t->size() != bytes)
+        return DataLoss(label + ": size " + U64(t->size()) + " bytes, but " +
+                        DTypeName(pt.dtype) + pt.DimsToString() + " needs " + U64(bytes));
+      if (t->offset() % kTensorAlign != 0)
+        return DataLoss(label + ": offset " + U64(t->offset()) + " is not a multiple of " +
+                        U64(kTensorAlign));
+      if (!FitsWithin(t->offset(), t->size(), s->size()))
+        return DataLoss(label + ": bytes [" + U64(t->offset()) + ", +" + U64(t->size()) +
+                        ") run past the end of its " + U64(s->size()) + "-byte section");
+      pt.data = p + s->offset() + t->offset();
+      pt.size = t->size();
+    } else if (pt.kind == TensorKind::kActivation && !pt.host) {
+      if (pt.slot < 0 || pt.slot >= num_slots)
+        return DataLoss(label + ": slot " + std::to_string(pt.slot) + " is outside the " +
+                        std::to_string(num_slots) + " slots of the memory plan");
+      if (slot_bytes && bytes != UINT64_MAX && slot_bytes->Get(pt.slot) >= 0 &&
+          bytes > static_cast<uint64_t>(slot_bytes->Get(pt.slot)))
+        return DataLoss(label + ": " + U64(bytes) + " bytes do not fit its slot " +
+                        std::to_string(pt.slot) + " of " +
+                        std::to_string(slot_bytes->Get(pt.slot)) + " bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+Status PlanLoader::CheckGraphIO(Plan &plan) {
+  const fb::Plan &f = *plan.fb_;
+  int n = static_cast<int>(plan.tensors_.size());
+  std::vector<int> seen(n, 0);
+  if (f.inputs()) {
+    for (int32_t id : *f.inputs()) {
+      if (id < 0 || id >= n) return DataLoss("graph input id " + std::to_string(id) + " is not a tensor");
+      if (plan.tensors_[id].kind != TensorKind::kInput)
+        return DataLoss("graph input " + TensorLabel(id, plan.tensors_[id].name) +
+                        " is not of kind Input");
+      if (seen[id]++) return DataLoss("graph input " + TensorLabel(id, plan.tensors_[id].name) +
+                                      " is listed twice");
+      plan.inputs_.push_back(id);
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    if (plan.tensors_[i].kind == TensorKind::kInput && !seen[i])
+      return DataLoss(TensorLabel(i, plan.tensors_[i].name) +
+                      " is of kind Input but not a graph input, so nothing can bind it");
+  if (f.outputs()) {
+    for (int32_t id : *f.outputs()) {
+      if (id < 0 || id >= n) return DataLoss("graph output id " + std::to_string(id) + " is not a tensor");
+      plan.outputs_.push_back(id);
+    }
+  }
+  const fb::MemoryPlan *mp = f.memory_plan();
+  if (mp) {
+    if (mp->num_slots() < 0 || mp->num_slots() > n)
+      return DataLoss("memory plan: " + std::to_string(mp->num_slots()) + " slots for " +
+                      std::to_string(n) + " tensors");
+    int a = mp->alignment();
+    if (a < 1 || a > 65536 || (a & (a - 1)) != 0)
+      return DataLoss("memory plan: alignment " + std::to_string(a) + " is not a power of two");
+    if (mp->slot_static_bytes() &&
+        mp->slot_static_bytes()->size() != static_cast<uint32_t>(mp->num_slots()))
+      return DataLoss("memory plan: slot_static_bytes has " +
+                      std::to_string(mp->slot_static_bytes()->size()) + " entries for " +
+                      std::to_string(mp->num_slots()) + " slots");
+  }
+  return Status::Ok();
+}
+
+Status PlanLoader::CheckOps(const Plan &plan) {
+  const fb::Plan &f = *plan.fb_;
+  const auto &tensors = plan.tensors_;
+  int n = static_cast<int>(tensors.size());
+  // producer[t]: index of the op that writes t; last_use[t]: last op reading
+  // it (INT_MAX for graph outputs, which the caller reads after the run).
+  std::vector<int> producer(n, -1), last_use(n, -1);
+  uint32_t num_ops = f.ops() ? f.ops()->size() : 0;
+  for (uint32_t i = 0; i < num_ops; ++i) {
+    const fb::Op *op = f.ops()->Get(i);
+    int idx = static_cast<int>(i);
+    std::string type = Str(op->type());
+    std::string label = "op " + std::to_string(i) + " '" + Str(op->name()) + "' (" + type + ")";
+    if (!cpu::FindOp(type))
+      return InvalidArgument(label + ": op type '" + type + "' is not supported by this runtime");
+    if (op->attrs()) {
+      for (const fb::Attr *a : *op->attrs()) {
+        if (!a->name()) return DataLoss(label + ": an attribute has no name");
+        if (static_cast<int>(a->kind()) < 0 || static_cast<int>(a->kind()) > 4)
+          return DataLoss(label + ": attribute '" + a->name()->str() + "' has unknown kind");
+      }
+    }
+    if (op->inputs()) {
+      for (int32_t t : *op->inputs()) {
+        if (t == -1) continue;
+        if (t < 0 || t >= n)
+          return DataLoss(label + ": operand " + std::to_string(t) + " is not a tensor");
+        if (tensors[t].kind == TensorKind::kActivation && producer[t] < 0)
+          return DataLoss(label + ": reads " + TensorLabel(t, tensors[t].name) +
+                          " before any op produces it");
+        last_use[t] = idx;
+      }
+    }
+    int host_outputs = 0, outputs = 0;
+    if (op->outputs()) {
+      for (int32_t t : *op->outputs()) {
+        if (t < 0 || t >= n)
+          return DataLoss(label + ": result " + std::to_string(t) + " is not a tensor");
+        if (tensors[t].kind != TensorKind::kActivation)
+          return DataLoss(label + ": writes " + TensorLabel(t, tensors[t].name) + " of kind " +
+                          TensorKindName(tensors[t].kind));
+        if (producer[t] >= 0)
+          return DataLoss(label + ": " + TensorLabel(t, tensors[t].name) +
+                          " is already produced by op " + std::to_string(producer[t]));
+        producer[t] = idx;
+        last_use[t] = std::max(last_use[t], idx);
+        ++outputs;
+        host_outputs += tensors[t].host ? 1 : 0;
+      }
+    }
+    if (host_outputs != 0 && host_outputs != outputs)
+      return DataLoss(label + ": some results are host tensors and some are not");
+  }
+  for (int id : plan.outputs_) {
+    if (tensors[id].kind == TensorKind::kActivation && producer[id] < 0)
+      return DataLoss("graph output " + TensorLabel(id, tensors[id].name) +
+                      " is never produced");
+    last_use[id] = INT_MAX;
+  }
+  return CheckSlots(plan, producer, last_use);
+}
+
+Status PlanLoader::CheckSlots(const Plan &plan, const std::vector<int> &producer,
+                              const std::vector<int> &last_use) {
+  // Tensors sharing a slot overwrite each other, so their lifetimes
+  // [producer, last use] must not overlap, not even at one op: kernels do not
+  // run in place.
+  struct Life {
+    int slot, begin, end, id;
+  };
+  std::vector<Life> lives;
+  for (size_t i = 0; i < plan.tensors_.size(); ++i) {
+    const PlanTensor &t = plan.tensors_[i];
+    if (t.kind != TensorKind::kActivation || t.host || producer[i] < 0) continue;
+    lives.push_back({t.slot, producer[i], last_use[i], static_cast<int>(i)});
+  }
+  std::sort(lives.begin(), lives.end(), [](const Life &a, const Life &b) {
+    return a.slot != b.slot ? a.slot < b.slot : a.begin < b.begin;
+  });
+  for (size_t i = 1; i < lives.size(); ++i) {
+    const Life &a = lives[i - 1], &b = lives[i];
+    if (a.slot == b.slot && b.begin <= a.end)
+      return DataLoss("memory plan: " + TensorLabel(a.id, plan.tensors_[a.id].name) + " and " +
+                      TensorLabel(b.id, plan.tensors_[b.id].name) + " share slot " +
+                      std::to_string(a.slot) + " while both are live");
+  }
+  return Status::Ok();
+}
+
+Status PlanLoader::CheckDecoder(const Plan &plan) {
+  const fb::DecoderIO *d = plan.fb_->decoder();
+  if (!d) return Status::Ok();
+  auto input = [&](int id, const char *role) -> Status {
+    if (id == -1 || plan.InputIndex(id) >= 0) return Status::Ok();
+    return DataLoss(std::string("decoder ") + role + " tensor " + std::to_string(id) +
+                    " is not a graph input");
+  };
+  auto output = [&](int id, const char *role) -> Status {
+    if (id == -1 || plan.OutputIndex(id) >= 0) return Status::Ok();
+    return DataLoss(std::string("decoder ") + role + " tensor " + std::to_string(id) +
+                    " is not a graph output");
+  };
+  KILN_RETURN_IF_ERROR(input(d->input_ids(), "input_ids"));
+  KILN_RETURN_IF_ERROR(input(d->attention_mask(), "attention_mask"));
+  KILN_RETURN_IF_ERROR(input(d->position_ids(), "position_ids"));
+  KILN_RETURN_IF_ERROR(output(d->logits(), "logits"));
+  if (d->kv()) {
+    for (const fb::KVPair *kv : *d->kv()) {
+      KILN_RETURN_IF_ERROR(input(kv->past(), "past"));
+      KILN_RETURN_IF_ERROR(output(kv->present(), "present"));
+      if (kv->past() == -1 || kv->present() == -1)
+        return DataLoss("decoder kv pair lacks its past or present tensor");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan) {
+  const uint8_t *p = static_cast<const uint8_t *>(plan->bytes_);
+  uint64_t size = plan->bytes_size_;
+  plan->file_size_ = size;
+  PlanHeader h;
+  KILN_RETURN_IF_ERROR(CheckHeader(p, size, &h));
+
+  flatbuffers::Verifier::Options opts;
+  opts.max_tables = 1u << 24;  // large models have many tensors, dims and attrs
+  flatbuffers::Verifier verifier(p + kPlanHeaderSize, h.flatbuffer_size, opts);
+  if (!fb::VerifyPlanBuffer(verifier))
+    return DataLoss("plan flatbuffer failed verification (wrong identifier or malformed tables)");
+  plan->fb_ = fb::GetPlan(p + kPlanHeaderSize);
+  const fb::Plan &f = *plan->fb_;
+  if (f.format_major() != h.format_major || f.format_minor() != h.format_minor)
+    return DataLoss("plan flatbuffer says format " + std::to_string(f.format_major()) + "." +
+                    std::to_string(f.format_minor()) + " but its header says " +
+                    std::to_string(h.format_major) + "." + std::to_string(h.format_minor));
+
+  KILN_RETURN_IF_ERROR(CheckSections(p, size, h, f));
+  KILN_RETURN_IF_ERROR(DecodeTensors(p, *plan));
+  KILN_RETURN_IF_ERROR(CheckGraphIO(*plan));
+  KILN_RETURN_IF_ERROR(CheckOps(*plan));
+  KILN_RETURN_IF_ERROR(CheckDecoder(*plan));
+  return plan;
+}
+
+StatusOr<std::unique_ptr<Plan>> PlanLoader::FromFile(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string msg = "cannot open plan '" + path + "': " + std::strerror(err);
+    return err == ENOENT ? NotFound(msg) : InvalidArgument(msg);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgument("plan '" + path + "' is not a regular file");
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return DataLoss("plan '" + path + "' is empty");
+  }
+  void *map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);  // the mapping keeps the file alive
+  if (map == MAP_FAILED)
+    return Internal("cannot mmap plan '" + path + "': " + std::strerror(errno));
+  std::unique_ptr<Plan> plan(new Plan());
+  plan->source_ = path;
+  plan->bytes_ = map;
+  plan->bytes_size_ = static_cast<uint64_t>(st.st_size);
+  plan->mapped_ = true;
+  auto loaded = Verify(std::move(plan));
+  if (!loaded.ok()) return loaded.status().WithContext("plan '" + path + "'");
+  return loaded;
+}
+
+StatusOr<std::unique_ptr<Plan>> PlanLoader::FromBytes(const void *data, size_t size,
+                                                      const std::string &source) {
+  std::unique_ptr<Plan> plan(new Plan());
+  plan->source_ = source;
+  // Page-aligned like a mapping, so tensor and FlatBuffer alignment holds.
+  size_t alloc = static_cast<size_t>(AlignUp(std::max<size_t>(size, 1), kSectionAlign));
+  plan->bytes_ = std::aligned_alloc(kSectionAlign, alloc);
+  if (!plan->bytes_) return Status(StatusCode::kResourceExhausted, "out of memory copying plan");
+  if (size > 0) std::memcpy(plan->bytes_, data, size);
+  plan->bytes_size_ = size;
+  auto loaded = Verify(std::move(plan));
+  if (!loaded.ok()) return loaded.status().WithContext("plan '" + source + "'");
+  return loaded;
+}
+
+StatusOr<std::unique_ptr<Plan>> LoadPlan(const std::string &path) {
+  return PlanLoader::FromFile(path);
+}
+
+StatusOr<std::unique_ptr<Plan>> LoadPlanFromBytes(const void *data, size_t size,
+                                                  const std::string &source) {
+  return PlanLoader::FromBytes(data, size, source);
+}
+
+}  // namespace kiln

@@ -1,0 +1,240 @@
+#include "tokenizer/bpe_model.h"
+
+#include <queue>
+
+#include "tokenizer/utf8.h"
+
+namespace kiln::tokenizer {
+namespace {
+
+constexpr size_t kCacheCapacity = 1 << 16;
+constexpr size_t kMaxCachedWordBytes = 256;  // long words are rare; do not let them fill the cache
+// Ids index dense tables; a hostile file must not make us allocate gigabytes.
+constexpr int64_t kMaxId = 1 << 24;
+
+uint64_t PairKey(int32_t a, int32_t b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
+
+// Fields that change results and that this BPE does not implement must be
+// absent, null, or at their neutral value.
+Status CheckUnsupported(const Json &model) {
+  const Json *dropout = FindField(model, "dropout");
+  if (dropout != nullptr && !(dropout->is_number() && dropout->get<double>() == 0.0)) {
+    return Unimplemented("tokenizer.json: model.dropout is not supported (it makes BPE random)");
+  }
+  for (const char *key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const Json *v = FindField(model, key);
+    if (v != nullptr && !(v->is_string() && v->get<std::string>().empty())) {
+      return Unimplemented(std::string("tokenizer.json: model.") + key +
+                           " is not supported (byte-level BPE does not use it)");
+    }
+  }
+  bool byte_fallback;
+  KILN_RETURN_IF_ERROR(ReadBool(model, "byte_fallback", "model", false, &byte_fallback));
+  if (byte_fallback) {
+    return Unimplemented("tokenizer.json: model.byte_fallback is not supported "
+                         "(SentencePiece-style BPE); use a byte-level BPE");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json &model) {
+  if (!model.is_object()) return FieldError("model", "expected an object");
+  std::string type = "BPE";  // older files leave the type out
+  if (FindField(model, "type") != nullptr) KILN_RETURN_IF_ERROR(ReadType(model, "model", &type));
+  if (type != "BPE") {
+    return Unimplemented("tokenizer.json: model type '" + type +
+                         "' is not supported (supported: BPE)");
+  }
+  KILN_RETURN_IF_ERROR(CheckUnsupported(model));
+  auto bpe = std::unique_ptr<BpeModel>(new BpeModel());
+  const Json *vocab = FindField(model, "vocab");
+  if (vocab == nullptr || !vocab->is_object()) return FieldError("model.vocab", "expected an object");
+  KILN_RETURN_IF_ERROR(bpe->ParseVocab(*vocab));
+  const Json *merges = FindField(model, "merges");
+  if (merges == nullptr || !merges->is_array()) {
+    return FieldError("model.merges", "expected an array");
+  }
+  KILN_RETURN_IF_ERROR(bpe->ParseMerges(*merges));
+  KILN_RETURN_IF_ERROR(ReadBool(model, "ignore_merges", "model", false, &bpe->ignore_merges_));
+  KILN_RETURN_IF_ERROR(ReadBool(model, "fuse_unk", "model", false, &bpe->fuse_unk_));
+  if (const Json *unk = FindField(model, "unk_token")) {
+    if (!unk->is_string()) return FieldError("model.unk_token", "expected a string");
+    bpe->unk_id_ = bpe->TokenToId(unk->get<std::string>());
+    if (bpe->unk_id_ < 0) {
+      return FieldError("model.unk_token", "'" + unk->get<std::string>() + "' is not in the vocab");
+    }
+  }
+  return bpe;
+}
+
+Status BpeModel::ParseVocab(const Json &vocab) {
+  int64_t max_id = -1;
+  for (const auto &[token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxId) {
+      return FieldError("model.vocab[\"" + token + "\"]",
+                        "expected an id in [0, " + std::to_string(kMaxId) + ")");
+    }
+    vocab_[token] = static_cast<int32_t>(id.get<int64_t>());
+    max_id = std::max(max_id, id.get<int64_t>());
+  }
+  id_to_token_.resize(static_cast<size_t>(max_id + 1));
+  has_id_.resize(id_to_token_.size());
+  for (const auto &[token, id] : vocab_) {
+    id_to_token_[id] = token;
+    has_id_[id] = true;
+  }
+  return Status::Ok();
+}
+
+Status BpeModel::ParseMerges(const Json &merges) {
+  merges_.reserve(merges.size());
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const Json &m = merges[rank];
+    const std::string path = "model.merges[" + std::to_string(rank) + "]";
+    // Two spellings: "a b" (older files) and ["a", "b"] (tokenizers >= 0.20).
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t space = s.find(' ');
+      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
+        return FieldError(path, "expected \"left right\" with exactly one space");
+      }
+      KILN_RETURN_IF_ERROR(AddMerge(s.substr(0, space), s.substr(space + 1), rank, path));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      KILN_RETURN_IF_ERROR(AddMerge(m[0].get<std::string>(), m[1].get<std::string>(), rank, path));
+    } else {
+      return FieldError(path, "expected \"left right\" or [\"left\", \"right\"]");
+    }
+  }
+  return Status::Ok();
+}
+
+Status BpeModel::AddMerge(const std::string &a, const std::string &b, uint32_t rank,
+                          const std::string &path) {
+  const int32_t a_id = TokenToId(a), b_id = TokenToId(b), new_id = TokenToId(a + b);
+  if (a_id < 0 || b_id < 0 || new_id < 0) {
+    const std::string &missing = a_id < 0 ? a : b_id < 0 ? b : a + b;
+    return FieldError(path, "token '" + missing + "' is not in the vocab");
+  }
+  // HF collects merges into a map in file order, so a repeated pair ends up
+  // with its last rank.
+  merges_[PairKey(a_id, b_id)] = Merge{rank, new_id};
+  return Status::Ok();
+}
+
+int32_t BpeModel::TokenToId(std::string_view token) const {
+  const auto it = vocab_.find(std::string(token));
+  return it == vocab_.end() ? -1 : it->second;
+}
+
+const std::string *BpeModel::IdToToken(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id]) return nullptr;
+  return &id_to_token_[id];
+}
+
+const BpeModel::Merge *BpeModel::FindMerge(int32_t a, int32_t b) const {
+  const auto it = merges_.find(PairKey(a, b));
+  return it == merges_.end() ? nullptr : &it->second;
+}
+
+void BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) const {
+  if (ignore_merges_) {  // Llama-3: a word that is itself a token is not merged
+    const int32_t id = TokenToId(word);
+    if (id >= 0) {
+      ids->push_back(id);
+      return;
+    }
+  }
+  const bool cacheable = word.size() <= kMaxCachedWordBytes;
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    const auto it = cache_.find(word);
+    if (it != cache_.end()) {
+      ids->insert(ids->end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<int32_t> result;
+  MergeWord(word, &result);
+  ids->insert(ids->end(), result.begin(), result.end());
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cache_.size() >= kCacheCapacity) cache_.clear();
+    cache_.emplace(word, std::move(result));
+  }
+}
+
+void BpeModel::MergeWord(const std::string &word, std::vector<int32_t> *ids) const {
+  // One symbol per character, linked so that merged-away symbols drop out.
+  struct Symbol {
+    int32_t id;
+    int prev, next;
+    bool alive;
+  };
+  std::vector<Symbol> symbols;
+  bool pending_unk = false;
+  auto push = [&](int32_t id) {
+    const int n = static_cast<int>(symbols.size());
+    symbols.push_back({id, n - 1, n + 1, true});
+  };
+  size_t i = 0;
+  while (i < word.size()) {
+    const size_t len = CodepointLength(word, i);
+    const int32_t id = TokenToId(std::string_view(word).substr(i, len));
+    i += len;
+    if (id >= 0) {
+      if (pending_unk) push(unk_id_);
+      pending_unk = false;
+      push(id);
+    } else if (unk_id_ >= 0) {  // without unk_token HF drops the character
+      if (pending_unk && !fuse_unk_) push(unk_id_);
+      pending_unk = true;
+    }
+  }
+  if (pending_unk) push(unk_id_);
+  if (symbols.empty()) return;
+  symbols.back().next = -1;
+
+  // HF's order: the lowest rank first, the leftmost on ties; queue entries made
+  // stale by an earlier merge are recognised and skipped.
+  struct Candidate {
+    uint32_t rank;
+    int pos;
+    int32_t new_id;
+    bool operator>(const Candidate &o) const {
+      return rank != o.rank ? rank > o.rank : pos > o.pos;
+    }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  auto consider = [&](int left) {
+    const int right = symbols[left].next;
+    if (right < 0) return;
+    if (const Merge *m = FindMerge(symbols[left].id, symbols[right].id)) {
+      queue.push({m->rank, left, m->new_id});
+    }
+  };
+  for (int s = 0; s + 1 < static_cast<int>(symbols.size()); ++s) consider(s);
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    Symbol &left = symbols[top.pos];
+    if (!left.alive || left.next < 0) continue;
+    const Merge *m = FindMerge(left.id, symbols[left.next].id);
+    if (m == nullptr || m->new_id != top.new_id) continue;
+    Symbol &right = symbols[left.next];
+    left.id = top.new_id;
+    right.alive = false;
+    left.next = right.next;
+    if (right.next >= 0) symbols[right.next].prev = top.pos;
+    if (left.prev >= 0) consider(left.prev);
+    consider(top.pos);
+  }
+  for (const Symbol &s : symbols) {
+    if (s.alive) ids->push_back(s.id);
+  }
+}
+
+}  // namespace kiln::tokenizer

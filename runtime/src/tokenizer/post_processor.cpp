@@ -1,0 +1,88 @@
+#include "tokenizer/post_processor.h"
+
+#include <string>
+
+namespace kiln::tokenizer {
+namespace {
+
+// The ids of special token `name` from the template's "special_tokens" map.
+Status SpecialIds(const Json &config, const std::string &name, const std::string &path,
+                  std::vector<int32_t> *out) {
+  const Json *specials = FindField(config, "special_tokens");
+  const Json *entry = specials ? FindField(*specials, name.c_str()) : nullptr;
+  const Json *ids = entry ? FindField(*entry, "ids") : nullptr;
+  if (ids == nullptr || !ids->is_array()) {
+    return FieldError(path + ".special_tokens", "no ids for special token '" + name + "'");
+  }
+  for (const Json &id : *ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 24)) {
+      return FieldError(path + ".special_tokens[\"" + name + "\"].ids", "expected ids");
+    }
+    out->push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status PostProcessor::Parse(const Json *config) {
+  return config == nullptr ? Status::Ok() : ParseOne(*config, "post_processor");
+}
+
+Status PostProcessor::ParseOne(const Json &config, const std::string &path) {
+  std::string type;
+  KILN_RETURN_IF_ERROR(ReadType(config, path, &type));
+  if (type == "ByteLevel") return Status::Ok();  // trims offsets; kiln keeps none
+  if (type == "TemplateProcessing") return ParseTemplate(config, path);
+  if (type == "Sequence") {
+    const Json *list = FindField(config, "processors");
+    if (list == nullptr || !list->is_array()) {
+      return FieldError(path + ".processors", "expected an array");
+    }
+    for (size_t i = 0; i < list->size(); ++i) {
+      KILN_RETURN_IF_ERROR(ParseOne((*list)[i], path + ".processors[" + std::to_string(i) + "]"));
+    }
+    return Status::Ok();
+  }
+  return Unimplemented("tokenizer.json: " + path + ": post_processor type '" + type +
+                       "' is not supported (supported: ByteLevel, TemplateProcessing, Sequence)");
+}
+
+Status PostProcessor::ParseTemplate(const Json &config, const std::string &path) {
+  if (has_template_) return Unimplemented("tokenizer.json: " + path + ": a second template");
+  const Json *single = FindField(config, "single");
+  if (single == nullptr || !single->is_array()) {
+    return FieldError(path + ".single", "expected an array");
+  }
+  bool seen_sequence = false;
+  for (size_t i = 0; i < single->size(); ++i) {
+    const Json &piece = (*single)[i];
+    const std::string at = path + ".single[" + std::to_string(i) + "]";
+    if (FindField(piece, "Sequence") != nullptr) {
+      if (seen_sequence) return FieldError(at, "the single template has two sequences");
+      seen_sequence = true;
+    } else if (const Json *special = FindField(piece, "SpecialToken")) {
+      std::string name;
+      KILN_RETURN_IF_ERROR(ReadString(*special, "id", at + ".SpecialToken", &name));
+      KILN_RETURN_IF_ERROR(
+          SpecialIds(config, name, path, seen_sequence ? &after_ : &before_));
+    } else {
+      return FieldError(at, "expected {\"Sequence\": ...} or {\"SpecialToken\": ...}");
+    }
+  }
+  if (!seen_sequence) return FieldError(path + ".single", "the template has no $A");
+  has_template_ = true;
+  return Status::Ok();
+}
+
+std::vector<int32_t> PostProcessor::Apply(std::vector<int32_t> ids) const {
+  if (!has_template_) return ids;
+  std::vector<int32_t> out;
+  out.reserve(before_.size() + ids.size() + after_.size());
+  out.insert(out.end(), before_.begin(), before_.end());
+  out.insert(out.end(), ids.begin(), ids.end());
+  out.insert(out.end(), after_.begin(), after_.end());
+  return out;
+}
+
+}  // namespace kiln::tokenizer

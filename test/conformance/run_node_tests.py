@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""ONNX backend node tests (Debian package libonnx-testdata) through kiln.
+
+For every node test whose ops are all in kiln's supported set, this runs
+`kiln build` on model.onnx, `kiln exec` on each test_data_set_*/input_*.pb, and
+compares every output with the expected output_*.pb. It prints N passed / M and
+exits non-zero if any test of a supported op fails. Tests that use an op kiln
+does not support are counted and listed, never silently passed.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+# Keep in sync with docs/ops.md.
+SUPPORTED = {
+    "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater",
+    "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Where", "Sqrt",
+    "Reciprocal", "Neg", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Relu", "Abs", "Not",
+    "Identity", "Floor", "Ceil", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum",
+    "ReduceMax", "ReduceMin", "LayerNormalization", "Cast", "Reshape", "Transpose", "Concat",
+    "Split", "Slice", "Gather", "Unsqueeze", "Squeeze", "Expand", "Shape", "ConstantOfShape",
+    "Range", "Trilu", "Constant", "Clip", "Tile", "Flatten",
+}
+
+# Tests of supported ops that use a feature kiln deliberately lacks, with the reason.
+EXCLUDED = {
+    "test_cast_FLOAT_to_STRING": "string tensors are not supported",
+    "test_cast_STRING_to_FLOAT": "string tensors are not supported",
+}
+
+FLOAT_KINDS = "fc"
+
+
+def model_ops(model):
+    ops = set()
+
+    def visit(graph):
+        for node in graph.node:
+            ops.add(node.op_type if node.domain in ("", "ai.onnx") else node.domain + "." + node.op_type)
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    visit(attr.g)
+    visit(model.graph)
+    return ops
+
+
+def compare(name, got, want):
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape} != expected {want.shape}"
+    if got.dtype != want.dtype:
+        return f"{name}: dtype {got.dtype} != expected {want.dtype}"
+    if want.dtype.kind in FLOAT_KINDS:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        rtol, atol = (1e-3, 1e-7) if want.dtype != np.float16 else (1e-3, 1e-3)
+        if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+            err = np.max(np.abs(g - w)) if g.size else 0
+            return f"{name}: max abs error {err:g} exceeds rtol {rtol} atol {atol}"
+    elif not np.array_equal(got, want):
+        return f"{name}: values differ"
+    return None
+
+
+def run_test(kiln, test_dir, work):
+    plan = work / "model.plan"
+    r = subprocess.run([kiln, "build", str(test_dir / "model.onnx"), "-o", str(plan), "--quiet"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"kiln build exited {r.returncode}: {r.stderr.strip()[-600:]}"
+    model = onnx.load(str(test_dir / "model.onnx"))
+    out_names = [o.name for o in model.graph.output]
+    in_names = [i.name for i in model.graph.input
+                if i.name not in {t.name for t in model.graph.initializer}]
+    for ds in sorted(test_dir.glob("test_data_set_*")):
+        out_dir = work / ds.name
+        out_dir.mkdir()
+        cmd = [kiln, "exec", str(plan), "--output-dir", str(out_dir)]
+        inputs = sorted(ds.glob("input_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
+        for i, path in enumerate(inputs):
+            cmd += ["--input", f"{in_names[i]}={path}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            return f"kiln exec ({ds.name}) exited {r.returncode}: {r.stderr.strip()[-600:]}"
+        outputs = sorted(ds.glob("output_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
+        for i, path in enumerate(outputs):
+            want = numpy_helper.to_array(onnx.load_tensor(str(path)))
+            got_path = out_dir / (out_names[i] + ".pb")
+            if not got_path.exists():
+                return f"{ds.name}: kiln wrote no output {out_names[i]}"
+            got = numpy_helper.to_array(onnx.load_tensor(str(got_path)))
+            err = compare(f"{ds.name}/{out_names[i]}", got, want)
+            if err:
+                return err
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kiln", required=True, help="path to the kiln tool")
+    ap.add_argument("--data", default="/usr/share/libonnx-testdata/data/node")
+    ap.add_argument("--filter", default="", help="only tests whose name contains this")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+
+    data = Path(args.data)
+    if not data.is_dir():
+        print(f"node test data not found at {data} (install libonnx-testdata)", file=sys.stderr)
+        return 2
+    selected, unsupported, excluded = [], {}, []
+    for test_dir in sorted(p for p in data.iterdir() if p.is_dir()):
+        if args.filter not in test_dir.name:
+            continue
+        if test_dir.name in EXCLUDED:
+            excluded.append(test_dir.name)
+            continue
+        ops = model_ops(onnx.load(str(test_dir / "model.onnx"), load_external_data=False))
+        missing = ops - SUPPORTED
+        if missing:
+            for op in missing:
+                unsupported[op] = unsupported.get(op, 0) + 1
+            continue
+        selected.append(test_dir)
+
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="kiln-node-") as tmp:
+        for i, test_dir in enumerate(selected):
+            work = Path(tmp) / test_dir.name
+            work.mkdir()
+            err = run_test(args.kiln, test_dir, work)
+            if err:
+                failures.append((test_dir.name, err))
+                print(f"FAIL {test_dir.name}: {err}")
+            elif args.verbose:
+                print(f"ok   {test_dir.name}")
+
+    passed = len(selected) - len(failures)
+    print(f"\nONNX node tests: {passed} passed / {len(selected)} with supported ops "
+          f"({len(excluded)} excluded by design, "
+          f"{sum(1 for _ in data.iterdir()) - len(selected) - len(excluded)} use unsupported ops)")
+    if args.verbose:
+        print("unsupported ops:", ", ".join(f"{k}({v})" for k, v in sorted(unsupported.items())))
+    return 1 if failures or not selected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The runtime must never include or link MLIR, LLVM, protobuf or ONNX.
+# 1. No runtime/ or kernels/ source includes their headers.
+# 2. The runtime library references none of their symbols.
+# 3. In a KILN_BUILD_COMPILER=OFF build, the kiln tool links none of their
+#    shared libraries.
+set -uo pipefail
+src=$1 runtime_lib=$2 kiln_tool=$3 compiler_on=$4
+fail=0
+if grep -rnE '#\s*include\s*[<"](mlir/|llvm/|google/protobuf|onnx/)' "$src/runtime" "$src/kernels"; then
+  echo "FAIL: forbidden include in runtime/ or kernels/"; fail=1
+fi
+if nm -C --undefined-only "$runtime_lib" 2>/dev/null | grep -E ' (mlir|llvm|google::protobuf|onnx)::' | head -5 | grep -q .; then
+  echo "FAIL: $runtime_lib references MLIR/LLVM/protobuf/ONNX symbols"; fail=1
+fi
+if [[ "$compiler_on" != "ON" ]]; then
+  if ldd "$kiln_tool" | grep -iE 'libMLIR|libLLVM|libprotobuf|libonnx'; then
+    echo "FAIL: runtime-only kiln links a compiler library"; fail=1
+  fi
+  if "$kiln_tool" build x.onnx -o x.plan >/dev/null 2>&1; then
+    echo "FAIL: runtime-only kiln accepted 'build'"; fail=1
+  fi
+fi
+[[ $fail -eq 0 ]] && echo "runtime dependency check passed"
+exit $fail

@@ -1,0 +1,226 @@
+// Unit tests for the build config rules (compiler/driver/BuildConfig.h): each
+// rule has a case that must be refused and, where it matters, a near miss
+// that must be accepted.
+#include "compiler/driver/BuildConfig.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace kiln::compiler {
+namespace {
+
+// Parses `text` as the config file "build.json"; returns the error message,
+// or "" when the config is accepted (then *out holds it).
+std::string Parse(const std::string &text, BuildConfig *out = nullptr) {
+  BuildConfigParser p;
+  if (llvm::Error e = p.AddJsonText(text, "build.json")) return llvm::toString(std::move(e));
+  auto config = p.Finish();
+  if (!config) return llvm::toString(config.takeError());
+  if (out) *out = *config;
+  return "";
+}
+
+bool Contains(const std::string &haystack, const std::string &needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+#define EXPECT_ERROR_HAS(expr, needle)                                                             \
+  do {                                                                                             \
+    std::string msg_ = (expr);                                                                     \
+    EXPECT_TRUE(Contains(msg_, needle)) << "message: '" << msg_ << "' lacks '" << needle << "'";  \
+  } while (0)
+
+TEST(BuildConfig, EmptyObjectGivesDefaults) {
+  BuildConfig c;
+  ASSERT_EQ(Parse("{}", &c), "");
+  EXPECT_EQ(c.dtype, "fp32");
+  EXPECT_EQ(c.tp_size, 1);
+  EXPECT_FALSE(c.kernel_inject);
+  EXPECT_FALSE(c.max_out_tokens.has_value());
+  EXPECT_TRUE(c.warnings.empty());
+}
+
+TEST(BuildConfig, AcceptsDeepSpeedDefaultsExplicitly) {
+  BuildConfig c;
+  ASSERT_EQ(Parse(R"({"dtype": "torch.float32", "tensor_parallel": {"tp_size": 1, "enabled": true},
+      "replace_with_kernel_inject": false, "max_out_tokens": 4096, "min_out_tokens": 1,
+      "triangular_masking": true, "checkpoint": null, "training_mp_size": 1,
+      "save_mp_checkpoint_path": null, "injection_policy": null, "quant": {"enabled": false},
+      "enable_cuda_graph": false})",
+                  &c),
+            "");
+  EXPECT_EQ(c.dtype, "fp32");
+  EXPECT_EQ(c.max_out_tokens.value_or(0), 4096);
+}
+
+TEST(BuildConfig, DtypeSpellings) {
+  for (const char *s : {"fp32", "float32", "float", "torch.float32", "torch.float"}) {
+    BuildConfig c;
+    EXPECT_EQ(Parse(std::string(R"({"dtype": ")") + s + "\"}", &c), "") << s;
+    EXPECT_EQ(c.dtype, "fp32") << s;
+  }
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp16"})"), "dtype: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "torch.bfloat16"})"), "dtype: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp33"})"), "unknown dtype \"fp33\"");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": 32})"), "must be a string");
+}
+
+TEST(BuildConfig, UnknownKeysAreErrors) {
+  EXPECT_ERROR_HAS(Parse(R"({"dtyp": "fp32"})"), "unknown key \"dtyp\"");
+  EXPECT_ERROR_HAS(Parse(R"({"tensor_parallel": {"size": 1}})"),
+                   "unknown key \"tensor_parallel.size\"");
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": false, "bits": 8}})"),
+                   "unknown key \"quant.bits\"");
+}
+
+TEST(BuildConfig, SyntaxAndShapeErrors) {
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": )"), "build.json: not valid JSON");
+  EXPECT_ERROR_HAS(Parse(R"(["dtype"])"), "must be a JSON object");
+  EXPECT_ERROR_HAS(Parse(R"({"tp": 2})"), "\"tp\" must be an object");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp32", "dtype": "fp32"})"),
+                   "key \"dtype\" appears twice");
+}
+
+TEST(BuildConfig, ValuesAreTypeChecked) {
+  EXPECT_ERROR_HAS(Parse(R"({"max_tokens": "64"})"), "must be a positive integer");
+  EXPECT_ERROR_HAS(Parse(R"({"max_tokens": 0})"), "must be a positive integer");
+  EXPECT_ERROR_HAS(Parse(R"({"max_tokens": 64.5})"), "must be a positive integer");
+  EXPECT_ERROR_HAS(Parse(R"({"kernel_inject": 0})"), "must be true or false");
+  EXPECT_ERROR_HAS(Parse(R"({"tp": {"tp_size": -1}})"), "\"tp.tp_size\" in build.json");
+}
+
+TEST(BuildConfig, AliasesResolve) {
+  BuildConfig c;
+  ASSERT_EQ(Parse(R"({"max_tokens": 300, "tm": true, "kernel_inject": false,
+                      "tp": {"tp_size": 1}, "min_tokens": 1})",
+                  &c),
+            "");
+  EXPECT_EQ(c.max_out_tokens.value_or(0), 300);
+}
+
+TEST(BuildConfig, NameAndAliasMustAgree) {
+  EXPECT_EQ(Parse(R"({"max_tokens": 300, "max_out_tokens": 300})"), "");
+  std::string msg = Parse(R"({"max_tokens": 300, "max_out_tokens": 400})");
+  EXPECT_ERROR_HAS(msg, "conflicting values for max_out_tokens");
+  EXPECT_ERROR_HAS(msg, "\"max_tokens\"");
+  EXPECT_ERROR_HAS(msg, "\"max_out_tokens\"");
+  // Same setting, different spellings of the same value: no conflict.
+  EXPECT_EQ(Parse(R"({"tp": {"tp_size": 1}, "tensor_parallel": {"tp_size": 1}})"), "");
+  EXPECT_ERROR_HAS(Parse(R"({"tm": true, "triangular_masking": false})"),
+                   "conflicting values for triangular_masking");
+}
+
+TEST(BuildConfig, DeprecatedMpSizeMapsToTpSize) {
+  BuildConfig c;
+  ASSERT_EQ(Parse(R"({"mp_size": 1})", &c), "");
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_TRUE(Contains(c.warnings[0], "deprecated"));
+  std::string msg = Parse(R"({"mp_size": 1, "tensor_parallel": {"tp_size": 2}})");
+  EXPECT_ERROR_HAS(msg, "conflicting values for tensor_parallel.tp_size");
+  EXPECT_ERROR_HAS(msg, "\"mp_size\"");
+  EXPECT_ERROR_HAS(msg, "\"tensor_parallel.tp_size\"");
+  EXPECT_ERROR_HAS(Parse(R"({"mp_size": 4})"), "mp_size: not supported yet");
+}
+
+TEST(BuildConfig, UnsupportedFeaturesAreRefused) {
+  EXPECT_ERROR_HAS(Parse(R"({"tensor_parallel": {"tp_size": 2}})"),
+                   "tensor_parallel.tp_size: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"replace_with_kernel_inject": true})"),
+                   "replace_with_kernel_inject: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"kernel_inject": true})"), "kernel_inject: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": true}})"), "quant.enabled: not supported yet");
+  // DeepSpeed's quant.enabled defaults to true, so an empty object asks for it.
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {}})"), "not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": false, "weight": {"num_bits": 8}}})"),
+                   "quant.weight: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"injection_policy": {"LlamaDecoderLayer": ["o_proj"]}})"),
+                   "injection_policy: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"checkpoint": "ckpt.json"})"), "checkpoint: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"save_mp_checkpoint_path": "/tmp/x"})"),
+                   "save_mp_checkpoint_path: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"enable_cuda_graph": true})"),
+                   "enable_cuda_graph: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"training_mp_size": 2})"), "training_mp_size: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"min_out_tokens": 8})"), "min_out_tokens: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"tm": false})"), "tm: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"tp": {"tp_grain_size": 64}})"),
+                   "tp.tp_grain_size: not supported yet");
+}
+
+TEST(BuildConfig, ConflictIsReportedBeforeUnsupported) {
+  // Both values are unsupported, but the user's real mistake is the conflict.
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp32", "tp": {"tp_size": 2}, "mp_size": 4})"),
+                   "conflicting values");
+}
+
+TEST(BuildConfig, FlagsConflictWithTheFile) {
+  BuildConfigParser p;
+  ASSERT_FALSE(p.AddJsonText(R"({"max_tokens": 300})", "build.json"));
+  ASSERT_FALSE(p.AddFlag("max_out_tokens", "500", "--max-tokens"));
+  auto c = p.Finish();
+  ASSERT_FALSE(c);
+  std::string msg = llvm::toString(c.takeError());
+  EXPECT_ERROR_HAS(msg, "--max-tokens");
+  EXPECT_ERROR_HAS(msg, "\"max_tokens\" in build.json");
+}
+
+TEST(BuildConfig, FlagAgreeingWithTheFileIsFine) {
+  BuildConfigParser p;
+  ASSERT_FALSE(p.AddJsonText(R"({"dtype": "float32"})", "build.json"));
+  ASSERT_FALSE(p.AddFlag("dtype", "fp32", "--dtype"));
+  auto c = p.Finish();
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->dtype, "fp32");
+}
+
+TEST(BuildConfig, FlagValuesAreTypeChecked) {
+  BuildConfigParser p;
+  ASSERT_FALSE(p.AddFlag("max_out_tokens", "lots", "--max-tokens"));
+  auto c = p.Finish();
+  ASSERT_FALSE(c);
+  EXPECT_ERROR_HAS(llvm::toString(c.takeError()), "--max-tokens: must be a positive integer");
+  BuildConfigParser q;
+  llvm::Error e = q.AddFlag("no_such_key", "1", "--x");
+  ASSERT_TRUE(static_cast<bool>(e));
+  EXPECT_ERROR_HAS(llvm::toString(std::move(e)), "unknown config key");
+}
+
+TEST(BuildConfig, TpSizeFlagIsRefused) {
+  BuildConfigParser p;
+  ASSERT_FALSE(p.AddFlag("tensor_parallel.tp_size", "2", "--tp-size"));
+  auto c = p.Finish();
+  ASSERT_FALSE(c);
+  EXPECT_ERROR_HAS(llvm::toString(c.takeError()), "--tp-size: not supported yet");
+}
+
+TEST(BuildConfig, FileErrors) {
+  BuildConfigParser p;
+  llvm::Error e = p.AddJsonFile("/nonexistent/build.json");
+  ASSERT_TRUE(static_cast<bool>(e));
+  EXPECT_ERROR_HAS(llvm::toString(std::move(e)), "cannot open");
+
+  std::string path = ::testing::TempDir() + "kiln_build_config_test.json";
+  {
+    std::ofstream(path) << R"({"max_tokens": 77})";
+  }
+  BuildConfigParser q;
+  ASSERT_FALSE(q.AddJsonFile(path));
+  auto c = q.Finish();
+  std::remove(path.c_str());
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->max_out_tokens.value_or(0), 77);
+}
+
+TEST(BuildConfig, EffectiveJsonUsesCanonicalNames) {
+  BuildConfig c;
+  ASSERT_EQ(Parse(R"({"max_tokens": 300, "dtype": "float"})", &c), "");
+  std::string j = c.ToJson();
+  EXPECT_TRUE(Contains(j, "\"max_out_tokens\": 300")) << j;
+  EXPECT_TRUE(Contains(j, "\"dtype\": \"fp32\"")) << j;
+  EXPECT_FALSE(Contains(j, "max_tokens\"")) << j;
+}
+
+} // namespace
+} // namespace kiln::compiler

@@ -1,0 +1,90 @@
+#include "test_util.h"
+
+namespace kiln::test {
+
+StatusOr<std::vector<Tensor>> RunOp(const std::string &type, const OpAttrs &attrs,
+                                    const std::vector<const Tensor *> &inputs,
+                                    size_t num_outputs) {
+  const cpu::OpDef *def = cpu::FindOp(type);
+  if (def == nullptr) return NotFound("no op " + type);
+  std::vector<TensorView> views(inputs.size());
+  std::vector<const TensorView *> in(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) continue;
+    views[i] = inputs[i]->View();
+    in[i] = &views[i];
+  }
+  std::vector<TensorView> out(num_outputs);
+  KILN_RETURN_IF_ERROR(def->infer(attrs, in, out));
+  std::vector<Tensor> results;
+  for (const TensorView &o : out) {
+    results.emplace_back(o.dtype, o.shape);
+    std::fill(results.back().bytes.begin(), results.back().bytes.end(), 0xFF);
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].data = results[i].bytes.data();
+  KILN_RETURN_IF_ERROR(def->run(attrs, in, out));
+  return results;
+}
+
+Status InferOp(const std::string &type, const OpAttrs &attrs,
+               const std::vector<const Tensor *> &inputs, std::vector<TensorView> *out,
+               const std::vector<bool> &known) {
+  const cpu::OpDef *def = cpu::FindOp(type);
+  if (def == nullptr) return NotFound("no op " + type);
+  std::vector<TensorView> views(inputs.size());
+  std::vector<const TensorView *> in(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) continue;
+    views[i] = inputs[i]->View();
+    if (i < known.size() && !known[i]) views[i].data = nullptr;
+    in[i] = &views[i];
+  }
+  return def->infer(attrs, in, *out);
+}
+
+std::vector<int64_t> Unravel(int64_t flat, const Shape &shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
+int64_t Ravel(const std::vector<int64_t> &index, const Shape &shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
+  return flat;
+}
+
+int64_t BroadcastIndex(const std::vector<int64_t> &out_idx, const Shape &in) {
+  const size_t lead = out_idx.size() - in.size();
+  int64_t flat = 0;
+  for (size_t d = 0; d < in.size(); ++d)
+    flat = flat * in[d] + (in[d] == 1 ? 0 : out_idx[d + lead]);
+  return flat;
+}
+
+Shape RandomShape(std::mt19937 &rng, int min_rank, int max_rank, int64_t max_dim) {
+  const int rank = std::uniform_int_distribution<int>(min_rank, max_rank)(rng);
+  Shape s(rank);
+  for (auto &d : s) d = std::uniform_int_distribution<int64_t>(1, max_dim)(rng);
+  return s;
+}
+
+Shape BroadcastableTo(const Shape &out, std::mt19937 &rng) {
+  const size_t drop = std::uniform_int_distribution<size_t>(0, out.size())(rng);
+  Shape s(out.begin() + drop, out.end());
+  for (auto &d : s)
+    if (rng() % 3 == 0) d = 1;
+  return s;
+}
+
+void ExpectError(const Status &st, const std::vector<std::string> &fragments) {
+  ASSERT_FALSE(st.ok()) << "expected an error containing '" << fragments[0] << "'";
+  for (const std::string &f : fragments)
+    EXPECT_NE(st.message().find(f), std::string::npos)
+        << "message '" << st.message() << "' lacks '" << f << "'";
+}
+
+}  // namespace kiln::test
