@@ -33,9 +33,9 @@ struct SectionBlob {
 // Where WritePlanFile puts a section, and the checksum the FlatBuffer must
 // record for it in Plan.sections[i].
 struct SectionPlacement {
-  uint64_t offset = 0;  // from the start of the file, multiple of kSectionAlign
+  uint64_t offset = 0; // from the start of the file, multiple of kSectionAlign
   uint64_t size = 0;
-  uint64_t checksum = 0;  // PlanChecksum of the section's bytes
+  uint64_t checksum = 0; // PlanChecksum of the section's bytes
 };
 
 // Builds the finished FlatBuffer (root Plan, identifier "KPLN") whose
@@ -79,7 +79,8 @@ inline bool WriteAll(std::FILE *f, const void *data, uint64_t size) {
   const char *p = static_cast<const char *>(data);
   while (size > 0) {
     size_t chunk = size > (1u << 30) ? (1u << 30) : static_cast<size_t>(size);
-    if (std::fwrite(p, 1, chunk, f) != chunk) return false;
+    if (std::fwrite(p, 1, chunk, f) != chunk)
+      return false;
     p += chunk;
     size -= chunk;
   }
@@ -90,13 +91,14 @@ inline bool WriteZeros(std::FILE *f, uint64_t count) {
   static const char zeros[4096] = {};
   while (count > 0) {
     uint64_t n = count < sizeof(zeros) ? count : sizeof(zeros);
-    if (!WriteAll(f, zeros, n)) return false;
+    if (!WriteAll(f, zeros, n))
+      return false;
     count -= n;
   }
   return true;
 }
 
-}  // namespace plan_file_detail
+} // namespace plan_file_detail
 
 // Lays out and writes a complete plan to `path` (through `path`.tmp and a
 // rename, so a reader never sees a half-written plan). Gaps between regions
@@ -115,14 +117,17 @@ inline std::string WritePlanFile(const std::string &path, const PlanFlatBufferBu
   std::vector<SectionPlacement> placements;
   std::vector<uint8_t> fb;
   for (int attempt = 0;; ++attempt) {
-    if (attempt == 8) return "plan FlatBuffer size does not settle across rebuilds";
+    if (attempt == 8)
+      return "plan FlatBuffer size does not settle across rebuilds";
     placements = PlaceSections(reserved, sections);
     fb = build(placements);
-    if (fb.empty()) return "plan FlatBuffer builder returned no bytes";
-    if (fb.size() <= reserved || sections.empty()) break;
+    if (fb.empty())
+      return "plan FlatBuffer builder returned no bytes";
+    if (fb.size() <= reserved || sections.empty())
+      break;
     if (AlignUp(kPlanHeaderSize + fb.size(), kSectionAlign) ==
         AlignUp(kPlanHeaderSize + reserved, kSectionAlign))
-      break;  // it still fits in front of the proposed first section
+      break; // it still fits in front of the proposed first section
     reserved = fb.size();
   }
 
@@ -132,7 +137,8 @@ inline std::string WritePlanFile(const std::string &path, const PlanFlatBufferBu
 
   std::string tmp = path + ".tmp";
   std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return "cannot open '" + tmp + "' for writing: " + std::strerror(errno);
+  if (!f)
+    return "cannot open '" + tmp + "' for writing: " + std::strerror(errno);
   bool ok = WriteAll(f, &header, sizeof(header)) && WriteAll(f, fb.data(), fb.size());
   uint64_t pos = fb_end;
   for (size_t i = 0; ok && i < sections.size(); ++i) {
@@ -140,7 +146,8 @@ inline std::string WritePlanFile(const std::string &path, const PlanFlatBufferBu
          WriteAll(f, sections[i].data, sections[i].size);
     pos = placements[i].offset + sections[i].size;
   }
-  if (std::fclose(f) != 0) ok = false;
+  if (std::fclose(f) != 0)
+    ok = false;
   if (!ok) {
     std::remove(tmp.c_str());
     return "write to '" + tmp + "' failed (disk full?)";
@@ -160,7 +167,8 @@ public:
   uint64_t Append(const void *data, uint64_t size) {
     uint64_t offset = AlignUp(bytes_.size(), kTensorAlign);
     bytes_.resize(offset + size, 0);
-    if (size > 0) std::memcpy(bytes_.data() + offset, data, size);
+    if (size > 0)
+      std::memcpy(bytes_.data() + offset, data, size);
     return offset;
   }
   const std::vector<uint8_t> &bytes() const { return bytes_; }
@@ -170,4 +178,4 @@ private:
   std::vector<uint8_t> bytes_;
 };
 
-}  // namespace kiln
+} // namespace kiln

@@ -11,7 +11,8 @@ renumbers every id):
   train    test/tokenizer/{gpt2,llama3,qwen2}.json
   corpus   test/tokenizer/corpus.jsonl (one JSON string per line)
   refs     test/tokenizer/refs_<fixture>.json: HF ids and decodes per corpus line,
-           for the fixture and for patched variants of it
+           for the fixture and for patched variants of it; refs_pretokenize.json:
+           the word boundaries of each fixture's pre-tokenizer
   unicode  HF's regex classes and NFC on every code point
            (test/tokenizer/unicode_refs.json), and the generated C++ tables
            runtime/src/tokenizer/{nfc,regex}_tables.cpp that reproduce them
@@ -219,6 +220,9 @@ EDGE_CASES = [
     "שלום עולם", "مرحبا بالعالم", "mixed עברית and English", "\u200frlm\u200e lrm",
     "😀", "👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "🇯🇵🇺🇸", "1️⃣", "❤️", "emoji😀inline", "😀😀😀 x",
     "\U000105c0\U000105c1 todhri", "\U00010d40\U00010d41 garay digits", "\U0001e5d0 ol onal",
+    # Where Oniguruma's Unicode 16 and PCRE2's Unicode 14 would split differently.
+    "x\u180e!?", "a\u180e\u180e!", "a\U000105c0b!", "\U000105c0abc", "x\U00010d40y",
+    "7\U00010d40\U00010d41\U00010d42\U00010d43", " \U0001e5d0\U0001e5d1.", "'\u017ft'\u017f",
     "    def f(x):\n        return x  # comment\n", "\tif (a && b) {\n\t\treturn;\n\t}",
     "x+=1;y-=2", "http://example.com/path?q=1&r=2", "email@example.org", "C:\\Windows\\path",
     "$100.00 & 50%", "#hashtag @mention", "...", "—–-", "“smart quotes” ‘single’",
@@ -350,7 +354,7 @@ def write_refs():
                 # A variant that only changes encoding records no special-token
                 # fields; one that changes the post-processor records only those.
                 if base_ids is not None:
-                    keep = (("ids_special", "decode_skip") if "post_processor" in patch
+                    keep = (("ids", "ids_special", "decode_skip") if "post_processor" in patch
                             else ("ids", "decode"))
                     case = {k: case[k] for k in keep}
                 cases.append(case)
@@ -503,7 +507,7 @@ const Decomposition kDecompositions[] = {{
 const size_t kDecompositionCount = {len(dec)};
 // clang-format on
 
-}}  // namespace kiln::tokenizer
+}} // namespace kiln::tokenizer
 """
     (SRC / "nfc_tables.cpp").write_text(text, encoding="utf-8")
 
@@ -545,7 +549,7 @@ const CodepointRange kExtraNumbers[] = {{
 const size_t kExtraNumberCount = {len(extra_n)};
 // clang-format on
 
-}}  // namespace kiln::tokenizer
+}} // namespace kiln::tokenizer
 """
     (SRC / "regex_tables.cpp").write_text(text, encoding="utf-8")
 
@@ -567,6 +571,24 @@ def write_unicode():
           f"{len(compose)} compositions, {len(ccc)} marks")
 
 
+def write_pretokenize_refs():
+    """Word boundaries of each fixture's pre-tokenizer alone. Ids cannot show a
+    boundary that no merge crosses (rare characters), so the splits are checked
+    directly: per line, the length in characters of each byte-level word."""
+    lines = [json.loads(l) for l in open(DATA / "corpus.jsonl", encoding="utf-8")]
+    out = {"tokenizers_version": tokenizers.__version__, "fixtures": {}}
+    for name in VARIANTS:
+        cfg = (DATA / f"{name}.json").read_text(encoding="utf-8")
+        pre = Tokenizer.from_str(cfg).pre_tokenizer
+        out["fixtures"][name] = [[len(p) for p, _ in pre.pre_tokenize_str(t)] for t in lines]
+    with open(DATA / "refs_pretokenize.json", "w", encoding="utf-8") as f:
+        f.write('{"tokenizers_version": %s, "fixtures": {\n' % json.dumps(tokenizers.__version__))
+        f.write(",\n".join('"%s": %s' % (n, json.dumps(v, separators=(",", ":")))
+                           for n, v in out["fixtures"].items()))
+        f.write("\n}}\n")
+    print(f"refs_pretokenize.json: {len(VARIANTS)} pre-tokenizers x {len(lines)} lines")
+
+
 if __name__ == "__main__":
     steps = sys.argv[1:] or ["corpus", "refs", "unicode"]
     if "train" in steps:
@@ -577,5 +599,6 @@ if __name__ == "__main__":
         write_corpus()
     if "refs" in steps:
         write_refs()
+        write_pretokenize_refs()
     if "unicode" in steps:
         write_unicode()

@@ -3,7 +3,8 @@
 #include "compiler/dialect/KilnDialect.h"
 
 #include "compiler/dialect/KilnOps.h"
-#include "plan_generated.h"
+#include "kiln_schema/plan_generated.h"
+#include "mlir/IR/Builders.h"
 
 using namespace mlir;
 

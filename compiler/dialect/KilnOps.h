@@ -22,6 +22,11 @@
 
 namespace kiln {
 
+/// Folders only materialize constants up to this many elements (splats
+/// included), so shape subgraphs fold while weights are never duplicated and
+/// big masks stay ops the runtime computes.
+inline constexpr int64_t kMaxFoldElements = 1024;
+
 /// How a broadcasting op's result element type relates to its operands'.
 enum class ElemRule {
   SameAsOperands, // a, b and the result share one element type

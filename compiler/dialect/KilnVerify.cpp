@@ -10,6 +10,7 @@
 #include "compiler/dialect/KilnOps.h"
 
 #include "mlir/Dialect/Traits.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallSet.h"
 
 using namespace mlir;

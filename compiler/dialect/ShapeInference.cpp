@@ -5,7 +5,7 @@
 #include "compiler/dialect/KilnOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 

@@ -4,6 +4,7 @@
 // arithmetic once per row instead of once per element.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

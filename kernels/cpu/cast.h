@@ -2,6 +2,7 @@
 // including IEEE half and bfloat16 bit patterns.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace kiln::kernels {

@@ -140,6 +140,7 @@ int64_t Gather(size_t elem_size, const void *data, int64_t outer, int64_t axis_d
       return j;
   }
   const size_t row = static_cast<size_t>(inner) * elem_size;
+  if (row == 0) return -1;  // nothing to copy (and the buffers may be null)
   const char *d = static_cast<const char *>(data);
   char *o = static_cast<char *>(out);
   for (int64_t oi = 0; oi < outer; ++oi) {

@@ -2,6 +2,7 @@
 // batched MatMul with broadcasting over leading (batch) dims.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

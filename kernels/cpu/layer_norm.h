@@ -1,6 +1,7 @@
 // Layer normalization over the trailing `cols` elements of each row.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace kiln::kernels {

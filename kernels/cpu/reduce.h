@@ -2,6 +2,7 @@
 // tensor.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -2,6 +2,7 @@
 // [outer, axis, inner] (ONNX opset-13 semantics).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace kiln::kernels {

@@ -13,21 +13,34 @@ namespace {
 AttrValue DecodeAttr(const fb::Attr &a) {
   AttrValue v;
   switch (a.kind()) {
-  case fb::AttrKind::Int: v.kind = AttrValue::Kind::kInt; break;
-  case fb::AttrKind::Float: v.kind = AttrValue::Kind::kFloat; break;
-  case fb::AttrKind::String: v.kind = AttrValue::Kind::kString; break;
-  case fb::AttrKind::Ints: v.kind = AttrValue::Kind::kInts; break;
-  case fb::AttrKind::Floats: v.kind = AttrValue::Kind::kFloats; break;
+  case fb::AttrKind::Int:
+    v.kind = AttrValue::Kind::kInt;
+    break;
+  case fb::AttrKind::Float:
+    v.kind = AttrValue::Kind::kFloat;
+    break;
+  case fb::AttrKind::String:
+    v.kind = AttrValue::Kind::kString;
+    break;
+  case fb::AttrKind::Ints:
+    v.kind = AttrValue::Kind::kInts;
+    break;
+  case fb::AttrKind::Floats:
+    v.kind = AttrValue::Kind::kFloats;
+    break;
   }
   v.i = a.i();
   v.f = a.f();
-  if (a.s()) v.s = a.s()->str();
-  if (a.ints()) v.ints.assign(a.ints()->begin(), a.ints()->end());
-  if (a.floats()) v.floats.assign(a.floats()->begin(), a.floats()->end());
+  if (a.s())
+    v.s = a.s()->str();
+  if (a.ints())
+    v.ints.assign(a.ints()->begin(), a.ints()->end());
+  if (a.floats())
+    v.floats.assign(a.floats()->begin(), a.floats()->end());
   return v;
 }
 
-}  // namespace
+} // namespace
 
 Executor::Impl::~Impl() { std::free(arena); }
 
@@ -63,24 +76,31 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
     std::string type = fop.type()->str();
     op.label = "op '" + (fop.name() ? fop.name()->str() : std::string()) + "' (" + type + ")";
     op.def = cpu::FindOp(type);
-    if (!op.def) return InvalidArgument(op.label + ": no CPU kernel for op type '" + type + "'");
+    if (!op.def)
+      return InvalidArgument(op.label + ": no CPU kernel for op type '" + type + "'");
     if (fop.attrs())
-      for (const fb::Attr *a : *fop.attrs()) op.attrs.Set(a->name()->str(), DecodeAttr(*a));
-    if (fop.inputs()) op.inputs.assign(fop.inputs()->begin(), fop.inputs()->end());
-    if (fop.outputs()) op.outputs.assign(fop.outputs()->begin(), fop.outputs()->end());
+      for (const fb::Attr *a : *fop.attrs())
+        op.attrs.Set(a->name()->str(), DecodeAttr(*a));
+    if (fop.inputs())
+      op.inputs.assign(fop.inputs()->begin(), fop.inputs()->end());
+    if (fop.outputs())
+      op.outputs.assign(fop.outputs()->begin(), fop.outputs()->end());
     op.host = !op.outputs.empty() && tensors[op.outputs[0]].host;
     // A host op runs during Bind, before any activation has data. `shape`
     // reads only its operand's shape; every other host op must read values
     // that exist then, and those graph inputs' values shape the result.
     for (int t : op.inputs) {
-      if (!op.host || t < 0) continue;
+      if (!op.host || t < 0)
+        continue;
       const PlanTensor &pt = tensors[t];
-      if (pt.kind == TensorKind::kInput && type != "shape") impl->value_input[t] = true;
+      if (pt.kind == TensorKind::kInput && type != "shape")
+        impl->value_input[t] = true;
       if (pt.kind == TensorKind::kActivation && !pt.host && type != "shape")
         return DataLoss(op.label + ": a host op reads '" + pt.name +
                         "', which is computed only at run time; the plan must mark it host");
     }
-    for (int t : op.inputs) op.in.push_back(t < 0 ? nullptr : &impl->views[t]);
+    for (int t : op.inputs)
+      op.in.push_back(t < 0 ? nullptr : &impl->views[t]);
     op.out.resize(op.outputs.size());
     impl->ops.push_back(std::move(op));
   }
@@ -89,18 +109,22 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
 
 Status Executor::Run() {
   Impl &m = *impl_;
-  if (!m.bound) return InvalidArgument("Executor::Run called before a successful Bind");
+  if (!m.bound)
+    return InvalidArgument("Executor::Run called before a successful Bind");
   for (ExecOp &op : m.ops) {
-    if (op.host) continue;  // evaluated by Bind
+    if (op.host)
+      continue; // evaluated by Bind
     Status st = op.def->run(op.attrs, op.in, op.out);
-    if (!st.ok()) return st.WithContext(op.label);
+    if (!st.ok())
+      return st.WithContext(op.label);
   }
   return Status::Ok();
 }
 
 std::vector<TensorView> Executor::outputs() const {
   std::vector<TensorView> out;
-  for (int id : impl_->plan->outputs()) out.push_back(impl_->views[id]);
+  for (int id : impl_->plan->outputs())
+    out.push_back(impl_->views[id]);
   return out;
 }
 
@@ -111,8 +135,9 @@ const TensorView &Executor::output(int index) const {
 const Executor::Stats &Executor::stats() const { return impl_->stats; }
 
 const void *Executor::TensorData(int tensor_id) const {
-  if (tensor_id < 0 || static_cast<size_t>(tensor_id) >= impl_->views.size()) return nullptr;
+  if (tensor_id < 0 || static_cast<size_t>(tensor_id) >= impl_->views.size())
+    return nullptr;
   return impl_->views[tensor_id].data;
 }
 
-}  // namespace kiln
+} // namespace kiln

@@ -16,18 +16,22 @@ namespace {
 bool ShapeBytes(const Shape &shape, DType dtype, uint64_t *bytes) {
   uint64_t b = DTypeSize(dtype);
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(b, static_cast<uint64_t>(d), &b)) return false;
+    if (d < 0 || __builtin_mul_overflow(b, static_cast<uint64_t>(d), &b))
+      return false;
   }
-  if (b > (uint64_t{1} << 62)) return false;
+  if (b > (uint64_t{1} << 62))
+    return false;
   *bytes = b;
   return true;
 }
 
 // Whether `actual` fits the plan's dims: same rank, equal static dims.
 bool MatchesDims(const PlanTensor &t, const Shape &actual) {
-  if (actual.size() != t.dims.size()) return false;
+  if (actual.size() != t.dims.size())
+    return false;
   for (size_t i = 0; i < actual.size(); ++i)
-    if (t.dims[i].value >= 0 && t.dims[i].value != actual[i]) return false;
+    if (t.dims[i].value >= 0 && t.dims[i].value != actual[i])
+      return false;
   return true;
 }
 
@@ -38,7 +42,11 @@ bool MatchesDims(const PlanTensor &t, const Shape &actual) {
 // this bound; larger inputs (token ids, masks) only contribute their shape.
 constexpr int64_t kValueSignatureElements = 64;
 
-}  // namespace
+// Host tensors hold shapes and indices; anything this large is a plan that
+// marked real data as host, and is refused rather than allocated.
+constexpr uint64_t kMaxHostTensorBytes = uint64_t{64} << 20;
+
+} // namespace
 
 Status Executor::Impl::CheckInputs(const std::vector<TensorView> &inputs) const {
   const auto &ids = plan->inputs();
@@ -60,10 +68,12 @@ Status Executor::Impl::CheckInputs(const std::vector<TensorView> &inputs) const 
     uint64_t bytes = 0;
     if (!ShapeBytes(v.shape, v.dtype, &bytes))
       return InvalidArgument(label + " has an invalid shape " + ShapeToString(v.shape));
-    if (bytes > 0 && v.data == nullptr) return InvalidArgument(label + " has no data");
+    if (bytes > 0 && v.data == nullptr)
+      return InvalidArgument(label + " has no data");
     for (size_t d = 0; d < t.dims.size(); ++d) {
       const std::string &sym = t.dims[d].symbol;
-      if (t.dims[d].value >= 0 || sym.empty()) continue;
+      if (t.dims[d].value >= 0 || sym.empty())
+        continue;
       auto it = symbols.find(sym);
       if (it == symbols.end()) {
         symbols[sym] = {v.shape[d], t.name};
@@ -85,7 +95,7 @@ std::string Executor::Impl::Signature(const std::vector<TensorView> &inputs) con
     uint64_t rank = v.shape.size();
     put(&rank, sizeof(rank));
     put(v.shape.data(), v.shape.size() * sizeof(int64_t));
-    if (value_input[plan->inputs()[i]] || v.numel() <= kValueSignatureElements)
+    if ((value_input[plan->inputs()[i]] || v.numel() <= kValueSignatureElements) && v.bytes() > 0)
       put(v.data, v.bytes());
   }
   return sig;
@@ -96,18 +106,21 @@ Status Executor::Impl::ShapePass() {
   layout.shapes.assign(tensors.size(), Shape());
   layout.host_data.assign(tensors.size(), {});
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].kind != TensorKind::kActivation) continue;
+    if (tensors[i].kind != TensorKind::kActivation)
+      continue;
     views[i].shape.clear();
-    views[i].data = nullptr;  // infer must not see a previous binding's bytes
+    views[i].data = nullptr; // infer must not see a previous binding's bytes
   }
   std::vector<TensorView> out;
   for (ExecOp &op : ops) {
     // Results start with the plan's dtype: ops whose dtype is not implied
     // by their operands (constant_of_shape) keep it.
     out.assign(op.outputs.size(), TensorView());
-    for (size_t j = 0; j < out.size(); ++j) out[j].dtype = tensors[op.outputs[j]].dtype;
+    for (size_t j = 0; j < out.size(); ++j)
+      out[j].dtype = tensors[op.outputs[j]].dtype;
     Status st = op.def->infer(op.attrs, op.in, out);
-    if (!st.ok()) return st.WithContext(op.label);
+    if (!st.ok())
+      return st.WithContext(op.label);
     for (size_t j = 0; j < out.size(); ++j) {
       int t = op.outputs[j];
       const PlanTensor &pt = tensors[t];
@@ -127,14 +140,21 @@ Status Executor::Impl::ShapePass() {
       views[t].shape = out[j].shape;
       layout.shapes[t] = out[j].shape;
       if (op.host) {
+        if (bytes > kMaxHostTensorBytes)
+          return InvalidArgument(op.label + ": host tensor '" + pt.name + "' of shape " +
+                                 ShapeToString(out[j].shape) +
+                                 " is too large for shape arithmetic");
         layout.host_data[t].assign(bytes, 0);
         views[t].data = layout.host_data[t].data();
       }
     }
-    if (!op.host) continue;
-    for (size_t j = 0; j < out.size(); ++j) op.out[j] = views[op.outputs[j]];
+    if (!op.host)
+      continue;
+    for (size_t j = 0; j < out.size(); ++j)
+      op.out[j] = views[op.outputs[j]];
     st = op.def->run(op.attrs, op.in, op.out);
-    if (!st.ok()) return st.WithContext(op.label);
+    if (!st.ok())
+      return st.WithContext(op.label);
   }
   ++stats.shape_passes;
   return Status::Ok();
@@ -144,10 +164,11 @@ void Executor::Impl::LayoutArena() {
   const auto &tensors = plan->tensors();
   std::vector<uint64_t> slot_bytes(num_slots, 0);
   for (const ExecOp &op : ops) {
-    if (op.host) continue;
+    if (op.host)
+      continue;
     for (int t : op.outputs) {
       uint64_t bytes = 0;
-      ShapeBytes(layout.shapes[t], tensors[t].dtype, &bytes);  // checked by ShapePass
+      ShapeBytes(layout.shapes[t], tensors[t].dtype, &bytes); // checked by ShapePass
       slot_bytes[tensors[t].slot] = std::max(slot_bytes[tensors[t].slot], bytes);
     }
   }
@@ -169,9 +190,9 @@ Status Executor::Impl::ApplyLayout() {
     arena_capacity = 0;
     arena = static_cast<uint8_t *>(std::aligned_alloc(alignment, layout.arena_bytes));
     if (!arena)
-      return Status(StatusCode::kResourceExhausted,
-                    "cannot allocate a " + std::to_string(layout.arena_bytes) +
-                        "-byte activation arena");
+      return Status(StatusCode::kResourceExhausted, "cannot allocate a " +
+                                                        std::to_string(layout.arena_bytes) +
+                                                        "-byte activation arena");
     arena_capacity = layout.arena_bytes;
     ++stats.arena_allocations;
   }
@@ -180,7 +201,8 @@ Status Executor::Impl::ApplyLayout() {
   const auto &tensors = plan->tensors();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const PlanTensor &t = tensors[i];
-    if (t.kind != TensorKind::kActivation) continue;
+    if (t.kind != TensorKind::kActivation)
+      continue;
     views[i].shape = layout.shapes[i];
     if (t.host)
       views[i].data = layout.host_data[i].data();
@@ -188,7 +210,8 @@ Status Executor::Impl::ApplyLayout() {
       views[i].data = arena ? arena + layout.slot_offsets[t.slot] : nullptr;
   }
   for (ExecOp &op : ops)
-    for (size_t j = 0; j < op.outputs.size(); ++j) op.out[j] = views[op.outputs[j]];
+    for (size_t j = 0; j < op.outputs.size(); ++j)
+      op.out[j] = views[op.outputs[j]];
   return Status::Ok();
 }
 
@@ -197,7 +220,8 @@ Status Executor::Bind(const std::vector<TensorView> &inputs) {
   m.bound = false;
   KILN_RETURN_IF_ERROR(m.CheckInputs(inputs));
   const auto &ids = m.plan->inputs();
-  for (size_t i = 0; i < ids.size(); ++i) m.views[ids[i]] = inputs[i];
+  for (size_t i = 0; i < ids.size(); ++i)
+    m.views[ids[i]] = inputs[i];
 
   std::string sig = m.Signature(inputs);
   auto hit = m.cache.find(sig);
@@ -219,4 +243,4 @@ Status Executor::Bind(const std::vector<TensorView> &inputs) {
   return Status::Ok();
 }
 
-}  // namespace kiln
+} // namespace kiln

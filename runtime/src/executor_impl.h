@@ -17,9 +17,9 @@ namespace kiln {
 struct ExecOp {
   const cpu::OpDef *def = nullptr;
   OpAttrs attrs;
-  std::string label;  // "op 'name' (type)" for errors
+  std::string label; // "op 'name' (type)" for errors
   std::vector<int> inputs, outputs;
-  bool host = false;  // outputs are host tensors: evaluated during Bind
+  bool host = false; // outputs are host tensors: evaluated during Bind
   // Pointers into Impl::views, fixed at Create so Run() allocates nothing.
   std::vector<const TensorView *> in;
   std::vector<TensorView> out;
@@ -27,8 +27,8 @@ struct ExecOp {
 
 // What one shape pass produced; restoring it replaces the pass.
 struct BoundLayout {
-  std::vector<Shape> shapes;                    // per tensor (activations)
-  std::vector<std::vector<uint8_t>> host_data;  // per tensor (host tensors)
+  std::vector<Shape> shapes;                   // per tensor (activations)
+  std::vector<std::vector<uint8_t>> host_data; // per tensor (host tensors)
   std::vector<uint64_t> slot_offsets;
   uint64_t arena_bytes = 0;
 };
@@ -36,7 +36,7 @@ struct BoundLayout {
 struct Executor::Impl {
   const Plan *plan = nullptr;
   std::vector<ExecOp> ops;
-  std::vector<TensorView> views;  // per tensor, for the current binding
+  std::vector<TensorView> views; // per tensor, for the current binding
   // Graph inputs whose values (not only shapes) reach the shape pass, so
   // they belong in the cache signature: see ComputeValueInputs.
   std::vector<bool> value_input;
@@ -44,7 +44,7 @@ struct Executor::Impl {
   int num_slots = 0;
   bool bound = false;
 
-  BoundLayout layout;  // the current binding's layout
+  BoundLayout layout; // the current binding's layout
   uint8_t *arena = nullptr;
   uint64_t arena_capacity = 0;
 
@@ -63,4 +63,4 @@ struct Executor::Impl {
   Status ApplyLayout();
 };
 
-}  // namespace kiln
+} // namespace kiln

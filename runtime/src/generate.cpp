@@ -28,7 +28,7 @@ template <typename F> void FillInts(std::vector<uint8_t> &buf, DType dtype, int6
   }
 }
 
-}  // namespace
+} // namespace
 
 GenerateOptions GenerateOptions::FromPlan(const Plan &plan) {
   GenerateOptions o;
@@ -39,16 +39,21 @@ GenerateOptions GenerateOptions::FromPlan(const Plan &plan) {
     o.sampling.top_p = g->top_p();
   }
   if (const fb::ModelMetadata *m = plan.fb().metadata())
-    if (m->eos_token_ids()) o.eos_token_ids.assign(m->eos_token_ids()->begin(), m->eos_token_ids()->end());
+    if (m->eos_token_ids())
+      o.eos_token_ids.assign(m->eos_token_ids()->begin(), m->eos_token_ids()->end());
   return o;
 }
 
 const char *FinishReasonName(FinishReason r) {
   switch (r) {
-  case FinishReason::kEos: return "eos";
-  case FinishReason::kLength: return "length";
-  case FinishReason::kContext: return "context";
-  case FinishReason::kCallback: return "stopped";
+  case FinishReason::kEos:
+    return "eos";
+  case FinishReason::kLength:
+    return "length";
+  case FinishReason::kContext:
+    return "context";
+  case FinishReason::kCallback:
+    return "stopped";
   }
   return "?";
 }
@@ -73,7 +78,8 @@ Status DecoderSession::Init() {
     return Unimplemented("logits are " + std::string(DTypeName(tensors[d->logits()].dtype)) +
                          "; generation reads f32 logits");
   for (int id : {d->input_ids(), d->attention_mask(), d->position_ids()}) {
-    if (id < 0) continue;
+    if (id < 0)
+      continue;
     const PlanTensor &t = tensors[id];
     if ((t.dtype != DType::kI64 && t.dtype != DType::kI32) || t.dims.size() != 2)
       return InvalidArgument("decoder input '" + t.name + "' is " + DTypeName(t.dtype) +
@@ -84,7 +90,8 @@ Status DecoderSession::Init() {
 
   std::vector<bool> has_role(plan_.inputs().size(), false);
   for (int i : {input_ids_, attention_mask_, position_ids_})
-    if (i >= 0) has_role[i] = true;
+    if (i >= 0)
+      has_role[i] = true;
   if (d->kv()) {
     for (const fb::KVPair *pair : *d->kv()) {
       KV kv;
@@ -165,7 +172,8 @@ Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len
     const TensorView &present = executor_->output(kv.present_output);
     std::vector<uint8_t> &next = kv.buffers[1 - kv.current];
     next.resize(present.bytes());
-    if (present.bytes()) std::memcpy(next.data(), present.data, present.bytes());
+    if (present.bytes())
+      std::memcpy(next.data(), present.data, present.bytes());
     kv.shape = present.shape;
     kv.current = 1 - kv.current;
   }
@@ -175,7 +183,8 @@ Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len
 StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &prompt,
                                                   const GenerateOptions &options,
                                                   const TokenCallback &on_token) {
-  if (prompt.empty()) return InvalidArgument("the prompt is empty");
+  if (prompt.empty())
+    return InvalidArgument("the prompt is empty");
   if (options.max_new_tokens < 0)
     return InvalidArgument("max_new_tokens must be >= 0, got " +
                            std::to_string(options.max_new_tokens));
@@ -187,7 +196,8 @@ StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &pr
 
   GenerateResult result;
   result.prompt_tokens = static_cast<int>(prompt.size());
-  if (options.max_new_tokens == 0) return result;
+  if (options.max_new_tokens == 0)
+    return result;
   for (KV &kv : kv_) {
     kv.shape = kv.initial_shape;
     kv.current = 0;
@@ -200,8 +210,10 @@ StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &pr
     KILN_RETURN_IF_ERROR(Step(tokens, past_len));
     // With KV pairs the model has now seen every token; without, each step
     // starts again from the first.
-    if (!kv_.empty()) past_len = static_cast<int64_t>(tokens.size());
-    if (logits_hook_) logits_hook_(last_logits_.data(), static_cast<int64_t>(last_logits_.size()));
+    if (!kv_.empty())
+      past_len = static_cast<int64_t>(tokens.size());
+    if (logits_hook_)
+      logits_hook_(last_logits_.data(), static_cast<int64_t>(last_logits_.size()));
     int32_t token = sampler->Sample(last_logits_.data(), static_cast<int64_t>(last_logits_.size()));
     tokens.push_back(token);
     result.tokens.push_back(token);
@@ -234,4 +246,4 @@ StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &pr
   return result;
 }
 
-}  // namespace kiln
+} // namespace kiln

@@ -10,20 +10,23 @@ namespace kiln {
 
 bool PlanTensor::IsStatic() const {
   for (const PlanDim &d : dims)
-    if (d.value < 0) return false;
+    if (d.value < 0)
+      return false;
   return true;
 }
 
 Shape PlanTensor::StaticShape() const {
   Shape s;
-  for (const PlanDim &d : dims) s.push_back(d.value);
+  for (const PlanDim &d : dims)
+    s.push_back(d.value);
   return s;
 }
 
 std::string PlanTensor::DimsToString() const {
   std::string out = "[";
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) out += ", ";
+    if (i)
+      out += ", ";
     if (dims[i].value >= 0)
       out += std::to_string(dims[i].value);
     else
@@ -33,7 +36,8 @@ std::string PlanTensor::DimsToString() const {
 }
 
 Plan::~Plan() {
-  if (!bytes_) return;
+  if (!bytes_)
+    return;
   if (mapped_)
     ::munmap(bytes_, static_cast<size_t>(bytes_size_));
   else
@@ -44,36 +48,43 @@ int Plan::num_ops() const { return fb_ && fb_->ops() ? static_cast<int>(fb_->ops
 
 int Plan::FindTensor(const std::string &name) const {
   for (size_t i = 0; i < tensors_.size(); ++i)
-    if (tensors_[i].name == name) return static_cast<int>(i);
+    if (tensors_[i].name == name)
+      return static_cast<int>(i);
   return -1;
 }
 
 int Plan::InputIndex(int tensor_id) const {
   for (size_t i = 0; i < inputs_.size(); ++i)
-    if (inputs_[i] == tensor_id) return static_cast<int>(i);
+    if (inputs_[i] == tensor_id)
+      return static_cast<int>(i);
   return -1;
 }
 
 int Plan::OutputIndex(int tensor_id) const {
   for (size_t i = 0; i < outputs_.size(); ++i)
-    if (outputs_[i] == tensor_id) return static_cast<int>(i);
+    if (outputs_[i] == tensor_id)
+      return static_cast<int>(i);
   return -1;
 }
 
 uint64_t Plan::weight_bytes() const {
   uint64_t total = 0;
   if (fb_ && fb_->sections())
-    for (const fb::Section *s : *fb_->sections()) total += s->size();
+    for (const fb::Section *s : *fb_->sections())
+      total += s->size();
   return total;
 }
 
 const char *TensorKindName(TensorKind k) {
   switch (k) {
-  case TensorKind::kActivation: return "Activation";
-  case TensorKind::kWeight: return "Weight";
-  case TensorKind::kInput: return "Input";
+  case TensorKind::kActivation:
+    return "Activation";
+  case TensorKind::kWeight:
+    return "Weight";
+  case TensorKind::kInput:
+    return "Input";
   }
   return "?";
 }
 
-}  // namespace kiln
+} // namespace kiln

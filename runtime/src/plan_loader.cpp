@@ -6,8 +6,8 @@
 #include "kiln/plan.h"
 
 #include "cpu/op_registry.h"
-#include "plan_format.h"
 #include "kiln_schema/plan_generated.h"
+#include "plan_format.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -29,7 +29,8 @@ bool FitsWithin(uint64_t a, uint64_t b, uint64_t limit) { return a <= limit && b
 
 bool AllZero(const uint8_t *p, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i)
-    if (p[i] != 0) return false;
+    if (p[i] != 0)
+      return false;
   return true;
 }
 
@@ -39,7 +40,7 @@ std::string TensorLabel(int id, const std::string &name) {
   return "tensor " + std::to_string(id) + " '" + name + "'";
 }
 
-}  // namespace
+} // namespace
 
 // Friend of Plan: fills its private fields as the checks pass.
 class PlanLoader {
@@ -70,7 +71,8 @@ Status PlanLoader::CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h) {
     return InvalidArgument("not a kiln plan: the file does not start with \"KILNPLAN\"");
   if (PlanChecksum(p, 48) != h->header_checksum)
     return DataLoss("plan header checksum mismatch: the header is corrupt");
-  if (h->reserved != 0) return DataLoss("plan header's reserved bytes are not zero");
+  if (h->reserved != 0)
+    return DataLoss("plan header's reserved bytes are not zero");
   if (h->format_major != kPlanFormatMajor)
     return InvalidArgument("plan format version " + std::to_string(h->format_major) + "." +
                            std::to_string(h->format_minor) + " is not supported; this runtime " +
@@ -80,8 +82,8 @@ Status PlanLoader::CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h) {
     return DataLoss("plan file is " + U64(size) + " bytes but its header says " +
                     U64(h->file_size) + (size < h->file_size ? " (truncated)" : ""));
   if (h->flatbuffer_offset != kPlanHeaderSize)
-    return DataLoss("plan header: flatbuffer offset " + U64(h->flatbuffer_offset) +
-                    ", expected " + U64(kPlanHeaderSize));
+    return DataLoss("plan header: flatbuffer offset " + U64(h->flatbuffer_offset) + ", expected " +
+                    U64(kPlanHeaderSize));
   if (h->flatbuffer_size == 0 || !FitsWithin(kPlanHeaderSize, h->flatbuffer_size, size))
     return DataLoss("plan header: flatbuffer size " + U64(h->flatbuffer_size) +
                     " does not fit in the " + U64(size) + "-byte file");
@@ -107,12 +109,13 @@ Status PlanLoader::CheckSections(const uint8_t *p, uint64_t size, const PlanHead
                       U64(kSectionAlign));
     if (s->offset() < pos)
       return DataLoss(label + ": offset " + U64(s->offset()) +
-                      " overlaps the flatbuffer or the previous section (which end at " +
-                      U64(pos) + ")");
+                      " overlaps the flatbuffer or the previous section (which end at " + U64(pos) +
+                      ")");
     if (!FitsWithin(s->offset(), s->size(), size))
       return DataLoss(label + ": bytes [" + U64(s->offset()) + ", +" + U64(s->size()) +
                       ") run past the end of the " + U64(size) + "-byte file");
-    if (s->rank() < -1) return DataLoss(label + ": rank " + std::to_string(s->rank()));
+    if (s->rank() < -1)
+      return DataLoss(label + ": rank " + std::to_string(s->rank()));
     if (!AllZero(p + pos, s->offset() - pos))
       return DataLoss("non-zero padding before " + label + " (corrupt file)");
     if (PlanChecksum(p + s->offset(), s->size()) != s->checksum())
@@ -143,7 +146,8 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
       return DataLoss(label + ": unknown dtype " + std::to_string(dtype));
     pt.dtype = static_cast<DType>(dtype);
     int kind = static_cast<int>(t->kind());
-    if (kind < 0 || kind > 2) return DataLoss(label + ": unknown kind " + std::to_string(kind));
+    if (kind < 0 || kind > 2)
+      return DataLoss(label + ": unknown kind " + std::to_string(kind));
     pt.kind = static_cast<TensorKind>(kind);
     pt.host = t->host();
     pt.slot = t->slot();
@@ -152,7 +156,8 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
     uint64_t bytes = DTypeSize(pt.dtype);
     if (t->shape()) {
       for (const fb::Dim *d : *t->shape()) {
-        if (d->value() < -1) return DataLoss(label + ": dimension " + std::to_string(d->value()));
+        if (d->value() < -1)
+          return DataLoss(label + ": dimension " + std::to_string(d->value()));
         pt.dims.push_back({d->value(), Str(d->symbol())});
         if (d->value() < 0 || bytes == UINT64_MAX ||
             __builtin_mul_overflow(bytes, static_cast<uint64_t>(d->value()), &bytes))
@@ -166,8 +171,8 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
         return DataLoss(label + ": section " + std::to_string(pt.section) + " does not exist");
       const fb::Section *s = sections->Get(pt.section);
       if (t->size() != bytes)
-        return DataLoss(label + ": size " + U64(t->size()) + " bytes, but " +
-                        DTypeName(pt.dtype) + pt.DimsToString() + " needs " + U64(bytes));
+        return DataLoss(label + ": size " + U64(t->size()) + " bytes, but " + DTypeName(pt.dtype) +
+                        pt.DimsToString() + " needs " + U64(bytes));
       if (t->offset() % kTensorAlign != 0)
         return DataLoss(label + ": offset " + U64(t->offset()) + " is not a multiple of " +
                         U64(kTensorAlign));
@@ -196,12 +201,14 @@ Status PlanLoader::CheckGraphIO(Plan &plan) {
   std::vector<int> seen(n, 0);
   if (f.inputs()) {
     for (int32_t id : *f.inputs()) {
-      if (id < 0 || id >= n) return DataLoss("graph input id " + std::to_string(id) + " is not a tensor");
+      if (id < 0 || id >= n)
+        return DataLoss("graph input id " + std::to_string(id) + " is not a tensor");
       if (plan.tensors_[id].kind != TensorKind::kInput)
         return DataLoss("graph input " + TensorLabel(id, plan.tensors_[id].name) +
                         " is not of kind Input");
-      if (seen[id]++) return DataLoss("graph input " + TensorLabel(id, plan.tensors_[id].name) +
-                                      " is listed twice");
+      if (seen[id]++)
+        return DataLoss("graph input " + TensorLabel(id, plan.tensors_[id].name) +
+                        " is listed twice");
       plan.inputs_.push_back(id);
     }
   }
@@ -211,7 +218,8 @@ Status PlanLoader::CheckGraphIO(Plan &plan) {
                       " is of kind Input but not a graph input, so nothing can bind it");
   if (f.outputs()) {
     for (int32_t id : *f.outputs()) {
-      if (id < 0 || id >= n) return DataLoss("graph output id " + std::to_string(id) + " is not a tensor");
+      if (id < 0 || id >= n)
+        return DataLoss("graph output id " + std::to_string(id) + " is not a tensor");
       plan.outputs_.push_back(id);
     }
   }
@@ -249,14 +257,16 @@ Status PlanLoader::CheckOps(const Plan &plan) {
       return InvalidArgument(label + ": op type '" + type + "' is not supported by this runtime");
     if (op->attrs()) {
       for (const fb::Attr *a : *op->attrs()) {
-        if (!a->name()) return DataLoss(label + ": an attribute has no name");
+        if (!a->name())
+          return DataLoss(label + ": an attribute has no name");
         if (static_cast<int>(a->kind()) < 0 || static_cast<int>(a->kind()) > 4)
           return DataLoss(label + ": attribute '" + a->name()->str() + "' has unknown kind");
       }
     }
     if (op->inputs()) {
       for (int32_t t : *op->inputs()) {
-        if (t == -1) continue;
+        if (t == -1)
+          continue;
         if (t < 0 || t >= n)
           return DataLoss(label + ": operand " + std::to_string(t) + " is not a tensor");
         if (tensors[t].kind == TensorKind::kActivation && producer[t] < 0)
@@ -287,8 +297,7 @@ Status PlanLoader::CheckOps(const Plan &plan) {
   }
   for (int id : plan.outputs_) {
     if (tensors[id].kind == TensorKind::kActivation && producer[id] < 0)
-      return DataLoss("graph output " + TensorLabel(id, tensors[id].name) +
-                      " is never produced");
+      return DataLoss("graph output " + TensorLabel(id, tensors[id].name) + " is never produced");
     last_use[id] = INT_MAX;
   }
   return CheckSlots(plan, producer, last_use);
@@ -305,7 +314,8 @@ Status PlanLoader::CheckSlots(const Plan &plan, const std::vector<int> &producer
   std::vector<Life> lives;
   for (size_t i = 0; i < plan.tensors_.size(); ++i) {
     const PlanTensor &t = plan.tensors_[i];
-    if (t.kind != TensorKind::kActivation || t.host || producer[i] < 0) continue;
+    if (t.kind != TensorKind::kActivation || t.host || producer[i] < 0)
+      continue;
     lives.push_back({t.slot, producer[i], last_use[i], static_cast<int>(i)});
   }
   std::sort(lives.begin(), lives.end(), [](const Life &a, const Life &b) {
@@ -323,14 +333,17 @@ Status PlanLoader::CheckSlots(const Plan &plan, const std::vector<int> &producer
 
 Status PlanLoader::CheckDecoder(const Plan &plan) {
   const fb::DecoderIO *d = plan.fb_->decoder();
-  if (!d) return Status::Ok();
+  if (!d)
+    return Status::Ok();
   auto input = [&](int id, const char *role) -> Status {
-    if (id == -1 || plan.InputIndex(id) >= 0) return Status::Ok();
+    if (id == -1 || plan.InputIndex(id) >= 0)
+      return Status::Ok();
     return DataLoss(std::string("decoder ") + role + " tensor " + std::to_string(id) +
                     " is not a graph input");
   };
   auto output = [&](int id, const char *role) -> Status {
-    if (id == -1 || plan.OutputIndex(id) >= 0) return Status::Ok();
+    if (id == -1 || plan.OutputIndex(id) >= 0)
+      return Status::Ok();
     return DataLoss(std::string("decoder ") + role + " tensor " + std::to_string(id) +
                     " is not a graph output");
   };
@@ -357,7 +370,7 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan) {
   KILN_RETURN_IF_ERROR(CheckHeader(p, size, &h));
 
   flatbuffers::Verifier::Options opts;
-  opts.max_tables = 1u << 24;  // large models have many tensors, dims and attrs
+  opts.max_tables = 1u << 24; // large models have many tensors, dims and attrs
   flatbuffers::Verifier verifier(p + kPlanHeaderSize, h.flatbuffer_size, opts);
   if (!fb::VerifyPlanBuffer(verifier))
     return DataLoss("plan flatbuffer failed verification (wrong identifier or malformed tables)");
@@ -393,7 +406,7 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::FromFile(const std::string &path) {
     return DataLoss("plan '" + path + "' is empty");
   }
   void *map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file alive
+  ::close(fd); // the mapping keeps the file alive
   if (map == MAP_FAILED)
     return Internal("cannot mmap plan '" + path + "': " + std::strerror(errno));
   std::unique_ptr<Plan> plan(new Plan());
@@ -402,7 +415,8 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::FromFile(const std::string &path) {
   plan->bytes_size_ = static_cast<uint64_t>(st.st_size);
   plan->mapped_ = true;
   auto loaded = Verify(std::move(plan));
-  if (!loaded.ok()) return loaded.status().WithContext("plan '" + path + "'");
+  if (!loaded.ok())
+    return loaded.status().WithContext("plan '" + path + "'");
   return loaded;
 }
 
@@ -413,11 +427,14 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::FromBytes(const void *data, size_t s
   // Page-aligned like a mapping, so tensor and FlatBuffer alignment holds.
   size_t alloc = static_cast<size_t>(AlignUp(std::max<size_t>(size, 1), kSectionAlign));
   plan->bytes_ = std::aligned_alloc(kSectionAlign, alloc);
-  if (!plan->bytes_) return Status(StatusCode::kResourceExhausted, "out of memory copying plan");
-  if (size > 0) std::memcpy(plan->bytes_, data, size);
+  if (!plan->bytes_)
+    return Status(StatusCode::kResourceExhausted, "out of memory copying plan");
+  if (size > 0)
+    std::memcpy(plan->bytes_, data, size);
   plan->bytes_size_ = size;
   auto loaded = Verify(std::move(plan));
-  if (!loaded.ok()) return loaded.status().WithContext("plan '" + source + "'");
+  if (!loaded.ok())
+    return loaded.status().WithContext("plan '" + source + "'");
   return loaded;
 }
 
@@ -430,4 +447,4 @@ StatusOr<std::unique_ptr<Plan>> LoadPlanFromBytes(const void *data, size_t size,
   return PlanLoader::FromBytes(data, size, source);
 }
 
-}  // namespace kiln
+} // namespace kiln

@@ -18,7 +18,7 @@ namespace kiln::cli {
 
 struct ParsedArgs {
   std::vector<std::string> positional;
-  std::map<std::string, std::vector<std::string>> values;  // every occurrence, in order
+  std::map<std::string, std::vector<std::string>> values; // every occurrence, in order
   std::set<std::string> flags;
   bool help = false;
 
@@ -60,13 +60,16 @@ inline std::string ParseArgs(const std::vector<std::string> &args,
       inline_value = true;
     }
     auto alias = aliases.find(a);
-    if (alias != aliases.end()) a = alias->second;
+    if (alias != aliases.end())
+      a = alias->second;
     if (flag_options.count(a)) {
-      if (inline_value) return "option " + a + " takes no value";
+      if (inline_value)
+        return "option " + a + " takes no value";
       out->flags.insert(a);
     } else if (value_options.count(a)) {
       if (!inline_value) {
-        if (i + 1 >= args.size()) return "option " + a + " needs a value";
+        if (i + 1 >= args.size())
+          return "option " + a + " needs a value";
         value = args[++i];
       }
       out->values[a].push_back(value);
@@ -80,10 +83,13 @@ inline std::string ParseArgs(const std::vector<std::string> &args,
 // Bad input (arguments, plan, tensors) exits 2; failures inside kiln exit 1.
 inline int ExitCodeFor(const Status &s) {
   switch (s.code()) {
-  case StatusCode::kOk: return kExitOk;
+  case StatusCode::kOk:
+    return kExitOk;
   case StatusCode::kInternal:
-  case StatusCode::kResourceExhausted: return kExitFailure;
-  default: return kExitBadInput;
+  case StatusCode::kResourceExhausted:
+    return kExitFailure;
+  default:
+    return kExitBadInput;
   }
 }
 
@@ -99,23 +105,27 @@ inline int Usage(const char *command, const std::string &message, const char *us
 
 // Strict integer and float parsing: the whole string must be a number.
 inline bool ParseInt(const std::string &s, long long *out) {
-  if (s.empty()) return false;
+  if (s.empty())
+    return false;
   char *end = nullptr;
   errno = 0;
   long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno || *end) return false;
+  if (errno || *end)
+    return false;
   *out = v;
   return true;
 }
 
 inline bool ParseFloat(const std::string &s, double *out) {
-  if (s.empty()) return false;
+  if (s.empty())
+    return false;
   char *end = nullptr;
   errno = 0;
   double v = std::strtod(s.c_str(), &end);
-  if (errno || *end) return false;
+  if (errno || *end)
+    return false;
   *out = v;
   return true;
 }
 
-}  // namespace kiln::cli
+} // namespace kiln::cli

@@ -32,8 +32,10 @@ const char kUsage[] =
 std::string SafeFileName(const std::string &name) {
   std::string out = name.empty() ? "output" : name;
   for (char &c : out)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
-  if (out == "." || out == "..") out = "_";
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
+      c = '_';
+  if (out == "." || out == "..")
+    out = "_";
   return out;
 }
 
@@ -53,21 +55,25 @@ StatusOr<std::vector<std::string>> InputFiles(const Plan &plan, const ParsedArgs
     if (a.positional.size() - 1 != n)
       return InvalidArgument("the plan has " + std::to_string(n) + " inputs, got " +
                              std::to_string(a.positional.size() - 1) + " files");
-    for (size_t i = 0; i < n; ++i) files[i] = a.positional[i + 1];
+    for (size_t i = 0; i < n; ++i)
+      files[i] = a.positional[i + 1];
     return files;
   }
   for (const std::string &spec : a.All("--input")) {
     size_t eq = spec.find('=');
-    if (eq == std::string::npos) return InvalidArgument("--input expects NAME=FILE, got '" + spec + "'");
+    if (eq == std::string::npos)
+      return InvalidArgument("--input expects NAME=FILE, got '" + spec + "'");
     std::string name = spec.substr(0, eq);
     int id = plan.FindTensor(name);
     int pos = id < 0 ? -1 : plan.InputIndex(id);
     if (pos < 0) {
       std::string names;
-      for (int in : plan.inputs()) names += (names.empty() ? "" : ", ") + plan.tensors()[in].name;
+      for (int in : plan.inputs())
+        names += (names.empty() ? "" : ", ") + plan.tensors()[in].name;
       return InvalidArgument("'" + name + "' is not a graph input; the inputs are: " + names);
     }
-    if (!files[pos].empty()) return InvalidArgument("input '" + name + "' is given twice");
+    if (!files[pos].empty())
+      return InvalidArgument("input '" + name + "' is given twice");
     files[pos] = spec.substr(eq + 1);
   }
   for (size_t i = 0; i < n; ++i)
@@ -86,7 +92,8 @@ Status Exec(const ParsedArgs &a) {
     KILN_ASSIGN_OR_RETURN(Tensor t, ReadTensorProtoFile(f));
     tensors.push_back(std::move(t));
   }
-  for (const Tensor &t : tensors) views.push_back(t.view());
+  for (const Tensor &t : tensors)
+    views.push_back(t.view());
 
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan));
   KILN_RETURN_IF_ERROR(exec->Bind(views));
@@ -94,7 +101,7 @@ Status Exec(const ParsedArgs &a) {
 
   std::string dir = a.Get("--output-dir");
   if (!dir.empty()) {
-    ::mkdir(dir.c_str(), 0755);  // an existing directory is fine
+    ::mkdir(dir.c_str(), 0755); // an existing directory is fine
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       return InvalidArgument("cannot create output directory '" + dir + "'");
@@ -104,17 +111,19 @@ Status Exec(const ParsedArgs &a) {
     const std::string &name = plan->tensors()[plan->outputs()[i]].name;
     std::printf("%s: %s%s\n", name.c_str(), DTypeName(outs[i].dtype),
                 ShapeToString(outs[i].shape).c_str());
-    if (dir.empty()) continue;
+    if (dir.empty())
+      continue;
     Tensor t = Tensor::CopyOf(outs[i], name);
     std::string path = dir + "/" + SafeFileName(name) + ".pb";
     Status st = WriteTensorProtoFile(path, t);
     // The plan ran; failing to write is the host's problem, not the input's.
-    if (!st.ok()) return Internal(st.message());
+    if (!st.ok())
+      return Internal(st.message());
   }
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 int ExecMain(const std::vector<std::string> &args) {
   ParsedArgs a;
@@ -123,10 +132,12 @@ int ExecMain(const std::vector<std::string> &args) {
     std::printf("%s", kUsage);
     return kExitOk;
   }
-  if (!err.empty()) return Usage("exec", err, kUsage);
-  if (a.positional.empty()) return Usage("exec", "expected a plan file", kUsage);
+  if (!err.empty())
+    return Usage("exec", err, kUsage);
+  if (a.positional.empty())
+    return Usage("exec", "expected a plan file", kUsage);
   Status st = Exec(a);
   return st.ok() ? kExitOk : Fail("exec", st);
 }
 
-}  // namespace kiln::cli
+} // namespace kiln::cli

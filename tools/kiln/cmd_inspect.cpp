@@ -16,17 +16,16 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const char kUsage[] =
-    "usage: kiln inspect model.plan [--ops] [--json]\n"
-    "\n"
-    "Prints a plan's format version, model metadata, tokenizer, generation\n"
-    "defaults, build config, injection report, graph inputs and outputs with\n"
-    "their symbolic shapes, op counts by type, memory plan and weight sections.\n"
-    "The plan is fully verified (checksums, structure) before anything prints.\n"
-    "\n"
-    "options:\n"
-    "  --ops    also list every op with its operand and result tensors\n"
-    "  --json   print one JSON object instead of text\n";
+const char kUsage[] = "usage: kiln inspect model.plan [--ops] [--json]\n"
+                      "\n"
+                      "Prints a plan's format version, model metadata, tokenizer, generation\n"
+                      "defaults, build config, injection report, graph inputs and outputs with\n"
+                      "their symbolic shapes, op counts by type, memory plan and weight sections.\n"
+                      "The plan is fully verified (checksums, structure) before anything prints.\n"
+                      "\n"
+                      "options:\n"
+                      "  --ops    also list every op with its operand and result tensors\n"
+                      "  --json   print one JSON object instead of text\n";
 
 std::string S(const flatbuffers::String *s) { return s ? s->str() : ""; }
 
@@ -36,14 +35,16 @@ std::string D(const Json &j) { return j.dump(-1, ' ', false, Json::error_handler
 Json TensorJson(const Plan &plan, int id) {
   const PlanTensor &t = plan.tensors()[id];
   Json dims = Json::array();
-  for (const PlanDim &d : t.dims) dims.push_back(d.value >= 0 ? Json(d.value) : Json(d.symbol.empty() ? "?" : d.symbol));
+  for (const PlanDim &d : t.dims)
+    dims.push_back(d.value >= 0 ? Json(d.value) : Json(d.symbol.empty() ? "?" : d.symbol));
   return Json{{"name", t.name}, {"dtype", DTypeName(t.dtype)}, {"shape", dims}};
 }
 
 // Vocabulary size as tokenizer.json states it: model.vocab (a map for
 // BPE/WordPiece, a list for Unigram) plus added tokens outside it.
 Json TokenizerJson(const std::string &text) {
-  if (text.empty()) return Json{{"present", false}};
+  if (text.empty())
+    return Json{{"present", false}};
   Json out{{"present", true}, {"bytes", text.size()}};
   Json tok = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (tok.is_discarded() || !tok.is_object()) {
@@ -71,26 +72,32 @@ Json Report(const Plan &plan, bool with_ops) {
   if (const fb::ModelMetadata *m = f.metadata()) {
     Json eos = Json::array();
     if (m->eos_token_ids())
-      for (int64_t e : *m->eos_token_ids()) eos.push_back(e);
-    r["metadata"] = {{"architecture", S(m->architecture())}, {"model_name", S(m->model_name())},
-                     {"vocab_size", m->vocab_size()},      {"context_length", m->context_length()},
-                     {"num_layers", m->num_layers()},      {"hidden_size", m->hidden_size()},
-                     {"bos_token_id", m->bos_token_id()},  {"eos_token_ids", eos},
-                     {"pad_token_id", m->pad_token_id()},  {"opset", m->opset()},
-                     {"producer", S(m->producer())}};
+      for (int64_t e : *m->eos_token_ids())
+        eos.push_back(e);
+    r["metadata"] = {
+        {"architecture", S(m->architecture())}, {"model_name", S(m->model_name())},
+        {"vocab_size", m->vocab_size()},        {"context_length", m->context_length()},
+        {"num_layers", m->num_layers()},        {"hidden_size", m->hidden_size()},
+        {"bos_token_id", m->bos_token_id()},    {"eos_token_ids", eos},
+        {"pad_token_id", m->pad_token_id()},    {"opset", m->opset()},
+        {"producer", S(m->producer())}};
   }
   r["tokenizer"] = TokenizerJson(S(f.tokenizer_json()));
   r["chat_template"] = f.chat_template() && f.chat_template()->size() > 0;
   if (const fb::GenerationDefaults *g = f.generation())
-    r["generation"] = {{"max_new_tokens", g->max_new_tokens()}, {"temperature", g->temperature()},
-                       {"top_k", g->top_k()},                   {"top_p", g->top_p()},
+    r["generation"] = {{"max_new_tokens", g->max_new_tokens()},
+                       {"temperature", g->temperature()},
+                       {"top_k", g->top_k()},
+                       {"top_p", g->top_p()},
                        {"repetition_penalty", g->repetition_penalty()}};
   r["build_config"] = S(f.build_config_json());
   r["injection_report"] = S(f.injection_report());
 
   Json inputs = Json::array(), outputs = Json::array();
-  for (int id : plan.inputs()) inputs.push_back(TensorJson(plan, id));
-  for (int id : plan.outputs()) outputs.push_back(TensorJson(plan, id));
+  for (int id : plan.inputs())
+    inputs.push_back(TensorJson(plan, id));
+  for (int id : plan.outputs())
+    outputs.push_back(TensorJson(plan, id));
   r["inputs"] = inputs;
   r["outputs"] = outputs;
   if (const fb::DecoderIO *d = f.decoder()) {
@@ -107,17 +114,22 @@ Json Report(const Plan &plan, bool with_ops) {
   for (int i = 0; i < plan.num_ops(); ++i) {
     const fb::Op &op = *f.ops()->Get(i);
     ++counts[S(op.type())];
-    if (!with_ops) continue;
+    if (!with_ops)
+      continue;
     Json in = Json::array(), out = Json::array();
     if (op.inputs())
-      for (int t : *op.inputs()) in.push_back(t < 0 ? Json(nullptr) : Json(plan.tensors()[t].name));
+      for (int t : *op.inputs())
+        in.push_back(t < 0 ? Json(nullptr) : Json(plan.tensors()[t].name));
     if (op.outputs())
-      for (int t : *op.outputs()) out.push_back(plan.tensors()[t].name);
-    ops.push_back({{"type", S(op.type())}, {"name", S(op.name())}, {"inputs", in}, {"outputs", out}});
+      for (int t : *op.outputs())
+        out.push_back(plan.tensors()[t].name);
+    ops.push_back(
+        {{"type", S(op.type())}, {"name", S(op.name())}, {"inputs", in}, {"outputs", out}});
   }
   r["num_ops"] = plan.num_ops();
   r["op_counts"] = counts;
-  if (with_ops) r["ops"] = ops;
+  if (with_ops)
+    r["ops"] = ops;
 
   if (const fb::MemoryPlan *mp = f.memory_plan()) {
     int64_t static_bytes = 0;
@@ -138,11 +150,15 @@ Json Report(const Plan &plan, bool with_ops) {
   Json sections = Json::array();
   std::vector<int> tensors_in(f.sections() ? f.sections()->size() : 0, 0);
   for (const PlanTensor &t : plan.tensors())
-    if (t.kind == TensorKind::kWeight) ++tensors_in[t.section];
+    if (t.kind == TensorKind::kWeight)
+      ++tensors_in[t.section];
   for (uint32_t i = 0; f.sections() && i < f.sections()->size(); ++i) {
     const fb::Section *s = f.sections()->Get(i);
-    sections.push_back({{"name", S(s->name())}, {"rank", s->rank()}, {"offset", s->offset()},
-                        {"bytes", s->size()}, {"tensors", tensors_in[i]}});
+    sections.push_back({{"name", S(s->name())},
+                        {"rank", s->rank()},
+                        {"offset", s->offset()},
+                        {"bytes", s->size()},
+                        {"tensors", tensors_in[i]}});
   }
   r["sections"] = sections;
   r["weight_bytes"] = plan.weight_bytes();
@@ -151,10 +167,14 @@ Json Report(const Plan &plan, bool with_ops) {
 
 std::string Bytes(uint64_t b) {
   char buf[64];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof(buf), "%.2f GiB", b / double(1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof(buf), "%.2f MiB", b / double(1ull << 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof(buf), "%" PRIu64 " B", b);
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", b / double(1ull << 20));
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof(buf), "%" PRIu64 " B", b);
   return buf;
 }
 
@@ -179,9 +199,9 @@ void PrintText(const Json &r) {
                 m["model_name"].get<std::string>().c_str(), D(m["vocab_size"]).c_str(),
                 D(m["context_length"]).c_str(), D(m["num_layers"]).c_str(),
                 D(m["hidden_size"]).c_str(), D(m["opset"]).c_str());
-    std::printf("            bos %s, eos %s, pad %s, producer '%s'\n",
-                D(m["bos_token_id"]).c_str(), D(m["eos_token_ids"]).c_str(),
-                D(m["pad_token_id"]).c_str(), m["producer"].get<std::string>().c_str());
+    std::printf("            bos %s, eos %s, pad %s, producer '%s'\n", D(m["bos_token_id"]).c_str(),
+                D(m["eos_token_ids"]).c_str(), D(m["pad_token_id"]).c_str(),
+                m["producer"].get<std::string>().c_str());
   }
   const Json &tok = r["tokenizer"];
   if (!tok["present"].get<bool>()) {
@@ -193,14 +213,17 @@ void PrintText(const Json &r) {
                 tok.contains("added_tokens") ? D(tok["added_tokens"]).c_str() : "0",
                 Bytes(tok["bytes"]).c_str());
   }
-  std::printf("chat        %s\n", r["chat_template"].get<bool>() ? "template present" : "no template");
-  if (r.contains("generation")) std::printf("generation  %s\n", D(r["generation"]).c_str());
+  std::printf("chat        %s\n",
+              r["chat_template"].get<bool>() ? "template present" : "no template");
+  if (r.contains("generation"))
+    std::printf("generation  %s\n", D(r["generation"]).c_str());
   std::printf("build       %s\n", r["build_config"].get<std::string>().empty()
-                                       ? "(no build config)"
-                                       : r["build_config"].get<std::string>().c_str());
+                                      ? "(no build config)"
+                                      : r["build_config"].get<std::string>().c_str());
   std::string report = r["injection_report"];
   std::printf("injection   %s\n", report.empty() ? "(no report)" : "");
-  if (!report.empty()) std::printf("%s%s", report.c_str(), report.back() == '\n' ? "" : "\n");
+  if (!report.empty())
+    std::printf("%s%s", report.c_str(), report.back() == '\n' ? "" : "\n");
 
   std::printf("inputs\n");
   for (const Json &t : r["inputs"])
@@ -208,7 +231,8 @@ void PrintText(const Json &r) {
   std::printf("outputs\n");
   for (const Json &t : r["outputs"])
     std::printf("  %-40s %s\n", t["name"].get<std::string>().c_str(), ShapeText(t).c_str());
-  if (r.contains("decoder")) std::printf("decoder     %s\n", D(r["decoder"]).c_str());
+  if (r.contains("decoder"))
+    std::printf("decoder     %s\n", D(r["decoder"]).c_str());
 
   std::printf("ops         %s\n", D(r["num_ops"]).c_str());
   for (auto &[type, n] : r["op_counts"].items())
@@ -233,12 +257,11 @@ void PrintText(const Json &r) {
               r["sections"].size());
   for (const Json &s : r["sections"])
     std::printf("  %-16s rank %3s  offset %12s  %10s  %s tensors\n",
-                s["name"].get<std::string>().c_str(), D(s["rank"]).c_str(),
-                D(s["offset"]).c_str(), Bytes(s["bytes"]).c_str(),
-                D(s["tensors"]).c_str());
+                s["name"].get<std::string>().c_str(), D(s["rank"]).c_str(), D(s["offset"]).c_str(),
+                Bytes(s["bytes"]).c_str(), D(s["tensors"]).c_str());
 }
 
-}  // namespace
+} // namespace
 
 int InspectMain(const std::vector<std::string> &args) {
   ParsedArgs a;
@@ -247,10 +270,13 @@ int InspectMain(const std::vector<std::string> &args) {
     std::printf("%s", kUsage);
     return kExitOk;
   }
-  if (!err.empty()) return Usage("inspect", err, kUsage);
-  if (a.positional.size() != 1) return Usage("inspect", "expected one plan file", kUsage);
+  if (!err.empty())
+    return Usage("inspect", err, kUsage);
+  if (a.positional.size() != 1)
+    return Usage("inspect", "expected one plan file", kUsage);
   auto plan = LoadPlan(a.positional[0]);
-  if (!plan.ok()) return Fail("inspect", plan.status());
+  if (!plan.ok())
+    return Fail("inspect", plan.status());
   Json r = Report(**plan, a.Has("--ops"));
   if (a.Has("--json"))
     std::printf("%s\n", r.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
@@ -259,4 +285,4 @@ int InspectMain(const std::vector<std::string> &args) {
   return kExitOk;
 }
 
-}  // namespace kiln::cli
+} // namespace kiln::cli

@@ -47,7 +47,8 @@ Status ParseIds(const std::string &text, std::vector<int32_t> *ids) {
       return InvalidArgument("--prompt-ids: '" + item + "' is not a token id");
     ids->push_back(static_cast<int32_t>(v));
   }
-  if (ids->empty()) return InvalidArgument("--prompt-ids is empty");
+  if (ids->empty())
+    return InvalidArgument("--prompt-ids is empty");
   return Status::Ok();
 }
 
@@ -60,7 +61,8 @@ Status ApplyOptions(const ParsedArgs &a, GenerateOptions *o) {
     o->max_new_tokens = static_cast<int>(i);
   }
   if (a.Has("--temperature")) {
-    if (!ParseFloat(a.Get("--temperature"), &f)) return InvalidArgument("--temperature expects a number");
+    if (!ParseFloat(a.Get("--temperature"), &f))
+      return InvalidArgument("--temperature expects a number");
     o->sampling.temperature = static_cast<float>(f);
   }
   if (a.Has("--top-k")) {
@@ -69,11 +71,13 @@ Status ApplyOptions(const ParsedArgs &a, GenerateOptions *o) {
     o->sampling.top_k = static_cast<int>(i);
   }
   if (a.Has("--top-p")) {
-    if (!ParseFloat(a.Get("--top-p"), &f)) return InvalidArgument("--top-p expects a number");
+    if (!ParseFloat(a.Get("--top-p"), &f))
+      return InvalidArgument("--top-p expects a number");
     o->sampling.top_p = static_cast<float>(f);
   }
   if (a.Has("--seed")) {
-    if (!ParseInt(a.Get("--seed"), &i)) return InvalidArgument("--seed expects an integer");
+    if (!ParseInt(a.Get("--seed"), &i))
+      return InvalidArgument("--seed expects an integer");
     o->sampling.seed = static_cast<uint64_t>(i);
   }
   return ValidateSamplingParams(o->sampling);
@@ -83,15 +87,23 @@ Status ApplyOptions(const ParsedArgs &a, GenerateOptions *o) {
 // data starts at a multiple of 64 bytes, then little-endian float32 data.
 Status WriteNpy(const std::string &path, const std::vector<float> &data, int64_t rows,
                 int64_t cols) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
-                     std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) +
+                     ", " + std::to_string(cols) + "), }";
   size_t unpadded = 10 + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';
   std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f) return InvalidArgument("cannot open '" + path + "' for writing");
+  if (!f)
+    return InvalidArgument("cannot open '" + path + "' for writing");
   uint16_t len = static_cast<uint16_t>(dict.size());
-  unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  unsigned char head[10] = {0x93,
+                            'N',
+                            'U',
+                            'M',
+                            'P',
+                            'Y',
+                            1,
+                            0,
                             static_cast<unsigned char>(len & 0xff),
                             static_cast<unsigned char>(len >> 8)};
   bool ok = std::fwrite(head, 1, 10, f) == 10 &&
@@ -122,7 +134,8 @@ Status Run(const ParsedArgs &a) {
   if (a.Has("--prompt-ids")) {
     KILN_RETURN_IF_ERROR(ParseIds(a.Get("--prompt-ids"), &prompt));
   } else {
-    if (!tokenizer) return InvalidArgument("the plan has no tokenizer: use --prompt-ids");
+    if (!tokenizer)
+      return InvalidArgument("the plan has no tokenizer: use --prompt-ids");
     KILN_ASSIGN_OR_RETURN(prompt, tokenizer->Encode(a.Get("--prompt"), true));
   }
 
@@ -137,13 +150,15 @@ Status Run(const ParsedArgs &a) {
   }
   bool stream = !a.Has("--no-stream");
   std::unique_ptr<IncrementalDecoder> decoder;
-  if (tokenizer) decoder = std::make_unique<IncrementalDecoder>(*tokenizer, true);
+  if (tokenizer)
+    decoder = std::make_unique<IncrementalDecoder>(*tokenizer, true);
   auto emit = [](const std::string &s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
   };
   auto on_token = [&](int32_t id) {
-    if (!stream) return true;
+    if (!stream)
+      return true;
     emit(decoder ? decoder->Add(id) : std::to_string(id) + " ");
     return true;
   };
@@ -154,7 +169,8 @@ Status Run(const ParsedArgs &a) {
     emit(tokenizer->Decode(r.tokens, true) + "\n");
   } else {
     std::string ids;
-    for (int32_t t : r.tokens) ids += std::to_string(t) + " ";
+    for (int32_t t : r.tokens)
+      ids += std::to_string(t) + " ";
     emit(ids + "\n");
   }
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
@@ -171,7 +187,7 @@ Status Run(const ParsedArgs &a) {
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 int RunMain(const std::vector<std::string> &args) {
   ParsedArgs a;
@@ -183,10 +199,12 @@ int RunMain(const std::vector<std::string> &args) {
     std::printf("%s", kUsage);
     return kExitOk;
   }
-  if (!err.empty()) return Usage("run", err, kUsage);
-  if (a.positional.size() != 1) return Usage("run", "expected one plan file", kUsage);
+  if (!err.empty())
+    return Usage("run", err, kUsage);
+  if (a.positional.size() != 1)
+    return Usage("run", "expected one plan file", kUsage);
   Status st = Run(a);
   return st.ok() ? kExitOk : Fail("run", st);
 }
 
-}  // namespace kiln::cli
+} // namespace kiln::cli

@@ -44,11 +44,11 @@ public:
   const TensorView &output(int index) const;
 
   struct Stats {
-    uint64_t arena_bytes = 0;      // bytes the current binding uses
-    uint64_t arena_capacity = 0;   // bytes allocated
-    int arena_allocations = 0;     // times the arena was (re)allocated
-    int shape_passes = 0;          // Bind()s that ran the shape pass
-    int layout_cache_hits = 0;     // Bind()s served from the layout cache
+    uint64_t arena_bytes = 0;    // bytes the current binding uses
+    uint64_t arena_capacity = 0; // bytes allocated
+    int arena_allocations = 0;   // times the arena was (re)allocated
+    int shape_passes = 0;        // Bind()s that ran the shape pass
+    int layout_cache_hits = 0;   // Bind()s served from the layout cache
   };
   const Stats &stats() const;
   // The data pointer a tensor had in the last binding (for tests of slot
@@ -61,4 +61,4 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace kiln
+} // namespace kiln

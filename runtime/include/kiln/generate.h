@@ -20,26 +20,26 @@ namespace kiln {
 struct GenerateOptions {
   SamplingParams sampling;
   int max_new_tokens = 128;
-  std::vector<int64_t> eos_token_ids;  // stop after generating any of these
+  std::vector<int64_t> eos_token_ids; // stop after generating any of these
 
   // The plan's generation defaults and EOS ids.
   static GenerateOptions FromPlan(const Plan &plan);
 };
 
 enum class FinishReason {
-  kEos,       // generated an EOS id
-  kLength,    // reached max_new_tokens
-  kContext,   // the sequence filled the model's context length
-  kCallback,  // the token callback asked to stop
+  kEos,      // generated an EOS id
+  kLength,   // reached max_new_tokens
+  kContext,  // the sequence filled the model's context length
+  kCallback, // the token callback asked to stop
 };
 const char *FinishReasonName(FinishReason r);
 
 struct GenerateResult {
-  std::vector<int32_t> tokens;  // new tokens, EOS included when it ended the run
+  std::vector<int32_t> tokens; // new tokens, EOS included when it ended the run
   FinishReason finish = FinishReason::kLength;
   int prompt_tokens = 0;
-  double prefill_seconds = 0;  // first step: prompt through the model, first sample
-  int decode_steps = 0;        // steps after the first
+  double prefill_seconds = 0; // first step: prompt through the model, first sample
+  int decode_steps = 0;       // steps after the first
   double decode_seconds = 0;
 };
 
@@ -64,14 +64,14 @@ public:
                                     const GenerateOptions &options,
                                     const TokenCallback &on_token = nullptr);
 
-  int64_t context_length() const { return context_length_; }  // 0: unknown
+  int64_t context_length() const { return context_length_; } // 0: unknown
 
 private:
   struct KV {
-    int past_input = -1;    // position in plan.inputs()
-    int present_output = -1;  // position in plan.outputs()
-    Shape initial_shape;    // the past before any token: sequence dim 0
-    std::vector<uint8_t> buffers[2];  // ping-pong: past of this step, present copy
+    int past_input = -1;             // position in plan.inputs()
+    int present_output = -1;         // position in plan.outputs()
+    Shape initial_shape;             // the past before any token: sequence dim 0
+    std::vector<uint8_t> buffers[2]; // ping-pong: past of this step, present copy
     Shape shape;
     int current = 0;
   };
@@ -83,8 +83,8 @@ private:
 
   const Plan &plan_;
   std::unique_ptr<Executor> executor_;
-  int input_ids_ = -1, attention_mask_ = -1, position_ids_ = -1;  // input positions
-  int logits_ = -1;                                               // output position
+  int input_ids_ = -1, attention_mask_ = -1, position_ids_ = -1; // input positions
+  int logits_ = -1;                                              // output position
   std::vector<KV> kv_;
   int64_t context_length_ = 0;
   LogitsHook logits_hook_;
@@ -93,4 +93,4 @@ private:
   std::vector<uint8_t> ids_buf_, mask_buf_, pos_buf_;
 };
 
-}  // namespace kiln
+} // namespace kiln

@@ -26,7 +26,7 @@
 
 namespace kiln {
 namespace fb {
-struct Plan;  // kiln_schema/plan_generated.h (target kiln_schema)
+struct Plan; // kiln_schema/plan_generated.h (target kiln_schema)
 }
 
 enum class TensorKind { kActivation = 0, kWeight = 1, kInput = 2 };
@@ -46,11 +46,11 @@ struct PlanTensor {
   int slot = -1;
   bool host = false;
   int section = -1;
-  const void *data = nullptr;  // weights: bytes inside the mapped section
-  uint64_t size = 0;           // weights: byte size
+  const void *data = nullptr; // weights: bytes inside the mapped section
+  uint64_t size = 0;          // weights: byte size
 
   bool IsStatic() const;
-  Shape StaticShape() const;  // dynamic dims as -1
+  Shape StaticShape() const; // dynamic dims as -1
   // e.g. "[batch, 16, ?]".
   std::string DimsToString() const;
 };
@@ -65,8 +65,8 @@ public:
   // tokenizer, ops). Valid for the Plan's lifetime.
   const fb::Plan &fb() const { return *fb_; }
   const std::vector<PlanTensor> &tensors() const { return tensors_; }
-  const std::vector<int> &inputs() const { return inputs_; }    // tensor ids
-  const std::vector<int> &outputs() const { return outputs_; }  // tensor ids
+  const std::vector<int> &inputs() const { return inputs_; }   // tensor ids
+  const std::vector<int> &outputs() const { return outputs_; } // tensor ids
   int num_ops() const;
   // Tensor id by name, or -1.
   int FindTensor(const std::string &name) const;
@@ -106,4 +106,4 @@ StatusOr<std::unique_ptr<Plan>> LoadPlanFromBytes(const void *data, size_t size,
 
 const char *TensorKindName(TensorKind k);
 
-}  // namespace kiln
+} // namespace kiln

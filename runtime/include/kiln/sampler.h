@@ -12,9 +12,9 @@
 namespace kiln {
 
 struct SamplingParams {
-  float temperature = 0.0f;  // 0: greedy (argmax)
-  int top_k = 0;             // 0: no limit
-  float top_p = 1.0f;        // nucleus mass in (0, 1]
+  float temperature = 0.0f; // 0: greedy (argmax)
+  int top_k = 0;            // 0: no limit
+  float top_p = 1.0f;       // nucleus mass in (0, 1]
   uint64_t seed = 0;
 };
 
@@ -39,8 +39,8 @@ private:
 
   SamplingParams params_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;  // reused across calls
+  std::vector<std::pair<float, int32_t>> candidates_; // reused across calls
   std::vector<double> probs_;
 };
 
-}  // namespace kiln
+} // namespace kiln

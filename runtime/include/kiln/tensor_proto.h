@@ -43,7 +43,7 @@ private:
 // ONNX TensorProto.DataType <-> kiln DType. Only the types kiln computes in
 // map; others are InvalidArgument naming the ONNX type.
 StatusOr<DType> DTypeFromOnnx(int onnx_data_type);
-int OnnxDataType(DType dtype);  // 0 (UNDEFINED) for kUndefined
+int OnnxDataType(DType dtype); // 0 (UNDEFINED) for kUndefined
 
 // Parses a serialized TensorProto. Bytes are untrusted: every varint and
 // length is bounds-checked, and element counts must match the shape before
@@ -55,4 +55,4 @@ StatusOr<Tensor> ReadTensorProtoFile(const std::string &path);
 std::string SerializeTensorProto(const Tensor &tensor);
 Status WriteTensorProtoFile(const std::string &path, const Tensor &tensor);
 
-}  // namespace kiln
+} // namespace kiln

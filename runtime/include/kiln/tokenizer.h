@@ -25,7 +25,7 @@ namespace kiln {
 
 namespace tokenizer {
 class TokenizerImpl;
-}  // namespace tokenizer
+} // namespace tokenizer
 
 // Immutable after FromJson; Encode and Decode may be called from many threads.
 class Tokenizer {
@@ -43,9 +43,9 @@ public:
   // not valid UTF-8 become U+FFFD.
   std::string Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const;
 
-  int32_t TokenToId(std::string_view token) const;  // -1 if absent
-  std::string IdToToken(int32_t id) const;            // "" if absent
-  int64_t vocab_size() const;                         // 1 + the largest id
+  int32_t TokenToId(std::string_view token) const; // -1 if absent
+  std::string IdToToken(int32_t id) const;         // "" if absent
+  int64_t vocab_size() const;                      // 1 + the largest id
   bool IsSpecial(int32_t id) const;
 
 private:
@@ -70,7 +70,7 @@ private:
   const Tokenizer *tokenizer_;
   bool skip_special_tokens_;
   bool first_ = true;
-  std::string pending_;  // bytes of a character still incomplete
+  std::string pending_; // bytes of a character still incomplete
 };
 
-}  // namespace kiln
+} // namespace kiln

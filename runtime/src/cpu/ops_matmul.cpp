@@ -1,5 +1,6 @@
 // MatMul (numpy semantics, batched with broadcasting) and Gemm, both on
 // OpenBLAS through kernels/cpu/gemm.h.
+#include "cpu/broadcast.h"
 #include "cpu/copy.h"
 #include "cpu/gemm.h"
 #include "op_util.h"
@@ -98,8 +99,7 @@ StatusOr<GemmDims> ResolveGemm(const OpAttrs &attrs, const Inputs &in) {
   if (in.size() > 2 && in[2] != nullptr) {
     Shape bc;
     const Shape mn = {g.m, g.n};
-    KILN_ASSIGN_OR_RETURN(bc, BroadcastPair("gemm", in[2]->shape, mn));
-    if (bc != mn)
+    if (!kernels::BroadcastShapes(in[2]->shape, mn, &bc) || bc != mn)
       return OpError("gemm", "C of shape " + ShapeToString(in[2]->shape) +
                                  " does not broadcast to " + ShapeToString(mn));
   }

@@ -1,5 +1,6 @@
 // LayerNormalization over dims [axis, rank), with optional Mean and
 // InvStdDev results (stash type f32).
+#include "cpu/broadcast.h"
 #include "cpu/copy.h"
 #include "cpu/layer_norm.h"
 #include "op_util.h"
@@ -13,8 +14,7 @@ constexpr const char *kName = "layer_normalization";
 // shape.
 Status CheckParam(const char *name, const TensorView &p, const Shape &norm) {
   Shape bc;
-  KILN_ASSIGN_OR_RETURN(bc, BroadcastPair(kName, p.shape, norm));
-  if (bc != norm)
+  if (!kernels::BroadcastShapes(p.shape, norm, &bc) || bc != norm)
     return OpError(kName, std::string("operand '") + name + "' of shape " + ShapeToString(p.shape) +
                               " does not broadcast to the normalized shape " +
                               ShapeToString(norm));

@@ -13,7 +13,8 @@ namespace {
 // Rust's char::is_whitespace (Unicode White_Space), which HF's lstrip/rstrip use.
 bool IsWhitespace(char32_t c) {
   for (size_t i = 0; i < kWhitespaceCount; ++i) {
-    if (c >= kWhitespace[i].first && c <= kWhitespace[i].last) return true;
+    if (c >= kWhitespace[i].first && c <= kWhitespace[i].last)
+      return true;
   }
   return false;
 }
@@ -22,7 +23,8 @@ bool IsWhitespace(char32_t c) {
 bool IsWordChar(char32_t c) {
   static const auto *regex = [] {
     auto r = Regex::Compile(R"(^[\p{Alphabetic}\p{N}_]$)");
-    if (!r.ok()) r = Regex::Compile(R"(^[\p{L}\p{N}_]$)");  // PCRE2 before 10.40
+    if (!r.ok())
+      r = Regex::Compile(R"(^[\p{L}\p{N}_]$)"); // PCRE2 before 10.40
     return r.ok() ? r.value().release() : nullptr;
   }();
   if (c < 0x80) {
@@ -36,11 +38,12 @@ bool IsWordChar(char32_t c) {
 
 char32_t LastCodepoint(std::string_view text, size_t end) {
   size_t i = end - 1;
-  while (i > 0 && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) --i;
+  while (i > 0 && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80)
+    --i;
   return NextCodepoint(text, &i);
 }
 
-}  // namespace
+} // namespace
 
 void AddedVocabulary::Trie::Insert(const std::string &pattern, int token_index) {
   int node = 0;
@@ -54,18 +57,22 @@ void AddedVocabulary::Trie::Insert(const std::string &pattern, int token_index) 
     node = it->second;
   }
   // Two tokens with the same text: the first one listed wins the match.
-  if (token[node] < 0) token[node] = token_index;
-  if (!pattern.empty()) first_byte[static_cast<unsigned char>(pattern[0])] = true;
+  if (token[node] < 0)
+    token[node] = token_index;
+  if (!pattern.empty())
+    first_byte[static_cast<unsigned char>(pattern[0])] = true;
 }
 
 bool AddedVocabulary::Trie::LongestAt(std::string_view text, size_t pos, int *token_index,
                                       size_t *len) const {
-  if (!first_byte[static_cast<unsigned char>(text[pos])]) return false;
+  if (!first_byte[static_cast<unsigned char>(text[pos])])
+    return false;
   int node = 0;
   bool found = false;
   for (size_t i = pos; i < text.size(); ++i) {
     const auto it = next[node].find(static_cast<unsigned char>(text[i]));
-    if (it == next[node].end()) break;
+    if (it == next[node].end())
+      break;
     node = it->second;
     if (token[node] >= 0) {
       *token_index = token[node];
@@ -77,8 +84,10 @@ bool AddedVocabulary::Trie::LongestAt(std::string_view text, size_t pos, int *to
 }
 
 Status AddedVocabulary::Parse(const Json *added_tokens, const Normalizer &normalizer) {
-  if (added_tokens == nullptr) return Status::Ok();
-  if (!added_tokens->is_array()) return FieldError("added_tokens", "expected an array");
+  if (added_tokens == nullptr)
+    return Status::Ok();
+  if (!added_tokens->is_array())
+    return FieldError("added_tokens", "expected an array");
   for (size_t i = 0; i < added_tokens->size(); ++i) {
     const Json &j = (*added_tokens)[i];
     const std::string path = "added_tokens[" + std::to_string(i) + "]";
@@ -90,7 +99,8 @@ Status AddedVocabulary::Parse(const Json *added_tokens, const Normalizer &normal
     }
     t.id = static_cast<int32_t>(id->get<int64_t>());
     KILN_RETURN_IF_ERROR(ReadString(j, "content", path, &t.content));
-    if (t.content.empty()) return FieldError(path + ".content", "must not be empty");
+    if (t.content.empty())
+      return FieldError(path + ".content", "must not be empty");
     KILN_RETURN_IF_ERROR(ReadBool(j, "special", path, false, &t.special));
     KILN_RETURN_IF_ERROR(ReadBool(j, "single_word", path, false, &t.single_word));
     KILN_RETURN_IF_ERROR(ReadBool(j, "lstrip", path, false, &t.lstrip));
@@ -126,21 +136,24 @@ int32_t AddedVocabulary::FindByContent(std::string_view content) const {
 // Applies the token's flags to a match at [*begin, *end); false if single_word
 // rejects it. `covered` is where the previous match ended: lstrip never reaches
 // back past it.
-bool AddedVocabulary::Accept(const AddedToken &t, std::string_view text, size_t *begin,
-                             size_t *end, size_t covered) const {
+bool AddedVocabulary::Accept(const AddedToken &t, std::string_view text, size_t *begin, size_t *end,
+                             size_t covered) const {
   if (t.single_word) {
     const bool left_ok = *begin == 0 || !IsWordChar(LastCodepoint(text, *begin));
     size_t k = *end;
     const bool right_ok = *end == text.size() || !IsWordChar(NextCodepoint(text, &k));
-    if (!left_ok || !right_ok) return false;
+    if (!left_ok || !right_ok)
+      return false;
   }
   if (t.lstrip) {
     size_t b = *begin;
     while (b > 0) {
       size_t prev = b - 1;
-      while (prev > 0 && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80) --prev;
+      while (prev > 0 && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80)
+        --prev;
       size_t k = prev;
-      if (!IsWhitespace(NextCodepoint(text, &k))) break;
+      if (!IsWhitespace(NextCodepoint(text, &k)))
+        break;
       b = prev;
     }
     *begin = std::max(b, covered);
@@ -149,7 +162,8 @@ bool AddedVocabulary::Accept(const AddedToken &t, std::string_view text, size_t 
     size_t e = *end;
     while (e < text.size()) {
       size_t k = e;
-      if (!IsWhitespace(NextCodepoint(text, &k))) break;
+      if (!IsWhitespace(NextCodepoint(text, &k)))
+        break;
       e = k;
     }
     *end = e;
@@ -159,7 +173,7 @@ bool AddedVocabulary::Accept(const AddedToken &t, std::string_view text, size_t 
 
 void AddedVocabulary::Split(std::string_view text, bool normalized,
                             std::vector<Segment> *out) const {
-  if (text.empty()) {  // HF still hands one (empty) piece of text on
+  if (text.empty()) { // HF still hands one (empty) piece of text on
     out->push_back({-1, 0, 0});
     return;
   }
@@ -175,13 +189,16 @@ void AddedVocabulary::Split(std::string_view text, bool normalized,
       continue;
     }
     size_t begin = pos, end = pos + len;
-    pos = end;  // the next search starts after the match itself, whatever the flags do
-    if (!Accept(tokens_[index], text, &begin, &end, covered)) continue;
-    if (covered < begin) out->push_back({-1, covered, begin});
+    pos = end; // the next search starts after the match itself, whatever the flags do
+    if (!Accept(tokens_[index], text, &begin, &end, covered))
+      continue;
+    if (covered < begin)
+      out->push_back({-1, covered, begin});
     out->push_back({tokens_[index].id, begin, end});
     covered = end;
   }
-  if (covered != text.size()) out->push_back({-1, covered, text.size()});
+  if (covered != text.size())
+    out->push_back({-1, covered, text.size()});
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

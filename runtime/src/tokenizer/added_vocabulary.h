@@ -18,10 +18,10 @@ class Normalizer;
 struct AddedToken {
   int32_t id = -1;
   std::string content;
-  bool single_word = false;  // match only where not inside a word
-  bool lstrip = false;       // swallow whitespace on the left
-  bool rstrip = false;       // swallow whitespace on the right
-  bool normalized = true;    // match in normalized text (else in the raw text)
+  bool single_word = false; // match only where not inside a word
+  bool lstrip = false;      // swallow whitespace on the left
+  bool rstrip = false;      // swallow whitespace on the right
+  bool normalized = true;   // match in normalized text (else in the raw text)
   bool special = false;
 };
 
@@ -40,14 +40,14 @@ public:
   void Split(std::string_view text, bool normalized, std::vector<Segment> *out) const;
 
   const AddedToken *FindById(int32_t id) const;
-  int32_t FindByContent(std::string_view content) const;  // -1 if absent
+  int32_t FindByContent(std::string_view content) const; // -1 if absent
   const std::vector<AddedToken> &tokens() const { return tokens_; }
 
 private:
   // A byte trie of the patterns of one matching pass.
   struct Trie {
     std::vector<std::unordered_map<unsigned char, int>> next{1};
-    std::vector<int> token{-1};  // index into tokens_ of a pattern ending here
+    std::vector<int> token{-1}; // index into tokens_ of a pattern ending here
     bool first_byte[256] = {};
     void Insert(const std::string &pattern, int token_index);
     // The longest pattern starting at text[pos]: its token index and length.
@@ -62,4 +62,4 @@ private:
   Trie raw_, normalized_;
 };
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -8,7 +8,7 @@ namespace kiln::tokenizer {
 namespace {
 
 constexpr size_t kCacheCapacity = 1 << 16;
-constexpr size_t kMaxCachedWordBytes = 256;  // long words are rare; do not let them fill the cache
+constexpr size_t kMaxCachedWordBytes = 256; // long words are rare; do not let them fill the cache
 // Ids index dense tables; a hostile file must not make us allocate gigabytes.
 constexpr int64_t kMaxId = 1 << 24;
 
@@ -39,12 +39,14 @@ Status CheckUnsupported(const Json &model) {
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json &model) {
-  if (!model.is_object()) return FieldError("model", "expected an object");
-  std::string type = "BPE";  // older files leave the type out
-  if (FindField(model, "type") != nullptr) KILN_RETURN_IF_ERROR(ReadType(model, "model", &type));
+  if (!model.is_object())
+    return FieldError("model", "expected an object");
+  std::string type = "BPE"; // older files leave the type out
+  if (FindField(model, "type") != nullptr)
+    KILN_RETURN_IF_ERROR(ReadType(model, "model", &type));
   if (type != "BPE") {
     return Unimplemented("tokenizer.json: model type '" + type +
                          "' is not supported (supported: BPE)");
@@ -52,7 +54,8 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json &model) {
   KILN_RETURN_IF_ERROR(CheckUnsupported(model));
   auto bpe = std::unique_ptr<BpeModel>(new BpeModel());
   const Json *vocab = FindField(model, "vocab");
-  if (vocab == nullptr || !vocab->is_object()) return FieldError("model.vocab", "expected an object");
+  if (vocab == nullptr || !vocab->is_object())
+    return FieldError("model.vocab", "expected an object");
   KILN_RETURN_IF_ERROR(bpe->ParseVocab(*vocab));
   const Json *merges = FindField(model, "merges");
   if (merges == nullptr || !merges->is_array()) {
@@ -62,7 +65,8 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json &model) {
   KILN_RETURN_IF_ERROR(ReadBool(model, "ignore_merges", "model", false, &bpe->ignore_merges_));
   KILN_RETURN_IF_ERROR(ReadBool(model, "fuse_unk", "model", false, &bpe->fuse_unk_));
   if (const Json *unk = FindField(model, "unk_token")) {
-    if (!unk->is_string()) return FieldError("model.unk_token", "expected a string");
+    if (!unk->is_string())
+      return FieldError("model.unk_token", "expected a string");
     bpe->unk_id_ = bpe->TokenToId(unk->get<std::string>());
     if (bpe->unk_id_ < 0) {
       return FieldError("model.unk_token", "'" + unk->get<std::string>() + "' is not in the vocab");
@@ -131,7 +135,8 @@ int32_t BpeModel::TokenToId(std::string_view token) const {
 }
 
 const std::string *BpeModel::IdToToken(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id]) return nullptr;
+  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id])
+    return nullptr;
   return &id_to_token_[id];
 }
 
@@ -141,7 +146,7 @@ const BpeModel::Merge *BpeModel::FindMerge(int32_t a, int32_t b) const {
 }
 
 void BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) const {
-  if (ignore_merges_) {  // Llama-3: a word that is itself a token is not merged
+  if (ignore_merges_) { // Llama-3: a word that is itself a token is not merged
     const int32_t id = TokenToId(word);
     if (id >= 0) {
       ids->push_back(id);
@@ -162,7 +167,8 @@ void BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) const 
   ids->insert(ids->end(), result.begin(), result.end());
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() >= kCacheCapacity) cache_.clear();
+    if (cache_.size() >= kCacheCapacity)
+      cache_.clear();
     cache_.emplace(word, std::move(result));
   }
 }
@@ -186,16 +192,20 @@ void BpeModel::MergeWord(const std::string &word, std::vector<int32_t> *ids) con
     const int32_t id = TokenToId(std::string_view(word).substr(i, len));
     i += len;
     if (id >= 0) {
-      if (pending_unk) push(unk_id_);
+      if (pending_unk)
+        push(unk_id_);
       pending_unk = false;
       push(id);
-    } else if (unk_id_ >= 0) {  // without unk_token HF drops the character
-      if (pending_unk && !fuse_unk_) push(unk_id_);
+    } else if (unk_id_ >= 0) { // without unk_token HF drops the character
+      if (pending_unk && !fuse_unk_)
+        push(unk_id_);
       pending_unk = true;
     }
   }
-  if (pending_unk) push(unk_id_);
-  if (symbols.empty()) return;
+  if (pending_unk)
+    push(unk_id_);
+  if (symbols.empty())
+    return;
   symbols.back().next = -1;
 
   // HF's order: the lowest rank first, the leftmost on ties; queue entries made
@@ -211,30 +221,37 @@ void BpeModel::MergeWord(const std::string &word, std::vector<int32_t> *ids) con
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
   auto consider = [&](int left) {
     const int right = symbols[left].next;
-    if (right < 0) return;
+    if (right < 0)
+      return;
     if (const Merge *m = FindMerge(symbols[left].id, symbols[right].id)) {
       queue.push({m->rank, left, m->new_id});
     }
   };
-  for (int s = 0; s + 1 < static_cast<int>(symbols.size()); ++s) consider(s);
+  for (int s = 0; s + 1 < static_cast<int>(symbols.size()); ++s)
+    consider(s);
   while (!queue.empty()) {
     const Candidate top = queue.top();
     queue.pop();
     Symbol &left = symbols[top.pos];
-    if (!left.alive || left.next < 0) continue;
+    if (!left.alive || left.next < 0)
+      continue;
     const Merge *m = FindMerge(left.id, symbols[left.next].id);
-    if (m == nullptr || m->new_id != top.new_id) continue;
+    if (m == nullptr || m->new_id != top.new_id)
+      continue;
     Symbol &right = symbols[left.next];
     left.id = top.new_id;
     right.alive = false;
     left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = top.pos;
-    if (left.prev >= 0) consider(left.prev);
+    if (right.next >= 0)
+      symbols[right.next].prev = top.pos;
+    if (left.prev >= 0)
+      consider(left.prev);
     consider(top.pos);
   }
   for (const Symbol &s : symbols) {
-    if (s.alive) ids->push_back(s.id);
+    if (s.alive)
+      ids->push_back(s.id);
   }
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

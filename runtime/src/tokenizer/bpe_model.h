@@ -23,8 +23,8 @@ public:
   // as in HF.
   void Encode(const std::string &word, std::vector<int32_t> *ids) const;
 
-  int32_t TokenToId(std::string_view token) const;  // -1 if absent
-  const std::string *IdToToken(int32_t id) const;   // nullptr if absent
+  int32_t TokenToId(std::string_view token) const; // -1 if absent
+  const std::string *IdToToken(int32_t id) const;  // nullptr if absent
   int32_t max_id() const { return static_cast<int32_t>(id_to_token_.size()) - 1; }
 
 private:
@@ -42,7 +42,7 @@ private:
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;
   std::vector<bool> has_id_;
-  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
+  std::unordered_map<uint64_t, Merge> merges_; // key: left id << 32 | right id
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;
@@ -52,4 +52,4 @@ private:
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -12,7 +12,7 @@ namespace {
 // DEL, NBSP, soft hyphen) take code points from U+0100 on, in byte order.
 struct Alphabet {
   std::array<char32_t, 256> byte_to_char{};
-  std::array<int, 0x180> char_to_byte{};  // every mapped char is below U+0180
+  std::array<int, 0x180> char_to_byte{}; // every mapped char is below U+0180
 
   Alphabet() {
     char_to_byte.fill(-1);
@@ -31,11 +31,12 @@ const Alphabet &GetAlphabet() {
   return alphabet;
 }
 
-}  // namespace
+} // namespace
 
 void ByteLevelEncode(std::string_view bytes, std::string *out) {
   const Alphabet &a = GetAlphabet();
-  for (char c : bytes) AppendUtf8(a.byte_to_char[static_cast<uint8_t>(c)], out);
+  for (char c : bytes)
+    AppendUtf8(a.byte_to_char[static_cast<uint8_t>(c)], out);
 }
 
 std::string ByteLevelDecodeToken(std::string_view token) {
@@ -45,10 +46,11 @@ std::string ByteLevelDecodeToken(std::string_view token) {
   while (i < token.size()) {
     const char32_t c = NextCodepoint(token, &i);
     const int b = c < a.char_to_byte.size() ? a.char_to_byte[c] : -1;
-    if (b < 0) return std::string(token);
+    if (b < 0)
+      return std::string(token);
     bytes.push_back(static_cast<char>(b));
   }
   return bytes;
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -15,4 +15,4 @@ void ByteLevelEncode(std::string_view bytes, std::string *out);
 // alphabet (an added token such as "hello world") stands for its own UTF-8.
 std::string ByteLevelDecodeToken(std::string_view token);
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -26,4 +26,4 @@ Status ReadString(const Json &obj, const char *key, const std::string &path, std
 // The component's "type" string.
 Status ReadType(const Json &obj, const std::string &path, std::string *out);
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -17,11 +17,13 @@ constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28;
 constexpr char32_t kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
 
 uint8_t CombiningClass(char32_t cp) {
-  if (cp < 0x300) return 0;
+  if (cp < 0x300)
+    return 0;
   const CccRange *end = kCccRanges + kCccRangeCount;
   const CccRange *it = std::upper_bound(kCccRanges, end, cp,
                                         [](char32_t c, const CccRange &r) { return c < r.first; });
-  if (it == kCccRanges) return 0;
+  if (it == kCccRanges)
+    return 0;
   --it;
   return cp <= it->last ? it->ccc : 0;
 }
@@ -38,7 +40,8 @@ void Decompose(char32_t cp, std::vector<char32_t> *out) {
     const char32_t s = cp - kSBase;
     out->push_back(kLBase + s / kNCount);
     out->push_back(kVBase + (s % kNCount) / kTCount);
-    if (s % kTCount != 0) out->push_back(kTBase + s % kTCount);
+    if (s % kTCount != 0)
+      out->push_back(kTBase + s % kTCount);
     return;
   }
   const Decomposition *d = cp >= 0xC0 ? FindDecomposition(cp) : nullptr;
@@ -47,7 +50,8 @@ void Decompose(char32_t cp, std::vector<char32_t> *out) {
     return;
   }
   Decompose(d->first, out);
-  if (d->second != 0) Decompose(d->second, out);
+  if (d->second != 0)
+    Decompose(d->second, out);
 }
 
 uint64_t PairKey(char32_t a, char32_t b) { return (static_cast<uint64_t>(a) << 32) | b; }
@@ -57,7 +61,8 @@ const std::unordered_map<uint64_t, char32_t> &Compositions() {
     auto *m = new std::unordered_map<uint64_t, char32_t>();
     for (size_t i = 0; i < kDecompositionCount; ++i) {
       const Decomposition &d = kDecompositions[i];
-      if (d.composes) (*m)[PairKey(d.first, d.second)] = d.cp;
+      if (d.composes)
+        (*m)[PairKey(d.first, d.second)] = d.cp;
     }
     return m;
   }();
@@ -88,10 +93,10 @@ void ReorderMarks(std::vector<char32_t> *cps) {
       continue;
     }
     size_t j = i;
-    while (j < v.size() && CombiningClass(v[j]) != 0) ++j;
-    std::stable_sort(v.begin() + i, v.begin() + j, [](char32_t a, char32_t b) {
-      return CombiningClass(a) < CombiningClass(b);
-    });
+    while (j < v.size() && CombiningClass(v[j]) != 0)
+      ++j;
+    std::stable_sort(v.begin() + i, v.begin() + j,
+                     [](char32_t a, char32_t b) { return CombiningClass(a) < CombiningClass(b); });
     i = j;
   }
 }
@@ -100,9 +105,10 @@ void ReorderMarks(std::vector<char32_t> *cps) {
 // character of equal or higher class (or a starter) stands between them.
 void ComposeAll(std::vector<char32_t> *cps) {
   std::vector<char32_t> &v = *cps;
-  if (v.empty()) return;
+  if (v.empty())
+    return;
   size_t starter = 0;
-  int last_class = CombiningClass(v[0]) == 0 ? 0 : 256;  // 256: nothing to compose with
+  int last_class = CombiningClass(v[0]) == 0 ? 0 : 256; // 256: nothing to compose with
   size_t out = 1;
   for (size_t i = 1; i < v.size(); ++i) {
     const char32_t c = v[i];
@@ -112,7 +118,8 @@ void ComposeAll(std::vector<char32_t> *cps) {
       v[starter] = composite;
       continue;
     }
-    if (klass == 0) starter = out;
+    if (klass == 0)
+      starter = out;
     last_class = klass;
     v[out++] = c;
   }
@@ -123,25 +130,29 @@ void ComposeAll(std::vector<char32_t> *cps) {
 // decomposes, carries a combining class, or composes with what follows.
 bool TriviallyNfc(std::string_view text) {
   for (char c : text) {
-    if (static_cast<uint8_t>(c) >= 0xCC) return false;  // lead bytes of U+0300 and up
+    if (static_cast<uint8_t>(c) >= 0xCC)
+      return false; // lead bytes of U+0300 and up
   }
   return true;
 }
 
-}  // namespace
+} // namespace
 
 std::string NfcNormalize(std::string_view text) {
-  if (TriviallyNfc(text)) return std::string(text);
+  if (TriviallyNfc(text))
+    return std::string(text);
   std::vector<char32_t> cps;
   cps.reserve(text.size());
   size_t i = 0;
-  while (i < text.size()) Decompose(NextCodepoint(text, &i), &cps);
+  while (i < text.size())
+    Decompose(NextCodepoint(text, &i), &cps);
   ReorderMarks(&cps);
   ComposeAll(&cps);
   std::string out;
   out.reserve(text.size());
-  for (char32_t cp : cps) AppendUtf8(cp, &out);
+  for (char32_t cp : cps)
+    AppendUtf8(cp, &out);
   return out;
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -10,4 +10,4 @@ namespace kiln::tokenizer {
 // NFC of `text`, which must be valid UTF-8.
 std::string NfcNormalize(std::string_view text);
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

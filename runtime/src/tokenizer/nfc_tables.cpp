@@ -611,4 +611,4 @@ const Decomposition kDecompositions[] = {
 const size_t kDecompositionCount = 2060;
 // clang-format on
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

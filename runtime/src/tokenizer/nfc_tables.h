@@ -10,8 +10,8 @@ namespace kiln::tokenizer {
 
 struct CccRange {
   char32_t first;
-  char32_t last;  // inclusive
-  uint8_t ccc;    // canonical combining class, nonzero
+  char32_t last; // inclusive
+  uint8_t ccc;   // canonical combining class, nonzero
 };
 
 struct Decomposition {
@@ -21,9 +21,9 @@ struct Decomposition {
   uint8_t composes; // 1 if NFC recomposes first + second into cp
 };
 
-extern const CccRange kCccRanges[];  // sorted, disjoint
+extern const CccRange kCccRanges[]; // sorted, disjoint
 extern const size_t kCccRangeCount;
-extern const Decomposition kDecompositions[];  // sorted by cp
+extern const Decomposition kDecompositions[]; // sorted by cp
 extern const size_t kDecompositionCount;
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -27,11 +27,12 @@ Status Collect(const Json &config, const std::string &path, bool *nfc) {
                        "' is not supported (supported: NFC, Sequence)");
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<std::unique_ptr<Normalizer>> Normalizer::FromJson(const Json *config) {
   auto n = std::make_unique<Normalizer>();
-  if (config != nullptr) KILN_RETURN_IF_ERROR(Collect(*config, "normalizer", &n->nfc_));
+  if (config != nullptr)
+    KILN_RETURN_IF_ERROR(Collect(*config, "normalizer", &n->nfc_));
   return n;
 }
 
@@ -39,4 +40,4 @@ std::string Normalizer::Normalize(std::string_view text) const {
   return nfc_ ? NfcNormalize(text) : std::string(text);
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

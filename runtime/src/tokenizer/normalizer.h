@@ -19,7 +19,7 @@ public:
   bool is_identity() const { return !nfc_; }
 
 private:
-  bool nfc_ = false;  // NFC is idempotent, so a sequence reduces to one flag
+  bool nfc_ = false; // NFC is idempotent, so a sequence reduces to one flag
 };
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -23,7 +23,7 @@ Status SpecialIds(const Json &config, const std::string &name, const std::string
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 Status PostProcessor::Parse(const Json *config) {
   return config == nullptr ? Status::Ok() : ParseOne(*config, "post_processor");
@@ -32,8 +32,10 @@ Status PostProcessor::Parse(const Json *config) {
 Status PostProcessor::ParseOne(const Json &config, const std::string &path) {
   std::string type;
   KILN_RETURN_IF_ERROR(ReadType(config, path, &type));
-  if (type == "ByteLevel") return Status::Ok();  // trims offsets; kiln keeps none
-  if (type == "TemplateProcessing") return ParseTemplate(config, path);
+  if (type == "ByteLevel")
+    return Status::Ok(); // trims offsets; kiln keeps none
+  if (type == "TemplateProcessing")
+    return ParseTemplate(config, path);
   if (type == "Sequence") {
     const Json *list = FindField(config, "processors");
     if (list == nullptr || !list->is_array()) {
@@ -49,7 +51,8 @@ Status PostProcessor::ParseOne(const Json &config, const std::string &path) {
 }
 
 Status PostProcessor::ParseTemplate(const Json &config, const std::string &path) {
-  if (has_template_) return Unimplemented("tokenizer.json: " + path + ": a second template");
+  if (has_template_)
+    return Unimplemented("tokenizer.json: " + path + ": a second template");
   const Json *single = FindField(config, "single");
   if (single == nullptr || !single->is_array()) {
     return FieldError(path + ".single", "expected an array");
@@ -59,24 +62,26 @@ Status PostProcessor::ParseTemplate(const Json &config, const std::string &path)
     const Json &piece = (*single)[i];
     const std::string at = path + ".single[" + std::to_string(i) + "]";
     if (FindField(piece, "Sequence") != nullptr) {
-      if (seen_sequence) return FieldError(at, "the single template has two sequences");
+      if (seen_sequence)
+        return FieldError(at, "the single template has two sequences");
       seen_sequence = true;
     } else if (const Json *special = FindField(piece, "SpecialToken")) {
       std::string name;
       KILN_RETURN_IF_ERROR(ReadString(*special, "id", at + ".SpecialToken", &name));
-      KILN_RETURN_IF_ERROR(
-          SpecialIds(config, name, path, seen_sequence ? &after_ : &before_));
+      KILN_RETURN_IF_ERROR(SpecialIds(config, name, path, seen_sequence ? &after_ : &before_));
     } else {
       return FieldError(at, "expected {\"Sequence\": ...} or {\"SpecialToken\": ...}");
     }
   }
-  if (!seen_sequence) return FieldError(path + ".single", "the template has no $A");
+  if (!seen_sequence)
+    return FieldError(path + ".single", "the template has no $A");
   has_template_ = true;
   return Status::Ok();
 }
 
 std::vector<int32_t> PostProcessor::Apply(std::vector<int32_t> ids) const {
-  if (!has_template_) return ids;
+  if (!has_template_)
+    return ids;
   std::vector<int32_t> out;
   out.reserve(before_.size() + ids.size() + after_.size());
   out.insert(out.end(), before_.begin(), before_.end());
@@ -85,4 +90,4 @@ std::vector<int32_t> PostProcessor::Apply(std::vector<int32_t> ids) const {
   return out;
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

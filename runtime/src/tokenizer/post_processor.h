@@ -22,7 +22,7 @@ private:
   Status ParseTemplate(const Json &config, const std::string &path);
 
   bool has_template_ = false;
-  std::vector<int32_t> before_, after_;  // the single-sequence template around $A
+  std::vector<int32_t> before_, after_; // the single-sequence template around $A
 };
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

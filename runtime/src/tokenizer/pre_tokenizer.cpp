@@ -13,7 +13,7 @@ constexpr char kGpt2Pattern[] =
 
 struct Span {
   size_t begin, end;
-  bool flag;  // a match before the behavior is applied; "remove" after
+  bool flag; // a match before the behavior is applied; "remove" after
 };
 
 // Matches and the gaps between them, covering all of `text`, as HF's
@@ -27,11 +27,13 @@ Status FindSpans(const Regex &regex, std::string_view text, bool invert, std::ve
   KILN_RETURN_IF_ERROR(regex.FindAll(text, &matches));
   size_t prev = 0;
   for (const auto &[begin, end] : matches) {
-    if (prev != begin) out->push_back({prev, begin, invert});
+    if (prev != begin)
+      out->push_back({prev, begin, invert});
     out->push_back({begin, end, !invert});
     prev = end;
   }
-  if (prev != text.size()) out->push_back({prev, text.size(), invert});
+  if (prev != text.size())
+    out->push_back({prev, text.size(), invert});
   return Status::Ok();
 }
 
@@ -44,7 +46,8 @@ std::vector<Span> ApplyBehavior(std::vector<Span> spans, SplitBehavior behavior)
   case SplitBehavior::kRemoved:
     return spans;
   case SplitBehavior::kIsolated:
-    for (Span &s : spans) s.flag = false;
+    for (Span &s : spans)
+      s.flag = false;
     return spans;
   case SplitBehavior::kContiguous:
     for (const Span &s : spans) {
@@ -96,19 +99,22 @@ Status ParseBehavior(const std::string &name, const std::string &path, SplitBeha
   return FieldError(path, "unknown split behavior '" + name + "'");
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::FromJson(const Json *config) {
   auto p = std::unique_ptr<PreTokenizer>(new PreTokenizer());
-  if (config != nullptr) KILN_RETURN_IF_ERROR(p->AddSteps(*config, "pre_tokenizer"));
+  if (config != nullptr)
+    KILN_RETURN_IF_ERROR(p->AddSteps(*config, "pre_tokenizer"));
   return p;
 }
 
 Status PreTokenizer::AddSteps(const Json &config, const std::string &path) {
   std::string type;
   KILN_RETURN_IF_ERROR(ReadType(config, path, &type));
-  if (type == "Split") return AddSplit(config, path);
-  if (type == "ByteLevel") return AddByteLevel(config, path);
+  if (type == "Split")
+    return AddSplit(config, path);
+  if (type == "ByteLevel")
+    return AddByteLevel(config, path);
   if (type == "Sequence") {
     const Json *list = FindField(config, "pretokenizers");
     if (list == nullptr || !list->is_array()) {
@@ -134,7 +140,8 @@ Status PreTokenizer::AddSplit(const Json &config, const std::string &path) {
     return FieldError(path + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
   }
   auto compiled = Regex::Compile(source->get<std::string>(), /*literal=*/regex == nullptr);
-  if (!compiled.ok()) return compiled.status().WithContext("tokenizer.json: " + path);
+  if (!compiled.ok())
+    return compiled.status().WithContext("tokenizer.json: " + path);
   step.regex = std::move(compiled.value());
   std::string behavior;
   KILN_RETURN_IF_ERROR(ReadString(config, "behavior", path, &behavior));
@@ -153,7 +160,8 @@ Status PreTokenizer::AddByteLevel(const Json &config, const std::string &path) {
   KILN_RETURN_IF_ERROR(ReadBool(config, "use_regex", path, true, &use_regex));
   if (use_regex) {
     auto compiled = Regex::Compile(kGpt2Pattern);
-    if (!compiled.ok()) return compiled.status();
+    if (!compiled.ok())
+      return compiled.status();
     step.regex = std::move(compiled.value());
   }
   steps_.push_back(std::move(step));
@@ -164,8 +172,9 @@ Status PreTokenizer::RunStep(const Step &step, const std::string &piece,
                              std::vector<std::string> *out) {
   std::string prefixed;
   std::string_view text = piece;
-  // ByteLevel prefixes every piece it receives, not just the first of the text.
-  if (step.byte_level && step.add_prefix_space && (piece.empty() || piece[0] != ' ')) {
+  // ByteLevel prefixes every piece it receives, not just the first of the text,
+  // but never an empty one (HF's prepend needs a character to attach to).
+  if (step.byte_level && step.add_prefix_space && !piece.empty() && piece[0] != ' ') {
     prefixed = " " + piece;
     text = prefixed;
   }
@@ -177,7 +186,8 @@ Status PreTokenizer::RunStep(const Step &step, const std::string &piece,
     spans.push_back({0, text.size(), false});
   }
   for (const Span &s : spans) {
-    if (s.flag || s.begin == s.end) continue;
+    if (s.flag || s.begin == s.end)
+      continue;
     const std::string_view part = text.substr(s.begin, s.end - s.begin);
     if (step.byte_level) {
       std::string mapped;
@@ -195,13 +205,15 @@ Status PreTokenizer::Split(std::string_view text, std::vector<std::string> *word
   std::vector<std::string> next;
   for (const Step &step : steps_) {
     next.clear();
-    for (const std::string &piece : pieces) KILN_RETURN_IF_ERROR(RunStep(step, piece, &next));
+    for (const std::string &piece : pieces)
+      KILN_RETURN_IF_ERROR(RunStep(step, piece, &next));
     pieces.swap(next);
   }
   for (std::string &p : pieces) {
-    if (!p.empty()) words->push_back(std::move(p));
+    if (!p.empty())
+      words->push_back(std::move(p));
   }
   return Status::Ok();
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

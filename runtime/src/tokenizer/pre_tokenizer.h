@@ -25,7 +25,7 @@ public:
 private:
   struct Step {
     bool byte_level = false;
-    std::unique_ptr<Regex> regex;  // Split's pattern, or ByteLevel's (null: use_regex false)
+    std::unique_ptr<Regex> regex; // Split's pattern, or ByteLevel's (null: use_regex false)
     SplitBehavior behavior = SplitBehavior::kIsolated;
     bool invert = false;
     bool add_prefix_space = false;
@@ -33,10 +33,9 @@ private:
   Status AddSteps(const Json &config, const std::string &path);
   Status AddSplit(const Json &config, const std::string &path);
   Status AddByteLevel(const Json &config, const std::string &path);
-  static Status RunStep(const Step &step, const std::string &piece,
-                        std::vector<std::string> *out);
+  static Status RunStep(const Step &step, const std::string &piece, std::vector<std::string> *out);
 
   std::vector<Step> steps_;
 };
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

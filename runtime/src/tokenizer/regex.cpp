@@ -46,7 +46,8 @@ std::string EscapeLiteral(std::string_view text) {
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
     const bool alnum = (u >= '0' && u <= '9') || (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z');
-    if (u < 0x80 && !alnum) out.push_back('\\');  // PCRE2: backslash + ASCII non-alnum is literal
+    if (u < 0x80 && !alnum)
+      out.push_back('\\'); // PCRE2: backslash + ASCII non-alnum is literal
     out.push_back(c);
   }
   return out;
@@ -58,7 +59,7 @@ std::string PcreError(int code) {
   return reinterpret_cast<const char *>(buf);
 }
 
-}  // namespace
+} // namespace
 
 std::string TranslateOnigurumaPattern(std::string_view p) {
   std::string out;
@@ -99,19 +100,22 @@ std::string TranslateOnigurumaPattern(std::string_view p) {
       in_class = true;
       out.push_back(c);
       ++i;
-      if (i < p.size() && p[i] == '^') out.push_back(p[i++]);
-      if (i < p.size() && p[i] == ']') out.push_back(p[i++]);  // a leading ']' is literal
+      if (i < p.size() && p[i] == '^')
+        out.push_back(p[i++]);
+      if (i < p.size() && p[i] == ']')
+        out.push_back(p[i++]); // a leading ']' is literal
       continue;
     }
     if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') {
-      const size_t close = p.find(":]", i + 2);  // POSIX class such as [:alpha:]
+      const size_t close = p.find(":]", i + 2); // POSIX class such as [:alpha:]
       if (close != std::string_view::npos) {
         out.append(p.substr(i, close + 2 - i));
         i = close + 2;
         continue;
       }
     }
-    if (in_class && c == ']') in_class = false;
+    if (in_class && c == ']')
+      in_class = false;
     out.push_back(c);
     ++i;
   }
@@ -122,14 +126,15 @@ StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern, bool l
   const std::string translated =
       literal ? EscapeLiteral(pattern) : TranslateOnigurumaPattern(pattern);
   pcre2_compile_context *ctx = pcre2_compile_context_create(nullptr);
-  if (ctx == nullptr) return Internal("regex: out of memory");
+  if (ctx == nullptr)
+    return Internal("regex: out of memory");
   // Oniguruma's Ruby syntax: ^ and $ are line anchors, lines end at LF.
   pcre2_set_newline(ctx, PCRE2_NEWLINE_LF);
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()),
-                                   translated.size(), PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE,
-                                   &error, &offset, ctx);
+  pcre2_code *code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE, &error, &offset, ctx);
   pcre2_compile_context_free(ctx);
   if (code == nullptr) {
     return InvalidArgument("regex '" + std::string(pattern) + "' does not compile: " +
@@ -146,7 +151,8 @@ Status Regex::FindAll(std::string_view text,
                       std::vector<std::pair<size_t, size_t>> *matches) const {
   auto *code = static_cast<pcre2_code *>(code_);
   pcre2_match_data *md = pcre2_match_data_create_from_pattern(code, nullptr);
-  if (md == nullptr) return Internal("regex: out of memory");
+  if (md == nullptr)
+    return Internal("regex: out of memory");
   const auto *subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   // Oniguruma's find_iter: search from the end of the last match; an empty match
   // right where the last match ended is skipped by stepping one character.
@@ -156,11 +162,12 @@ Status Regex::FindAll(std::string_view text,
   Status status;
   while (last_end <= text.size()) {
     int rc = pcre2_match(code, subject, text.size(), last_end, PCRE2_NO_UTF_CHECK, md, nullptr);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {  // deep backtracking: the interpreter has more room
-      rc = pcre2_match(code, subject, text.size(), last_end, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
-                       md, nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) { // deep backtracking: the interpreter has more room
+      rc = pcre2_match(code, subject, text.size(), last_end, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md,
+                       nullptr);
     }
-    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc == PCRE2_ERROR_NOMATCH)
+      break;
     if (rc < 0) {
       status = Status(StatusCode::kResourceExhausted, "regex match failed: " + PcreError(rc));
       break;
@@ -180,4 +187,4 @@ Status Regex::FindAll(std::string_view text,
   return status;
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -35,7 +35,7 @@ public:
 
 private:
   explicit Regex(void *code) : code_(code) {}
-  void *code_;  // pcre2_code_8, kept out of this header
+  void *code_; // pcre2_code_8, kept out of this header
 };
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

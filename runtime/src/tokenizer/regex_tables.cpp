@@ -33,4 +33,4 @@ const CodepointRange kExtraNumbers[] = {
 const size_t kExtraNumberCount = 10;
 // clang-format on
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

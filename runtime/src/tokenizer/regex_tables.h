@@ -8,7 +8,7 @@ namespace kiln::tokenizer {
 
 struct CodepointRange {
   char32_t first;
-  char32_t last;  // inclusive
+  char32_t last; // inclusive
 };
 
 extern const CodepointRange kWhitespace[];
@@ -18,4 +18,4 @@ extern const size_t kExtraLetterCount;
 extern const CodepointRange kExtraNumbers[];
 extern const size_t kExtraNumberCount;
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

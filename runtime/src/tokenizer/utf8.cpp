@@ -5,14 +5,18 @@
 namespace kiln::tokenizer {
 namespace {
 
-constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+constexpr char kReplacement[] = "\xEF\xBF\xBD"; // U+FFFD
 
 // Length a lead byte announces, or 0 if it can never start a character.
 size_t SequenceLength(uint8_t lead) {
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return 2;
-  if (lead >= 0xE0 && lead <= 0xEF) return 3;
-  if (lead >= 0xF0 && lead <= 0xF4) return 4;
+  if (lead < 0x80)
+    return 1;
+  if (lead >= 0xC2 && lead <= 0xDF)
+    return 2;
+  if (lead >= 0xE0 && lead <= 0xEF)
+    return 3;
+  if (lead >= 0xF0 && lead <= 0xF4)
+    return 4;
   return 0;
 }
 
@@ -20,11 +24,16 @@ size_t SequenceLength(uint8_t lead) {
 // rules out overlongs, surrogates and code points past U+10FFFF.
 bool SecondByteOk(uint8_t lead, uint8_t b) {
   switch (lead) {
-  case 0xE0: return b >= 0xA0 && b <= 0xBF;
-  case 0xED: return b >= 0x80 && b <= 0x9F;
-  case 0xF0: return b >= 0x90 && b <= 0xBF;
-  case 0xF4: return b >= 0x80 && b <= 0x8F;
-  default: return b >= 0x80 && b <= 0xBF;
+  case 0xE0:
+    return b >= 0xA0 && b <= 0xBF;
+  case 0xED:
+    return b >= 0x80 && b <= 0x9F;
+  case 0xF0:
+    return b >= 0x90 && b <= 0xBF;
+  case 0xF4:
+    return b >= 0x80 && b <= 0x8F;
+  default:
+    return b >= 0x80 && b <= 0xBF;
   }
 }
 
@@ -35,7 +44,8 @@ size_t ValidPrefix(std::string_view s, size_t i, bool *truncated) {
   *truncated = false;
   const auto lead = static_cast<uint8_t>(s[i]);
   const size_t len = SequenceLength(lead);
-  if (len <= 1) return len;
+  if (len <= 1)
+    return len;
   for (size_t k = 1; k < len; ++k) {
     if (i + k >= s.size()) {
       *truncated = true;
@@ -43,19 +53,21 @@ size_t ValidPrefix(std::string_view s, size_t i, bool *truncated) {
     }
     const auto b = static_cast<uint8_t>(s[i + k]);
     const bool ok = k == 1 ? SecondByteOk(lead, b) : (b >= 0x80 && b <= 0xBF);
-    if (!ok) return k;
+    if (!ok)
+      return k;
   }
   return len;
 }
 
-}  // namespace
+} // namespace
 
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     bool truncated;
     const size_t n = ValidPrefix(s, i, &truncated);
-    if (n == 0 || truncated || n != SequenceLength(static_cast<uint8_t>(s[i]))) return false;
+    if (n == 0 || truncated || n != SequenceLength(static_cast<uint8_t>(s[i])))
+      return false;
     i += n;
   }
   return true;
@@ -73,7 +85,8 @@ char32_t NextCodepoint(std::string_view s, size_t *i) {
     return lead;
   }
   char32_t cp = lead & (0x7F >> len);
-  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[*i + k]) & 0x3F);
+  for (size_t k = 1; k < len; ++k)
+    cp = (cp << 6) | (static_cast<uint8_t>(s[*i + k]) & 0x3F);
   *i += len;
   return cp;
 }
@@ -101,17 +114,18 @@ size_t DecodeUtf8Lossy(std::string_view bytes, bool final, std::string *out) {
   while (i < bytes.size()) {
     bool truncated;
     const size_t n = ValidPrefix(bytes, i, &truncated);
-    if (n == 0) {  // a byte that starts nothing
+    if (n == 0) { // a byte that starts nothing
       out->append(kReplacement);
       ++i;
     } else if (truncated) {
-      if (!final) return i;
+      if (!final)
+        return i;
       out->append(kReplacement);
       i += n;
     } else if (n == SequenceLength(static_cast<uint8_t>(bytes[i]))) {
       out->append(bytes.substr(i, n));
       i += n;
-    } else {  // a valid prefix broken by a bad byte: that byte starts afresh
+    } else { // a valid prefix broken by a bad byte: that byte starts afresh
       out->append(kReplacement);
       i += n;
     }
@@ -119,4 +133,4 @@ size_t DecodeUtf8Lossy(std::string_view bytes, bool final, std::string *out) {
   return i;
 }
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

@@ -24,4 +24,4 @@ void AppendUtf8(char32_t cp, std::string *out);
 // that the next call can finish it; when true, it becomes U+FFFD.
 size_t DecodeUtf8Lossy(std::string_view bytes, bool final, std::string *out);
 
-}  // namespace kiln::tokenizer
+} // namespace kiln::tokenizer

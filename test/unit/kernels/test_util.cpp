@@ -65,6 +65,19 @@ int64_t BroadcastIndex(const std::vector<int64_t> &out_idx, const Shape &in) {
   return flat;
 }
 
+bool NaiveBroadcast(const Shape &a, const Shape &b, Shape *out) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape pa(rank - a.size(), 1), pb(rank - b.size(), 1);
+  pa.insert(pa.end(), a.begin(), a.end());
+  pb.insert(pb.end(), b.begin(), b.end());
+  out->assign(rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    if (pa[d] != pb[d] && pa[d] != 1 && pb[d] != 1) return false;
+    (*out)[d] = pa[d] == 1 ? pb[d] : pa[d];
+  }
+  return true;
+}
+
 Shape RandomShape(std::mt19937 &rng, int min_rank, int max_rank, int64_t max_dim) {
   const int rank = std::uniform_int_distribution<int>(min_rank, max_rank)(rng);
   Shape s(rank);

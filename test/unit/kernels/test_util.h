@@ -50,7 +50,7 @@ struct Tensor {
 template <typename T> Tensor Make(Shape shape, const std::vector<T> &values) {
   Tensor t(DTypeOf<T>(), std::move(shape));
   EXPECT_EQ(static_cast<int64_t>(values.size()), t.numel()) << "test bug: value count";
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  if (!t.bytes.empty()) std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
   return t;
 }
 inline Tensor MakeBool(Shape shape, const std::vector<int> &values) {
@@ -129,6 +129,10 @@ std::vector<int64_t> Unravel(int64_t flat, const Shape &shape);
 int64_t Ravel(const std::vector<int64_t> &index, const Shape &shape);
 // Flat index into `in` (right-aligned, broadcast) of output index `out_idx`.
 int64_t BroadcastIndex(const std::vector<int64_t> &out_idx, const Shape &in);
+
+// Numpy broadcast of two shapes, written independently of the kernels;
+// false when they do not broadcast.
+bool NaiveBroadcast(const Shape &a, const Shape &b, Shape *out);
 
 // A random shape of rank in [min_rank, max_rank] with dims in [1, max_dim].
 Shape RandomShape(std::mt19937 &rng, int min_rank, int max_rank, int64_t max_dim);

@@ -9,8 +9,8 @@ namespace kiln::test {
 // the add), z has slot 1.
 struct Mlp {
   static constexpr int kIn = 4, kOut = 3;
-  std::vector<float> w{0.5f, -1.0f, 0.25f, 1.5f, 0.0f, -0.5f,
-                       -0.75f, 2.0f, 1.0f, 0.1f, 0.2f, 0.3f};  // [4, 3]
+  std::vector<float> w{0.5f,   -1.0f, 0.25f, 1.5f, 0.0f, -0.5f,
+                       -0.75f, 2.0f,  1.0f,  0.1f, 0.2f, 0.3f}; // [4, 3]
   std::vector<float> b{0.1f, -0.2f, 0.3f};
   int x, h, z, y;
 
@@ -35,11 +35,14 @@ struct Mlp {
     float mx = -1e30f, sum = 0;
     for (int j = 0; j < kOut; ++j) {
       z[j] = b[j];
-      for (int k = 0; k < kIn; ++k) z[j] += row[k] * w[k * kOut + j];
+      for (int k = 0; k < kIn; ++k)
+        z[j] += row[k] * w[k * kOut + j];
       mx = std::max(mx, z[j]);
     }
-    for (float &v : z) sum += (v = std::exp(v - mx));
-    for (float &v : z) v /= sum;
+    for (float &v : z)
+      sum += (v = std::exp(v - mx));
+    for (float &v : z)
+      v /= sum;
     return z;
   }
 };
@@ -79,7 +82,8 @@ inline TestPlan BuildSumDecoder(bool with_kv, int vocab) {
   int past = with_kv ? p.Input("past.0", DType::kF32, {"batch", "past", 1}) : -1;
   int axes2 = p.Weight("axes2", DType::kI64, {1}, std::vector<int64_t>{2});
   std::vector<float> range(vocab);
-  for (int v = 0; v < vocab; ++v) range[v] = static_cast<float>(v);
+  for (int v = 0; v < vocab; ++v)
+    range[v] = static_cast<float>(v);
   int vocab_w = p.Weight("vocab", DType::kF32, {vocab}, range);
   const int64_t f32 = static_cast<int64_t>(DType::kF32);
   int idsf = p.Act("idsf", DType::kF32, {"batch", "sequence"});
@@ -116,12 +120,14 @@ inline TestPlan BuildSumDecoder(bool with_kv, int vocab) {
   p.Op("abs", {d}, {a});
   p.Op("neg", {a}, {logits});
   p.Output(logits);
-  if (with_kv) p.Output(present);
+  if (with_kv)
+    p.Output(present);
   p.input_ids = ids;
   p.attention_mask = mask;
   p.position_ids = pos;
   p.logits = logits;
-  if (with_kv) p.kv.push_back({past, present});
+  if (with_kv)
+    p.kv.push_back({past, present});
   return p;
 }
 
@@ -134,9 +140,11 @@ inline std::vector<int32_t> SumDecoderReference(std::vector<int32_t> tokens, boo
     int64_t total = static_cast<int64_t>(tokens.size());
     int64_t first = with_kv ? past : 0;
     double t = 0;
-    for (int32_t tok : tokens) t += tok;
+    for (int32_t tok : tokens)
+      t += tok;
     t += static_cast<double>(total);
-    for (int64_t p = first; p < total; ++p) t += static_cast<double>(p);
+    for (int64_t p = first; p < total; ++p)
+      t += static_cast<double>(p);
     int32_t next = static_cast<int32_t>(std::min<double>(std::max(0.0, t), vocab - 1));
     out.push_back(next);
     tokens.push_back(next);
@@ -145,4 +153,4 @@ inline std::vector<int32_t> SumDecoderReference(std::vector<int32_t> tokens, boo
   return out;
 }
 
-}  // namespace kiln::test
+} // namespace kiln::test

@@ -6,9 +6,13 @@
 #include "kiln_schema/plan_generated.h"
 #include "plan_file.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -70,8 +74,10 @@ public:
   // An activation; slot -1 gives it a slot of its own.
   int Act(const std::string &name, DType dt, std::vector<DimSpec> dims, int slot = -1,
           bool host = false) {
-    if (slot < 0 && !host) slot = next_slot_++;
-    if (slot >= next_slot_) next_slot_ = slot + 1;
+    if (slot < 0 && !host)
+      slot = next_slot_++;
+    if (slot >= next_slot_)
+      next_slot_ = slot + 1;
     tensors_.push_back({name, dt, std::move(dims), fb::TensorKind::Activation, slot, host});
     return static_cast<int>(tensors_.size()) - 1;
   }
@@ -87,7 +93,7 @@ public:
 
   // Decoder roles (tensor ids, -1 when absent) and metadata.
   int input_ids = -1, attention_mask = -1, position_ids = -1, logits = -1;
-  std::vector<std::pair<int, int>> kv;  // past, present
+  std::vector<std::pair<int, int>> kv; // past, present
   int64_t context_length = 0;
   std::vector<int64_t> eos;
   std::string tokenizer_json;
@@ -102,10 +108,9 @@ public:
       std::vector<flatbuffers::Offset<fb::Dim>> dims;
       for (const DimSpec &d : t.dims)
         dims.push_back(fb::CreateDim(b, d.value, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
-      ts.push_back(fb::CreateTensor(b, b.CreateString(t.name), static_cast<fb::DType>(t.dtype),
-                                    b.CreateVector(dims), t.kind,
-                                    t.kind == fb::TensorKind::Weight ? 0 : -1, t.offset, t.size,
-                                    t.slot, t.host));
+      ts.push_back(fb::CreateTensor(
+          b, b.CreateString(t.name), static_cast<fb::DType>(t.dtype), b.CreateVector(dims), t.kind,
+          t.kind == fb::TensorKind::Weight ? 0 : -1, t.offset, t.size, t.slot, t.host));
     }
     std::vector<flatbuffers::Offset<fb::Op>> os;
     for (const O &o : ops_) {
@@ -120,28 +125,34 @@ public:
     }
     std::vector<int64_t> slot_bytes(next_slot_, 0);
     for (const T &t : tensors_) {
-      if (t.kind != fb::TensorKind::Activation || t.host) continue;
+      if (t.kind != fb::TensorKind::Activation || t.host)
+        continue;
+      if (t.slot < 0 || t.slot >= next_slot_)
+        continue; // tests of bad slots
       int64_t n = static_cast<int64_t>(DTypeSize(t.dtype));
-      for (const DimSpec &d : t.dims) n = d.value < 0 || n < 0 ? -1 : n * d.value;
+      for (const DimSpec &d : t.dims)
+        n = d.value < 0 || n < 0 ? -1 : n * d.value;
       int64_t &s = slot_bytes[t.slot];
       s = (n < 0 || s < 0) ? -1 : std::max(s, n);
     }
     auto mp = fb::CreateMemoryPlan(b, next_slot_, 64, b.CreateVector(slot_bytes), -1);
     std::vector<flatbuffers::Offset<fb::Section>> ss;
     for (const SectionPlacement &p : placements)
-      ss.push_back(fb::CreateSection(b, b.CreateString("shared"), -1, p.offset, p.size, p.checksum));
+      ss.push_back(
+          fb::CreateSection(b, b.CreateString("shared"), -1, p.offset, p.size, p.checksum));
     std::vector<flatbuffers::Offset<fb::KVPair>> kvs;
-    for (auto [past, present] : kv) kvs.push_back(fb::CreateKVPair(b, past, present));
+    for (auto [past, present] : kv)
+      kvs.push_back(fb::CreateKVPair(b, past, present));
     auto dec = fb::CreateDecoderIO(b, input_ids, attention_mask, position_ids, logits,
                                    b.CreateVector(kvs));
     auto meta = fb::CreateModelMetadata(b, b.CreateString("toy"), b.CreateString("test"), 0,
                                         context_length, 1, 4, -1, b.CreateVector(eos));
     auto gen = fb::CreateGenerationDefaults(b);
-    auto plan = fb::CreatePlan(
-        b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString("test"), meta,
-        tokenizer_json.empty() ? 0 : b.CreateString(tokenizer_json), 0, gen,
-        b.CreateString(build_config_json), 0, b.CreateVector(ts), b.CreateVector(os),
-        b.CreateVector(inputs_), b.CreateVector(outputs_), mp, b.CreateVector(ss), dec);
+    auto plan = fb::CreatePlan(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString("test"), meta,
+                               tokenizer_json.empty() ? 0 : b.CreateString(tokenizer_json), 0, gen,
+                               b.CreateString(build_config_json), 0, b.CreateVector(ts),
+                               b.CreateVector(os), b.CreateVector(inputs_),
+                               b.CreateVector(outputs_), mp, b.CreateVector(ss), dec);
     fb::FinishPlanBuffer(b, plan);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
@@ -149,14 +160,16 @@ public:
   // Writes the plan; returns WritePlanFile's error ("" on success).
   std::string Write(const std::string &path) const {
     std::vector<SectionBlob> sections;
-    if (with_section) sections.push_back(section_.blob());
+    if (with_section)
+      sections.push_back(section_.blob());
     return WritePlanFile(
         path, [this](const std::vector<SectionPlacement> &p) { return FlatBuffer(p); }, sections);
   }
 
   std::vector<uint8_t> Bytes(const std::string &path) const {
     std::string err = Write(path);
-    if (!err.empty()) return {};
+    if (!err.empty())
+      return {};
     std::ifstream in(path, std::ios::binary);
     return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
                                 std::istreambuf_iterator<char>());
@@ -179,4 +192,4 @@ inline std::string TempPath(const std::string &name) {
   return std::string(dir && *dir ? dir : "/tmp") + "/kiln_rt_test_" + name;
 }
 
-}  // namespace kiln::test
+} // namespace kiln::test

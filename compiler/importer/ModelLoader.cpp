@@ -1,0 +1,168 @@
+//===- ModelLoader.cpp - parse ONNX files, read their metadata ------------===//
+
+#include "compiler/importer/ModelLoader.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+
+#include <climits>
+#include <unordered_set>
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+std::shared_ptr<onnx::ModelProto> parseModelFile(llvm::StringRef path, std::string &error) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot read ONNX model '" + path.str() + "': " + buffer.getError().message();
+    return nullptr;
+  }
+  size_t size = (*buffer)->getBufferSize();
+  if (size > size_t(INT_MAX)) {
+    error = "ONNX model '" + path.str() + "' is " + std::to_string(size) +
+            " bytes; protobuf files stop at 2 GB, so larger models must keep their weights "
+            "in external data";
+    return nullptr;
+  }
+  // A CodedInputStream with the total-bytes limit raised to the protobuf
+  // maximum: the default limit of older protobuf releases (64 MB) rejects
+  // ordinary models with embedded weights.
+  google::protobuf::io::ArrayInputStream raw((*buffer)->getBufferStart(), int(size));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT_MAX);
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (!model->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    error = "'" + path.str() + "' is not a valid ONNX model (the protobuf does not parse; is "
+            "the file truncated or corrupt?)";
+    return nullptr;
+  }
+  if (!model->has_graph()) {
+    error = "'" + path.str() + "' is not a valid ONNX model (it has no graph)";
+    return nullptr;
+  }
+  return model;
+}
+
+std::optional<int64_t> getSupportedOpset(const onnx::ModelProto &model, std::string &error) {
+  std::optional<int64_t> opset;
+  for (const onnx::OperatorSetIdProto &id : model.opset_import())
+    if (id.domain().empty() || id.domain() == "ai.onnx")
+      opset = id.version();
+  if (!opset) {
+    error = "the model imports no opset for domain '' (ai.onnx)";
+    return std::nullopt;
+  }
+  if (*opset < kMinOnnxOpset || *opset > kMaxOnnxOpset) {
+    error = "unsupported opset " + std::to_string(*opset) + " for domain ''; kiln supports " +
+            std::to_string(kMinOnnxOpset) + " to " + std::to_string(kMaxOnnxOpset);
+    return std::nullopt;
+  }
+  return opset;
+}
+
+Type getElementType(MLIRContext *context, int32_t onnxType) {
+  Builder b(context);
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::INT8:
+    return b.getIntegerType(8);
+  case onnx::TensorProto::UINT8:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case onnx::TensorProto::INT32:
+    return b.getI32Type();
+  case onnx::TensorProto::INT64:
+    return b.getI64Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  default:
+    return Type();
+  }
+}
+
+std::string onnxTypeName(int32_t onnxType) {
+  if (onnx::TensorProto::DataType_IsValid(onnxType))
+    return onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(onnxType));
+  return "type " + std::to_string(onnxType);
+}
+
+/// The MLIR spelling of a supported ONNX type, else its ONNX name.
+static std::string mlirTypeName(int32_t onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return "f32";
+  case onnx::TensorProto::FLOAT16:
+    return "f16";
+  case onnx::TensorProto::BFLOAT16:
+    return "bf16";
+  case onnx::TensorProto::DOUBLE:
+    return "f64";
+  case onnx::TensorProto::INT8:
+    return "i8";
+  case onnx::TensorProto::UINT8:
+    return "ui8";
+  case onnx::TensorProto::INT32:
+    return "i32";
+  case onnx::TensorProto::INT64:
+    return "i64";
+  case onnx::TensorProto::BOOL:
+    return "i1";
+  default:
+    return onnxTypeName(onnxType);
+  }
+}
+
+static OnnxValueInfo valueInfo(const onnx::ValueInfoProto &value) {
+  OnnxValueInfo info;
+  info.name = value.name();
+  if (!value.type().has_tensor_type())
+    return info;
+  const onnx::TypeProto::Tensor &tensor = value.type().tensor_type();
+  info.elementType = mlirTypeName(tensor.elem_type());
+  if (!tensor.has_shape())
+    return info;
+  info.ranked = true;
+  for (const onnx::TensorShapeProto::Dimension &dim : tensor.shape().dim()) {
+    info.shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    info.dims.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+  }
+  return info;
+}
+
+OnnxModelInfo extractModelInfo(const onnx::ModelProto &model) {
+  OnnxModelInfo info;
+  info.irVersion = model.ir_version();
+  for (const onnx::OperatorSetIdProto &id : model.opset_import()) {
+    info.opsetImports.emplace_back(id.domain(), id.version());
+    if (id.domain().empty() || id.domain() == "ai.onnx")
+      info.opset = id.version();
+  }
+  info.producerName = model.producer_name();
+  info.producerVersion = model.producer_version();
+  info.graphName = model.graph().name();
+  std::unordered_set<std::string> initializers;
+  for (const onnx::TensorProto &t : model.graph().initializer())
+    initializers.insert(t.name());
+  for (const onnx::ValueInfoProto &v : model.graph().input())
+    if (!initializers.count(v.name()))
+      info.inputs.push_back(valueInfo(v));
+  for (const onnx::ValueInfoProto &v : model.graph().output())
+    info.outputs.push_back(valueInfo(v));
+  for (const onnx::StringStringEntryProto &p : model.metadata_props())
+    info.metadata.emplace_back(p.key(), p.value());
+  return info;
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,102 @@
+//===- PlanModel.h - the plan as plain C++ values ----------------*- C++ -*-===//
+//
+// The plan writer works in two steps: collect everything from the MLIR
+// module into these structs, then serialize them to a FlatBuffer. The split
+// exists because WritePlanFile (schemas/plan_file.h) may ask for the
+// FlatBuffer more than once, with different section offsets, and because the
+// structs are easy to check in isolation. Field meanings are those of
+// schemas/plan.fbs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_PLAN_PLANMODEL_H
+#define KILN_COMPILER_PLAN_PLANMODEL_H
+
+#include "compiler/plan/ModelFiles.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::plan {
+
+/// fb::AttrKind values.
+enum class AttrKind { Int = 0, Float = 1, String = 2, Ints = 3, Floats = 4 };
+/// fb::TensorKind values.
+enum class TensorKind { Activation = 0, Weight = 1, Input = 2 };
+
+struct AttrDesc {
+  std::string name;
+  AttrKind kind = AttrKind::Int;
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+};
+
+struct DimDesc {
+  int64_t value = -1; // -1: dynamic
+  std::string symbol; // e.g. "batch", "past_sequence_length + sequence_length"
+};
+
+struct TensorDesc {
+  std::string name;
+  int dtype = 0; // fb::DType number
+  std::vector<DimDesc> shape;
+  TensorKind kind = TensorKind::Activation;
+  int section = -1; // weights
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  int slot = -1; // activations
+  bool host = false;
+};
+
+struct OpDesc {
+  std::string type; // op name without "kiln."
+  std::string name; // ONNX node name
+  std::vector<int32_t> inputs; // -1: omitted optional operand
+  std::vector<int32_t> outputs;
+  std::vector<AttrDesc> attrs; // sorted by name
+};
+
+struct MemoryPlanDesc {
+  int32_t numSlots = 0;
+  std::vector<int64_t> slotStaticBytes;
+  int64_t unsharedStaticBytes = -1;
+};
+
+struct DecoderDesc {
+  int32_t inputIds = -1;
+  int32_t attentionMask = -1;
+  int32_t positionIds = -1;
+  int32_t logits = -1;
+  std::vector<std::pair<int32_t, int32_t>> kv; // (past input, present output)
+};
+
+/// The graph part, collected from the module.
+struct GraphDesc {
+  std::vector<TensorDesc> tensors;
+  std::vector<OpDesc> ops;
+  std::vector<int32_t> inputs;
+  std::vector<int32_t> outputs;
+  MemoryPlanDesc memory;
+  std::vector<uint8_t> weights; // section 0, tensors at kTensorAlign
+};
+
+/// Everything that is not the graph.
+struct PlanExtras {
+  std::string compilerVersion;
+  ModelInfo model;
+  std::string producer; // ONNX producer_name + " " + producer_version
+  int32_t opset = 0;
+  std::string buildConfigJson;
+  std::string injectionReport;
+  /// From the build config; overrides the model's generation default.
+  std::optional<int64_t> maxOutTokens;
+};
+
+} // namespace kiln::plan
+
+#endif // KILN_COMPILER_PLAN_PLANMODEL_H

@@ -1,0 +1,110 @@
+//===- PlanSerializer.cpp - plan structs to FlatBuffer bytes -------------===//
+
+#include "compiler/plan/PlanSerializer.h"
+
+#include "kiln_schema/plan_generated.h"
+
+#include <algorithm>
+#include <climits>
+
+namespace kiln::plan {
+namespace {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+Offset<fb::Tensor> buildTensor(FlatBufferBuilder &b, const TensorDesc &t) {
+  std::vector<Offset<fb::Dim>> dims;
+  for (const DimDesc &d : t.shape)
+    dims.push_back(fb::CreateDim(b, d.value, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
+  auto name = b.CreateString(t.name);
+  auto shape = b.CreateVector(dims);
+  fb::TensorBuilder tb(b);
+  tb.add_name(name);
+  tb.add_dtype(static_cast<fb::DType>(t.dtype));
+  tb.add_shape(shape);
+  tb.add_kind(static_cast<fb::TensorKind>(t.kind));
+  tb.add_section(t.section);
+  tb.add_offset(t.offset);
+  tb.add_size(t.size);
+  tb.add_slot(t.slot);
+  tb.add_host(t.host);
+  return tb.Finish();
+}
+
+Offset<fb::Op> buildOp(FlatBufferBuilder &b, const OpDesc &op) {
+  std::vector<Offset<fb::Attr>> attrs;
+  for (const AttrDesc &a : op.attrs) {
+    attrs.push_back(fb::CreateAttr(
+        b, b.CreateString(a.name), static_cast<fb::AttrKind>(a.kind), a.i, a.f,
+        a.kind == AttrKind::String ? b.CreateString(a.s) : 0,
+        a.kind == AttrKind::Ints ? b.CreateVector(a.ints) : 0,
+        a.kind == AttrKind::Floats ? b.CreateVector(a.floats) : 0));
+  }
+  // Keyed lookup (LookupByKey) needs the vector sorted by name; this sorts
+  // by the same key the runtime uses.
+  auto attrVec = b.CreateVectorOfSortedTables(&attrs);
+  return fb::CreateOp(b, b.CreateString(op.type), b.CreateString(op.name),
+                      b.CreateVector(op.inputs), b.CreateVector(op.outputs), attrVec);
+}
+
+Offset<fb::ModelMetadata> buildMetadata(FlatBufferBuilder &b, const PlanExtras &x) {
+  const ModelInfo &m = x.model;
+  return fb::CreateModelMetadata(
+      b, b.CreateString(m.architecture), b.CreateString(m.modelName), m.vocabSize,
+      m.contextLength, m.numLayers, m.hiddenSize, m.bosTokenId, b.CreateVector(m.eosTokenIds),
+      m.padTokenId, x.opset, b.CreateString(x.producer));
+}
+
+Offset<fb::DecoderIO> buildDecoder(FlatBufferBuilder &b, const DecoderDesc &d) {
+  std::vector<Offset<fb::KVPair>> kv;
+  for (auto [past, present] : d.kv) kv.push_back(fb::CreateKVPair(b, past, present));
+  return fb::CreateDecoderIO(b, d.inputIds, d.attentionMask, d.positionIds, d.logits,
+                             b.CreateVector(kv));
+}
+
+} // namespace
+
+int32_t effectiveMaxNewTokens(const PlanExtras &extras) {
+  int64_t n = 128; // schema default
+  if (extras.maxOutTokens)
+    n = *extras.maxOutTokens;
+  else if (extras.model.maxNewTokens)
+    n = *extras.model.maxNewTokens;
+  else if (extras.model.contextLength > 0)
+    n = extras.model.contextLength;
+  return static_cast<int32_t>(std::min<int64_t>(n, INT32_MAX));
+}
+
+std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &decoder,
+                                   const PlanExtras &extras,
+                                   const std::vector<SectionPlacement> &placements) {
+  FlatBufferBuilder b(1 << 16);
+  std::vector<Offset<fb::Tensor>> tensors;
+  for (const TensorDesc &t : graph.tensors) tensors.push_back(buildTensor(b, t));
+  std::vector<Offset<fb::Op>> ops;
+  for (const OpDesc &op : graph.ops) ops.push_back(buildOp(b, op));
+
+  std::vector<Offset<fb::Section>> sections;
+  for (size_t i = 0; i < placements.size(); ++i)
+    sections.push_back(fb::CreateSection(b, b.CreateString(i == 0 ? "shared" : "rank"),
+                                         /*rank=*/-1, placements[i].offset, placements[i].size,
+                                         placements[i].checksum));
+
+  const MemoryPlanDesc &mp = graph.memory;
+  auto memory = fb::CreateMemoryPlan(b, mp.numSlots, static_cast<int32_t>(kTensorAlign),
+                                     b.CreateVector(mp.slotStaticBytes), mp.unsharedStaticBytes);
+  const ModelInfo &m = extras.model;
+  auto generation = fb::CreateGenerationDefaults(b, effectiveMaxNewTokens(extras), m.temperature,
+                                                 m.topK, m.topP, m.repetitionPenalty);
+  auto plan = fb::CreatePlan(
+      b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString(extras.compilerVersion),
+      buildMetadata(b, extras), b.CreateString(m.tokenizerJson), b.CreateString(m.chatTemplate),
+      generation, b.CreateString(extras.buildConfigJson), b.CreateString(extras.injectionReport),
+      b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(graph.inputs),
+      b.CreateVector(graph.outputs), memory, b.CreateVector(sections), buildDecoder(b, decoder));
+  fb::FinishPlanBuffer(b, plan);
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+} // namespace kiln::plan

@@ -1,0 +1,31 @@
+//===- WeightBytes.h - constant values as plan weight bytes -----*- C++ -*-===//
+//
+// The plan stores a weight as raw little-endian, row-major bytes, one byte
+// per bool (schemas/plan.fbs). kiln.constant holds either a DenseElementsAttr
+// (small constants; MLIR packs i1 as bits and stores splats once) or a
+// DenseResourceElementsAttr whose blob already has the plan's layout (the
+// importer maps it from the model's data). This unit hides the difference.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_PLAN_WEIGHTBYTES_H
+#define KILN_COMPILER_PLAN_WEIGHTBYTES_H
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace kiln::plan {
+
+/// Byte size of `value` in the plan's layout, or an error when its type is
+/// not static or not a plan dtype.
+llvm::Expected<uint64_t> weightByteSize(mlir::ElementsAttr value);
+
+/// Writes `value` in the plan's layout to `out`, which has weightByteSize()
+/// bytes. Fails when a resource blob is missing or has the wrong size.
+llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out);
+
+} // namespace kiln::plan
+
+#endif // KILN_COMPILER_PLAN_WEIGHTBYTES_H

@@ -1,0 +1,175 @@
+#include "kiln/tokenizer.h"
+
+#include <algorithm>
+
+#include "tokenizer/byte_level.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/utf8.h"
+
+namespace kiln {
+namespace tokenizer {
+namespace {
+
+Status ParseDecoder(const Json *config, bool *byte_level) {
+  *byte_level = false;
+  if (config == nullptr)
+    return Status::Ok();
+  std::string type;
+  KILN_RETURN_IF_ERROR(ReadType(*config, "decoder", &type));
+  if (type != "ByteLevel") {
+    return Unimplemented("tokenizer.json: decoder type '" + type +
+                         "' is not supported (supported: ByteLevel)");
+  }
+  *byte_level = true;
+  return Status::Ok();
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<TokenizerImpl>> TokenizerImpl::FromJson(std::string_view json) {
+  auto impl = std::unique_ptr<TokenizerImpl>(new TokenizerImpl());
+  // nlohmann reports bad JSON (including invalid UTF-8) by exception; none may
+  // escape, and any that a lookup still throws means a malformed file.
+  try {
+    const Json root = Json::parse(json.begin(), json.end());
+    if (!root.is_object())
+      return FieldError("(root)", "expected an object");
+    KILN_RETURN_IF_ERROR(impl->Build(root));
+  } catch (const Json::exception &e) {
+    return InvalidArgument(std::string("tokenizer.json: ") + e.what());
+  }
+  return impl;
+}
+
+Status TokenizerImpl::Build(const Json &root) {
+  const Json *model = FindField(root, "model");
+  if (model == nullptr)
+    return FieldError("model", "missing");
+  KILN_ASSIGN_OR_RETURN(model_, BpeModel::FromJson(*model));
+  KILN_ASSIGN_OR_RETURN(normalizer_, Normalizer::FromJson(FindField(root, "normalizer")));
+  KILN_ASSIGN_OR_RETURN(pre_tokenizer_, PreTokenizer::FromJson(FindField(root, "pre_tokenizer")));
+  KILN_RETURN_IF_ERROR(post_processor_.Parse(FindField(root, "post_processor")));
+  KILN_RETURN_IF_ERROR(ParseDecoder(FindField(root, "decoder"), &byte_level_decoder_));
+  KILN_RETURN_IF_ERROR(added_.Parse(FindField(root, "added_tokens"), *normalizer_));
+
+  int64_t size = int64_t{model_->max_id()} + 1;
+  for (const AddedToken &t : added_.tokens())
+    size = std::max<int64_t>(size, int64_t{t.id} + 1);
+  decoded_.resize(static_cast<size_t>(size));
+  kind_.assign(decoded_.size(), Kind::kUnknown);
+  for (int32_t id = 0; id < size; ++id) {
+    // Added tokens shadow vocabulary entries with the same id, as in HF.
+    const AddedToken *added = added_.FindById(id);
+    const std::string *token = added ? &added->content : model_->IdToToken(id);
+    if (token == nullptr)
+      continue;
+    decoded_[id] = byte_level_decoder_ ? ByteLevelDecodeToken(*token) : *token;
+    kind_[id] = added && added->special ? Kind::kSpecial : Kind::kNormal;
+  }
+  return Status::Ok();
+}
+
+Status TokenizerImpl::EncodeText(std::string_view text, std::vector<int32_t> *ids) const {
+  std::vector<Segment> raw, normalized_segments;
+  std::vector<std::string> words;
+  added_.Split(text, /*normalized=*/false, &raw);
+  for (const Segment &seg : raw) {
+    if (seg.id >= 0) {
+      ids->push_back(seg.id);
+      continue;
+    }
+    const std::string normalized =
+        normalizer_->Normalize(text.substr(seg.begin, seg.end - seg.begin));
+    normalized_segments.clear();
+    added_.Split(normalized, /*normalized=*/true, &normalized_segments);
+    for (const Segment &s : normalized_segments) {
+      if (s.id >= 0) {
+        ids->push_back(s.id);
+        continue;
+      }
+      words.clear();
+      KILN_RETURN_IF_ERROR(pre_tokenizer_->Split(
+          std::string_view(normalized).substr(s.begin, s.end - s.begin), &words));
+      for (const std::string &w : words)
+        model_->Encode(w, ids);
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<int32_t>> TokenizerImpl::Encode(std::string_view text,
+                                                     bool add_special_tokens) const {
+  if (!IsValidUtf8(text))
+    return InvalidArgument("tokenizer: input text is not valid UTF-8");
+  std::vector<int32_t> ids;
+  KILN_RETURN_IF_ERROR(EncodeText(text, &ids));
+  if (add_special_tokens)
+    ids = post_processor_.Apply(std::move(ids));
+  return ids;
+}
+
+bool TokenizerImpl::AppendDecoded(int32_t id, bool skip_special_tokens, bool first,
+                                  std::string *out) const {
+  if (id < 0 || id >= vocab_size() || kind_[id] == Kind::kUnknown)
+    return false;
+  if (skip_special_tokens && kind_[id] == Kind::kSpecial)
+    return false;
+  if (!byte_level_decoder_ && !first)
+    out->push_back(' ');
+  out->append(decoded_[id]);
+  return true;
+}
+
+std::string TokenizerImpl::Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const {
+  std::string bytes;
+  bool first = true;
+  for (int32_t id : ids) {
+    if (AppendDecoded(id, skip_special_tokens, first, &bytes))
+      first = false;
+  }
+  std::string text;
+  DecodeUtf8Lossy(bytes, /*final=*/true, &text);
+  return text;
+}
+
+int32_t TokenizerImpl::TokenToId(std::string_view token) const {
+  const int32_t id = added_.FindByContent(token);
+  return id >= 0 ? id : model_->TokenToId(token);
+}
+
+std::string TokenizerImpl::IdToToken(int32_t id) const {
+  if (const AddedToken *t = added_.FindById(id))
+    return t->content;
+  const std::string *token = model_->IdToToken(id);
+  return token ? *token : std::string();
+}
+
+bool TokenizerImpl::IsSpecial(int32_t id) const {
+  return id >= 0 && id < vocab_size() && kind_[id] == Kind::kSpecial;
+}
+
+} // namespace tokenizer
+
+Tokenizer::Tokenizer(std::unique_ptr<tokenizer::TokenizerImpl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json) {
+  KILN_ASSIGN_OR_RETURN(auto impl, tokenizer::TokenizerImpl::FromJson(json));
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
+}
+
+StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
+                                                 bool add_special_tokens) const {
+  return impl_->Encode(text, add_special_tokens);
+}
+
+std::string Tokenizer::Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const {
+  return impl_->Decode(ids, skip_special_tokens);
+}
+
+int32_t Tokenizer::TokenToId(std::string_view token) const { return impl_->TokenToId(token); }
+std::string Tokenizer::IdToToken(int32_t id) const { return impl_->IdToToken(id); }
+int64_t Tokenizer::vocab_size() const { return impl_->vocab_size(); }
+bool Tokenizer::IsSpecial(int32_t id) const { return impl_->IsSpecial(id); }
+
+} // namespace kiln

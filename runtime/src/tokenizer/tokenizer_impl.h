@@ -1,0 +1,55 @@
+// The pipeline behind kiln::Tokenizer, in HF's order: added tokens are cut out,
+// the rest is normalized, added tokens are cut out again, then pre-tokenized,
+// BPE-encoded, and wrapped by the post-processor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/status.h"
+#include "tokenizer/added_vocabulary.h"
+#include "tokenizer/bpe_model.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/post_processor.h"
+#include "tokenizer/pre_tokenizer.h"
+
+namespace kiln::tokenizer {
+
+class TokenizerImpl {
+public:
+  static StatusOr<std::unique_ptr<TokenizerImpl>> FromJson(std::string_view json);
+
+  StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const;
+  // Appends the bytes `id` decodes to, preceded by the null decoder's " "
+  // separator unless `first`. False (nothing appended) for an unknown id or a
+  // special token being skipped.
+  bool AppendDecoded(int32_t id, bool skip_special_tokens, bool first, std::string *out) const;
+  std::string Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const;
+
+  int32_t TokenToId(std::string_view token) const;
+  std::string IdToToken(int32_t id) const;
+  int64_t vocab_size() const { return static_cast<int64_t>(decoded_.size()); }
+  bool IsSpecial(int32_t id) const;
+
+private:
+  TokenizerImpl() = default;
+  Status Build(const Json &root);
+  Status EncodeText(std::string_view text, std::vector<int32_t> *ids) const;
+
+  std::unique_ptr<Normalizer> normalizer_;
+  std::unique_ptr<PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<BpeModel> model_;
+  AddedVocabulary added_;
+  PostProcessor post_processor_;
+  bool byte_level_decoder_ = false; // else HF's default: tokens joined by spaces
+
+  // Per id, what Decode emits, so decoding is a table lookup.
+  enum class Kind : uint8_t { kUnknown, kNormal, kSpecial };
+  std::vector<std::string> decoded_;
+  std::vector<Kind> kind_;
+};
+
+} // namespace kiln::tokenizer

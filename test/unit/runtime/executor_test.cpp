@@ -1,0 +1,199 @@
+// The executor: numbers against a plain reference, the host shape pass,
+// arena slot sharing and reuse, the layout cache, and input checking.
+#include "kiln/executor.h"
+#include "test_models.h"
+
+#include <gtest/gtest.h>
+
+namespace kiln {
+namespace {
+
+using test::Mlp;
+using test::TempPath;
+
+std::unique_ptr<Plan> Load(test::TestPlan p, const std::string &name) {
+  std::string path = TempPath(name);
+  EXPECT_EQ(p.Write(path), "");
+  auto plan = LoadPlan(path);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  return plan.ok() ? std::move(*plan) : nullptr;
+}
+
+std::unique_ptr<Executor> MakeExecutor(const Plan &plan) {
+  auto e = Executor::Create(plan);
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+TensorView View(std::vector<float> &data, Shape shape) {
+  return TensorView{DType::kF32, std::move(shape), data.data()};
+}
+
+TEST(Executor, MlpMatchesReference) {
+  Mlp m;
+  auto plan = Load(m.Build(), "exec_mlp.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  ASSERT_TRUE(exec);
+  std::vector<float> x = {1, 2, 3, 4, -1, 0.5f, 0, 2};
+  ASSERT_TRUE(exec->Bind({View(x, {2, 4})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  const TensorView &y = exec->output(0);
+  ASSERT_EQ(y.shape, (Shape{2, 3}));
+  for (int r = 0; r < 2; ++r) {
+    std::vector<float> want = m.Reference(&x[r * 4]);
+    for (int j = 0; j < 3; ++j)
+      EXPECT_NEAR(y.as<float>()[r * 3 + j], want[j], 1e-5f);
+  }
+}
+
+TEST(Executor, TensorsInOneSlotShareMemory) {
+  Mlp m;
+  auto plan = Load(m.Build(), "exec_slots.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> x(4 * 5, 0.25f);
+  ASSERT_TRUE(exec->Bind({View(x, {5, 4})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  // h and y share slot 0; z has its own.
+  EXPECT_EQ(exec->TensorData(m.h), exec->TensorData(m.y));
+  EXPECT_NE(exec->TensorData(m.h), exec->TensorData(m.z));
+  // Two slots of 5x3 floats (60 bytes), each rounded up to 64.
+  EXPECT_EQ(exec->stats().arena_bytes, 128u);
+  EXPECT_EQ(exec->stats().arena_allocations, 1);
+}
+
+TEST(Executor, ArenaIsReusedAndLayoutsCached) {
+  Mlp m;
+  auto plan = Load(m.Build(), "exec_reuse.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> big(8 * 4, 1.0f), small(2 * 4, 2.0f);
+  ASSERT_TRUE(exec->Bind({View(big, {8, 4})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  const void *arena_y = exec->TensorData(m.y);
+  // A smaller batch fits the same arena: no new allocation.
+  ASSERT_TRUE(exec->Bind({View(small, {2, 4})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  EXPECT_EQ(exec->stats().arena_allocations, 1);
+  EXPECT_EQ(exec->TensorData(m.y), arena_y);
+  std::vector<float> want = m.Reference(small.data());
+  EXPECT_NEAR(exec->output(0).as<float>()[1], want[1], 1e-5f);
+  EXPECT_EQ(exec->stats().shape_passes, 2);
+  // Same shapes again: served from the cache.
+  ASSERT_TRUE(exec->Bind({View(big, {8, 4})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  EXPECT_EQ(exec->stats().shape_passes, 2);
+  EXPECT_EQ(exec->stats().layout_cache_hits, 1);
+  EXPECT_EQ(exec->output(0).shape, (Shape{8, 3}));
+  // A larger batch grows the arena.
+  std::vector<float> bigger(64 * 4, 0.5f);
+  ASSERT_TRUE(exec->Bind({View(bigger, {64, 4})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  EXPECT_EQ(exec->stats().arena_allocations, 2);
+  EXPECT_GE(exec->stats().arena_capacity, 2u * 64 * 3 * 4);
+}
+
+TEST(Executor, HostShapeSubgraphDrivesReshape) {
+  auto plan = Load(test::BuildReshapePlan(), "exec_reshape.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  for (int batch : {1, 3, 2}) {
+    std::vector<float> x(batch * 6);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>(i) * 0.5f;
+    ASSERT_TRUE(exec->Bind({View(x, {batch, 6})}).ok());
+    ASSERT_TRUE(exec->Run().ok());
+    const TensorView &y = exec->output(0);
+    ASSERT_EQ(y.shape, (Shape{batch, 3, 2}));
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(y.as<float>()[i], x[i]);
+  }
+}
+
+TEST(Executor, RejectsBadInputs) {
+  Mlp m;
+  auto plan = Load(m.Build(), "exec_inputs.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> x(12, 1.0f);
+  Status st = exec->Bind({View(x, {3, 4}), View(x, {3, 4})});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  st = exec->Bind({View(x, {4, 3})});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("expects [batch, 4]"), std::string::npos) << st.message();
+  st = exec->Bind({TensorView{DType::kI32, {3, 4}, x.data()}});
+  EXPECT_NE(st.message().find("i32"), std::string::npos) << st.message();
+  st = exec->Bind({TensorView{DType::kF32, {3, 4}, nullptr}});
+  EXPECT_NE(st.message().find("no data"), std::string::npos) << st.message();
+  EXPECT_FALSE(exec->Run().ok()); // nothing bound
+}
+
+TEST(Executor, SymbolicDimsMustAgreeAcrossInputs) {
+  test::TestPlan p;
+  int a = p.Input("a", DType::kF32, {"batch", 2});
+  int b = p.Input("b", DType::kF32, {"batch", 2});
+  int c = p.Act("c", DType::kF32, {"batch", 2});
+  p.Op("add", {a, b}, {c});
+  p.Output(c);
+  auto plan = Load(std::move(p), "exec_symbols.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> x(6, 1.0f);
+  Status st = exec->Bind({View(x, {3, 2}), View(x, {1, 2})});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("batch = 1"), std::string::npos) << st.message();
+}
+
+TEST(Executor, OpErrorsNameTheNode) {
+  // matmul of [batch, 4] by [3, 3]: the shapes disagree at run time.
+  test::TestPlan p;
+  int x = p.Input("x", DType::kF32, {"batch", 4});
+  int w = p.Weight("W", DType::kF32, {3, 3}, std::vector<float>(9, 1.0f));
+  int y = p.Act("y", DType::kF32, {"batch", 3});
+  p.Op("matmul", {x, w}, {y});
+  p.Output(y);
+  auto plan = Load(std::move(p), "exec_err.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> xs(8, 1.0f);
+  Status st = exec->Bind({View(xs, {2, 4})});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("op 'node_0_matmul' (matmul)"), std::string::npos) << st.message();
+}
+
+TEST(Executor, InferredShapeMustMatchThePlan) {
+  // The plan claims y is [batch, 5]; the matmul makes [batch, 3].
+  test::TestPlan p;
+  int x = p.Input("x", DType::kF32, {"batch", 4});
+  int w = p.Weight("W", DType::kF32, {4, 3}, std::vector<float>(12, 1.0f));
+  int y = p.Act("y", DType::kF32, {"batch", 5});
+  p.Op("matmul", {x, w}, {y});
+  p.Output(y);
+  auto plan = Load(std::move(p), "exec_mismatch.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> xs(8, 1.0f);
+  Status st = exec->Bind({View(xs, {2, 4})});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("but the plan says [batch, 5]"), std::string::npos) << st.message();
+}
+
+TEST(Executor, HostOpMayNotReadRunTimeValues) {
+  test::TestPlan p;
+  int x = p.Input("x", DType::kF32, {2});
+  int y = p.Act("y", DType::kF32, {2});
+  int z = p.HostAct("z", DType::kI64, {2});
+  p.Op("neg", {x}, {y});
+  p.Op("cast", {y}, {z}, {test::AInt("to", static_cast<int64_t>(DType::kI64))});
+  p.Output(z);
+  auto plan = Load(std::move(p), "exec_host_bad.plan");
+  ASSERT_TRUE(plan);
+  auto exec = Executor::Create(*plan);
+  ASSERT_FALSE(exec.ok());
+  EXPECT_NE(exec.status().message().find("computed only at run time"), std::string::npos)
+      << exec.status().message();
+}
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""CPU benchmark: prompt and decode tokens/s of kiln beside ONNX Runtime on the
+same ONNX file, in the same run on the same machine.
+
+    .venv/bin/python tools/bench_cpu.py --kiln build/release/tools/kiln/kiln \
+        test/fixtures/demo test/fixtures/llama-optimum
+
+Each model folder holds model.onnx (an Optimum export with past key/values).
+kiln builds it to a plan and runs `kiln run --prompt-ids ... --ignore-eos`;
+ONNX Runtime runs the same prefill and greedy decode loop with its own KV
+cache. Reports the median of --repeats runs. Needs onnxruntime (PyPI).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+LINE = re.compile(r"prefill: (\d+) tokens in ([\d.]+) s .*decode: (\d+) tokens in ([\d.]+) s")
+
+
+def kiln_once(kiln, plan, ids, new_tokens):
+    cmd = [kiln, "run", str(plan), "--prompt-ids", ",".join(map(str, ids)),
+           "--max-new-tokens", str(new_tokens), "--temperature", "0", "--ignore-eos",
+           "--no-stream"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kiln run failed: {r.stderr}")
+    m = LINE.search(r.stderr)
+    if not m:
+        raise RuntimeError(f"no timing line in kiln output: {r.stderr}")
+    p_n, p_s, d_n, d_s = int(m[1]), float(m[2]), int(m[3]), float(m[4])
+    return p_n / p_s, d_n / d_s
+
+
+def ort_session(onnx_path, threads):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(onnx_path), so, providers=["CPUExecutionProvider"])
+
+
+def ort_once(sess, ids, new_tokens):
+    inputs = {i.name: i for i in sess.get_inputs()}
+    outputs = [o.name for o in sess.get_outputs()]
+    past = {}
+    for name, info in inputs.items():
+        if name.startswith("past_key_values"):
+            shape = [1 if isinstance(d, str) and "batch" in d else
+                     0 if isinstance(d, str) else d for d in info.shape]
+            past[name] = np.zeros(shape, dtype=np.float32)
+
+    def feed(tokens, past_len):
+        f = {"input_ids": np.array([tokens], dtype=np.int64)}
+        if "attention_mask" in inputs:
+            f["attention_mask"] = np.ones((1, past_len + len(tokens)), dtype=np.int64)
+        if "position_ids" in inputs:
+            f["position_ids"] = np.arange(past_len, past_len + len(tokens), dtype=np.int64)[None]
+        f.update(past)
+        return f
+
+    def step(tokens, past_len):
+        outs = dict(zip(outputs, sess.run(outputs, feed(tokens, past_len))))
+        for name in list(past):
+            past[name] = outs[name.replace("past_key_values", "present")]
+        return int(np.argmax(outs["logits"][0, -1]))
+
+    t0 = time.perf_counter()
+    tok = step(list(ids), 0)
+    t1 = time.perf_counter()
+    n = len(ids)
+    for _ in range(new_tokens - 1):
+        tok = step([tok], n)
+        n += 1
+    t2 = time.perf_counter()
+    return len(ids) / (t1 - t0), (new_tokens - 1) / (t2 - t1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="+", help="model folders holding model.onnx")
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--prompt-len", type=int, default=64)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+
+    rng = np.random.default_rng(0)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in map(Path, args.models):
+            onnx_path = model / "model.onnx"
+            vocab = json.loads((model / "config.json").read_text())["vocab_size"]
+            ids = rng.integers(3, vocab, size=args.prompt_len).tolist()
+            plan = Path(tmp) / (model.name + ".plan")
+            subprocess.run([args.kiln, "build", str(onnx_path), "-o", str(plan), "--quiet"],
+                           check=True)
+            sess = ort_session(onnx_path, args.threads)
+            k_runs, o_runs = [], []
+            for _ in range(args.repeats):  # interleave so noise hits both alike
+                k_runs.append(kiln_once(args.kiln, plan, ids, args.new_tokens))
+                o_runs.append(ort_once(sess, ids, args.new_tokens))
+            med = lambda runs, i: statistics.median(r[i] for r in runs)
+            rows.append({"model": model.name, "kiln_prompt": med(k_runs, 0),
+                         "kiln_decode": med(k_runs, 1), "ort_prompt": med(o_runs, 0),
+                         "ort_decode": med(o_runs, 1)})
+
+    print(f"\nprompt {args.prompt_len} tokens, {args.new_tokens} new tokens, batch 1, "
+          f"{args.threads} threads, median of {args.repeats}")
+    print("| model | kiln prompt tok/s | ORT prompt tok/s | ratio | kiln decode tok/s | "
+          "ORT decode tok/s | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['model']} | {r['kiln_prompt']:.0f} | {r['ort_prompt']:.0f} | "
+              f"{r['kiln_prompt'] / r['ort_prompt']:.2f} | {r['kiln_decode']:.0f} | "
+              f"{r['ort_decode']:.0f} | {r['kiln_decode'] / r['ort_decode']:.2f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
