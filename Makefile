@@ -25,10 +25,10 @@ demo: build
 test: setup
 	cmake -S . -B build/ci-asan $(GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=address,undefined
 	cmake --build build/ci-asan -j $(JOBS)
-	cmake -S . -B build/ci-runtime $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_COMPILER=OFF
+	cmake -S . -B build/ci-runtime $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_COMPILER=OFF -DKILN_PLAN_BUILDER=$(CURDIR)/build/ci-asan/tools/kiln/kiln
 	cmake --build build/ci-runtime -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-asan --output-on-failure -j $(JOBS)
-	ctest --test-dir build/ci-runtime --output-on-failure -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-runtime --output-on-failure -j $(JOBS)
 
 bench: build
 	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln

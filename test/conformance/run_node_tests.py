@@ -23,7 +23,7 @@ SUPPORTED = {
     "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater",
     "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Max", "Min", "Where", "Sqrt",
     "Reciprocal", "Neg", "Exp", "Log", "Erf", "Tanh", "Sigmoid", "Relu", "Abs", "Not",
-    "Identity", "Floor", "Ceil", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum",
+    "Identity", "Floor", "Ceil", "Sin", "Cos", "IsNaN", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum",
     "ReduceMax", "ReduceMin", "LayerNormalization", "Cast", "Reshape", "Transpose", "Concat",
     "Split", "Slice", "Gather", "Unsqueeze", "Squeeze", "Expand", "Shape", "ConstantOfShape",
     "Range", "Trilu", "Constant", "Clip", "Tile", "Flatten",

@@ -1,0 +1,300 @@
+//===- Pipeline.cpp - the phases of kiln build ----------------------------===//
+
+#include "compiler/driver/Pipeline.h"
+
+#include "compiler/dialect/KilnDialect.h"
+#include "compiler/driver/BuildError.h"
+#include "compiler/importer/OnnxImporter.h"
+#include "compiler/plan/ModelFiles.h"
+#include "compiler/plan/PlanAttrs.h"
+#include "compiler/plan/PlanWriter.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <chrono>
+
+namespace kiln::compiler {
+namespace {
+
+constexpr Phase kPhases[] = {Phase::Import,    Phase::Cleanup,  Phase::Inject, Phase::Ragged,
+                             Phase::Partition, Phase::Quantize, Phase::Plan};
+constexpr int kNumPhases = sizeof(kPhases) / sizeof(kPhases[0]);
+
+/// Prints MLIR diagnostics as "error: message" lines, adding the ONNX node
+/// when the message does not already name it, and counts errors so a failed
+/// pass with no error (kiln's bug) can be told from a rejected model.
+class DiagnosticPrinter {
+public:
+  DiagnosticPrinter(mlir::MLIRContext &context, llvm::raw_ostream &log)
+      : handler(&context, [this, &log](mlir::Diagnostic &diag) {
+          print(log, diag, severityName(diag.getSeverity()));
+          for (mlir::Diagnostic &note : diag.getNotes()) print(log, note, "note");
+          if (diag.getSeverity() == mlir::DiagnosticSeverity::Error) ++errors;
+          return mlir::success();
+        }) {}
+  int errorCount() const { return errors; }
+
+private:
+  static const char *severityName(mlir::DiagnosticSeverity s) {
+    switch (s) {
+    case mlir::DiagnosticSeverity::Error:
+      return "error";
+    case mlir::DiagnosticSeverity::Warning:
+      return "warning";
+    case mlir::DiagnosticSeverity::Note:
+      return "note";
+    case mlir::DiagnosticSeverity::Remark:
+      return "remark";
+    }
+    return "error";
+  }
+  static void print(llvm::raw_ostream &log, mlir::Diagnostic &diag, const char *severity) {
+    std::string message = diag.str();
+    std::string node = plan::nodeName(diag.getLocation());
+    log << severity << ": ";
+    if (!node.empty() && message.find("'" + node + "'") == std::string::npos)
+      log << "node '" << node << "': ";
+    log << message << "\n";
+  }
+
+  int errors = 0;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+struct OpCounts {
+  size_t ops = 0, constants = 0;
+};
+
+OpCounts countOps(mlir::ModuleOp module) {
+  OpCounts c;
+  module.walk([&](mlir::Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "kiln")
+      ++(plan::isWeightOp(op) ? c.constants : c.ops);
+  });
+  return c;
+}
+
+std::string megabytes(uint64_t bytes) {
+  return llvm::formatv("{0:F1} MB", static_cast<double>(bytes) / (1024.0 * 1024.0)).str();
+}
+
+/// The config's dtype names the type the plan computes in, and kiln cannot
+/// convert a model yet: a model whose weights or inputs are another float
+/// type must be refused rather than built as something the user did not ask
+/// for.
+llvm::Error checkDtype(mlir::ModuleOp module, const BuildConfig &config) {
+  std::string found;
+  auto check = [&](mlir::Type type) {
+    auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+    if (!shaped || !found.empty()) return;
+    mlir::Type elem = shaped.getElementType();
+    if (mlir::isa<mlir::FloatType>(elem) && !elem.isF32()) {
+      llvm::raw_string_ostream os(found);
+      elem.print(os);
+    }
+  };
+  module.walk([&](mlir::Operation *op) {
+    if (plan::isWeightOp(op)) check(op->getResult(0).getType());
+    if (auto f = mlir::dyn_cast<mlir::func::FuncOp>(op))
+      for (mlir::Type t : f.getArgumentTypes()) check(t);
+  });
+  if (found.empty()) return llvm::Error::success();
+  return inputError("dtype: the model has " + found + " weights or inputs but the build config "
+                    "asks for " + config.dtype + "; converting a model's float type is not "
+                    "supported yet");
+}
+
+/// Runs `populate`'s passes over the module. A failure with error
+/// diagnostics is the model's fault; one without is kiln's.
+llvm::Error runPasses(mlir::MLIRContext &context, mlir::ModuleOp module,
+                      const DiagnosticPrinter &diags, Phase phase,
+                      llvm::function_ref<void(mlir::PassManager &)> populate) {
+  mlir::PassManager pm(&context);
+  populate(pm);
+  int before = diags.errorCount();
+  if (mlir::succeeded(pm.run(module))) return llvm::Error::success();
+  if (diags.errorCount() > before) return inputError(phaseName(phase) + " failed (see above)");
+  return internalError(phaseName(phase) + " failed without a diagnostic");
+}
+
+class Build {
+public:
+  Build(const BuildRequest &request, llvm::raw_ostream &out, llvm::raw_ostream &log)
+      : request(request), out(out), log(log), diags(context, log) {}
+  llvm::Error run();
+
+private:
+  /// Runs one phase and reports it; returns its one-line summary.
+  llvm::Expected<std::string> runPhase(Phase phase);
+  llvm::Expected<std::string> writePlanFile();
+
+  const BuildRequest &request;
+  llvm::raw_ostream &out;
+  llvm::raw_ostream &log;
+  mlir::MLIRContext context;
+  DiagnosticPrinter diags;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  plan::ModelInfo modelInfo;
+};
+
+llvm::Expected<std::string> Build::runPhase(Phase phase) {
+  const BuildConfig &config = request.config;
+  switch (phase) {
+  case Phase::Import: {
+    int before = diags.errorCount();
+    auto imported = importOnnxModel(context, request.modelPath, /*error=*/nullptr);
+    if (mlir::failed(imported)) {
+      if (diags.errorCount() > before)
+        return inputError("cannot import '" + request.modelPath + "' (see above)");
+      return internalError("import of '" + request.modelPath + "' failed without a diagnostic");
+    }
+    module = std::move(*imported);
+    if (llvm::Error e = checkDtype(*module, config)) return std::move(e);
+    OpCounts c = countOps(*module);
+    auto opset = (*module)->getAttrOfType<mlir::IntegerAttr>("kiln.opset");
+    return llvm::formatv("{0} ops, {1} constants, opset {2}", c.ops, c.constants,
+                         opset ? opset.getInt() : 0)
+        .str();
+  }
+  case Phase::Cleanup: {
+    size_t before = countOps(*module).ops;
+    if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
+          buildCleanupPipeline(pm);
+        }))
+      return std::move(e);
+    return llvm::formatv("{0} ops (from {1})", countOps(*module).ops, before).str();
+  }
+  // The next phases exist in DESIGN.md but not yet in kiln. The config
+  // refuses every setting that would need them, so skipping them here never
+  // drops a request on the floor.
+  case Phase::Inject:
+    return std::string("skipped: replace_with_kernel_inject is false");
+  case Phase::Ragged:
+    return std::string("skipped: not implemented yet (the plan keeps the model's dense inputs)");
+  case Phase::Partition:
+    return llvm::formatv("skipped: tensor_parallel.tp_size is {0}", config.tp_size).str();
+  case Phase::Quantize:
+    return std::string("skipped: quant.enabled is false");
+  case Phase::Plan: {
+    if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
+          pm.addNestedPass<mlir::func::FuncOp>(createKilnMarkHost());
+          pm.addNestedPass<mlir::func::FuncOp>(createKilnMemoryPlan());
+        }))
+      return std::move(e);
+    if (request.compileTo == Phase::Plan) return std::string("memory planned");
+    return writePlanFile();
+  }
+  }
+  return internalError("unknown phase");
+}
+
+llvm::Expected<std::string> Build::writePlanFile() {
+  plan::PlanExtras extras;
+  extras.compilerVersion = request.compilerVersion;
+  extras.model = modelInfo;
+  mlir::ModuleOp m = *module;
+  if (auto opset = m->getAttrOfType<mlir::IntegerAttr>("kiln.opset"))
+    extras.opset = static_cast<int32_t>(opset.getInt());
+  std::string producer;
+  if (auto name = m->getAttrOfType<mlir::StringAttr>("kiln.producer_name")) producer = name.str();
+  if (auto version = m->getAttrOfType<mlir::StringAttr>("kiln.producer_version"))
+    producer += (producer.empty() ? "" : " ") + version.str();
+  extras.producer = producer;
+  extras.buildConfigJson = request.config.ToJson();
+  extras.maxOutTokens = request.config.max_out_tokens;
+  auto summary = plan::writePlan(m, extras, request.outputPath);
+  if (!summary) return summary.takeError();
+  const plan::MemoryPlanDesc &mp = summary->memory;
+  std::string arena = "dynamic";
+  if (mp.unsharedStaticBytes >= 0) {
+    uint64_t shared = 0;
+    for (int64_t b : mp.slotStaticBytes) shared += static_cast<uint64_t>(b);
+    arena = megabytes(shared) + " (" + megabytes(mp.unsharedStaticBytes) + " without reuse)";
+  }
+  return llvm::formatv("{0}: {1} ops, {2} weights ({3}), {4} arena slots, arena {5}, "
+                       "{6} KV pairs, file {7}",
+                       request.outputPath, summary->numOps, summary->numWeights,
+                       megabytes(summary->weightBytes), mp.numSlots, arena,
+                       summary->decoder.kv.size(), megabytes(summary->fileBytes))
+      .str();
+}
+
+llvm::Error Build::run() {
+  for (const std::string &w : request.config.warnings) log << "warning: " << w << "\n";
+  // Side files are read first so a broken tokenizer.json fails in
+  // milliseconds, not after a long import.
+  if (!request.compileTo) {
+    std::string dir = std::string(llvm::sys::path::parent_path(request.modelPath));
+    auto info = plan::readModelFiles(dir.empty() ? "." : dir, request.tokenizerPath);
+    if (!info) return info.takeError();
+    modelInfo = std::move(*info);
+    if (!request.quiet)
+      for (const std::string &f : modelInfo.filesUsed) log << "using " << f << "\n";
+  }
+  for (int i = 0; i < kNumPhases; ++i) {
+    Phase phase = kPhases[i];
+    auto start = std::chrono::steady_clock::now();
+    auto summary = runPhase(phase);
+    if (!summary) return summary.takeError();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!request.quiet)
+      log << llvm::formatv("[{0}/{1}] {2,-9} {3,7:F2} s  {4}\n", i + 1, kNumPhases,
+                           phaseName(phase), seconds, *summary);
+    if (request.compileTo == phase) {
+      mlir::OpPrintingFlags flags;
+      flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+      module->print(out, flags);
+      out << "\n";
+      return llvm::Error::success();
+    }
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::StringRef phaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Import:
+    return "import";
+  case Phase::Cleanup:
+    return "cleanup";
+  case Phase::Inject:
+    return "inject";
+  case Phase::Ragged:
+    return "ragged";
+  case Phase::Partition:
+    return "partition";
+  case Phase::Quantize:
+    return "quantize";
+  case Phase::Plan:
+    return "plan";
+  }
+  return "?";
+}
+
+std::optional<Phase> parsePhase(llvm::StringRef name) {
+  for (Phase p : kPhases)
+    if (phaseName(p) == name) return p;
+  return std::nullopt;
+}
+
+std::string phaseNames() {
+  std::string s;
+  for (Phase p : kPhases) s += (s.empty() ? "" : ", ") + phaseName(p).str();
+  return s;
+}
+
+llvm::Error runBuild(const BuildRequest &request, llvm::raw_ostream &out,
+                     llvm::raw_ostream &log) {
+  return Build(request, out, log).run();
+}
+
+} // namespace kiln::compiler

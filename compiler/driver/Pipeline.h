@@ -1,0 +1,58 @@
+//===- Pipeline.h - the phases of kiln build ---------------------*- C++ -*-===//
+//
+// `kiln build` runs the phases of DESIGN.md in order: import, cleanup,
+// inject, ragged, partition, quantize, plan. Each phase reports progress and
+// its wall time on the log stream; `--compile-to PHASE` stops after a phase
+// and prints the IR instead of writing a plan. The CLI (tools/kiln/
+// cmd_build.cpp) is a thin wrapper over runBuild so tests and tools can call
+// the same code in-process.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_DRIVER_PIPELINE_H
+#define KILN_COMPILER_DRIVER_PIPELINE_H
+
+#include "compiler/driver/BuildConfig.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+
+namespace kiln::compiler {
+
+enum class Phase { Import, Cleanup, Inject, Ragged, Partition, Quantize, Plan };
+
+llvm::StringRef phaseName(Phase phase);
+/// The phase named `name`, or std::nullopt.
+std::optional<Phase> parsePhase(llvm::StringRef name);
+/// "import, cleanup, ..., plan", for usage and error messages.
+std::string phaseNames();
+
+struct BuildRequest {
+  std::string modelPath;
+  /// Where the plan goes; unused (and may be empty) with compileTo.
+  std::string outputPath;
+  /// Overrides where the tokenizer is read from (file or directory).
+  std::string tokenizerPath;
+  /// Stop after this phase and print the IR to `out` instead of writing.
+  std::optional<Phase> compileTo;
+  BuildConfig config;
+  /// Recorded in the plan (Plan.compiler_version).
+  std::string compilerVersion;
+  /// Suppresses progress lines (errors and warnings still go to `log`).
+  bool quiet = false;
+};
+
+/// Runs the build. Diagnostics, warnings and (unless quiet) progress go to
+/// `log`; IR from compileTo goes to `out`. Errors carry a message for the
+/// user; an InternalError (BuildError.h) means kiln itself failed. No plan
+/// file exists at outputPath after a failure unless one was there before.
+llvm::Error runBuild(const BuildRequest &request, llvm::raw_ostream &out,
+                     llvm::raw_ostream &log);
+
+} // namespace kiln::compiler
+
+#endif // KILN_COMPILER_DRIVER_PIPELINE_H

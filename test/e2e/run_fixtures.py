@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""End-to-end check of every fixture against its ONNX Runtime reference.
+
+For each fixture folder (test/fixtures/<name> with reference.json and
+reference.npz), in fp32:
+  1. kiln build model.onnx -> plan;
+  2. for prompt lengths 1, 7 and 64: kiln exec on the whole prompt (past
+     length 0) gives logits for every position, compared with the reference;
+  3. kiln run --temperature 0 for 17 tokens dumps the last-position logits of
+     the prefill and of 16 decode steps (the runtime carries the KV cache, or
+     re-runs the sequence for models without one), compared with the
+     reference's decode logits, and its greedy tokens must equal ORT's;
+  4. greedy generation of 32 tokens from the fixture's prompt equals ORT's.
+Logits pass when max|kiln - ref| / max|ref| <= 1e-4.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+REL_TOL = 1e-4
+
+
+def rel_err(got, want):
+    return float(np.max(np.abs(got.astype(np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
+
+
+class Fixture:
+    def __init__(self, kiln, builder, folder, tmp):
+        self.kiln, self.builder, self.dir, self.tmp = kiln, builder, folder, tmp
+        self.ref = json.loads((folder / "reference.json").read_text())
+        npz = folder / "reference.npz"
+        self.arrays = np.load(npz) if npz.exists() else {}
+        self.plan = tmp / (folder.name + ".plan")
+        self.failures = []
+
+    def check(self, ok, what):
+        print(("ok   " if ok else "FAIL ") + f"{self.dir.name}: {what}")
+        if not ok:
+            self.failures.append(what)
+
+    def kiln_run(self, args, tool=None):
+        return subprocess.run([tool or self.kiln, *args], capture_output=True, text=True)
+
+    def build(self):
+        r = self.kiln_run(["build", str(self.dir / "model.onnx"), "-o", str(self.plan), "--quiet"],
+                          self.builder)
+        self.check(r.returncode == 0, f"kiln build (exit {r.returncode}) {r.stderr.strip()[-400:]}")
+        return r.returncode == 0
+
+    def graph_inputs(self, ids):
+        """The inputs ORT got for a prefill of `ids` with past length 0."""
+        feeds = {}
+        for spec in self.ref["onnx"]["inputs"]:
+            name = spec["name"]
+            if name == "input_ids":
+                feeds[name] = np.array([ids], dtype=np.int64)
+            elif name == "attention_mask":
+                feeds[name] = np.ones((1, len(ids)), dtype=np.int64)
+            elif name == "position_ids":
+                feeds[name] = np.arange(len(ids), dtype=np.int64)[None]
+            elif name.startswith("past_key_values"):
+                shape = [1 if s == "batch_size" else 0 if isinstance(s, str) else s
+                         for s in spec["shape"]]
+                feeds[name] = np.zeros(shape, dtype=np.float32)
+            else:
+                raise ValueError(f"unknown input {name}")
+        return feeds
+
+    def exec_prefill(self, length):
+        ids = self.arrays[f"len{length}_prompt_ids"].tolist()
+        want = self.arrays[f"len{length}_prefill_logits"]
+        work = self.tmp / f"{self.dir.name}-exec{length}"
+        (work / "out").mkdir(parents=True)
+        args = ["exec", str(self.plan), "--output-dir", str(work / "out")]
+        for name, value in self.graph_inputs(ids).items():
+            path = work / f"{name}.pb"
+            path.write_bytes(numpy_helper.from_array(value, name).SerializeToString())
+            args += ["--input", f"{name}={path}"]
+        r = self.kiln_run(args)
+        if r.returncode != 0:
+            self.check(False, f"kiln exec, prompt {length}: exit {r.returncode}: {r.stderr[-400:]}")
+            return
+        got = numpy_helper.to_array(onnx.load_tensor(str(work / "out" / "logits.pb")))[0]
+        err = rel_err(got, want)
+        self.check(got.shape == want.shape and err <= REL_TOL,
+                   f"prefill logits, prompt {length}: shape {got.shape}, rel err {err:.2e}")
+
+    def run_greedy(self, ids, new_tokens, tag):
+        dump = self.tmp / f"{self.dir.name}-{tag}.npy"
+        out_ids = self.tmp / f"{self.dir.name}-{tag}.json"
+        r = self.kiln_run(["run", str(self.plan), "--prompt-ids", ",".join(map(str, ids)),
+                           "--max-new-tokens", str(new_tokens), "--temperature", "0",
+                           "--ignore-eos", "--no-stream", "--dump-logits", str(dump),
+                           "--output-ids", str(out_ids)])
+        if r.returncode != 0:
+            self.check(False, f"kiln run {tag}: exit {r.returncode}: {r.stderr[-400:]}")
+            return None, None
+        return np.load(dump), json.loads(out_ids.read_text())
+
+    def decode(self, length):
+        ids = self.arrays[f"len{length}_prompt_ids"].tolist()
+        logits, toks = self.run_greedy(ids, 17, f"decode{length}")
+        if logits is None:
+            return
+        want = np.concatenate([self.arrays[f"len{length}_prefill_logits"][-1:],
+                               self.arrays[f"len{length}_decode_logits"]])
+        err = rel_err(logits, want) if logits.shape == want.shape else float("inf")
+        self.check(err <= REL_TOL, f"16 decode steps after prompt {length}: rel err {err:.2e}")
+        want_ids = self.arrays[f"len{length}_decode_ids"].tolist()
+        self.check(toks[:16] == want_ids, f"greedy tokens after prompt {length} equal ORT's")
+
+    def generate(self):
+        gen = self.ref["generation"]
+        prompt = gen["prompt_ids"]
+        want = self.arrays["generate_output_ids"].tolist() if "generate_output_ids" in \
+            self.arrays else gen["output_ids"]
+        _, toks = self.run_greedy(prompt, len(want), "generate")
+        if toks is not None:
+            self.check(toks == want, f"greedy generation of {len(want)} tokens equals ORT's")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kiln", required=True, help="the kiln that runs plans")
+    ap.add_argument("--builder", help="the kiln that builds plans (default: --kiln); lets a "
+                    "runtime-only kiln be tested on plans built by a compiler build")
+    ap.add_argument("fixtures", nargs="+", help="fixture folders")
+    args = ap.parse_args()
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="kiln-e2e-") as tmp:
+        for folder in map(Path, args.fixtures):
+            f = Fixture(args.kiln, args.builder or args.kiln, folder, Path(tmp))
+            if f.build():
+                for case in f.ref.get("cases", []):
+                    f.exec_prefill(case["prompt_length"])
+                    f.decode(case["prompt_length"])
+                f.generate()
+            failures += len(f.failures)
+    print(f"\ne2e: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
