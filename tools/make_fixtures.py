@@ -31,7 +31,6 @@ without KV cache.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile

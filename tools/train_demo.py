@@ -8,7 +8,7 @@ sharing 4 KV heads (GQA), SwiGLU 704, context 256, tied embeddings) with a
 2048-entry byte-level BPE tokenizer, trained from scratch on the CPU for a fixed
 wall-clock budget with AdamW and a cosine learning-rate schedule (warmup, then
 cosine decay over the budget; the schedule follows elapsed time, so the number
-of steps depends on the machine). It is then exported with Optimum (task
+of steps depends on the machine and its load; `--steps N` makes it step-based). It is then exported with Optimum (task
 text-generation-with-past, no post-processing: one graph with past_key_values
 inputs, no If node) to test/fixtures/demo/model.onnx, fp32, weights inline.
 
@@ -28,7 +28,6 @@ text, training statistics), SOURCE.md.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 import sys
@@ -70,6 +69,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="train the kiln demo model")
     ap.add_argument("--out", default=str(REPO / "test" / "fixtures" / "demo"))
     ap.add_argument("--minutes", type=float, default=20.0, help="training wall-clock budget")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="if > 0, run this many steps with the schedule over steps (--minutes "
+                         "is then only a safety cap); default: schedule over the time budget")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--vocab", type=int, default=2048)
     ap.add_argument("--hidden", type=int, default=256)
@@ -156,8 +158,9 @@ def main() -> None:
     t_start = time.time()
     history = []
     while True:
-        frac = (time.time() - t_start) / budget
-        if frac >= 1.0 or (args.bench and step == 6):
+        tfrac = (time.time() - t_start) / budget
+        frac = step / args.steps if args.steps > 0 else tfrac
+        if frac >= 1.0 or tfrac >= 1.0 or (args.bench and step == 6):
             break
         if frac < args.warmup_frac:
             lr = args.lr * max(frac / args.warmup_frac, 0.02)
@@ -300,7 +303,7 @@ def export_and_record(args, tok, model, train_info: dict) -> None:
                                            "prefill, then the previous present.N.key/value",
         },
         "sanity": {"max_abs_diff_vs_pytorch_prompt_logits": diff},
-        "greedy": {"prompt_text": PROMPT, "prompt_ids": prompt.tolist(),
+        "generation": {"prompt_text": PROMPT, "prompt_ids": prompt.tolist(),
                    "prompt_note": "tokenizer.json encoding; the post-processor prepends <s>",
                    "max_new_tokens": 32, "strategy": "greedy (argmax)", "stop_at_eos": False,
                    "output_ids": greedy, "text": PROMPT + greedy_text},

@@ -11,6 +11,9 @@
 
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/APSInt.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -301,39 +304,57 @@ OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
 // Unary ops
 //===----------------------------------------------------------------------===//
 
-OpFoldResult IdentityOp::fold(FoldAdaptor) {
-  return getX().getType() == getY().getType() ? OpFoldResult(getX()) : OpFoldResult();
-}
-
-OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
-  DenseElementsAttr x = denseOf(adaptor.getX());
-  if (!x || !foldableType(getY()) || x.getType() != getY().getType())
+OpFoldResult foldUnaryOp(Operation *op, Attribute operand) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  if (isa<IdentityOp>(op))
+    return x.getType() == y.getType() ? OpFoldResult(x) : OpFoldResult();
+  DenseElementsAttr dense = denseOf(operand);
+  if (!dense || !foldableType(y) || dense.getType() != y.getType())
     return {};
-  if (isa<FloatType>(x.getElementType()))
-    return x.mapValues(x.getElementType(), [](const APFloat &v) {
-      APFloat n = -v;
-      return n.bitcastToAPInt();
-    });
-  return x.mapValues(x.getElementType(), [](const APInt &v) { return -v; });
-}
-
-OpFoldResult AbsOp::fold(FoldAdaptor adaptor) {
-  DenseElementsAttr x = denseOf(adaptor.getX());
-  if (!x || !foldableType(getY()) || x.getType() != getY().getType())
+  Type elem = dense.getElementType();
+  if (auto intType = dyn_cast<IntegerType>(elem)) {
+    if (isa<NotOp>(op))
+      return dense.mapValues(elem, [](const APInt &v) { return ~v; });
+    if (isa<NegOp>(op))
+      return dense.mapValues(elem, [](const APInt &v) { return -v; });
+    if (isa<AbsOp>(op))
+      return intType.isUnsigned() ? dense
+                                  : dense.mapValues(elem, [](const APInt &v) { return v.abs(); });
+    if (isa<ReluOp>(op))
+      return dense.mapValues(elem, [](const APInt &v) {
+        return v.isNegative() ? APInt::getZero(v.getBitWidth()) : v;
+      });
     return {};
-  if (isa<FloatType>(x.getElementType()))
-    return x.mapValues(x.getElementType(),
-                       [](const APFloat &v) { return abs(v).bitcastToAPInt(); });
-  if (x.getElementType().isUnsignedInteger())
-    return x;
-  return x.mapValues(x.getElementType(), [](const APInt &v) { return v.abs(); });
-}
-
-OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
-  DenseElementsAttr x = denseOf(adaptor.getX());
-  if (!x || !foldableType(getY()) || x.getType() != getY().getType())
+  }
+  // Float math in double, rounded once to the element type (the scale
+  // 1 / sqrt(head_dim) of attention is the usual customer).
+  double (*fn)(double) = llvm::TypeSwitch<Operation *, double (*)(double)>(op)
+      .Case([](SqrtOp) { return +[](double v) { return std::sqrt(v); }; })
+      .Case([](ReciprocalOp) { return +[](double v) { return 1.0 / v; }; })
+      .Case([](NegOp) { return +[](double v) { return -v; }; })
+      .Case([](AbsOp) { return +[](double v) { return std::fabs(v); }; })
+      .Case([](ExpOp) { return +[](double v) { return std::exp(v); }; })
+      .Case([](LogOp) { return +[](double v) { return std::log(v); }; })
+      .Case([](ErfOp) { return +[](double v) { return std::erf(v); }; })
+      .Case([](TanhOp) { return +[](double v) { return std::tanh(v); }; })
+      .Case([](SigmoidOp) { return +[](double v) { return 1.0 / (1.0 + std::exp(-v)); }; })
+      .Case([](ReluOp) { return +[](double v) { return v < 0 ? 0.0 : v; }; })
+      .Case([](FloorOp) { return +[](double v) { return std::floor(v); }; })
+      .Case([](CeilOp) { return +[](double v) { return std::ceil(v); }; })
+      .Case([](CosOp) { return +[](double v) { return std::cos(v); }; })
+      .Case([](SinOp) { return +[](double v) { return std::sin(v); }; })
+      .Default([](Operation *) { return nullptr; });
+  if (!fn)
     return {};
-  return x.mapValues(x.getElementType(), [](const APInt &v) { return ~v; });
+  const llvm::fltSemantics &semantics = cast<FloatType>(elem).getFloatSemantics();
+  SmallVector<APFloat> out;
+  for (const APFloat &v : dense.getValues<APFloat>()) {
+    APFloat r(fn(v.convertToDouble()));
+    bool lost;
+    r.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(r);
+  }
+  return DenseElementsAttr::get(cast<ShapedType>(y.getType()), out);
 }
 
 //===----------------------------------------------------------------------===//

@@ -49,6 +49,9 @@ mlir::LogicalResult verifySoftmaxLikeOp(mlir::Operation *op, int64_t axis);
 mlir::LogicalResult verifyReduceOp(mlir::Operation *op, int64_t keepdims,
                                    int64_t noopWithEmptyAxes);
 
+// Shared folder of the unary elementwise ops (KilnFolds.cpp).
+mlir::OpFoldResult foldUnaryOp(mlir::Operation *op, mlir::Attribute operand);
+
 // Shared shape functions (KilnShapes.cpp).
 mlir::LogicalResult inferBroadcastOp(mlir::Operation *op, ShapeInferenceContext &ctx,
                                      ElemRule rule);

@@ -126,6 +126,8 @@ class Kiln_UnaryOp<string mnemonic, string onnxName, string what, Type type,
   let results = (outs type:$y);
   let assemblyFormat = "$x " # "attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
+  // Folds on small constants (and Identity to its operand).
+  let hasFolder = 1;
   let extraClassDefinition = [{
     ::mlir::LogicalResult $cppClass::verify() {
       return ::kiln::verifyUnaryOp(getOperation());
@@ -133,27 +135,46 @@ class Kiln_UnaryOp<string mnemonic, string onnxName, string what, Type type,
     ::mlir::LogicalResult $cppClass::inferShapes(::kiln::ShapeInferenceContext &ctx) {
       return ::kiln::inferUnaryOp(getOperation(), ctx);
     }
+    ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
+      return ::kiln::foldUnaryOp(getOperation(), adaptor.getX());
+    }
   }];
 }
 
 def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "Sqrt", "sqrt(x)", Kiln_FloatTensor>;
 def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "Reciprocal", "1 / x", Kiln_FloatTensor>;
-def Kiln_NegOp : Kiln_UnaryOp<"neg", "Neg", "-x", Kiln_SignedTensor> { let hasFolder = 1; }
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "Neg", "-x", Kiln_SignedTensor>;
 def Kiln_ExpOp : Kiln_UnaryOp<"exp", "Exp", "exp(x)", Kiln_FloatTensor>;
 def Kiln_LogOp : Kiln_UnaryOp<"log", "Log", "log(x)", Kiln_FloatTensor>;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", "Erf", "erf(x)", Kiln_FloatTensor>;
 def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "Tanh", "tanh(x)", Kiln_FloatTensor>;
 def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))", Kiln_FloatTensor>;
 def Kiln_ReluOp : Kiln_UnaryOp<"relu", "Relu", "max(x, 0)", Kiln_SignedTensor>;
-def Kiln_AbsOp : Kiln_UnaryOp<"abs", "Abs", "|x|", Kiln_NumericTensor> { let hasFolder = 1; }
-def Kiln_NotOp : Kiln_UnaryOp<"not", "Not", "not x", Kiln_BoolTensor, "tensor<?x8xi1>"> {
-  let hasFolder = 1;
-}
-def Kiln_IdentityOp : Kiln_UnaryOp<"identity", "Identity", "x", Kiln_Tensor> {
-  let hasFolder = 1;
-}
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "Abs", "|x|", Kiln_NumericTensor>;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "Not", "not x", Kiln_BoolTensor, "tensor<?x8xi1>">;
+def Kiln_IdentityOp : Kiln_UnaryOp<"identity", "Identity", "x", Kiln_Tensor>;
 def Kiln_FloorOp : Kiln_UnaryOp<"floor", "Floor", "floor(x)", Kiln_FloatTensor>;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "Cos", "cos(x)", Kiln_FloatTensor>;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "Sin", "sin(x)", Kiln_FloatTensor>;
 def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "Ceil", "ceil(x)", Kiln_FloatTensor>;
+
+def Kiln_IsNaNOp : Kiln_Op<"is_nan"> {
+  let summary = "ONNX IsNaN: true where x is NaN";
+  let description = [{
+    Elementwise NaN test; the result is i1 with x's shape. Exporters of
+    scaled-dot-product attention use it to zero fully masked rows.
+
+    Example:
+
+    ```mlir
+    %m = kiln.is_nan %x : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x);
+  let results = (outs Kiln_BoolTensor:$y);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Softmax family and reductions.

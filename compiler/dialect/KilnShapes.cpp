@@ -313,6 +313,11 @@ LogicalResult WhereOp::inferShapes(ShapeInferenceContext &ctx) {
   return success();
 }
 
+LogicalResult IsNaNOp::inferShapes(ShapeInferenceContext &ctx) {
+  ctx.setResult(getY(), IntegerType::get(getContext(), 1), ctx.getShape(getX()));
+  return success();
+}
+
 LogicalResult MatMulOp::inferShapes(ShapeInferenceContext &ctx) {
   SymShape a = ctx.getShape(getA()), b = ctx.getShape(getB());
   Type elementType = elementTypeOf(getA());
@@ -404,15 +409,23 @@ LogicalResult ReshapeOp::inferShapes(ShapeInferenceContext &ctx) {
       ok &= p.has_value();
       outProduct = p.value_or(1);
     }
+    // What is left of the input may hold one symbolic dim (reshape
+    // [batch, seq] to [-1, seq] leaves batch).
     int64_t inProduct = 1;
+    std::optional<SymDim> symbolic;
     for (const SymDim &d : rest) {
+      if (d.isSymbolic() && !symbolic) {
+        symbolic = d;
+        continue;
+      }
       std::optional<int64_t> p =
           d.isStatic() ? llvm::checkedMul(inProduct, d.getStatic()) : std::nullopt;
       ok &= p.has_value();
       inProduct = p.value_or(1);
     }
     if (ok && outProduct > 0 && inProduct % outProduct == 0)
-      dims[inferIndex] = SymDim::of(inProduct / outProduct);
+      dims[inferIndex] = symbolic ? *symbolic * SymDim::of(inProduct / outProduct)
+                                  : SymDim::of(inProduct / outProduct);
   }
   SymShape out = SymShape::get(dims);
   std::optional<int64_t> inCount = in.getStaticNumElements();

@@ -191,6 +191,12 @@ LogicalResult WhereOp::verify() {
   return *shape ? expectResultShape(*this, getOutput(), **shape) : success();
 }
 
+LogicalResult IsNaNOp::verify() {
+  if (failed(verifyCompatibleShape(getX().getType(), getY().getType())))
+    return emitOpError() << "result shape must match the operand's";
+  return success();
+}
+
 LogicalResult MatMulOp::verify() {
   if (failed(expectSameElementType(*this, getA(), getB(), "operands")) ||
       failed(expectSameElementType(*this, getA(), getY(), "operands and result")))

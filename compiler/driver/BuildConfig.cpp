@@ -245,6 +245,15 @@ std::string Where(const std::string &spelled, const std::string &origin) {
   return "\"" + spelled + "\" in " + origin;
 }
 
+/// Why a null-only DeepSpeed field cannot take a value in kiln.
+std::string NullOnlyReason(const std::string &canonical) {
+  if (canonical == "checkpoint") return "kiln reads weights from the ONNX model and its data";
+  if (canonical == "save_mp_checkpoint_path") return "kiln does not write resharded checkpoints";
+  if (canonical == "injection_policy") return "the inject phase is not implemented";
+  if (canonical.rfind("tensor_parallel.", 0) == 0) return "the partition phase is not implemented";
+  return "the quantize phase is not implemented"; // quant.activation/weight/qkv
+}
+
 std::string NotSupported(const std::string &field, const std::string &why) {
   return field + ": not supported yet (" + why + ")";
 }
@@ -278,7 +287,7 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
     const std::string &name = r.spelled;
     const json &v = r.value;
     if (KindOf(canonical) == Kind::kNullOnly) {
-      if (!v.is_null()) return Err(NotSupported(name, "kiln has no " + canonical + " feature"));
+      if (!v.is_null()) return Err(NotSupported(name, NullOnlyReason(canonical)));
     } else if (canonical == "dtype") {
       config.dtype = v.get<std::string>();
       if (config.dtype != "fp32")

@@ -21,12 +21,12 @@ namespace kiln::compiler {
 class InternalError : public llvm::ErrorInfo<InternalError> {
 public:
   static char ID;
-  explicit InternalError(std::string message) : message(std::move(message)) {}
-  void log(llvm::raw_ostream &os) const override { os << message; }
+  explicit InternalError(std::string text) : text(std::move(text)) {}
+  void log(llvm::raw_ostream &os) const override { os << text; }
   std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
 
 private:
-  std::string message;
+  std::string text;
 };
 
 /// A failure that is kiln's fault, not the input's.

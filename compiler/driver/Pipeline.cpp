@@ -183,6 +183,9 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
     return std::string("skipped: quant.enabled is false");
   case Phase::Plan: {
     if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
+          // Types must be final before slots are sized; the plan writer
+          // checks that nothing changes after this.
+          pm.addNestedPass<mlir::func::FuncOp>(createKilnShapeInference());
           pm.addNestedPass<mlir::func::FuncOp>(createKilnMarkHost());
           pm.addNestedPass<mlir::func::FuncOp>(createKilnMemoryPlan());
         }))

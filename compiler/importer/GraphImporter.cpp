@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
 #include <onnx/onnx_pb.h>
@@ -110,7 +111,9 @@ InFlightDiagnostic GraphImporter::graphError() {
 
 Location GraphImporter::nodeLoc(const onnx::NodeProto &node, int index, std::string &name) {
   name = node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
-  return NameLoc::get(builder.getStringAttr(name));
+  // The model file as the child location, so tools print "model.onnx:0:0:"
+  // in front of the message (which names the node).
+  return NameLoc::get(builder.getStringAttr(name), FileLineColLoc::get(context, path, 0, 0));
 }
 
 /// The type of a graph input or output, and its dim_params.
@@ -214,7 +217,7 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
     FailureOr<ElementsAttr> value = tensors->importTensor(t, error);
     if (failed(value))
       return graphError() << "initializer '" << t.name() << "': " << error;
-    auto op = builder.create<ConstantOp>(NameLoc::get(builder.getStringAttr(t.name())),
+    auto op = builder.create<ConstantOp>(NameLoc::get(builder.getStringAttr(t.name()), fileLoc),
                                          value->getType(), *value,
                                          builder.getStringAttr(t.name()));
     (void)inferOpShapes(op, shapes, /*replaceTypes=*/true);
@@ -303,16 +306,13 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, int index) 
   if (!opErrors.empty())
     return ctx.error() << opErrors;
 
-  int named = 0;
   for (auto [i, output] : llvm::enumerate(node.output())) {
     if (output.empty())
       continue;
     if (i >= outputs->size())
       return ctx.error() << "output " << i << " ('" << output << "') is not supported";
     values[output] = (*outputs)[i];
-    ++named;
   }
-  (void)named;
   return success();
 }
 

@@ -2,11 +2,14 @@
 
 #include "compiler/importer/ModelLoader.h"
 
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <climits>
@@ -58,13 +61,36 @@ std::optional<int64_t> getSupportedOpset(const onnx::ModelProto &model, std::str
     error = "the model imports no opset for domain '' (ai.onnx)";
     return std::nullopt;
   }
-  if (*opset < kMinOnnxOpset || *opset > kMaxOnnxOpset) {
-    error = "unsupported opset " + std::to_string(*opset) + " for domain ''; kiln supports " +
-            std::to_string(kMinOnnxOpset) + " to " + std::to_string(kMaxOnnxOpset);
+  std::string supported =
+      "kiln supports " + std::to_string(kMinOnnxOpset) + " to " + std::to_string(kMaxOnnxOpset);
+  if (*opset > kMaxOnnxOpset || *opset < 1) {
+    error = "unsupported opset " + std::to_string(*opset) + " for domain ''; " + supported;
     return std::nullopt;
+  }
+  if (*opset >= kMinOnnxOpset)
+    return opset;
+  // An older model is still exact when every op it uses is unchanged between
+  // its opset and the oldest supported one: then its ops are the very
+  // versions kiln implements (ONNX's own node tests of And, Not, Range, ...
+  // are written that way).
+  for (const auto &[index, node] : llvm::enumerate(model.graph().node())) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      continue;
+    const onnx::OpSchema *then = onnx::OpSchemaRegistry::Schema(node.op_type(), int(*opset));
+    const onnx::OpSchema *now = onnx::OpSchemaRegistry::Schema(node.op_type(), kMinOnnxOpset);
+    if (!then || !now || then->SinceVersion() != now->SinceVersion()) {
+      std::string name =
+          node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
+      error = "unsupported opset " + std::to_string(*opset) + " for domain '': node '" + name +
+              "' (" + node.op_type() + ") changed after opset " +
+              std::to_string(*opset) + "; " + supported;
+      return std::nullopt;
+    }
   }
   return opset;
 }
+
+
 
 Type getElementType(MLIRContext *context, int32_t onnxType) {
   Builder b(context);

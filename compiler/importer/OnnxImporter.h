@@ -37,8 +37,8 @@
 //
 // Errors never abort: each is emitted as an MLIR diagnostic (at the node's
 // location) whose message names the node, its op type and the model's
-// opset, e.g. "node 'Foo_3' (Foo, opset 17): unsupported op". Unsupported
-// opsets read "unsupported opset 12 for domain ''".
+// opset, e.g. "node 'Foo_3' (Foo, opset 17): unsupported op 'Foo'".
+// Unsupported opsets read "unsupported opset 12 for domain ''...".
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,7 +58,10 @@
 
 namespace kiln {
 
-/// The oldest and newest default-domain opsets the importer accepts.
+/// The default-domain opsets the importer accepts. A model exported at an
+/// older opset is accepted too when every op it uses is unchanged between
+/// its opset and kMinOnnxOpset (so it already has the supported semantics);
+/// otherwise the error reads "unsupported opset N for domain ''".
 inline constexpr int64_t kMinOnnxOpset = 13;
 inline constexpr int64_t kMaxOnnxOpset = 21;
 

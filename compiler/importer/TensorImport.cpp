@@ -9,6 +9,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
 #include <onnx/onnx_pb.h>
@@ -141,6 +143,19 @@ static FailureOr<std::vector<char>> typedFieldBytes(const onnx::TensorProto &ten
   return out;
 }
 
+/// A resource key for a tensor: MLIR prints keys bare, so anything but
+/// letters, digits, '_' and '.' becomes '_' (the blob manager makes
+/// duplicates unique).
+static std::string blobName(const onnx::TensorProto &tensor) {
+  std::string name = tensor.name().empty() ? "tensor" : tensor.name();
+  for (char &c : name)
+    if (!llvm::isAlnum(c) && c != '_' && c != '.')
+      c = '_';
+  if (llvm::isDigit(name[0]) || name[0] == '.')
+    name.insert(0, "t");
+  return name;
+}
+
 FailureOr<ElementsAttr> TensorImporter::importTensor(const onnx::TensorProto &tensor,
                                                      std::string &error) {
   Type elementType = getElementType(context, tensor.data_type());
@@ -209,8 +224,7 @@ FailureOr<ElementsAttr> TensorImporter::importTensor(const onnx::TensorProto &te
     if (int64_t(count) > maxInlineElements) {
       // Values that came from typed fields have no owner to alias.
       return ElementsAttr(DenseResourceElementsAttr::get(
-          type, tensor.name().empty() ? "tensor" : tensor.name(),
-          HeapAsmResourceBlob::allocateAndCopyWithAlign(data, width)));
+          type, blobName(tensor), HeapAsmResourceBlob::allocateAndCopyWithAlign(data, width)));
     }
     bool detectedSplat = false;
     if (!DenseElementsAttr::isValidRawBuffer(type, data, detectedSplat)) {
@@ -229,8 +243,7 @@ FailureOr<ElementsAttr> TensorImporter::importTensor(const onnx::TensorProto &te
   } else {
     blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(data, width);
   }
-  return ElementsAttr(DenseResourceElementsAttr::get(
-      type, tensor.name().empty() ? "tensor" : tensor.name(), std::move(blob)));
+  return ElementsAttr(DenseResourceElementsAttr::get(type, blobName(tensor), std::move(blob)));
 }
 
 } // namespace kiln::onnx_import

@@ -36,6 +36,88 @@ void CopyRun(size_t elem, const char *src, int64_t stride, int64_t n, char *dst)
   }
 }
 
+// dst[i * dst_row + j] = src[i + j * src_col] for a P x N block, in tiles so
+// that the source cache lines read along i are reused across j.
+template <typename U>
+void TransposeBlock(const U *src, int64_t src_col, U *dst, int64_t dst_row, int64_t p, int64_t n) {
+  constexpr int64_t kTile = 16;
+  for (int64_t ib = 0; ib < p; ib += kTile) {
+    const int64_t ie = std::min(ib + kTile, p);
+    for (int64_t jb = 0; jb < n; jb += kTile) {
+      const int64_t je = std::min(jb + kTile, n);
+      for (int64_t i = ib; i < ie; ++i)
+        for (int64_t j = jb; j < je; ++j)
+          dst[i * dst_row + j] = src[i + j * src_col];
+    }
+  }
+}
+
+// Transpose-like copies (the innermost output run is strided in src, and
+// some outer dim `p` is contiguous in src) are done as tiled 2-D blocks for
+// every index of the remaining dims. Reading element by element along the
+// strided dim instead thrashes the cache on large matrices.
+template <typename U>
+void TiledCopy(const U *src, const std::vector<int64_t> &dims, const std::vector<int64_t> &strides,
+               int p, U *dst) {
+  const int rank = static_cast<int>(dims.size());
+  std::vector<int64_t> dst_strides(rank, 1);
+  for (int d = rank - 1; d-- > 0;)
+    dst_strides[d] = dst_strides[d + 1] * dims[d + 1];
+  std::vector<int> others;
+  for (int d = 0; d < rank - 1; ++d)
+    if (d != p)
+      others.push_back(d);
+  std::vector<int64_t> counter(others.size(), 0);
+  int64_t src_off = 0, dst_off = 0;
+  while (true) {
+    TransposeBlock(src + src_off, strides[rank - 1], dst + dst_off, dst_strides[p], dims[p],
+                   dims[rank - 1]);
+    int k = static_cast<int>(others.size()) - 1;
+    for (; k >= 0; --k) {
+      const int d = others[k];
+      src_off += strides[d];
+      dst_off += dst_strides[d];
+      if (++counter[k] < dims[d])
+        break;
+      src_off -= strides[d] * dims[d];
+      dst_off -= dst_strides[d] * dims[d];
+      counter[k] = 0;
+    }
+    if (k < 0)
+      return;
+  }
+}
+
+// Returns false when the tiled path does not apply.
+bool TryTiledCopy(size_t elem, const void *src, const std::vector<int64_t> &dims,
+                  const std::vector<int64_t> &strides, void *dst) {
+  const int rank = static_cast<int>(dims.size());
+  if (rank < 2 || strides[rank - 1] == 1 || strides[rank - 1] == 0 || dims[rank - 1] < 4)
+    return false;
+  int p = -1;
+  for (int d = 0; d < rank - 1; ++d)
+    if (strides[d] == 1 && dims[d] >= 4)
+      p = d;
+  if (p < 0)
+    return false;
+  switch (elem) {
+  case 1:
+    TiledCopy(static_cast<const uint8_t *>(src), dims, strides, p, static_cast<uint8_t *>(dst));
+    return true;
+  case 2:
+    TiledCopy(static_cast<const uint16_t *>(src), dims, strides, p, static_cast<uint16_t *>(dst));
+    return true;
+  case 4:
+    TiledCopy(static_cast<const uint32_t *>(src), dims, strides, p, static_cast<uint32_t *>(dst));
+    return true;
+  case 8:
+    TiledCopy(static_cast<const uint64_t *>(src), dims, strides, p, static_cast<uint64_t *>(dst));
+    return true;
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
 void StridedCopy(size_t elem_size, const void *src, const std::vector<int64_t> &shape,
@@ -70,6 +152,8 @@ void StridedCopy(size_t elem_size, const void *src, const std::vector<int64_t> &
   }
   std::reverse(mdims.begin(), mdims.end());
   std::reverse(mstrides.begin(), mstrides.end());
+  if (TryTiledCopy(elem_size, src, mdims, mstrides, dst))
+    return;
   const int rank = static_cast<int>(mdims.size());
   const int64_t n = mdims[rank - 1];
   const int64_t inner_stride = mstrides[rank - 1];
@@ -140,7 +224,8 @@ int64_t Gather(size_t elem_size, const void *data, int64_t outer, int64_t axis_d
       return j;
   }
   const size_t row = static_cast<size_t>(inner) * elem_size;
-  if (row == 0) return -1;  // nothing to copy (and the buffers may be null)
+  if (row == 0)
+    return -1; // nothing to copy (and the buffers may be null)
   const char *d = static_cast<const char *>(data);
   char *o = static_cast<char *>(out);
   for (int64_t oi = 0; oi < outer; ++oi) {

@@ -1,5 +1,6 @@
 // Unary math, logical Not and Clip (declared in elementwise.h).
 #include "cpu/elementwise.h"
+#include "cpu/fast_math.h"
 
 #include <cmath>
 #include <type_traits>
@@ -47,7 +48,11 @@ template <typename T> bool UnaryFloat(UnaryOp op, const T *x, T *out, int64_t n)
     Map(x, out, n, [](T v) { return -v; });
     return true;
   case UnaryOp::kExp:
-    Map(x, out, n, [](T v) { return std::exp(v); });
+    if constexpr (std::is_same_v<T, float>) {
+      ExpF32(x, out, n);
+    } else {
+      Map(x, out, n, [](T v) { return std::exp(v); });
+    }
     return true;
   case UnaryOp::kLog:
     Map(x, out, n, [](T v) { return std::log(v); });
@@ -56,11 +61,21 @@ template <typename T> bool UnaryFloat(UnaryOp op, const T *x, T *out, int64_t n)
     Map(x, out, n, [](T v) { return std::erf(v); });
     return true;
   case UnaryOp::kTanh:
-    Map(x, out, n, [](T v) { return std::tanh(v); });
+    if constexpr (std::is_same_v<T, float>) {
+      TanhF32(x, out, n);
+    } else {
+      Map(x, out, n, [](T v) { return std::tanh(v); });
+    }
     return true;
   case UnaryOp::kSigmoid:
     // exp(-v) overflows to inf for very negative v, giving exactly 0.
-    Map(x, out, n, [](T v) { return T(1) / (T(1) + std::exp(-v)); });
+    if constexpr (std::is_same_v<T, float>) {
+      Map(x, out, n, [](T v) { return -v; });
+      ExpF32(out, out, n);
+      Map(out, out, n, [](T e) { return T(1) / (T(1) + e); });
+    } else {
+      Map(x, out, n, [](T v) { return T(1) / (T(1) + std::exp(-v)); });
+    }
     return true;
   case UnaryOp::kRelu:
     // Written as a compare so NaN passes through like ONNX Runtime.

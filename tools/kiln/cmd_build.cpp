@@ -1,12 +1,147 @@
-// Placeholder so the build configures until the build driver lands (compiler
-// helper B owns this file and replaces it).
+// kiln build: compile an ONNX model into an engine plan. A thin main over
+// kiln::compiler::runBuild (compiler/driver/Pipeline.h); the rules for the
+// build config are in compiler/driver/BuildConfig.h and docs/build-config.md.
 #include "cli.h"
+#include "cli_args.h"
+
+#include "compiler/driver/BuildConfig.h"
+#include "compiler/driver/BuildError.h"
+#include "compiler/driver/Pipeline.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
 
 namespace kiln::cli {
-int BuildMain(const std::vector<std::string> &) {
-  std::fprintf(stderr, "kiln build: not implemented yet\n");
-  return kExitFailure;
+namespace {
+
+const char kUsage[] =
+    "usage: kiln build model.onnx -o model.plan [options]\n"
+    "\n"
+    "Compiles an ONNX model (with its external data) into one engine plan: the\n"
+    "graph, memory plan, weights, and what sits next to the model: config.json,\n"
+    "generation_config.json, tokenizer.json and tokenizer_config.json (chat template).\n"
+    "Phases: import, cleanup, inject, ragged, partition, quantize, plan; each prints\n"
+    "its time on stderr. A failed build leaves no partial plan behind.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output PATH    where to write the plan (required unless --compile-to)\n"
+    "  --config PATH        build config JSON; DeepSpeed inference config names are\n"
+    "                       accepted (see docs/build-config.md)\n"
+    "  --compile-to PHASE   stop after PHASE and print its IR to stdout instead of\n"
+    "                       writing a plan\n"
+    "  --tokenizer PATH     tokenizer.json, or a directory holding it (and\n"
+    "                       tokenizer_config.json); default: next to the model\n"
+    "  -q, --quiet          no progress lines (errors and warnings still print)\n"
+    "\n"
+    "config flags (must agree with --config when both set the same key):\n"
+    "  --dtype D            dtype (only fp32 today)\n"
+    "  --max-tokens N       max_out_tokens: default cap on generated tokens\n"
+    "  --tp-size N          tensor_parallel.tp_size (only 1 today)\n"
+    "\n"
+    "exit status: 0 built, 2 bad input (arguments, model, config), 1 internal error\n";
+
+// Flags that set build config keys: flag -> config key.
+const std::pair<const char *, const char *> kConfigFlags[] = {
+    {"--dtype", "dtype"},
+    {"--max-tokens", "max_out_tokens"},
+    {"--tp-size", "tensor_parallel.tp_size"},
+};
+
+int Error(const std::string &message, int code) {
+  std::fprintf(stderr, "kiln build: error: %s\n", message.c_str());
+  return code;
 }
+
+// The one value of an option that may be given once.
+bool Single(const ParsedArgs &parsed, const std::string &name, std::string *out,
+            std::string *error) {
+  const std::vector<std::string> &all = parsed.All(name);
+  if (all.size() > 1) {
+    *error = name + " given " + std::to_string(all.size()) + " times";
+    return false;
+  }
+  if (!all.empty()) *out = all[0];
+  return true;
+}
+
+} // namespace
+
+int BuildMain(const std::vector<std::string> &args) {
+  ParsedArgs parsed;
+  std::set<std::string> value_options = {"--output", "--config", "--compile-to", "--tokenizer"};
+  for (const auto &[flag, key] : kConfigFlags) value_options.insert(flag);
+  std::string err = ParseArgs(args, value_options, {"--quiet"},
+                              {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
+  if (!err.empty()) return Usage("build", err, kUsage);
+  if (parsed.help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (parsed.positional.size() != 1)
+    return Usage("build",
+                 parsed.positional.empty() ? "missing the model path"
+                                           : "expected one model path, got " +
+                                                 std::to_string(parsed.positional.size()),
+                 kUsage);
+
+  compiler::BuildRequest request;
+  request.modelPath = parsed.positional[0];
+  request.quiet = parsed.Has("--quiet");
+  request.compilerVersion = KILN_VERSION;
+  std::string configPath, compileTo;
+  if (!Single(parsed, "--output", &request.outputPath, &err) ||
+      !Single(parsed, "--config", &configPath, &err) ||
+      !Single(parsed, "--compile-to", &compileTo, &err) ||
+      !Single(parsed, "--tokenizer", &request.tokenizerPath, &err))
+    return Usage("build", err, kUsage);
+
+  if (!compileTo.empty()) {
+    request.compileTo = compiler::parsePhase(compileTo);
+    if (!request.compileTo)
+      return Usage("build",
+                   "unknown phase '" + compileTo + "' (phases: " + compiler::phaseNames() + ")",
+                   kUsage);
+    if (!request.outputPath.empty())
+      return Usage("build", "--compile-to prints IR and writes no plan; drop -o", kUsage);
+  } else if (request.outputPath.empty()) {
+    return Usage("build", "missing -o PATH (where to write the plan)", kUsage);
+  }
+  if (!llvm::sys::fs::is_regular_file(request.modelPath))
+    return Error(request.modelPath + ": no such model file", kExitBadInput);
+  if (!request.outputPath.empty() && llvm::sys::fs::equivalent(request.modelPath,
+                                                               request.outputPath))
+    return Error("-o " + request.outputPath + " would overwrite the model", kExitBadInput);
+
+  // The config file and the flags go through one parser, so a flag that
+  // contradicts the file is caught like any other conflict.
+  compiler::BuildConfigParser config;
+  if (!configPath.empty())
+    if (llvm::Error e = config.AddJsonFile(configPath))
+      return Error(llvm::toString(std::move(e)), kExitBadInput);
+  for (const auto &[flag, key] : kConfigFlags)
+    for (const std::string &value : parsed.All(flag))
+      if (llvm::Error e = config.AddFlag(key, value, flag))
+        return Error(llvm::toString(std::move(e)), kExitBadInput);
+  auto effective = config.Finish();
+  if (!effective) return Error(llvm::toString(effective.takeError()), kExitBadInput);
+  request.config = std::move(*effective);
+
+  llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
+  llvm::outs().flush();
+  int code = kExitOk;
+  llvm::handleAllErrors(
+      std::move(result),
+      [&](const compiler::InternalError &e) {
+        llvm::errs().flush();
+        code = Error("internal: " + e.message(), kExitFailure);
+      },
+      [&](const llvm::ErrorInfoBase &e) {
+        llvm::errs().flush();
+        code = Error(e.message(), kExitBadInput);
+      });
+  return code;
+}
+
 } // namespace kiln::cli

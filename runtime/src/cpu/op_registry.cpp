@@ -27,21 +27,23 @@ const std::vector<OpDef> &Table() {
   return table;
 }
 
-}  // namespace
+} // namespace
 
 const OpDef *FindOp(std::string_view type) {
   const std::vector<OpDef> &t = Table();
   auto it = std::lower_bound(t.begin(), t.end(), type, [](const OpDef &d, std::string_view v) {
     return std::string_view(d.type) < v;
   });
-  if (it == t.end() || std::string_view(it->type) != type) return nullptr;
+  if (it == t.end() || std::string_view(it->type) != type)
+    return nullptr;
   return &*it;
 }
 
 std::vector<std::string> SupportedOpTypes() {
   std::vector<std::string> types;
-  for (const OpDef &d : Table()) types.emplace_back(d.type);
+  for (const OpDef &d : Table())
+    types.emplace_back(d.type);
   return types;
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

@@ -14,18 +14,18 @@ Status OpError(std::string_view op, const std::string &message) {
 Status CheckArity(std::string_view op, const Inputs &in, size_t required, size_t max_in,
                   const Outputs &out, size_t min_out, size_t max_out) {
   if (in.size() < required || in.size() > max_in) {
-    const std::string expected =
-        required == max_in ? std::to_string(required)
-                           : std::to_string(required) + " to " + std::to_string(max_in);
+    const std::string expected = required == max_in
+                                     ? std::to_string(required)
+                                     : std::to_string(required) + " to " + std::to_string(max_in);
     return OpError(op, "expected " + expected + " operands, got " + std::to_string(in.size()));
   }
   for (size_t i = 0; i < required; ++i)
     if (in[i] == nullptr)
       return OpError(op, "operand " + std::to_string(i) + " is required but absent");
   if (out.size() < min_out || out.size() > max_out) {
-    const std::string expected =
-        min_out == max_out ? std::to_string(min_out)
-                           : std::to_string(min_out) + " to " + std::to_string(max_out);
+    const std::string expected = min_out == max_out
+                                     ? std::to_string(min_out)
+                                     : std::to_string(min_out) + " to " + std::to_string(max_out);
     return OpError(op, "expected " + expected + " results, got " + std::to_string(out.size()));
   }
   return Status::Ok();
@@ -35,7 +35,8 @@ Status CheckDType(std::string_view op, const char *name, const TensorView &t,
                   std::initializer_list<DType> allowed) {
   std::string names;
   for (DType d : allowed) {
-    if (d == t.dtype) return Status::Ok();
+    if (d == t.dtype)
+      return Status::Ok();
     names += names.empty() ? "" : ", ";
     names += DTypeName(d);
   }
@@ -44,7 +45,8 @@ Status CheckDType(std::string_view op, const char *name, const TensorView &t,
 }
 
 Status CheckSameDType(std::string_view op, const TensorView &a, const TensorView &b) {
-  if (a.dtype == b.dtype) return Status::Ok();
+  if (a.dtype == b.dtype)
+    return Status::Ok();
   return OpError(op, std::string("operands must have the same dtype, got ") + DTypeName(a.dtype) +
                          " and " + DTypeName(b.dtype));
 }
@@ -98,8 +100,8 @@ StatusOr<std::vector<int64_t>> NormalizeAxes(std::string_view op, const std::vec
 StatusOr<Shape> BroadcastPair(std::string_view op, const Shape &a, const Shape &b) {
   Shape out;
   if (!kernels::BroadcastShapes(a, b, &out))
-    return OpError(op, "shapes " + ShapeToString(a) + " and " + ShapeToString(b) +
-                           " do not broadcast");
+    return OpError(op,
+                   "shapes " + ShapeToString(a) + " and " + ShapeToString(b) + " do not broadcast");
   return out;
 }
 
@@ -119,28 +121,49 @@ Status CheckShape(std::string_view op, const Shape &shape) {
 
 std::vector<int64_t> ContiguousStrides(const Shape &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
   return strides;
 }
 
 void CopyBytes(const TensorView &in, TensorView &out) {
-  if (in.data != out.data && in.bytes() > 0) std::memmove(out.data, in.data, in.bytes());
+  if (in.data != out.data && in.bytes() > 0)
+    std::memmove(out.data, in.data, in.bytes());
 }
 
 bool ToScalarKind(DType t, kernels::ScalarKind *kind) {
   using K = kernels::ScalarKind;
   switch (t) {
-  case DType::kF32: *kind = K::kF32; return true;
-  case DType::kF16: *kind = K::kF16; return true;
-  case DType::kBF16: *kind = K::kBF16; return true;
-  case DType::kF64: *kind = K::kF64; return true;
-  case DType::kI8: *kind = K::kI8; return true;
-  case DType::kU8: *kind = K::kU8; return true;
-  case DType::kI32: *kind = K::kI32; return true;
-  case DType::kI64: *kind = K::kI64; return true;
-  case DType::kBool: *kind = K::kBool; return true;
-  default: return false;
+  case DType::kF32:
+    *kind = K::kF32;
+    return true;
+  case DType::kF16:
+    *kind = K::kF16;
+    return true;
+  case DType::kBF16:
+    *kind = K::kBF16;
+    return true;
+  case DType::kF64:
+    *kind = K::kF64;
+    return true;
+  case DType::kI8:
+    *kind = K::kI8;
+    return true;
+  case DType::kU8:
+    *kind = K::kU8;
+    return true;
+  case DType::kI32:
+    *kind = K::kI32;
+    return true;
+  case DType::kI64:
+    *kind = K::kI64;
+    return true;
+  case DType::kBool:
+    *kind = K::kBool;
+    return true;
+  default:
+    return false;
   }
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

@@ -36,8 +36,7 @@ Status CheckSameDType(std::string_view op, const TensorView &a, const TensorView
 // The values of an integer (i64 or i32) operand, which an op needs to know its
 // result shape. Fails with "shape of <op> depends on values not known before
 // execution" when the values are not available yet.
-StatusOr<std::vector<int64_t>> ReadInts(std::string_view op, const char *name,
-                                        const TensorView &t);
+StatusOr<std::vector<int64_t>> ReadInts(std::string_view op, const char *name, const TensorView &t);
 // A single value (numel 1) of an integer operand.
 StatusOr<int64_t> ReadScalarInt(std::string_view op, const char *name, const TensorView &t);
 
@@ -66,12 +65,18 @@ bool ToScalarKind(DType t, kernels::ScalarKind *kind);
 // kernels instantiate; other dtypes give Unimplemented naming the op.
 template <typename F> Status DispatchNumeric(std::string_view op, DType t, F &&f) {
   switch (t) {
-  case DType::kF32: return f(float{});
-  case DType::kF64: return f(double{});
-  case DType::kI8: return f(int8_t{});
-  case DType::kU8: return f(uint8_t{});
-  case DType::kI32: return f(int32_t{});
-  case DType::kI64: return f(int64_t{});
+  case DType::kF32:
+    return f(float{});
+  case DType::kF64:
+    return f(double{});
+  case DType::kI8:
+    return f(int8_t{});
+  case DType::kU8:
+    return f(uint8_t{});
+  case DType::kI32:
+    return f(int32_t{});
+  case DType::kI64:
+    return f(int64_t{});
   default:
     return Unimplemented(std::string(op) + ": no CPU kernel for dtype " + DTypeName(t));
   }
@@ -80,8 +85,10 @@ template <typename F> Status DispatchNumeric(std::string_view op, DType t, F &&f
 // Same, for float and double only.
 template <typename F> Status DispatchFloat(std::string_view op, DType t, F &&f) {
   switch (t) {
-  case DType::kF32: return f(float{});
-  case DType::kF64: return f(double{});
+  case DType::kF32:
+    return f(float{});
+  case DType::kF64:
+    return f(double{});
   default:
     return Unimplemented(std::string(op) + ": no CPU kernel for dtype " + DTypeName(t) +
                          " (expected f32 or f64)");
@@ -97,4 +104,4 @@ void AddNormOps(std::vector<OpDef> &table);
 void AddShapeOps(std::vector<OpDef> &table);
 void AddLayoutOps(std::vector<OpDef> &table);
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

@@ -26,8 +26,10 @@ struct ArithDef {
   const char *name;
   BinaryOp op;
 };
-constexpr ArithDef kArith[] = {{"add", BinaryOp::kAdd}, {"sub", BinaryOp::kSub},
-                               {"mul", BinaryOp::kMul}, {"div", BinaryOp::kDiv},
+constexpr ArithDef kArith[] = {{"add", BinaryOp::kAdd},
+                               {"sub", BinaryOp::kSub},
+                               {"mul", BinaryOp::kMul},
+                               {"div", BinaryOp::kDiv},
                                {"pow", BinaryOp::kPow}};
 
 constexpr std::initializer_list<DType> kNumeric = {DType::kF32, DType::kF64, DType::kI8,
@@ -161,7 +163,8 @@ struct LogicDef {
   const char *name;
   LogicOp op;
 };
-constexpr LogicDef kLogic[] = {{"and", LogicOp::kAnd}, {"or", LogicOp::kOr}, {"xor", LogicOp::kXor}};
+constexpr LogicDef kLogic[] = {
+    {"and", LogicOp::kAnd}, {"or", LogicOp::kOr}, {"xor", LogicOp::kXor}};
 
 template <int kIndex> Status InferLogic(const OpAttrs &, const Inputs &in, Outputs &out) {
   constexpr LogicDef def = kLogic[kIndex];
@@ -198,15 +201,15 @@ Status InferWhere(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 Status RunWhere(const OpAttrs &, const Inputs &in, Outputs &out) {
   BroadcastLayout layout;
-  KILN_RETURN_IF_ERROR(MakeLayout("where", {in[0]->shape, in[1]->shape, in[2]->shape},
-                                  out[0].shape, &layout));
+  KILN_RETURN_IF_ERROR(
+      MakeLayout("where", {in[0]->shape, in[1]->shape, in[2]->shape}, out[0].shape, &layout));
   if (!kernels::Where(DTypeSize(out[0].dtype), layout, in[0]->as<const uint8_t>(), in[1]->data,
                       in[2]->data, out[0].data))
     return OpError("where", std::string("unsupported dtype ") + DTypeName(out[0].dtype));
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 void AddBinaryOps(std::vector<OpDef> &table) {
   table.push_back({"add", InferArith<0>, RunArith<0>});
@@ -227,4 +230,4 @@ void AddBinaryOps(std::vector<OpDef> &table) {
   table.push_back({"where", InferWhere, RunWhere});
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

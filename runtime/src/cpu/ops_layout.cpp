@@ -15,7 +15,8 @@ std::vector<int64_t> BroadcastStrides(const Shape &in, const Shape &out) {
   const std::vector<int64_t> s = ContiguousStrides(in);
   std::vector<int64_t> strides(out.size(), 0);
   const size_t lead = out.size() - in.size();
-  for (size_t d = lead; d < out.size(); ++d) strides[d] = in[d - lead] == 1 ? 0 : s[d - lead];
+  for (size_t d = lead; d < out.size(); ++d)
+    strides[d] = in[d - lead] == 1 ? 0 : s[d - lead];
   return strides;
 }
 
@@ -25,7 +26,8 @@ StatusOr<std::vector<int64_t>> Permutation(const OpAttrs &attrs, int64_t rank) {
   std::vector<int64_t> perm = attrs.Ints("perm");
   if (perm.empty() && rank > 0) {
     // Default: reverse the dims.
-    for (int64_t d = rank; d-- > 0;) perm.push_back(d);
+    for (int64_t d = rank; d-- > 0;)
+      perm.push_back(d);
   }
   if (static_cast<int64_t>(perm.size()) != rank)
     return OpError("transpose", "perm has " + std::to_string(perm.size()) +
@@ -45,7 +47,8 @@ Status InferTranspose(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const Shape &s = in[0]->shape;
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, Permutation(attrs, s.size()));
   Shape shape;
-  for (int64_t p : perm) shape.push_back(s[p]);
+  for (int64_t p : perm)
+    shape.push_back(s[p]);
   out[0] = {in[0]->dtype, shape, nullptr};
   return Status::Ok();
 }
@@ -55,7 +58,8 @@ Status RunTranspose(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, Permutation(attrs, s.size()));
   const std::vector<int64_t> in_strides = ContiguousStrides(s);
   std::vector<int64_t> strides;
-  for (int64_t p : perm) strides.push_back(in_strides[p]);
+  for (int64_t p : perm)
+    strides.push_back(in_strides[p]);
   kernels::StridedCopy(DTypeSize(in[0]->dtype), in[0]->data, out[0].shape, strides, out[0].data);
   return Status::Ok();
 }
@@ -77,19 +81,19 @@ StatusOr<SliceView> ResolveSlice(const Inputs &in) {
   if (in.size() > 3 && in[3] != nullptr) {
     KILN_ASSIGN_OR_RETURN(axes, ReadInts("slice", "axes", *in[3]));
   } else {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
   }
   if (in.size() > 4 && in[4] != nullptr) {
     KILN_ASSIGN_OR_RETURN(steps, ReadInts("slice", "steps", *in[4]));
   } else {
     steps.assign(starts.size(), 1);
   }
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return OpError("slice", "starts, ends, axes and steps must have the same length, got " +
-                                std::to_string(starts.size()) + ", " +
-                                std::to_string(ends.size()) + ", " + std::to_string(axes.size()) +
-                                ", " + std::to_string(steps.size()));
+                                std::to_string(starts.size()) + ", " + std::to_string(ends.size()) +
+                                ", " + std::to_string(axes.size()) + ", " +
+                                std::to_string(steps.size()));
   KILN_ASSIGN_OR_RETURN(axes, NormalizeAxes("slice", axes, rank));
 
   SliceView v;
@@ -97,27 +101,33 @@ StatusOr<SliceView> ResolveSlice(const Inputs &in) {
   v.strides = ContiguousStrides(s);
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t axis = axes[i], dim = s[axis], step = steps[i];
-    if (step == 0) return OpError("slice", "step for axis " + std::to_string(axis) + " is 0");
+    if (step == 0)
+      return OpError("slice", "step for axis " + std::to_string(axis) + " is 0");
     int64_t start = starts[i], end = ends[i];
     // Negative positions count from the end (no overflow: dim >= 0), then
     // both are clamped, with bounds that depend on the direction.
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
+    if (start < 0)
+      start += dim;
+    if (end < 0)
+      end += dim;
     __int128 len = 0;
     if (dim > 0) {
       if (step > 0) {
         start = std::clamp<int64_t>(start, 0, dim);
         end = std::clamp<int64_t>(end, 0, dim);
-        if (end > start) len = (static_cast<__int128>(end) - start + step - 1) / step;
+        if (end > start)
+          len = (static_cast<__int128>(end) - start + step - 1) / step;
       } else {
         start = std::clamp<int64_t>(start, 0, dim - 1);
         end = std::clamp<int64_t>(end, -1, dim - 1);
         const __int128 neg = -static_cast<__int128>(step);
-        if (start > end) len = (static_cast<__int128>(start) - end + neg - 1) / neg;
+        if (start > end)
+          len = (static_cast<__int128>(start) - end + neg - 1) / neg;
       }
     }
     v.shape[axis] = static_cast<int64_t>(len);
-    if (len > 0) v.offset += start * v.strides[axis];
+    if (len > 0)
+      v.offset += start * v.strides[axis];
     // len is 0 or 1 when |step| > dim, so a huge step never leaves the data.
     v.strides[axis] *= len > 1 ? step : 1;
   }
@@ -134,7 +144,8 @@ Status InferSlice(const OpAttrs &, const Inputs &in, Outputs &out) {
 Status RunSlice(const OpAttrs &, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(SliceView v, ResolveSlice(in));
   const size_t elem = DTypeSize(in[0]->dtype);
-  if (NumElements(v.shape) == 0) return Status::Ok();
+  if (NumElements(v.shape) == 0)
+    return Status::Ok();
   kernels::StridedCopy(elem, in[0]->as<const char>() + v.offset * static_cast<int64_t>(elem),
                        v.shape, v.strides, out[0].data);
   return Status::Ok();
@@ -166,7 +177,8 @@ Status InferTile(const OpAttrs &, const Inputs &in, Outputs &out) {
                                " values for an input of rank " + std::to_string(s.size()));
   Shape shape;
   for (size_t d = 0; d < s.size(); ++d) {
-    if (repeats[d] < 0) return OpError("tile", "repeats " + ShapeToString(repeats) + " is negative");
+    if (repeats[d] < 0)
+      return OpError("tile", "repeats " + ShapeToString(repeats) + " is negative");
     KILN_RETURN_IF_ERROR(CheckShape("tile", {s[d], repeats[d]}));
     shape.push_back(s[d] * repeats[d]);
   }
@@ -198,14 +210,16 @@ Status InferConcat(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("concat", in, in.empty() ? 1 : in.size(), 1 << 20, out, 1, 1));
   const Shape &first = in[0]->shape;
   const int64_t rank = static_cast<int64_t>(first.size());
-  if (!attrs.Has("axis")) return OpError("concat", "attribute 'axis' is missing");
+  if (!attrs.Has("axis"))
+    return OpError("concat", "attribute 'axis' is missing");
   KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis("concat", attrs.Int("axis", 0), rank));
   Shape shape = first;
   shape[axis] = 0;
   for (const TensorView *t : in) {
     KILN_RETURN_IF_ERROR(CheckSameDType("concat", *in[0], *t));
     bool match = static_cast<int64_t>(t->shape.size()) == rank;
-    for (int64_t d = 0; match && d < rank; ++d) match = d == axis || t->shape[d] == first[d];
+    for (int64_t d = 0; match && d < rank; ++d)
+      match = d == axis || t->shape[d] == first[d];
     if (!match)
       return OpError("concat", "operand shapes " + ShapeToString(first) + " and " +
                                    ShapeToString(t->shape) + " differ outside axis " +
@@ -219,7 +233,8 @@ Status InferConcat(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 // Bytes per outer row of `shape` from `axis` on.
 int64_t RowBytes(const Shape &shape, int64_t axis, DType t) {
   int64_t n = 1;
-  for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d) n *= shape[d];
+  for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d)
+    n *= shape[d];
   return n * static_cast<int64_t>(DTypeSize(t));
 }
 
@@ -227,7 +242,8 @@ Status RunConcat(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const int64_t rank = static_cast<int64_t>(out[0].shape.size());
   KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis("concat", attrs.Int("axis", 0), rank));
   int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= out[0].shape[d];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= out[0].shape[d];
   std::vector<const void *> srcs;
   std::vector<int64_t> row_bytes;
   for (const TensorView *t : in) {
@@ -248,7 +264,8 @@ StatusOr<std::vector<int64_t>> SplitSizes(const OpAttrs &attrs, const Inputs &in
                                   std::to_string(n) + " results");
     int64_t total = 0;
     for (int64_t v : sizes) {
-      if (v < 0) return OpError("split", "split sizes " + ShapeToString(sizes) + " are negative");
+      if (v < 0)
+        return OpError("split", "split sizes " + ShapeToString(sizes) + " are negative");
       total += v;
     }
     if (total != dim)
@@ -282,8 +299,8 @@ StatusOr<std::vector<int64_t>> SplitSizes(const OpAttrs &attrs, const Inputs &in
 Status InferSplit(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("split", in, 1, 2, out, 1, 1 << 20));
   const Shape &s = in[0]->shape;
-  KILN_ASSIGN_OR_RETURN(int64_t axis,
-                        NormalizeAxis("split", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, NormalizeAxis("split", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, SplitSizes(attrs, in, out.size(), s[axis]));
   for (size_t i = 0; i < out.size(); ++i) {
     out[i] = {in[0]->dtype, s, nullptr};
@@ -294,10 +311,11 @@ Status InferSplit(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 Status RunSplit(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const Shape &s = in[0]->shape;
-  KILN_ASSIGN_OR_RETURN(int64_t axis,
-                        NormalizeAxis("split", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, NormalizeAxis("split", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
   int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
   std::vector<void *> dsts;
   std::vector<int64_t> row_bytes;
   for (TensorView &t : out) {
@@ -314,8 +332,8 @@ Status InferGather(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("gather", in, 2, 2, out, 1, 1));
   KILN_RETURN_IF_ERROR(CheckDType("gather", "indices", *in[1], {DType::kI64, DType::kI32}));
   const Shape &s = in[0]->shape;
-  KILN_ASSIGN_OR_RETURN(int64_t axis,
-                        NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
   Shape shape(s.begin(), s.begin() + axis);
   shape.insert(shape.end(), in[1]->shape.begin(), in[1]->shape.end());
   shape.insert(shape.end(), s.begin() + axis + 1, s.end());
@@ -325,11 +343,13 @@ Status InferGather(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 Status RunGather(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const Shape &s = in[0]->shape;
-  KILN_ASSIGN_OR_RETURN(int64_t axis,
-                        NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
   int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) inner *= s[d];
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
+    inner *= s[d];
   const size_t elem = DTypeSize(in[0]->dtype);
   const int64_t count = in[1]->numel();
   int64_t bad;
@@ -368,7 +388,8 @@ Status InferTrilu(const OpAttrs &, const Inputs &in, Outputs &out) {
 Status RunTrilu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const Shape &s = in[0]->shape;
   int64_t k = 0;
-  if (in.size() > 1 && in[1] != nullptr) k = *in[1]->as<const int64_t>();
+  if (in.size() > 1 && in[1] != nullptr)
+    k = *in[1]->as<const int64_t>();
   const int64_t rows = s[s.size() - 2], cols = s.back();
   const int64_t batch = rows * cols == 0 ? 0 : in[0]->numel() / (rows * cols);
   kernels::Trilu(DTypeSize(in[0]->dtype), in[0]->data, out[0].data, batch, rows, cols, k,
@@ -376,7 +397,7 @@ Status RunTrilu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 void AddLayoutOps(std::vector<OpDef> &table) {
   table.push_back({"transpose", InferTranspose, RunTranspose});
@@ -389,4 +410,4 @@ void AddLayoutOps(std::vector<OpDef> &table) {
   table.push_back({"trilu", InferTrilu, RunTrilu});
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

@@ -40,14 +40,19 @@ StatusOr<MatMulDims> ResolveMatMul(const TensorView &a, const TensorView &b) {
   if (d.k != kb)
     return OpError("matmul", "inner dimensions differ: A is " + ShapeToString(sa) + ", B is " +
                                  ShapeToString(sb));
-  if (!a_vec) d.batch_a.assign(sa.begin(), sa.end() - 2);
-  if (!b_vec) d.batch_b.assign(sb.begin(), sb.end() - 2);
+  if (!a_vec)
+    d.batch_a.assign(sa.begin(), sa.end() - 2);
+  if (!b_vec)
+    d.batch_b.assign(sb.begin(), sb.end() - 2);
   KILN_ASSIGN_OR_RETURN(d.batch_out, BroadcastPair("matmul", d.batch_a, d.batch_b));
   d.out = d.batch_out;
-  if (!a_vec) d.out.push_back(d.m);
-  if (!b_vec) d.out.push_back(d.n);
+  if (!a_vec)
+    d.out.push_back(d.m);
+  if (!b_vec)
+    d.out.push_back(d.n);
   int64_t rows_a = d.m;
-  for (int64_t v : d.batch_a) rows_a *= v;
+  for (int64_t v : d.batch_a)
+    rows_a *= v;
   KILN_RETURN_IF_ERROR(CheckBlasDims("matmul", {rows_a, d.k, d.n}));
   return d;
 }
@@ -81,8 +86,8 @@ struct GemmDims {
 StatusOr<GemmDims> ResolveGemm(const OpAttrs &attrs, const Inputs &in) {
   const Shape &sa = in[0]->shape, &sb = in[1]->shape;
   if (sa.size() != 2 || sb.size() != 2)
-    return OpError("gemm", "A and B must be 2-D, got " + ShapeToString(sa) + " and " +
-                               ShapeToString(sb));
+    return OpError("gemm",
+                   "A and B must be 2-D, got " + ShapeToString(sa) + " and " + ShapeToString(sb));
   GemmDims g;
   g.trans_a = attrs.Int("transA", 0) != 0;
   g.trans_b = attrs.Int("transB", 0) != 0;
@@ -122,7 +127,8 @@ Status RunGemm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const float alpha = attrs.Float("alpha", 1.0f);
   float beta = attrs.Float("beta", 1.0f);
   const TensorView *c = in.size() > 2 ? in[2] : nullptr;
-  if (c == nullptr) beta = 0;
+  if (c == nullptr)
+    beta = 0;
   if (beta != 0) {
     // Broadcast C into Y first; the GEMM then accumulates onto it.
     const Shape mn = {g.m, g.n};
@@ -143,11 +149,11 @@ Status RunGemm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   });
 }
 
-}  // namespace
+} // namespace
 
 void AddMatMulOps(std::vector<OpDef> &table) {
   table.push_back({"matmul", InferMatMul, RunMatMul});
   table.push_back({"gemm", InferGemm, RunGemm});
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

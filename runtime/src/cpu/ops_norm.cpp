@@ -16,8 +16,7 @@ Status CheckParam(const char *name, const TensorView &p, const Shape &norm) {
   Shape bc;
   if (!kernels::BroadcastShapes(p.shape, norm, &bc) || bc != norm)
     return OpError(kName, std::string("operand '") + name + "' of shape " + ShapeToString(p.shape) +
-                              " does not broadcast to the normalized shape " +
-                              ShapeToString(norm));
+                              " does not broadcast to the normalized shape " + ShapeToString(norm));
   return Status::Ok();
 }
 
@@ -36,15 +35,18 @@ Status InferLayerNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   }
   out[0] = {x.dtype, x.shape, nullptr};
   Shape stat_shape = x.shape;
-  for (int64_t d = axis; d < rank; ++d) stat_shape[d] = 1;
-  for (size_t j = 1; j < out.size(); ++j) out[j] = {DType::kF32, stat_shape, nullptr};
+  for (int64_t d = axis; d < rank; ++d)
+    stat_shape[d] = 1;
+  for (size_t j = 1; j < out.size(); ++j)
+    out[j] = {DType::kF32, stat_shape, nullptr};
   return Status::Ok();
 }
 
 // Returns Scale/B as `cols` contiguous values, expanding a broadcast operand
 // into `storage` (rare: exporters give full-size parameters).
 const void *Materialize(const TensorView &p, const Shape &norm, std::vector<uint8_t> &storage) {
-  if (p.numel() == NumElements(norm)) return p.data;
+  if (p.numel() == NumElements(norm))
+    return p.data;
   const size_t lead = norm.size() - p.shape.size();
   const std::vector<int64_t> ps = ContiguousStrides(p.shape);
   std::vector<int64_t> strides(norm.size(), 0);
@@ -65,7 +67,8 @@ Status RunLayerNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   std::vector<uint8_t> scale_storage, bias_storage;
   const void *scale = Materialize(*in[1], norm, scale_storage);
   const void *bias = nullptr;
-  if (in.size() > 2 && in[2] != nullptr) bias = Materialize(*in[2], norm, bias_storage);
+  if (in.size() > 2 && in[2] != nullptr)
+    bias = Materialize(*in[2], norm, bias_storage);
   float *mean = out.size() > 1 ? out[1].as<float>() : nullptr;
   float *inv_std = out.size() > 2 ? out[2].as<float>() : nullptr;
   const float epsilon = attrs.Float("epsilon", 1e-5f);
@@ -78,10 +81,10 @@ Status RunLayerNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   });
 }
 
-}  // namespace
+} // namespace
 
 void AddNormOps(std::vector<OpDef> &table) {
   table.push_back({kName, InferLayerNorm, RunLayerNorm});
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

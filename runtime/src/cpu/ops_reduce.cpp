@@ -34,16 +34,17 @@ StatusOr<std::vector<bool>> ReducedDims(const char *op, const OpAttrs &attrs, co
   }
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, NormalizeAxes(op, axes, rank));
   std::vector<bool> reduce(static_cast<size_t>(rank), false);
-  for (int64_t a : norm) reduce[a] = true;
+  for (int64_t a : norm)
+    reduce[a] = true;
   return reduce;
 }
 
 template <int kIndex> Status InferReduce(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   constexpr ReduceDef def = kReduce[kIndex];
   KILN_RETURN_IF_ERROR(CheckArity(def.name, in, 1, 2, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType(def.name, "data", *in[0],
-                                  {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32,
-                                   DType::kI64}));
+  KILN_RETURN_IF_ERROR(
+      CheckDType(def.name, "data", *in[0],
+                 {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32, DType::kI64}));
   KILN_ASSIGN_OR_RETURN(std::vector<bool> reduce, ReducedDims(def.name, attrs, in));
   const bool keepdims = attrs.Int("keepdims", 1) != 0;
   Shape shape;
@@ -78,7 +79,8 @@ template <bool kLog> Status InferSoftmax(const OpAttrs &attrs, const Inputs &in,
   KILN_RETURN_IF_ERROR(CheckDType(name, "input", *in[0], {DType::kF32, DType::kF64}));
   const int64_t rank = static_cast<int64_t>(in[0]->shape.size());
   // A scalar has one implicit axis of length 1.
-  if (rank > 0) KILN_RETURN_IF_ERROR(NormalizeAxis(name, attrs.Int("axis", -1), rank).status());
+  if (rank > 0)
+    KILN_RETURN_IF_ERROR(NormalizeAxis(name, attrs.Int("axis", -1), rank).status());
   out[0] = {in[0]->dtype, in[0]->shape, nullptr};
   return Status::Ok();
 }
@@ -90,9 +92,11 @@ template <bool kLog> Status RunSoftmax(const OpAttrs &attrs, const Inputs &in, O
   int64_t outer = 1, len = 1, inner = 1;
   if (rank > 0) {
     KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(name, attrs.Int("axis", -1), rank));
-    for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= s[d];
     len = s[axis];
-    for (int64_t d = axis + 1; d < rank; ++d) inner *= s[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= s[d];
   }
   return DispatchFloat(name, in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -101,7 +105,7 @@ template <bool kLog> Status RunSoftmax(const OpAttrs &attrs, const Inputs &in, O
   });
 }
 
-}  // namespace
+} // namespace
 
 void AddReduceOps(std::vector<OpDef> &table) {
   table.push_back({"reduce_sum", InferReduce<0>, RunReduce<0>});
@@ -112,4 +116,4 @@ void AddReduceOps(std::vector<OpDef> &table) {
   table.push_back({"log_softmax", InferSoftmax<true>, RunSoftmax<true>});
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

@@ -28,7 +28,8 @@ Status InferReshape(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   int64_t known = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
-      if (infer_at >= 0) return OpError("reshape", "shape has more than one -1");
+      if (infer_at >= 0)
+        return OpError("reshape", "shape has more than one -1");
       infer_at = static_cast<int>(i);
       continue;
     }
@@ -76,9 +77,11 @@ Status InferFlatten(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
     return OpError("flatten", "axis " + std::to_string(axis) + " is out of range for rank " +
                                   std::to_string(rank) + " (expected [" + std::to_string(-rank) +
                                   ", " + std::to_string(rank) + "])");
-  if (axis < 0) axis += rank;
+  if (axis < 0)
+    axis += rank;
   int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= s[d];
+  for (int64_t d = 0; d < rank; ++d)
+    (d < axis ? outer : inner) *= s[d];
   out[0] = {in[0]->dtype, {outer, inner}, nullptr};
   return Status::Ok();
 }
@@ -87,7 +90,8 @@ Status InferFlatten(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 // Axes from the operand (opset 13+) or, for robustness, an `axes` attribute.
 StatusOr<std::vector<int64_t>> AxesOf(const char *op, const OpAttrs &attrs, const Inputs &in) {
-  if (in.size() > 1 && in[1] != nullptr) return ReadInts(op, "axes", *in[1]);
+  if (in.size() > 1 && in[1] != nullptr)
+    return ReadInts(op, "axes", *in[1]);
   return attrs.Ints("axes");
 }
 
@@ -98,7 +102,8 @@ Status InferSqueeze(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf("squeeze", attrs, in));
   std::vector<bool> drop(static_cast<size_t>(rank), false);
   if (axes.empty()) {
-    for (int64_t d = 0; d < rank; ++d) drop[d] = s[d] == 1;
+    for (int64_t d = 0; d < rank; ++d)
+      drop[d] = s[d] == 1;
   } else {
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, NormalizeAxes("squeeze", axes, rank));
     for (int64_t a : norm) {
@@ -110,7 +115,8 @@ Status InferSqueeze(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   }
   Shape shape;
   for (int64_t d = 0; d < rank; ++d)
-    if (!drop[d]) shape.push_back(s[d]);
+    if (!drop[d])
+      shape.push_back(s[d]);
   out[0] = {in[0]->dtype, shape, nullptr};
   return Status::Ok();
 }
@@ -119,14 +125,17 @@ Status InferUnsqueeze(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("unsqueeze", in, 1, 2, out, 1, 1));
   const Shape &s = in[0]->shape;
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf("unsqueeze", attrs, in));
-  if (axes.empty()) return OpError("unsqueeze", "axes are required");
+  if (axes.empty())
+    return OpError("unsqueeze", "axes are required");
   const int64_t rank = static_cast<int64_t>(s.size() + axes.size());
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> norm, NormalizeAxes("unsqueeze", axes, rank));
   std::vector<bool> inserted(static_cast<size_t>(rank), false);
-  for (int64_t a : norm) inserted[a] = true;
+  for (int64_t a : norm)
+    inserted[a] = true;
   Shape shape;
   size_t next = 0;
-  for (int64_t d = 0; d < rank; ++d) shape.push_back(inserted[d] ? 1 : s[next++]);
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(inserted[d] ? 1 : s[next++]);
   out[0] = {in[0]->dtype, shape, nullptr};
   return Status::Ok();
 }
@@ -136,7 +145,8 @@ Status InferUnsqueeze(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 void ShapeRange(const OpAttrs &attrs, int64_t rank, int64_t *start, int64_t *end) {
   // Out-of-range start/end are clamped, as ONNX specifies.
   auto clamp = [rank](int64_t v) {
-    if (v < 0) v += rank;
+    if (v < 0)
+      v += rank;
     return v < 0 ? 0 : (v > rank ? rank : v);
   };
   *start = clamp(attrs.Int("start", 0));
@@ -154,7 +164,8 @@ Status InferShape(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 Status RunShape(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   int64_t start, end;
   ShapeRange(attrs, static_cast<int64_t>(in[0]->shape.size()), &start, &end);
-  for (int64_t d = start; d < end; ++d) out[0].as<int64_t>()[d - start] = in[0]->shape[d];
+  for (int64_t d = start; d < end; ++d)
+    out[0].as<int64_t>()[d - start] = in[0]->shape[d];
   return Status::Ok();
 }
 
@@ -165,11 +176,12 @@ Status RunShape(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 // number), else f32 as in ONNX.
 StatusOr<DType> ConstantDType(const OpAttrs &attrs, const TensorView &preset) {
   DType t = preset.dtype;
-  if (t == DType::kUndefined) t = static_cast<DType>(attrs.Int("dtype", 1));
+  if (t == DType::kUndefined)
+    t = static_cast<DType>(attrs.Int("dtype", 1));
   kernels::ScalarKind kind;
   if (!ToScalarKind(t, &kind))
-    return OpError("constant_of_shape", "result dtype " + std::to_string(static_cast<int>(t)) +
-                                            " is not a kiln dtype");
+    return OpError("constant_of_shape",
+                   "result dtype " + std::to_string(static_cast<int>(t)) + " is not a kiln dtype");
   return t;
 }
 
@@ -185,8 +197,8 @@ Status InferConstantOfShape(const OpAttrs &attrs, const Inputs &in, Outputs &out
 Status RunConstantOfShape(const OpAttrs &attrs, const Inputs &, Outputs &out) {
   kernels::ScalarKind to;
   if (!ToScalarKind(out[0].dtype, &to))
-    return OpError("constant_of_shape", std::string("unsupported dtype ") +
-                                            DTypeName(out[0].dtype));
+    return OpError("constant_of_shape",
+                   std::string("unsupported dtype ") + DTypeName(out[0].dtype));
   uint8_t value[8] = {};
   // An integer `value` stays exact; a float one is converted like Cast.
   auto it = attrs.all().find("value");
@@ -212,13 +224,19 @@ StatusOr<double> ReadScalar(const char *name, const TensorView &t) {
                                         "execution (operand '") +
                                 name + "')");
   switch (t.dtype) {
-  case DType::kF32: return static_cast<double>(*t.as<const float>());
-  case DType::kF64: return *t.as<const double>();
-  case DType::kI32: return static_cast<double>(*t.as<const int32_t>());
-  case DType::kI64: return static_cast<double>(*t.as<const int64_t>());
+  case DType::kF32:
+    return static_cast<double>(*t.as<const float>());
+  case DType::kF64:
+    return *t.as<const double>();
+  case DType::kI32:
+    return static_cast<double>(*t.as<const int32_t>());
+  case DType::kI64:
+    return static_cast<double>(*t.as<const int64_t>());
   default:
-    return OpError("range", std::string("operand '") + name + "' must be f32, f64, i32 or i64, "
-                                                               "got " + DTypeName(t.dtype));
+    return OpError("range", std::string("operand '") + name +
+                                "' must be f32, f64, i32 or i64, "
+                                "got " +
+                                DTypeName(t.dtype));
   }
 }
 
@@ -227,28 +245,34 @@ StatusOr<int64_t> RangeCount(const Inputs &in) {
   KILN_ASSIGN_OR_RETURN(double start, ReadScalar("start", *in[0]));
   KILN_ASSIGN_OR_RETURN(double limit, ReadScalar("limit", *in[1]));
   KILN_ASSIGN_OR_RETURN(double delta, ReadScalar("delta", *in[2]));
-  if (delta == 0) return OpError("range", "delta must not be 0");
+  if (delta == 0)
+    return OpError("range", "delta must not be 0");
   if (in[0]->dtype == DType::kI64 || in[0]->dtype == DType::kI32) {
     // Exact integer arithmetic: doubles lose precision past 2^53.
     auto read = [](const TensorView &t) -> __int128 {
       return t.dtype == DType::kI64 ? *t.as<const int64_t>() : *t.as<const int32_t>();
     };
     const __int128 s = read(*in[0]), l = read(*in[1]), d = read(*in[2]);
-    const __int128 n = d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (l < s ? (s - l - d - 1) / -d : 0);
-    if (n > (__int128{1} << 62)) return OpError("range", "result would have too many elements");
+    const __int128 n =
+        d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (l < s ? (s - l - d - 1) / -d : 0);
+    if (n > (__int128{1} << 62))
+      return OpError("range", "result would have too many elements");
     return static_cast<int64_t>(n);
   }
   const double n = std::ceil((limit - start) / delta);
-  if (std::isnan(n)) return OpError("range", "start, limit and delta must be finite");
-  if (n <= 0) return int64_t{0};
-  if (n >= 4.0e18) return OpError("range", "result would have too many elements");
+  if (std::isnan(n))
+    return OpError("range", "start, limit and delta must be finite");
+  if (n <= 0)
+    return int64_t{0};
+  if (n >= 4.0e18)
+    return OpError("range", "result would have too many elements");
   return static_cast<int64_t>(n);
 }
 
 Status InferRange(const OpAttrs &, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("range", in, 3, 3, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType("range", "start", *in[0],
-                                  {DType::kF32, DType::kF64, DType::kI32, DType::kI64}));
+  KILN_RETURN_IF_ERROR(
+      CheckDType("range", "start", *in[0], {DType::kF32, DType::kF64, DType::kI32, DType::kI64}));
   KILN_RETURN_IF_ERROR(CheckSameDType("range", *in[0], *in[1]));
   KILN_RETURN_IF_ERROR(CheckSameDType("range", *in[0], *in[2]));
   KILN_ASSIGN_OR_RETURN(int64_t n, RangeCount(in));
@@ -281,7 +305,7 @@ Status RunRange(const OpAttrs &, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 void AddShapeOps(std::vector<OpDef> &table) {
   table.push_back({"reshape", InferReshape, RunCopy});
@@ -293,4 +317,4 @@ void AddShapeOps(std::vector<OpDef> &table) {
   table.push_back({"range", InferRange, RunRange});
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

@@ -13,23 +13,22 @@ using kernels::UnaryOp;
 struct UnaryDef {
   const char *name;
   UnaryOp op;
-  bool integers;  // also defined on integer dtypes
+  bool integers; // also defined on integer dtypes
 };
 constexpr UnaryDef kUnary[] = {
-    {"sqrt", UnaryOp::kSqrt, false},     {"reciprocal", UnaryOp::kReciprocal, false},
-    {"neg", UnaryOp::kNeg, true},        {"exp", UnaryOp::kExp, false},
-    {"log", UnaryOp::kLog, false},       {"erf", UnaryOp::kErf, false},
-    {"tanh", UnaryOp::kTanh, false},     {"sigmoid", UnaryOp::kSigmoid, false},
-    {"relu", UnaryOp::kRelu, true},      {"abs", UnaryOp::kAbs, true},
-    {"floor", UnaryOp::kFloor, false},   {"ceil", UnaryOp::kCeil, false}};
+    {"sqrt", UnaryOp::kSqrt, false},   {"reciprocal", UnaryOp::kReciprocal, false},
+    {"neg", UnaryOp::kNeg, true},      {"exp", UnaryOp::kExp, false},
+    {"log", UnaryOp::kLog, false},     {"erf", UnaryOp::kErf, false},
+    {"tanh", UnaryOp::kTanh, false},   {"sigmoid", UnaryOp::kSigmoid, false},
+    {"relu", UnaryOp::kRelu, true},    {"abs", UnaryOp::kAbs, true},
+    {"floor", UnaryOp::kFloor, false}, {"ceil", UnaryOp::kCeil, false}};
 
 template <int kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Outputs &out) {
   constexpr UnaryDef def = kUnary[kIndex];
   KILN_RETURN_IF_ERROR(CheckArity(def.name, in, 1, 1, out, 1, 1));
   if (def.integers) {
-    KILN_RETURN_IF_ERROR(CheckDType(def.name, "X", *in[0],
-                                    {DType::kF32, DType::kF64, DType::kI8, DType::kI32,
-                                     DType::kI64}));
+    KILN_RETURN_IF_ERROR(CheckDType(
+        def.name, "X", *in[0], {DType::kF32, DType::kF64, DType::kI8, DType::kI32, DType::kI64}));
   } else {
     KILN_RETURN_IF_ERROR(CheckDType(def.name, "X", *in[0], {DType::kF32, DType::kF64}));
   }
@@ -75,12 +74,13 @@ Status RunIdentity(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 Status InferClip(const OpAttrs &, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("clip", in, 1, 3, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType("clip", "input", *in[0],
-                                  {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32,
-                                   DType::kI64}));
+  KILN_RETURN_IF_ERROR(
+      CheckDType("clip", "input", *in[0],
+                 {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32, DType::kI64}));
   const char *names[] = {"input", "min", "max"};
   for (size_t i = 1; i < in.size(); ++i) {
-    if (in[i] == nullptr) continue;
+    if (in[i] == nullptr)
+      continue;
     KILN_RETURN_IF_ERROR(CheckSameDType("clip", *in[0], *in[i]));
     if (in[i]->numel() != 1)
       return OpError("clip", std::string("operand '") + names[i] +
@@ -99,8 +99,10 @@ Status RunClip(const OpAttrs &, const Inputs &in, Outputs &out) {
       lo = -std::numeric_limits<T>::infinity();
       hi = std::numeric_limits<T>::infinity();
     }
-    if (in.size() > 1 && in[1] != nullptr) lo = *in[1]->as<const T>();
-    if (in.size() > 2 && in[2] != nullptr) hi = *in[2]->as<const T>();
+    if (in.size() > 1 && in[1] != nullptr)
+      lo = *in[1]->as<const T>();
+    if (in.size() > 2 && in[2] != nullptr)
+      hi = *in[2]->as<const T>();
     kernels::Clip<T>(in[0]->as<const T>(), lo, hi, out[0].as<T>(), in[0]->numel());
     return Status::Ok();
   });
@@ -109,7 +111,8 @@ Status RunClip(const OpAttrs &, const Inputs &in, Outputs &out) {
 // ---- Cast: `to` is a kiln DType number ---------------------------------
 
 StatusOr<DType> CastTarget(const OpAttrs &attrs) {
-  if (!attrs.Has("to")) return OpError("cast", "attribute 'to' is missing");
+  if (!attrs.Has("to"))
+    return OpError("cast", "attribute 'to' is missing");
   const int64_t to = attrs.Int("to", 0);
   kernels::ScalarKind kind;
   if (to < 0 || to > 127 || !ToScalarKind(static_cast<DType>(to), &kind))
@@ -141,7 +144,7 @@ Status RunCast(const OpAttrs &, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
-}  // namespace
+} // namespace
 
 void AddUnaryOps(std::vector<OpDef> &table) {
   table.push_back({"sqrt", InferUnary<0>, RunUnary<0>});
@@ -162,4 +165,4 @@ void AddUnaryOps(std::vector<OpDef> &table) {
   table.push_back({"cast", InferCast, RunCast});
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

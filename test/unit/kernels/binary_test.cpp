@@ -14,9 +14,12 @@ namespace {
 std::pair<Shape, Shape> RandomPair(std::mt19937 &rng, int trial) {
   const Shape out = RandomShape(rng, 0, 4, 5);
   Shape sa = BroadcastableTo(out, rng), sb = BroadcastableTo(out, rng);
-  if (trial % 3 == 0) sa = out;
-  if (trial % 7 == 0) sb = out;
-  if (trial % 2) std::swap(sa, sb);
+  if (trial % 3 == 0)
+    sa = out;
+  if (trial % 7 == 0)
+    sb = out;
+  if (trial % 2)
+    std::swap(sa, sb);
   return {sa, sb};
 }
 
@@ -49,43 +52,55 @@ void CheckBinary(const std::string &op, F f, std::mt19937 &rng, double lo, doubl
 
 TEST(BinaryOps, FloatArithmeticMatchesReference) {
   std::mt19937 rng(1);
-  CheckBinary<float, float>("add", [](float x, float y) { return x + y; }, rng, -3, 3);
-  CheckBinary<float, float>("sub", [](float x, float y) { return x - y; }, rng, -3, 3);
-  CheckBinary<float, float>("mul", [](float x, float y) { return x * y; }, rng, -3, 3);
-  CheckBinary<float, float>("div", [](float x, float y) { return x / y; }, rng, 0.5, 3);
-  CheckBinary<float, float>("pow", [](float x, float y) { return std::pow(x, y); }, rng, 0.1, 3);
-  CheckBinary<float, float>("max", [](float x, float y) { return std::max(x, y); }, rng, -3, 3);
-  CheckBinary<float, float>("min", [](float x, float y) { return std::min(x, y); }, rng, -3, 3);
-  CheckBinary<double, double>("add", [](double x, double y) { return x + y; }, rng, -3, 3);
+  CheckBinary<float, float>(
+      "add", [](float x, float y) { return x + y; }, rng, -3, 3);
+  CheckBinary<float, float>(
+      "sub", [](float x, float y) { return x - y; }, rng, -3, 3);
+  CheckBinary<float, float>(
+      "mul", [](float x, float y) { return x * y; }, rng, -3, 3);
+  CheckBinary<float, float>(
+      "div", [](float x, float y) { return x / y; }, rng, 0.5, 3);
+  CheckBinary<float, float>(
+      "pow", [](float x, float y) { return std::pow(x, y); }, rng, 0.1, 3);
+  CheckBinary<float, float>(
+      "max", [](float x, float y) { return std::max(x, y); }, rng, -3, 3);
+  CheckBinary<float, float>(
+      "min", [](float x, float y) { return std::min(x, y); }, rng, -3, 3);
+  CheckBinary<double, double>(
+      "add", [](double x, double y) { return x + y; }, rng, -3, 3);
 }
 
 TEST(BinaryOps, IntegerArithmeticMatchesReference) {
   std::mt19937 rng(2);
-  CheckBinary<int64_t, int64_t>("add", [](int64_t x, int64_t y) { return x + y; }, rng, -100, 100);
-  CheckBinary<int64_t, int64_t>("mul", [](int64_t x, int64_t y) { return x * y; }, rng, -100, 100);
-  CheckBinary<int32_t, int32_t>("sub", [](int32_t x, int32_t y) { return x - y; }, rng, -100, 100);
-  CheckBinary<int32_t, int32_t>("div", [](int32_t x, int32_t y) { return x / y; }, rng, 1, 50);
-  CheckBinary<uint8_t, uint8_t>("add", [](uint8_t x, uint8_t y) { return uint8_t(x + y); }, rng,
-                                0, 255);
-  CheckBinary<int8_t, int8_t>("max", [](int8_t x, int8_t y) { return std::max(x, y); }, rng, -128,
-                              127);
+  CheckBinary<int64_t, int64_t>(
+      "add", [](int64_t x, int64_t y) { return x + y; }, rng, -100, 100);
+  CheckBinary<int64_t, int64_t>(
+      "mul", [](int64_t x, int64_t y) { return x * y; }, rng, -100, 100);
+  CheckBinary<int32_t, int32_t>(
+      "sub", [](int32_t x, int32_t y) { return x - y; }, rng, -100, 100);
+  CheckBinary<int32_t, int32_t>(
+      "div", [](int32_t x, int32_t y) { return x / y; }, rng, 1, 50);
+  CheckBinary<uint8_t, uint8_t>(
+      "add", [](uint8_t x, uint8_t y) { return uint8_t(x + y); }, rng, 0, 255);
+  CheckBinary<int8_t, int8_t>(
+      "max", [](int8_t x, int8_t y) { return std::max(x, y); }, rng, -128, 127);
 }
 
 TEST(BinaryOps, ComparisonsGiveBool) {
   std::mt19937 rng(3);
   using B = uint8_t;
-  CheckBinary<float, B>("equal", [](float x, float y) -> B { return x == y; }, rng, 0, 2,
-                        DType::kBool);
-  CheckBinary<int64_t, B>("equal", [](int64_t x, int64_t y) -> B { return x == y; }, rng, 0, 3,
-                          DType::kBool);
-  CheckBinary<float, B>("less", [](float x, float y) -> B { return x < y; }, rng, -1, 1,
-                        DType::kBool);
-  CheckBinary<int32_t, B>("greater", [](int32_t x, int32_t y) -> B { return x > y; }, rng, -3, 3,
-                          DType::kBool);
-  CheckBinary<int64_t, B>("less_or_equal", [](int64_t x, int64_t y) -> B { return x <= y; }, rng,
-                          -3, 3, DType::kBool);
-  CheckBinary<double, B>("greater_or_equal", [](double x, double y) -> B { return x >= y; }, rng,
-                         -1, 1, DType::kBool);
+  CheckBinary<float, B>(
+      "equal", [](float x, float y) -> B { return x == y; }, rng, 0, 2, DType::kBool);
+  CheckBinary<int64_t, B>(
+      "equal", [](int64_t x, int64_t y) -> B { return x == y; }, rng, 0, 3, DType::kBool);
+  CheckBinary<float, B>(
+      "less", [](float x, float y) -> B { return x < y; }, rng, -1, 1, DType::kBool);
+  CheckBinary<int32_t, B>(
+      "greater", [](int32_t x, int32_t y) -> B { return x > y; }, rng, -3, 3, DType::kBool);
+  CheckBinary<int64_t, B>(
+      "less_or_equal", [](int64_t x, int64_t y) -> B { return x <= y; }, rng, -3, 3, DType::kBool);
+  CheckBinary<double, B>(
+      "greater_or_equal", [](double x, double y) -> B { return x >= y; }, rng, -1, 1, DType::kBool);
 }
 
 TEST(BinaryOps, LogicOnBool) {
@@ -95,7 +110,8 @@ TEST(BinaryOps, LogicOnBool) {
       auto [sa, sb] = RandomPair(rng, trial);
       Tensor a = RandomBool(sa, rng), b = RandomBool(sb, rng);
       // Any non-zero byte is true.
-      for (auto &v : a.bytes) v = v ? static_cast<uint8_t>(1 + rng() % 200) : 0;
+      for (auto &v : a.bytes)
+        v = v ? static_cast<uint8_t>(1 + rng() % 200) : 0;
       auto got = RunOp(op, Attrs(), {&a, &b});
       ASSERT_TRUE(got.ok()) << got.status().message();
       Shape shape;
@@ -124,7 +140,8 @@ TEST(BinaryOps, LargeSameShapeAndScalarFastPaths) {
   for (int64_t i = 0; i < 3000; ++i) {
     ASSERT_FLOAT_EQ((*same)[0].data<float>()[i], a.data<float>()[i] * b.data<float>()[i]);
     ASSERT_FLOAT_EQ((*scalar)[0].data<float>()[i], 2.5f - a.data<float>()[i]);
-    ASSERT_FLOAT_EQ((*rowwise)[0].data<float>()[i], a.data<float>()[i] + row.data<float>()[i % 1000]);
+    ASSERT_FLOAT_EQ((*rowwise)[0].data<float>()[i],
+                    a.data<float>()[i] + row.data<float>()[i % 1000]);
   }
 }
 
@@ -163,7 +180,7 @@ TEST(BinaryOps, IntegerEdgeCasesAreDefined) {
   EXPECT_EQ((*div)[0].values<int64_t>(), (std::vector<int64_t>{0, kMin, -2, a.data<int64_t>()[3]}));
   auto add = RunOp("add", Attrs(), {&a, &b});
   ASSERT_TRUE(add.ok());
-  EXPECT_EQ((*add)[0].data<int64_t>()[3], kMin);  // wraps
+  EXPECT_EQ((*add)[0].data<int64_t>()[3], kMin); // wraps
 }
 
 TEST(BinaryOps, MaxMinPropagateNaNAndTakeManyOperands) {
@@ -194,8 +211,10 @@ TEST(BinaryOps, WhereBroadcastsThreeWays) {
     const Shape out = RandomShape(rng, 0, 4, 4);
     Shape sc = BroadcastableTo(out, rng), sx = BroadcastableTo(out, rng),
           sy = BroadcastableTo(out, rng);
-    if (trial % 3 == 0) sc = out;
-    if (trial % 4 == 1) sx = out;
+    if (trial % 3 == 0)
+      sc = out;
+    if (trial % 4 == 1)
+      sx = out;
     Tensor c = RandomBool(sc, rng);
     Tensor x = Random<int64_t>(sx, rng, -50, 50), y = Random<int64_t>(sy, rng, -50, 50);
     auto got = RunOp("where", Attrs(), {&c, &x, &y});
@@ -205,8 +224,9 @@ TEST(BinaryOps, WhereBroadcastsThreeWays) {
     ASSERT_EQ((*got)[0].shape, shape);
     for (int64_t i = 0; i < NumElements(shape); ++i) {
       const auto idx = Unravel(i, shape);
-      const int64_t want = c.bytes[BroadcastIndex(idx, sc)] ? x.data<int64_t>()[BroadcastIndex(idx, sx)]
-                                                            : y.data<int64_t>()[BroadcastIndex(idx, sy)];
+      const int64_t want = c.bytes[BroadcastIndex(idx, sc)]
+                               ? x.data<int64_t>()[BroadcastIndex(idx, sx)]
+                               : y.data<int64_t>()[BroadcastIndex(idx, sy)];
       ASSERT_EQ((*got)[0].data<int64_t>()[i], want);
     }
   }
@@ -237,5 +257,5 @@ TEST(BinaryOps, Errors) {
   ExpectError(InferOp("add", Attrs(), {&a, nullptr}, &out), {"add", "operand 1 is required"});
 }
 
-}  // namespace
-}  // namespace kiln::test
+} // namespace
+} // namespace kiln::test

@@ -17,27 +17,33 @@ TEST(Transpose, RandomPermutationsAndDefault) {
     Tensor x = Random<int32_t>(RandomShape(rng, 0, 5, 4), rng, -99, 99);
     const size_t rank = x.shape.size();
     std::vector<int64_t> perm(rank);
-    for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
+    for (size_t d = 0; d < rank; ++d)
+      perm[d] = static_cast<int64_t>(d);
     std::shuffle(perm.begin(), perm.end(), rng);
     const bool dflt = trial % 5 == 0;
-    if (dflt) std::reverse(perm.begin(), perm.end()), std::sort(perm.rbegin(), perm.rend());
+    if (dflt)
+      std::reverse(perm.begin(), perm.end()), std::sort(perm.rbegin(), perm.rend());
     Attrs attrs;
-    if (!dflt) attrs.IntList("perm", perm);
+    if (!dflt)
+      attrs.IntList("perm", perm);
     auto got = RunOp("transpose", attrs, {&x});
     ASSERT_TRUE(got.ok()) << got.status().message();
     Shape shape;
-    for (int64_t p : perm) shape.push_back(x.shape[p]);
+    for (int64_t p : perm)
+      shape.push_back(x.shape[p]);
     ASSERT_EQ((*got)[0].shape, shape);
     for (int64_t i = 0; i < NumElements(shape); ++i) {
       const auto oi = Unravel(i, shape);
       std::vector<int64_t> ii(rank);
-      for (size_t d = 0; d < rank; ++d) ii[perm[d]] = oi[d];
+      for (size_t d = 0; d < rank; ++d)
+        ii[perm[d]] = oi[d];
       ASSERT_EQ((*got)[0].data<int32_t>()[i], x.data<int32_t>()[Ravel(ii, x.shape)]);
     }
   }
   // f16-sized elements go through the same byte path.
   Tensor h(DType::kF16, {2, 3});
-  for (int i = 0; i < 6; ++i) h.data<uint16_t>()[i] = static_cast<uint16_t>(i);
+  for (int i = 0; i < 6; ++i)
+    h.data<uint16_t>()[i] = static_cast<uint16_t>(i);
   auto got = RunOp("transpose", Attrs(), {&h});
   ASSERT_TRUE(got.ok());
   EXPECT_EQ((*got)[0].values<uint16_t>(), (std::vector<uint16_t>{0, 3, 1, 4, 2, 5}));
@@ -48,17 +54,21 @@ TEST(Transpose, RandomPermutationsAndDefault) {
 
 // The ONNX slice rule, written per axis with plain loops.
 std::vector<int64_t> NaiveSliceIndices(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
+  if (start < 0)
+    start += dim;
+  if (end < 0)
+    end += dim;
   std::vector<int64_t> idx;
   if (step > 0) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
-    for (__int128 i = start; i < end; i += step) idx.push_back(static_cast<int64_t>(i));
+    for (__int128 i = start; i < end; i += step)
+      idx.push_back(static_cast<int64_t>(i));
   } else if (dim > 0) {
     start = std::clamp<int64_t>(start, 0, dim - 1);
     end = std::clamp<int64_t>(end, -1, dim - 1);
-    for (__int128 i = start; i > end; i += step) idx.push_back(static_cast<int64_t>(i));
+    for (__int128 i = start; i > end; i += step)
+      idx.push_back(static_cast<int64_t>(i));
   }
   return idx;
 }
@@ -71,7 +81,8 @@ TEST(Slice, RandomStartsEndsStepsWithClamping) {
     const int64_t rank = static_cast<int64_t>(x.shape.size());
     std::vector<int64_t> axes, starts, ends, steps;
     for (int64_t d = 0; d < rank; ++d) {
-      if (rng() % 3 == 0) continue;
+      if (rng() % 3 == 0)
+        continue;
       axes.push_back(rng() % 2 ? d : d - rank);
       const int64_t dim = x.shape[d];
       auto pick = [&] {
@@ -81,7 +92,8 @@ TEST(Slice, RandomStartsEndsStepsWithClamping) {
       starts.push_back(pick());
       ends.push_back(pick());
       int64_t step = std::uniform_int_distribution<int64_t>(-3, 3)(rng);
-      if (step == 0) step = rng() % 2 ? kMax : kMin;
+      if (step == 0)
+        step = rng() % 2 ? kMax : kMin;
       steps.push_back(step);
     }
     Tensor ts = Ints(starts), te = Ints(ends), ta = Ints(axes), tp = Ints(steps);
@@ -89,17 +101,20 @@ TEST(Slice, RandomStartsEndsStepsWithClamping) {
     ASSERT_TRUE(got.ok()) << got.status().message();
     std::vector<std::vector<int64_t>> picks(rank);
     for (int64_t d = 0; d < rank; ++d)
-      for (int64_t i = 0; i < x.shape[d]; ++i) picks[d].push_back(i);
+      for (int64_t i = 0; i < x.shape[d]; ++i)
+        picks[d].push_back(i);
     for (size_t i = 0; i < axes.size(); ++i) {
       const int64_t d = axes[i] < 0 ? axes[i] + rank : axes[i];
       picks[d] = NaiveSliceIndices(x.shape[d], starts[i], ends[i], steps[i]);
     }
     Shape shape;
-    for (auto &p : picks) shape.push_back(static_cast<int64_t>(p.size()));
+    for (auto &p : picks)
+      shape.push_back(static_cast<int64_t>(p.size()));
     ASSERT_EQ((*got)[0].shape, shape) << "trial " << trial;
     for (int64_t i = 0; i < NumElements(shape); ++i) {
       auto oi = Unravel(i, shape);
-      for (int64_t d = 0; d < rank; ++d) oi[d] = picks[d][oi[d]];
+      for (int64_t d = 0; d < rank; ++d)
+        oi[d] = picks[d][oi[d]];
       ASSERT_EQ((*got)[0].data<float>()[i], x.data<float>()[Ravel(oi, x.shape)]);
     }
   }
@@ -118,7 +133,8 @@ TEST(Slice, DefaultsAndErrors) {
   EXPECT_EQ((*tail)[0].values<int64_t>(), (std::vector<int64_t>{1, 2, 3, 4}));
   std::vector<TensorView> out(1);
   Tensor zero = Ints({0});
-  ExpectError(InferOp("slice", Attrs(), {&x, &s1, &e1, nullptr, &zero}, &out), {"slice", "step", "0"});
+  ExpectError(InferOp("slice", Attrs(), {&x, &s1, &e1, nullptr, &zero}, &out),
+              {"slice", "step", "0"});
   Tensor two = Ints({0, 0});
   ExpectError(InferOp("slice", Attrs(), {&x, &two, &e1}, &out), {"slice", "same length"});
   ExpectError(InferOp("slice", Attrs(), {&x, &s1, &e1}, &out, {true, true, false}),
@@ -134,7 +150,8 @@ TEST(ExpandTile, MatchReference) {
     // The shape operand may itself have 1s where the input is larger.
     Shape operand = target;
     for (size_t d = 0; d < in.size(); ++d)
-      if (rng() % 3 == 0) operand[operand.size() - in.size() + d] = 1;
+      if (rng() % 3 == 0)
+        operand[operand.size() - in.size() + d] = 1;
     Tensor ts = Ints(operand);
     auto got = RunOp("expand", Attrs(), {&x, &ts});
     ASSERT_TRUE(got.ok()) << got.status().message();
@@ -142,21 +159,25 @@ TEST(ExpandTile, MatchReference) {
     ASSERT_TRUE(NaiveBroadcast(in, operand, &shape));
     ASSERT_EQ((*got)[0].shape, shape);
     for (int64_t i = 0; i < NumElements(shape); ++i)
-      ASSERT_EQ((*got)[0].data<int64_t>()[i], x.data<int64_t>()[BroadcastIndex(Unravel(i, shape), in)]);
+      ASSERT_EQ((*got)[0].data<int64_t>()[i],
+                x.data<int64_t>()[BroadcastIndex(Unravel(i, shape), in)]);
   }
   for (int trial = 0; trial < 30; ++trial) {
     Tensor x = Random<float>(RandomShape(rng, 1, 3, 3), rng);
     std::vector<int64_t> reps;
-    for (size_t d = 0; d < x.shape.size(); ++d) reps.push_back(rng() % 4);
+    for (size_t d = 0; d < x.shape.size(); ++d)
+      reps.push_back(rng() % 4);
     Tensor tr = Ints(reps);
     auto got = RunOp("tile", Attrs(), {&x, &tr});
     ASSERT_TRUE(got.ok()) << got.status().message();
     Shape shape;
-    for (size_t d = 0; d < reps.size(); ++d) shape.push_back(x.shape[d] * reps[d]);
+    for (size_t d = 0; d < reps.size(); ++d)
+      shape.push_back(x.shape[d] * reps[d]);
     ASSERT_EQ((*got)[0].shape, shape);
     for (int64_t i = 0; i < NumElements(shape); ++i) {
       auto idx = Unravel(i, shape);
-      for (size_t d = 0; d < idx.size(); ++d) idx[d] %= x.shape[d];
+      for (size_t d = 0; d < idx.size(); ++d)
+        idx[d] %= x.shape[d];
       ASSERT_EQ((*got)[0].data<float>()[i], x.data<float>()[Ravel(idx, x.shape)]);
     }
   }
@@ -180,7 +201,7 @@ TEST(ConcatSplit, RoundTripOnEveryAxis) {
     std::vector<int64_t> sizes;
     for (int p = 0; p < 3; ++p) {
       Shape s = base;
-      s[axis] = rng() % 3;  // empty parts too
+      s[axis] = rng() % 3; // empty parts too
       sizes.push_back(s[axis]);
       parts.push_back(Random<int32_t>(s, rng, -99, 99));
     }
@@ -192,7 +213,8 @@ TEST(ConcatSplit, RoundTripOnEveryAxis) {
     for (int64_t i = 0; i < c.numel(); ++i) {
       auto idx = Unravel(i, c.shape);
       int p = 0;
-      while (idx[axis] >= sizes[p]) idx[axis] -= sizes[p++];
+      while (idx[axis] >= sizes[p])
+        idx[axis] -= sizes[p++];
       ASSERT_EQ(c.data<int32_t>()[i], parts[p].data<int32_t>()[Ravel(idx, parts[p].shape)]);
     }
     Tensor split = Ints(sizes);
@@ -226,10 +248,12 @@ TEST(Split, NumOutputsAndEqualSplit) {
 }
 
 TEST(Concat, Errors) {
-  Tensor a = Make<float>({2, 2}, std::vector<float>(4)), b = Make<float>({3, 3}, std::vector<float>(9));
+  Tensor a = Make<float>({2, 2}, std::vector<float>(4)),
+         b = Make<float>({3, 3}, std::vector<float>(9));
   Tensor c = Make<int64_t>({2, 2}, std::vector<int64_t>(4));
   std::vector<TensorView> out(1);
-  ExpectError(InferOp("concat", Attrs().Int("axis", 0), {&a, &b}, &out), {"concat", "differ outside axis 0"});
+  ExpectError(InferOp("concat", Attrs().Int("axis", 0), {&a, &b}, &out),
+              {"concat", "differ outside axis 0"});
   ExpectError(InferOp("concat", Attrs().Int("axis", 0), {&a, &c}, &out), {"concat", "same dtype"});
   ExpectError(InferOp("concat", Attrs(), {&a}, &out), {"concat", "'axis'"});
 }
@@ -253,7 +277,8 @@ TEST(Gather, NegativeIndicesAnyAxisAndRangeErrors) {
       const auto oi = Unravel(i, shape);
       std::vector<int64_t> pos(oi.begin() + axis, oi.begin() + axis + ishape.size());
       int64_t v = idx.data<int64_t>()[Ravel(pos, ishape)];
-      if (v < 0) v += dim;
+      if (v < 0)
+        v += dim;
       std::vector<int64_t> xi(oi.begin(), oi.begin() + axis);
       xi.push_back(v);
       xi.insert(xi.end(), oi.begin() + axis + ishape.size(), oi.end());
@@ -299,5 +324,5 @@ TEST(Trilu, UpperLowerWithK) {
   ExpectError(InferOp("trilu", Attrs(), {&v}, &out), {"trilu", "rank >= 2"});
 }
 
-}  // namespace
-}  // namespace kiln::test
+} // namespace
+} // namespace kiln::test

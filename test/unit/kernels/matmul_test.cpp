@@ -13,8 +13,10 @@ namespace {
 std::vector<double> NaiveMatMul(const Tensor &a, const Tensor &b, Shape *out_shape) {
   Shape sa = a.shape, sb = b.shape;
   const bool av = sa.size() == 1, bv = sb.size() == 1;
-  if (av) sa.insert(sa.begin(), 1);
-  if (bv) sb.push_back(1);
+  if (av)
+    sa.insert(sa.begin(), 1);
+  if (bv)
+    sb.push_back(1);
   const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
   EXPECT_TRUE(NaiveBroadcast(ba, bb, &bo));
@@ -31,8 +33,10 @@ std::vector<double> NaiveMatMul(const Tensor &a, const Tensor &b, Shape *out_sha
       }
   }
   *out_shape = bo;
-  if (!av) out_shape->push_back(m);
-  if (!bv) out_shape->push_back(n);
+  if (!av)
+    out_shape->push_back(m);
+  if (!bv)
+    out_shape->push_back(n);
   return out;
 }
 
@@ -48,13 +52,17 @@ TEST(MatMul, RandomBatchedShapesWithBroadcasting) {
     const int64_t m = 1 + rng() % 6, k = rng() % 7, n = 1 + rng() % 6;
     const Shape batch = RandomShape(rng, 0, 3, 3);
     Shape ba = BroadcastableTo(batch, rng), bb = BroadcastableTo(batch, rng);
-    if (trial % 4 == 0) bb.clear();  // 2-D weight: the one-GEMM fast path
-    if (trial % 5 == 0) ba = batch;
+    if (trial % 4 == 0)
+      bb.clear(); // 2-D weight: the one-GEMM fast path
+    if (trial % 5 == 0)
+      ba = batch;
     Shape sa = ba, sb = bb;
     sa.insert(sa.end(), {m, k});
     sb.insert(sb.end(), {k, n});
-    if (trial % 9 == 0) sa = {k};  // 1-D operands are promoted
-    if (trial % 11 == 0) sb = {k};
+    if (trial % 9 == 0)
+      sa = {k}; // 1-D operands are promoted
+    if (trial % 11 == 0)
+      sb = {k};
     Tensor a = Random<float>(sa, rng), b = Random<float>(sb, rng);
     auto got = RunOp("matmul", Attrs(), {&a, &b});
     ASSERT_TRUE(got.ok()) << got.status().message();
@@ -84,8 +92,10 @@ TEST(MatMul, F64AndErrors) {
   EXPECT_EQ((*got)[0].shape, Shape{2});
   EXPECT_EQ((*got)[0].values<double>(), (std::vector<double>{3, 7}));
   std::vector<TensorView> out(1);
-  Tensor x = Make<float>({2, 3}, std::vector<float>(6)), y = Make<float>({4, 2}, std::vector<float>(8));
-  ExpectError(InferOp("matmul", Attrs(), {&x, &y}, &out), {"matmul", "inner dimensions", "[2, 3]", "[4, 2]"});
+  Tensor x = Make<float>({2, 3}, std::vector<float>(6)),
+         y = Make<float>({4, 2}, std::vector<float>(8));
+  ExpectError(InferOp("matmul", Attrs(), {&x, &y}, &out),
+              {"matmul", "inner dimensions", "[2, 3]", "[4, 2]"});
   Tensor s = Make<float>({}, {1});
   ExpectError(InferOp("matmul", Attrs(), {&s, &y}, &out), {"matmul", "rank >= 1"});
   Tensor ba = Make<float>({2, 1, 1}, {1, 1}), bb = Make<float>({3, 1, 1}, {1, 1, 1});
@@ -106,9 +116,10 @@ TEST(Gemm, TransposesAlphaBetaAndBroadcastC) {
     Tensor c = Random<float>(cs, rng);
     const float alpha = 0.5f + trial % 3, beta = trial % 4 == 3 ? 0.0f : 0.25f;
     const bool with_c = trial % 8 != 7;
-    auto got = RunOp("gemm",
-                     Attrs().Int("transA", ta).Int("transB", tb).Float("alpha", alpha).Float("beta", beta),
-                     {&a, &b, with_c ? &c : nullptr});
+    auto got =
+        RunOp("gemm",
+              Attrs().Int("transA", ta).Int("transB", tb).Float("alpha", alpha).Float("beta", beta),
+              {&a, &b, with_c ? &c : nullptr});
     ASSERT_TRUE(got.ok()) << got.status().message();
     ASSERT_EQ((*got)[0].shape, (Shape{m, n}));
     for (int64_t i = 0; i < m; ++i)
@@ -118,14 +129,16 @@ TEST(Gemm, TransposesAlphaBetaAndBroadcastC) {
           s += double(a.data<float>()[ta ? p * m + i : i * k + p]) *
                b.data<float>()[tb ? j * k + p : p * n + j];
         double want = alpha * s;
-        if (with_c) want += beta * c.data<float>()[BroadcastIndex({i, j}, cs)];
+        if (with_c)
+          want += beta * c.data<float>()[BroadcastIndex({i, j}, cs)];
         ASSERT_NEAR((*got)[0].data<float>()[i * n + j], want, 1e-5 * (1 + std::fabs(want)));
       }
   }
 }
 
 TEST(Gemm, Errors) {
-  Tensor a = Make<float>({2, 3}, std::vector<float>(6)), b = Make<float>({2, 3}, std::vector<float>(6));
+  Tensor a = Make<float>({2, 3}, std::vector<float>(6)),
+         b = Make<float>({2, 3}, std::vector<float>(6));
   Tensor c = Make<float>({3, 3}, std::vector<float>(9));
   std::vector<TensorView> out(1);
   ExpectError(InferOp("gemm", Attrs(), {&a, &b}, &out), {"gemm", "inner dimensions", "K=3", "K=2"});
@@ -149,5 +162,5 @@ TEST(GemmKernel, ZeroBetaIgnoresGarbageAndZeroK) {
   EXPECT_EQ(c3, (std::vector<float>{0, 0}));
 }
 
-}  // namespace
-}  // namespace kiln::test
+} // namespace
+} // namespace kiln::test

@@ -15,23 +15,25 @@ std::vector<double> NaiveReduce(const std::string &op, const Tensor &x,
                                 const std::vector<bool> &reduce) {
   Shape out_shape = x.shape;
   for (size_t d = 0; d < reduce.size(); ++d)
-    if (reduce[d]) out_shape[d] = 1;
+    if (reduce[d])
+      out_shape[d] = 1;
   const int64_t n = NumElements(out_shape);
   const bool is_max = op == "reduce_max", is_min = op == "reduce_min";
-  std::vector<double> acc(static_cast<size_t>(n),
-                          is_max ? -INFINITY : (is_min ? INFINITY : 0.0));
+  std::vector<double> acc(static_cast<size_t>(n), is_max ? -INFINITY : (is_min ? INFINITY : 0.0));
   std::vector<int64_t> count(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < x.numel(); ++i) {
     auto idx = Unravel(i, x.shape);
     for (size_t d = 0; d < reduce.size(); ++d)
-      if (reduce[d]) idx[d] = 0;
+      if (reduce[d])
+        idx[d] = 0;
     const int64_t o = Ravel(idx, out_shape);
     const double v = x.data<T>()[i];
     acc[o] = is_max ? std::max(acc[o], v) : is_min ? std::min(acc[o], v) : acc[o] + v;
     ++count[o];
   }
   if (op == "reduce_mean")
-    for (int64_t o = 0; o < n; ++o) acc[o] /= static_cast<double>(count[o]);
+    for (int64_t o = 0; o < n; ++o)
+      acc[o] /= static_cast<double>(count[o]);
   return acc;
 }
 
@@ -39,24 +41,28 @@ TEST(Reduce, RandomAxesAndKeepdims) {
   std::mt19937 rng(31);
   for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
     for (int trial = 0; trial < 50; ++trial) {
-      Tensor x = Random<float>(RandomShape(rng, 1, 4, 5), rng);
+      // Up to rank 6 so that three separate reduced groups occur.
+      Tensor x = Random<float>(RandomShape(rng, 1, 6, 4), rng);
       const int64_t rank = static_cast<int64_t>(x.shape.size());
       std::vector<int64_t> axes;
       std::vector<bool> reduce(static_cast<size_t>(rank), false);
       for (int64_t d = 0; d < rank; ++d)
         if (rng() % 2) {
-          axes.push_back(rng() % 2 ? d : d - rank);  // negative axes too
+          axes.push_back(rng() % 2 ? d : d - rank); // negative axes too
           reduce[d] = true;
         }
       const bool keepdims = trial % 2;
       Tensor axes_t = Ints(axes);
       auto got = RunOp(op, Attrs().Int("keepdims", keepdims), {&x, &axes_t});
       ASSERT_TRUE(got.ok()) << got.status().message();
-      if (axes.empty()) reduce.assign(reduce.size(), true);  // empty axes: all dims
+      if (axes.empty())
+        reduce.assign(reduce.size(), true); // empty axes: all dims
       Shape want_shape;
       for (int64_t d = 0; d < rank; ++d) {
-        if (!reduce[d]) want_shape.push_back(x.shape[d]);
-        else if (keepdims) want_shape.push_back(1);
+        if (!reduce[d])
+          want_shape.push_back(x.shape[d]);
+        else if (keepdims)
+          want_shape.push_back(1);
       }
       ASSERT_EQ((*got)[0].shape, want_shape) << op;
       const auto want = NaiveReduce<float>(op, x, reduce);
@@ -73,16 +79,18 @@ TEST(Reduce, IntegerAndLongRows) {
   auto got = RunOp("reduce_sum", Attrs().Int("keepdims", 0), {&x, &axes});
   ASSERT_TRUE(got.ok());
   const auto want = NaiveReduce<int64_t>("reduce_sum", x, {false, true});
-  for (int i = 0; i < 3; ++i) EXPECT_EQ((*got)[0].data<int64_t>()[i], int64_t(want[i]));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ((*got)[0].data<int64_t>()[i], int64_t(want[i]));
   Tensor f = Random<float>({2, 777}, rng);
   auto mean = RunOp("reduce_mean", Attrs(), {&f, &axes});
   ASSERT_TRUE(mean.ok());
   const auto fwant = NaiveReduce<float>("reduce_mean", f, {false, true});
-  for (int i = 0; i < 2; ++i) EXPECT_NEAR((*mean)[0].data<float>()[i], fwant[i], 1e-6);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR((*mean)[0].data<float>()[i], fwant[i], 1e-6);
   Tensor im = Make<int32_t>({4}, {1, 2, 2, 2});
   auto imean = RunOp("reduce_mean", Attrs().Int("keepdims", 0), {&im});
   ASSERT_TRUE(imean.ok());
-  EXPECT_EQ((*imean)[0].data<int32_t>()[0], 1);  // 7 / 4 truncates
+  EXPECT_EQ((*imean)[0].data<int32_t>()[0], 1); // 7 / 4 truncates
 }
 
 TEST(Reduce, NoopWithEmptyAxesAndEmptyInputs) {
@@ -115,9 +123,9 @@ TEST(Reduce, AxesMustBeKnownAndValid) {
   Tensor x = Make<float>({2, 2}, {1, 2, 3, 4});
   Tensor axes = Ints({1});
   std::vector<TensorView> out(1);
-  ExpectError(InferOp("reduce_mean", Attrs(), {&x, &axes}, &out, {true, false}),
-              {"reduce_mean", "shape of reduce_mean depends on values not known before execution",
-               "axes"});
+  ExpectError(
+      InferOp("reduce_mean", Attrs(), {&x, &axes}, &out, {true, false}),
+      {"reduce_mean", "shape of reduce_mean depends on values not known before execution", "axes"});
   Tensor bad = Ints({2});
   ExpectError(InferOp("reduce_sum", Attrs(), {&x, &bad}, &out), {"reduce_sum", "axis 2", "rank 2"});
   Tensor dup = Ints({1, -1});
@@ -159,6 +167,21 @@ TEST(Softmax, EveryAxisBothKinds) {
     for (size_t i = 0; i < want.size(); ++i)
       ASSERT_NEAR((*got)[0].data<float>()[i], want[i], 2e-6 * (1 + std::fabs(want[i])));
   }
+  // In place (y == x), as an executor may run it, for both kinds and axes.
+  for (bool log : {false, true})
+    for (int64_t inner : {int64_t{1}, int64_t{3}}) {
+      std::mt19937 r2(35);
+      Tensor x = Random<float>({2, 5, inner}, r2);
+      std::vector<double> want;
+      NaiveSoftmax(x, 1, log, &want);
+      TensorView v = x.View();
+      std::vector<const TensorView *> in = {&v};
+      std::vector<TensorView> out = {v};
+      ASSERT_TRUE(
+          cpu::FindOp(log ? "log_softmax" : "softmax")->run(Attrs().Int("axis", 1), in, out).ok());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(x.data<float>()[i], want[i], 2e-6);
+    }
   // Large logits do not overflow.
   Tensor big = Make<float>({2}, {1000, 1000});
   auto got = RunOp("softmax", Attrs().Int("axis", -1), {&big});
@@ -185,11 +208,13 @@ TEST(LayerNorm, MatchesReferenceForAxesAndParams) {
     ASSERT_TRUE(got.ok()) << got.status().message();
     const int64_t cols = NumElements(norm), rows = x.numel() / cols;
     Shape stat_shape = x.shape;
-    for (int64_t d = axis; d < rank; ++d) stat_shape[d] = 1;
+    for (int64_t d = axis; d < rank; ++d)
+      stat_shape[d] = 1;
     ASSERT_EQ((*got)[1].shape, stat_shape);
     for (int64_t r = 0; r < rows; ++r) {
       double mean = 0, var = 0;
-      for (int64_t c = 0; c < cols; ++c) mean += x.data<float>()[r * cols + c];
+      for (int64_t c = 0; c < cols; ++c)
+        mean += x.data<float>()[r * cols + c];
       mean /= cols;
       for (int64_t c = 0; c < cols; ++c) {
         const double d = x.data<float>()[r * cols + c] - mean;
@@ -203,7 +228,8 @@ TEST(LayerNorm, MatchesReferenceForAxesAndParams) {
         const auto nidx = Unravel(c, norm);
         double want = (x.data<float>()[r * cols + c] - mean) * inv *
                       scale.data<float>()[BroadcastIndex(nidx, scale_shape)];
-        if (with_bias) want += bias.data<float>()[c];
+        if (with_bias)
+          want += bias.data<float>()[c];
         ASSERT_NEAR((*got)[0].data<float>()[r * cols + c], want, 1e-4 * (1 + std::fabs(want)));
       }
     }
@@ -220,5 +246,5 @@ TEST(LayerNorm, Errors) {
               {"layer_normalization", "axis 2"});
 }
 
-}  // namespace
-}  // namespace kiln::test
+} // namespace
+} // namespace kiln::test

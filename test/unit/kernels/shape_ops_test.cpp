@@ -37,7 +37,8 @@ TEST(Reshape, ZeroMinusOneAndAllowzero) {
   Tensor bad = Ints({5, -1});
   ExpectError(InferOp("reshape", Attrs(), {&x, &bad}, &out), {"reshape", "[2, 3, 4]", "-1"});
   Tensor wrong = Ints({5, 5});
-  ExpectError(InferOp("reshape", Attrs(), {&x, &wrong}, &out), {"reshape", "24 elements", "[5, 5]"});
+  ExpectError(InferOp("reshape", Attrs(), {&x, &wrong}, &out),
+              {"reshape", "24 elements", "[5, 5]"});
   Tensor both = Ints({0, -1});
   ExpectError(InferOp("reshape", Attrs().Int("allowzero", 1), {&x, &both}, &out),
               {"reshape", "both 0 and -1"});
@@ -108,13 +109,14 @@ TEST(ConstantOfShape, DTypeAndValue) {
   Tensor s = Ints({2, 3});
   auto got = RunOp("constant_of_shape", Attrs().Float("value", 1.5f), {&s});
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ((*got)[0].dtype, DType::kF32);  // ONNX default
+  EXPECT_EQ((*got)[0].dtype, DType::kF32); // ONNX default
   EXPECT_EQ((*got)[0].values<float>(), std::vector<float>(6, 1.5f));
   got = RunOp("constant_of_shape",
               Attrs().Int("value", std::numeric_limits<int64_t>::max()).Int("dtype", 8), {&s});
   ASSERT_TRUE(got.ok());
   EXPECT_EQ((*got)[0].dtype, DType::kI64);
-  EXPECT_EQ((*got)[0].values<int64_t>(), std::vector<int64_t>(6, std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ((*got)[0].values<int64_t>(),
+            std::vector<int64_t>(6, std::numeric_limits<int64_t>::max()));
   // A dtype preset by the caller (from the plan tensor) wins.
   std::vector<TensorView> out(1);
   out[0].dtype = DType::kBool;
@@ -123,7 +125,8 @@ TEST(ConstantOfShape, DTypeAndValue) {
   EXPECT_EQ(out[0].shape, (Shape{2, 3}));
   Tensor neg = Ints({2, -1});
   std::vector<TensorView> out2(1);
-  ExpectError(InferOp("constant_of_shape", Attrs(), {&neg}, &out2), {"constant_of_shape", "negative"});
+  ExpectError(InferOp("constant_of_shape", Attrs(), {&neg}, &out2),
+              {"constant_of_shape", "negative"});
   ExpectError(InferOp("constant_of_shape", Attrs(), {&s}, &out2, {false}),
               {"constant_of_shape", "depends on values not known before execution"});
 }
@@ -161,14 +164,62 @@ TEST(Range, FloatIntAndErrors) {
 
 TEST(OpTable, EveryDocumentedOpIsRegistered) {
   // docs/ops.md, minus `constant` (it becomes a weight and never runs).
-  const std::vector<std::string> documented = {
-      "matmul", "gemm", "add", "sub", "mul", "div", "pow", "equal", "less", "greater",
-      "less_or_equal", "greater_or_equal", "and", "or", "xor", "max", "min", "where", "sqrt",
-      "reciprocal", "neg", "exp", "log", "erf", "tanh", "sigmoid", "relu", "abs", "not",
-      "identity", "floor", "ceil", "softmax", "log_softmax", "reduce_mean", "reduce_sum",
-      "reduce_max", "reduce_min", "layer_normalization", "cast", "reshape", "transpose", "concat",
-      "split", "slice", "gather", "unsqueeze", "squeeze", "expand", "shape", "constant_of_shape",
-      "range", "trilu", "clip", "tile", "flatten"};
+  const std::vector<std::string> documented = {"matmul",
+                                               "gemm",
+                                               "add",
+                                               "sub",
+                                               "mul",
+                                               "div",
+                                               "pow",
+                                               "equal",
+                                               "less",
+                                               "greater",
+                                               "less_or_equal",
+                                               "greater_or_equal",
+                                               "and",
+                                               "or",
+                                               "xor",
+                                               "max",
+                                               "min",
+                                               "where",
+                                               "sqrt",
+                                               "reciprocal",
+                                               "neg",
+                                               "exp",
+                                               "log",
+                                               "erf",
+                                               "tanh",
+                                               "sigmoid",
+                                               "relu",
+                                               "abs",
+                                               "not",
+                                               "identity",
+                                               "floor",
+                                               "ceil",
+                                               "softmax",
+                                               "log_softmax",
+                                               "reduce_mean",
+                                               "reduce_sum",
+                                               "reduce_max",
+                                               "reduce_min",
+                                               "layer_normalization",
+                                               "cast",
+                                               "reshape",
+                                               "transpose",
+                                               "concat",
+                                               "split",
+                                               "slice",
+                                               "gather",
+                                               "unsqueeze",
+                                               "squeeze",
+                                               "expand",
+                                               "shape",
+                                               "constant_of_shape",
+                                               "range",
+                                               "trilu",
+                                               "clip",
+                                               "tile",
+                                               "flatten"};
   for (const std::string &op : documented) {
     const cpu::OpDef *def = cpu::FindOp(op);
     ASSERT_NE(def, nullptr) << op;
@@ -181,7 +232,7 @@ TEST(OpTable, EveryDocumentedOpIsRegistered) {
   EXPECT_TRUE(std::is_sorted(types.begin(), types.end()));
   EXPECT_EQ(cpu::FindOp("conv"), nullptr);
   EXPECT_EQ(cpu::FindOp(""), nullptr);
-  EXPECT_EQ(cpu::FindOp("MatMul"), nullptr);  // plan types are snake case
+  EXPECT_EQ(cpu::FindOp("MatMul"), nullptr); // plan types are snake case
 }
 
 TEST(OpAttrs, KindsConvertAndFallBack) {
@@ -195,11 +246,11 @@ TEST(OpAttrs, KindsConvertAndFallBack) {
   EXPECT_EQ(attrs.Ints("l"), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(attrs.Ints("i"), (std::vector<int64_t>{3}));
   EXPECT_TRUE(attrs.Ints("missing").empty());
-  EXPECT_EQ(attrs.Int("l", -1), -1);  // a list is not an int
+  EXPECT_EQ(attrs.Int("l", -1), -1); // a list is not an int
   EXPECT_EQ(attrs.String("i", "x"), "x");
   Attrs huge;
   huge.Float("f", 1e30f);
-  EXPECT_EQ(static_cast<const OpAttrs &>(huge).Int("f", -5), -5);  // no UB conversion
+  EXPECT_EQ(static_cast<const OpAttrs &>(huge).Int("f", -5), -5); // no UB conversion
 }
 
 TEST(TensorHelpers, NamesAndShapes) {
@@ -211,5 +262,5 @@ TEST(TensorHelpers, NamesAndShapes) {
   EXPECT_EQ(ShapeToString({2, 3}), "[2, 3]");
 }
 
-}  // namespace
-}  // namespace kiln::test
+} // namespace
+} // namespace kiln::test

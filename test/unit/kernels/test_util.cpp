@@ -3,14 +3,15 @@
 namespace kiln::test {
 
 StatusOr<std::vector<Tensor>> RunOp(const std::string &type, const OpAttrs &attrs,
-                                    const std::vector<const Tensor *> &inputs,
-                                    size_t num_outputs) {
+                                    const std::vector<const Tensor *> &inputs, size_t num_outputs) {
   const cpu::OpDef *def = cpu::FindOp(type);
-  if (def == nullptr) return NotFound("no op " + type);
+  if (def == nullptr)
+    return NotFound("no op " + type);
   std::vector<TensorView> views(inputs.size());
   std::vector<const TensorView *> in(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] == nullptr) continue;
+    if (inputs[i] == nullptr)
+      continue;
     views[i] = inputs[i]->View();
     in[i] = &views[i];
   }
@@ -21,7 +22,8 @@ StatusOr<std::vector<Tensor>> RunOp(const std::string &type, const OpAttrs &attr
     results.emplace_back(o.dtype, o.shape);
     std::fill(results.back().bytes.begin(), results.back().bytes.end(), 0xFF);
   }
-  for (size_t i = 0; i < out.size(); ++i) out[i].data = results[i].bytes.data();
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i].data = results[i].bytes.data();
   KILN_RETURN_IF_ERROR(def->run(attrs, in, out));
   return results;
 }
@@ -30,13 +32,16 @@ Status InferOp(const std::string &type, const OpAttrs &attrs,
                const std::vector<const Tensor *> &inputs, std::vector<TensorView> *out,
                const std::vector<bool> &known) {
   const cpu::OpDef *def = cpu::FindOp(type);
-  if (def == nullptr) return NotFound("no op " + type);
+  if (def == nullptr)
+    return NotFound("no op " + type);
   std::vector<TensorView> views(inputs.size());
   std::vector<const TensorView *> in(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] == nullptr) continue;
+    if (inputs[i] == nullptr)
+      continue;
     views[i] = inputs[i]->View();
-    if (i < known.size() && !known[i]) views[i].data = nullptr;
+    if (i < known.size() && !known[i])
+      views[i].data = nullptr;
     in[i] = &views[i];
   }
   return def->infer(attrs, in, *out);
@@ -53,7 +58,8 @@ std::vector<int64_t> Unravel(int64_t flat, const Shape &shape) {
 
 int64_t Ravel(const std::vector<int64_t> &index, const Shape &shape) {
   int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * shape[d] + index[d];
   return flat;
 }
 
@@ -72,7 +78,8 @@ bool NaiveBroadcast(const Shape &a, const Shape &b, Shape *out) {
   pb.insert(pb.end(), b.begin(), b.end());
   out->assign(rank, 0);
   for (size_t d = 0; d < rank; ++d) {
-    if (pa[d] != pb[d] && pa[d] != 1 && pb[d] != 1) return false;
+    if (pa[d] != pb[d] && pa[d] != 1 && pb[d] != 1)
+      return false;
     (*out)[d] = pa[d] == 1 ? pb[d] : pa[d];
   }
   return true;
@@ -81,7 +88,8 @@ bool NaiveBroadcast(const Shape &a, const Shape &b, Shape *out) {
 Shape RandomShape(std::mt19937 &rng, int min_rank, int max_rank, int64_t max_dim) {
   const int rank = std::uniform_int_distribution<int>(min_rank, max_rank)(rng);
   Shape s(rank);
-  for (auto &d : s) d = std::uniform_int_distribution<int64_t>(1, max_dim)(rng);
+  for (auto &d : s)
+    d = std::uniform_int_distribution<int64_t>(1, max_dim)(rng);
   return s;
 }
 
@@ -89,7 +97,8 @@ Shape BroadcastableTo(const Shape &out, std::mt19937 &rng) {
   const size_t drop = std::uniform_int_distribution<size_t>(0, out.size())(rng);
   Shape s(out.begin() + drop, out.end());
   for (auto &d : s)
-    if (rng() % 3 == 0) d = 1;
+    if (rng() % 3 == 0)
+      d = 1;
   return s;
 }
 
@@ -100,4 +109,4 @@ void ExpectError(const Status &st, const std::vector<std::string> &fragments) {
         << "message '" << st.message() << "' lacks '" << f << "'";
 }
 
-}  // namespace kiln::test
+} // namespace kiln::test

@@ -42,20 +42,20 @@ struct Tensor {
   template <typename T> std::vector<T> values() const {
     return std::vector<T>(data<T>(), data<T>() + numel());
   }
-  TensorView View() const {
-    return TensorView{dtype, shape, const_cast<uint8_t *>(bytes.data())};
-  }
+  TensorView View() const { return TensorView{dtype, shape, const_cast<uint8_t *>(bytes.data())}; }
 };
 
 template <typename T> Tensor Make(Shape shape, const std::vector<T> &values) {
   Tensor t(DTypeOf<T>(), std::move(shape));
   EXPECT_EQ(static_cast<int64_t>(values.size()), t.numel()) << "test bug: value count";
-  if (!t.bytes.empty()) std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  if (!t.bytes.empty())
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
   return t;
 }
 inline Tensor MakeBool(Shape shape, const std::vector<int> &values) {
   Tensor t(DType::kBool, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) t.bytes[i] = static_cast<uint8_t>(values[i]);
+  for (size_t i = 0; i < values.size(); ++i)
+    t.bytes[i] = static_cast<uint8_t>(values[i]);
   return t;
 }
 inline Tensor Ints(const std::vector<int64_t> &values) {
@@ -72,14 +72,15 @@ template <typename T> Tensor Random(Shape shape, std::mt19937 &rng, double lo = 
       p[i] = static_cast<T>(std::uniform_real_distribution<double>(lo, hi)(rng));
     } else {
       p[i] = static_cast<T>(std::uniform_int_distribution<int64_t>(static_cast<int64_t>(lo),
-                                                                    static_cast<int64_t>(hi))(rng));
+                                                                   static_cast<int64_t>(hi))(rng));
     }
   }
   return t;
 }
 inline Tensor RandomBool(Shape shape, std::mt19937 &rng) {
   Tensor t(DType::kBool, std::move(shape));
-  for (auto &b : t.bytes) b = static_cast<uint8_t>(rng() & 1u);
+  for (auto &b : t.bytes)
+    b = static_cast<uint8_t>(rng() & 1u);
   return t;
 }
 
@@ -143,4 +144,4 @@ Shape BroadcastableTo(const Shape &out, std::mt19937 &rng);
 // Expects an error whose message contains every fragment.
 void ExpectError(const Status &st, const std::vector<std::string> &fragments);
 
-}  // namespace kiln::test
+} // namespace kiln::test

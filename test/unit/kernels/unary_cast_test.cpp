@@ -1,6 +1,7 @@
 // Unary math, Not, Identity, Clip and Cast (including half and bfloat16
 // rounding) against std:: references and hand-computed bit patterns.
 #include "cpu/cast.h"
+#include "cpu/fast_math.h"
 #include "test_util.h"
 
 #include <cmath>
@@ -48,6 +49,49 @@ TEST(UnaryOps, FloatMathMatchesStd) {
   CheckUnary<float>("ceil", F([](float v) { return std::ceil(v); }), -9, 9, 0);
   CheckUnary<double>("exp", std::function<double(double)>([](double v) { return std::exp(v); }),
                      -20, 20, 1e-14);
+}
+
+// Distance in float ulps (at the reference's magnitude) from a double.
+double UlpError(float got, double want) {
+  const double tiny = std::numeric_limits<float>::min();
+  const double ulp = std::fabs(want) < tiny
+                         ? std::ldexp(1.0, -149)
+                         : std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+  return std::fabs(got - want) / ulp;
+}
+
+TEST(FastMath, ExpAndTanhWithinThreeUlp) {
+  // Dense sweeps, including the subnormal results of exp, through the array
+  // forms (vector body and scalar tail).
+  std::vector<float> xs;
+  for (float x = -103.5f; x < 88.7f; x += 0.0007f)
+    xs.push_back(x);
+  std::vector<float> ys(xs.size());
+  kernels::ExpF32(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    worst = std::max(worst, UlpError(ys[i], std::exp(double(xs[i]))));
+  EXPECT_LE(worst, 3.0);
+  xs.clear();
+  for (float x = -12.0f; x < 12.0f; x += 0.00011f)
+    xs.push_back(x);
+  xs.push_back(1e-30f);
+  ys.resize(xs.size());
+  kernels::TanhF32(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    worst = std::max(worst, UlpError(ys[i], std::tanh(double(xs[i]))));
+  EXPECT_LE(worst, 3.0);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(kernels::FastExp(89.0f), inf);
+  EXPECT_EQ(kernels::FastExp(inf), inf);
+  EXPECT_EQ(kernels::FastExp(-inf), 0.0f);
+  EXPECT_EQ(kernels::FastExp(-200.0f), 0.0f);
+  EXPECT_EQ(kernels::FastExp(0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(kernels::FastExp(std::nanf(""))));
+  EXPECT_EQ(kernels::FastTanh(inf), 1.0f);
+  EXPECT_EQ(kernels::FastTanh(-inf), -1.0f);
+  EXPECT_TRUE(std::isnan(kernels::FastTanh(std::nanf(""))));
 }
 
 TEST(UnaryOps, IntegerNegAbsRelu) {
@@ -128,15 +172,15 @@ TEST(Cast, HalfKnownPatterns) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(FloatToHalf(65519.0f), 0x7bff);  // below the halfway point to 65536
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);  // ties to even: rounds to inf
+  EXPECT_EQ(FloatToHalf(65519.0f), 0x7bff); // below the halfway point to 65536
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00); // ties to even: rounds to inf
   EXPECT_EQ(FloatToHalf(std::numeric_limits<float>::infinity()), 0x7c00);
   EXPECT_EQ(FloatToHalf(0.0f), 0x0000);
   EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // tie to even (0)
-  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002);  // tie to even (2)
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000); // tie to even (0)
+  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002); // tie to even (2)
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400); // smallest normal
   // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even (1).
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
   EXPECT_EQ(FloatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
@@ -165,13 +209,15 @@ TEST(Cast, HalfRoundsToNearestOnRandomFloats) {
   std::mt19937 rng(12);
   for (int i = 0; i < 20000; ++i) {
     const float f = FromBits(rng());
-    if (std::isnan(f) || std::fabs(f) >= 65504.0f) continue;
+    if (std::isnan(f) || std::fabs(f) >= 65504.0f)
+      continue;
     const uint16_t h = kernels::FloatToHalf(f);
     const float back = kernels::HalfToFloat(h);
     // No other half is closer to f.
     for (int delta : {-1, 1}) {
       const uint16_t n = static_cast<uint16_t>(h + delta);
-      if ((n & 0x7fff) >= 0x7c00 || ((n ^ h) & 0x8000)) continue;
+      if ((n & 0x7fff) >= 0x7c00 || ((n ^ h) & 0x8000))
+        continue;
       ASSERT_LE(std::fabs(back - f), std::fabs(kernels::HalfToFloat(n) - f)) << f;
     }
   }
@@ -180,11 +226,11 @@ TEST(Cast, HalfRoundsToNearestOnRandomFloats) {
 TEST(Cast, BFloat16RoundsToNearestEven) {
   using kernels::FloatToBFloat16;
   EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
-  EXPECT_EQ(FloatToBFloat16(FromBits(0x3f808000)), 0x3f80);  // tie, even stays
-  EXPECT_EQ(FloatToBFloat16(FromBits(0x3f818000)), 0x3f82);  // tie, odd rounds up
+  EXPECT_EQ(FloatToBFloat16(FromBits(0x3f808000)), 0x3f80); // tie, even stays
+  EXPECT_EQ(FloatToBFloat16(FromBits(0x3f818000)), 0x3f82); // tie, odd rounds up
   EXPECT_EQ(FloatToBFloat16(FromBits(0x3f808001)), 0x3f81);
-  EXPECT_TRUE(std::isnan(kernels::BFloat16ToFloat(
-      FloatToBFloat16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(
+      kernels::BFloat16ToFloat(FloatToBFloat16(std::numeric_limits<float>::quiet_NaN()))));
   EXPECT_EQ(kernels::BFloat16ToFloat(0xc040), -3.0f);
   EXPECT_EQ(Bits(kernels::BFloat16ToFloat(0x3f81)), 0x3f810000u);
 }
@@ -203,15 +249,15 @@ TEST(Cast, OpUsesKilnDTypeNumbers) {
   auto to_f16 = RunOp("cast", Attrs().Int("to", static_cast<int>(DType::kF16)), {&x});
   ASSERT_TRUE(to_f16.ok());
   EXPECT_EQ((*to_f16)[0].dtype, DType::kF16);
-  EXPECT_EQ((*to_f16)[0].data<uint16_t>()[3], 0x3e00);  // 1.5
-  EXPECT_EQ((*to_f16)[0].data<uint16_t>()[4], 0x7c00);  // overflow -> inf
+  EXPECT_EQ((*to_f16)[0].data<uint16_t>()[3], 0x3e00); // 1.5
+  EXPECT_EQ((*to_f16)[0].data<uint16_t>()[4], 0x7c00); // overflow -> inf
   auto back = RunOp("cast", Attrs().Int("to", static_cast<int>(DType::kF64)), {&(*to_f16)[0]});
   ASSERT_TRUE(back.ok());
-  EXPECT_EQ((*back)[0].data<double>()[0], -2.69921875);  // -2.7 in half precision
+  EXPECT_EQ((*back)[0].data<double>()[0], -2.69921875); // -2.7 in half precision
   Tensor i = Make<int64_t>({3}, {-1, 0, 300});
   auto to_u8 = RunOp("cast", Attrs().Int("to", static_cast<int>(DType::kU8)), {&i});
   ASSERT_TRUE(to_u8.ok());
-  EXPECT_EQ((*to_u8)[0].values<uint8_t>(), (std::vector<uint8_t>{255, 0, 44}));  // wraps
+  EXPECT_EQ((*to_u8)[0].values<uint8_t>(), (std::vector<uint8_t>{255, 0, 44})); // wraps
   Tensor b = MakeBool({2}, {5, 0});
   auto b_to_f = RunOp("cast", Attrs().Int("to", static_cast<int>(DType::kF32)), {&b});
   ASSERT_TRUE(b_to_f.ok());
@@ -235,5 +281,5 @@ TEST(Cast, Errors) {
   ExpectError(InferOp("cast", Attrs().Int("to", 0), {&x}, &out), {"cast", "kiln dtype"});
 }
 
-}  // namespace
-}  // namespace kiln::test
+} // namespace
+} // namespace kiln::test
