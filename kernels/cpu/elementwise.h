@@ -56,6 +56,11 @@ template <typename T> bool Unary(UnaryOp op, const T *x, T *out, int64_t n);
 
 void LogicalNot(const uint8_t *x, uint8_t *out, int64_t n);
 
+// out[i] = isnan(x[i]) for float or double.
+template <typename T> void IsNaN(const T *x, uint8_t *out, int64_t n);
+// The same on IEEE half (bfloat16 false) or bfloat16 bit patterns.
+void IsNaN16(const uint16_t *x, bool bfloat16, uint8_t *out, int64_t n);
+
 // out = min(max(x, lo), hi); NaN inputs pass through.
 template <typename T> void Clip(const T *x, T lo, T hi, T *out, int64_t n);
 

@@ -90,6 +90,12 @@ template <typename T> bool UnaryFloat(UnaryOp op, const T *x, T *out, int64_t n)
   case UnaryOp::kCeil:
     Map(x, out, n, [](T v) { return std::ceil(v); });
     return true;
+  case UnaryOp::kSin:
+    Map(x, out, n, [](T v) { return std::sin(v); });
+    return true;
+  case UnaryOp::kCos:
+    Map(x, out, n, [](T v) { return std::cos(v); });
+    return true;
   }
   return false;
 }
@@ -109,6 +115,19 @@ void LogicalNot(const uint8_t *x, uint8_t *out, int64_t n) {
     out[i] = x[i] == 0;
 }
 
+template <typename T> void IsNaN(const T *x, uint8_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = std::isnan(x[i]);
+}
+
+void IsNaN16(const uint16_t *x, bool bfloat16, uint8_t *out, int64_t n) {
+  // NaN: exponent all ones and a non-zero mantissa, i.e. the magnitude bits
+  // exceed those of infinity.
+  const uint16_t inf = bfloat16 ? 0x7f80 : 0x7c00;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = (x[i] & 0x7fff) > inf;
+}
+
 template <typename T> void Clip(const T *x, T lo, T hi, T *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const T v = x[i] < lo ? lo : x[i];
@@ -126,5 +145,7 @@ KILN_INSTANTIATE_UNARY(uint8_t)
 KILN_INSTANTIATE_UNARY(int32_t)
 KILN_INSTANTIATE_UNARY(int64_t)
 #undef KILN_INSTANTIATE_UNARY
+template void IsNaN<float>(const float *, uint8_t *, int64_t);
+template void IsNaN<double>(const double *, uint8_t *, int64_t);
 
 } // namespace kiln::kernels

@@ -1,4 +1,5 @@
-// Same-shape ops of one tensor: unary math, Not, Identity, Clip and Cast.
+// Same-shape ops of one tensor: unary math, Not, IsNaN, Identity, Clip and
+// Cast.
 #include "cpu/cast.h"
 #include "cpu/elementwise.h"
 #include "op_util.h"
@@ -21,7 +22,8 @@ constexpr UnaryDef kUnary[] = {
     {"log", UnaryOp::kLog, false},     {"erf", UnaryOp::kErf, false},
     {"tanh", UnaryOp::kTanh, false},   {"sigmoid", UnaryOp::kSigmoid, false},
     {"relu", UnaryOp::kRelu, true},    {"abs", UnaryOp::kAbs, true},
-    {"floor", UnaryOp::kFloor, false}, {"ceil", UnaryOp::kCeil, false}};
+    {"floor", UnaryOp::kFloor, false}, {"ceil", UnaryOp::kCeil, false},
+    {"sin", UnaryOp::kSin, false},     {"cos", UnaryOp::kCos, false}};
 
 template <int kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Outputs &out) {
   constexpr UnaryDef def = kUnary[kIndex];
@@ -56,6 +58,36 @@ Status InferNot(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 Status RunNot(const OpAttrs &, const Inputs &in, Outputs &out) {
   kernels::LogicalNot(in[0]->as<const uint8_t>(), out[0].as<uint8_t>(), in[0]->numel());
+  return Status::Ok();
+}
+
+Status InferIsNaN(const OpAttrs &, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("is_nan", in, 1, 1, out, 1, 1));
+  KILN_RETURN_IF_ERROR(
+      CheckDType("is_nan", "X", *in[0], {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}));
+  out[0] = {DType::kBool, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
+Status RunIsNaN(const OpAttrs &, const Inputs &in, Outputs &out) {
+  const int64_t n = in[0]->numel();
+  uint8_t *y = out[0].as<uint8_t>();
+  switch (in[0]->dtype) {
+  case DType::kF32:
+    kernels::IsNaN(in[0]->as<const float>(), y, n);
+    break;
+  case DType::kF64:
+    kernels::IsNaN(in[0]->as<const double>(), y, n);
+    break;
+  case DType::kF16:
+    kernels::IsNaN16(in[0]->as<const uint16_t>(), false, y, n);
+    break;
+  case DType::kBF16:
+    kernels::IsNaN16(in[0]->as<const uint16_t>(), true, y, n);
+    break;
+  default:
+    return OpError("is_nan", std::string("unsupported dtype ") + DTypeName(in[0]->dtype));
+  }
   return Status::Ok();
 }
 
@@ -159,7 +191,10 @@ void AddUnaryOps(std::vector<OpDef> &table) {
   table.push_back({"abs", InferUnary<9>, RunUnary<9>});
   table.push_back({"floor", InferUnary<10>, RunUnary<10>});
   table.push_back({"ceil", InferUnary<11>, RunUnary<11>});
+  table.push_back({"sin", InferUnary<12>, RunUnary<12>});
+  table.push_back({"cos", InferUnary<13>, RunUnary<13>});
   table.push_back({"not", InferNot, RunNot});
+  table.push_back({"is_nan", InferIsNaN, RunIsNaN});
   table.push_back({"identity", InferIdentity, RunIdentity});
   table.push_back({"clip", InferClip, RunClip});
   table.push_back({"cast", InferCast, RunCast});

@@ -52,6 +52,34 @@ TEST(Transpose, RandomPermutationsAndDefault) {
               {"transpose", "not a permutation"});
 }
 
+// Larger, odd-sized transposes that take the tiled path (partial tiles
+// included) for every element size.
+template <typename T>
+void CheckLargeTranspose(const Shape &shape, const std::vector<int64_t> &perm) {
+  std::mt19937 rng(47);
+  Tensor x = Random<T>(shape, rng, 0, 100);
+  auto got = RunOp("transpose", Attrs().IntList("perm", perm), {&x});
+  ASSERT_TRUE(got.ok());
+  Shape out;
+  for (int64_t p : perm)
+    out.push_back(shape[p]);
+  for (int64_t i = 0; i < NumElements(out); ++i) {
+    const auto oi = Unravel(i, out);
+    std::vector<int64_t> ii(shape.size());
+    for (size_t d = 0; d < perm.size(); ++d)
+      ii[perm[d]] = oi[d];
+    ASSERT_EQ((*got)[0].data<T>()[i], x.data<T>()[Ravel(ii, shape)]) << ShapeToString(shape);
+  }
+}
+
+TEST(Transpose, LargeTiled) {
+  CheckLargeTranspose<float>({3, 37, 41}, {0, 2, 1});
+  CheckLargeTranspose<float>({2, 5, 33, 20}, {0, 2, 3, 1});
+  CheckLargeTranspose<int64_t>({70, 18}, {1, 0});
+  CheckLargeTranspose<uint8_t>({2, 19, 3, 35}, {3, 1, 0, 2});
+  CheckLargeTranspose<int8_t>({1, 12, 40, 16}, {0, 1, 3, 2}); // K^T in attention
+}
+
 // The ONNX slice rule, written per axis with plain loops.
 std::vector<int64_t> NaiveSliceIndices(int64_t dim, int64_t start, int64_t end, int64_t step) {
   if (start < 0)
