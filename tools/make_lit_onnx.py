@@ -162,7 +162,8 @@ def broken(out):
     save(model([helper.make_node("Relu", ["nowhere"], ["y"], name="r")],
                [tensor("x", TensorProto.FLOAT, [4])], [tensor("y", TensorProto.FLOAT, [4])]),
          "undefined_input.onnx", out)
-    bad = helper.make_tensor("w", TensorProto.FLOAT, [4], vals=b"\0" * 12, raw=True)
+    bad = helper.make_tensor("w", TensorProto.FLOAT, [4], vals=b"\0" * 16, raw=True)
+    bad.raw_data = b"\0" * 12
     save(model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", TensorProto.FLOAT, [4])],
                [tensor("y", TensorProto.FLOAT, [4])], [bad]), "short_raw_data.onnx", out)
     save(model([helper.make_node("LayerNormalization", ["x", "s"], ["y", "mean"], name="ln")],

@@ -150,8 +150,10 @@ std::optional<SymDims> broadcastValues(Operation *op, ShapeInferenceContext &ctx
 }
 
 /// Records `values` for `result` when they are integers of a tracked size.
+/// Call after setResult(): the importer's ops still have placeholder types.
 void setIntValues(ShapeInferenceContext &ctx, Value result, std::optional<SymDims> values) {
-  if (values && elementTypeOf(result).isInteger())
+  Type elementType = ctx.getInferredElementType(result);
+  if (values && elementType && elementType.isInteger())
     ctx.setValues(result, std::move(*values));
 }
 

@@ -356,10 +356,7 @@ LogicalResult inferOpShapes(Operation *op, ShapeInferenceContext &ctx, bool repl
   return success();
 }
 
-LogicalResult inferFunctionShapes(func::FuncOp func, ShapeInferenceContext &ctx,
-                                  bool *changed) {
-  if (func.isExternal())
-    return success();
+void seedArgumentShapes(func::FuncOp func, ShapeInferenceContext &ctx) {
   for (BlockArgument arg : func.getArguments()) {
     SymShape shape = SymShape::fromType(arg.getType());
     auto dims = func.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), "kiln.dims");
@@ -372,6 +369,13 @@ LogicalResult inferFunctionShapes(func::FuncOp func, ShapeInferenceContext &ctx,
     }
     ctx.setShape(arg, shape);
   }
+}
+
+LogicalResult inferFunctionShapes(func::FuncOp func, ShapeInferenceContext &ctx,
+                                  bool *changed) {
+  if (func.isExternal())
+    return success();
+  seedArgumentShapes(func, ctx);
   WalkResult walk = func.walk([&](Operation *op) {
     return failed(inferOpShapes(op, ctx, /*replaceTypes=*/false, changed))
                ? WalkResult::interrupt()
@@ -380,8 +384,10 @@ LogicalResult inferFunctionShapes(func::FuncOp func, ShapeInferenceContext &ctx,
   if (walk.wasInterrupted())
     return failure();
   // The signature follows the returned values' (possibly refined) types.
-  Operation *terminator = func.getBody().back().getTerminator();
-  SmallVector<Type> results(terminator->getOperandTypes());
+  Block &body = func.getBody().back();
+  if (body.empty() || !body.back().hasTrait<OpTrait::IsTerminator>())
+    return success();
+  SmallVector<Type> results(body.back().getOperandTypes());
   if (TypeRange(results) != func.getFunctionType().getResults()) {
     func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(), results));
     if (changed)

@@ -158,6 +158,10 @@ private:
 mlir::LogicalResult inferOpShapes(mlir::Operation *op, ShapeInferenceContext &ctx,
                                   bool replaceTypes, bool *changed = nullptr);
 
+/// Records the shapes of `func`'s arguments: their types, with the dims that
+/// `kiln.dims` names made symbolic.
+void seedArgumentShapes(mlir::func::FuncOp func, ShapeInferenceContext &ctx);
+
 /// Seeds the context with `func`'s arguments (their types and `kiln.dims`
 /// attributes), infers every op in order, and updates the function type to
 /// match what its return op returns. Sets `changed` when any type changed.

@@ -205,8 +205,7 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
   func.setAllArgAttrs(argAttrs);
   Block *body = func.addEntryBlock();
   builder.setInsertionPointToEnd(body);
-  if (failed(inferFunctionShapes(func, shapes)))
-    return failure();
+  seedArgumentShapes(func, shapes);
   for (auto [name, arg] : llvm::zip(argNames, body->getArguments())) {
     if (values.count(name))
       return graphError() << "graph input '" << name << "' is declared twice";

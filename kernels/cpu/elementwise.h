@@ -31,7 +31,9 @@ enum class UnaryOp {
   kRelu,
   kAbs,
   kFloor,
-  kCeil
+  kCeil,
+  kSin,
+  kCos
 };
 
 // out = a <op> b; layout has two inputs (a, b). Max and Min propagate NaN.

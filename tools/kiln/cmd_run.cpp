@@ -32,6 +32,8 @@ const char kUsage[] =
     "  --seed S                 random seed, for reproducible sampling (default 0)\n"
     "  --dump-logits FILE.npy   write the last position's logits of every step as\n"
     "                           float32 [steps, vocab]\n"
+    "  --output-ids FILE.json   write the generated token ids as a JSON list\n"
+    "  --ignore-eos             do not stop at EOS (for benchmarks and tests)\n"
     "  --no-stream              print the text once, at the end\n"
     "\n"
     "Generation stops at any EOS id of the plan, at --max-new-tokens, or when the\n"
@@ -120,6 +122,8 @@ Status Run(const ParsedArgs &a) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
   options = GenerateOptions::FromPlan(*plan);
   KILN_RETURN_IF_ERROR(ApplyOptions(a, &options));
+  if (a.Has("--ignore-eos"))
+    options.eos_token_ids.clear();
 
   std::unique_ptr<Tokenizer> tokenizer;
   const flatbuffers::String *tj = plan->fb().tokenizer_json();
@@ -180,6 +184,18 @@ Status Run(const ParsedArgs &a) {
                r.prompt_tokens, r.prefill_seconds, rate(r.prompt_tokens, r.prefill_seconds),
                r.decode_steps, r.decode_seconds, rate(r.decode_steps, r.decode_seconds),
                FinishReasonName(r.finish));
+  if (a.Has("--output-ids")) {
+    std::string json = "[";
+    for (size_t i = 0; i < r.tokens.size(); ++i)
+      json += (i ? "," : "") + std::to_string(r.tokens[i]);
+    json += "]\n";
+    std::FILE *f = std::fopen(a.Get("--output-ids").c_str(), "wb");
+    bool ok = f && std::fwrite(json.data(), 1, json.size(), f) == json.size();
+    if (f)
+      ok = std::fclose(f) == 0 && ok;
+    if (!ok)
+      return InvalidArgument("cannot write '" + a.Get("--output-ids") + "'");
+  }
   if (a.Has("--dump-logits")) {
     int64_t steps = vocab > 0 ? static_cast<int64_t>(logits.size()) / vocab : 0;
     KILN_RETURN_IF_ERROR(WriteNpy(a.Get("--dump-logits"), logits, steps, vocab));
@@ -193,8 +209,8 @@ int RunMain(const std::vector<std::string> &args) {
   ParsedArgs a;
   std::string err = ParseArgs(args,
                               {"--prompt", "--prompt-ids", "--max-new-tokens", "--temperature",
-                               "--top-k", "--top-p", "--seed", "--dump-logits"},
-                              {"--no-stream"}, {{"-p", "--prompt"}}, &a);
+                               "--top-k", "--top-p", "--seed", "--dump-logits", "--output-ids"},
+                              {"--no-stream", "--ignore-eos"}, {{"-p", "--prompt"}}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

@@ -47,6 +47,8 @@ TEST(UnaryOps, FloatMathMatchesStd) {
   CheckUnary<float>("abs", F([](float v) { return std::fabs(v); }), -9, 9, 0);
   CheckUnary<float>("floor", F([](float v) { return std::floor(v); }), -9, 9, 0);
   CheckUnary<float>("ceil", F([](float v) { return std::ceil(v); }), -9, 9, 0);
+  CheckUnary<float>("sin", F([](float v) { return std::sin(v); }), -9, 9, 1e-6);
+  CheckUnary<float>("cos", F([](float v) { return std::cos(v); }), -9, 9, 1e-6);
   CheckUnary<double>("exp", std::function<double(double)>([](double v) { return std::exp(v); }),
                      -20, 20, 1e-14);
 }
@@ -111,6 +113,35 @@ TEST(UnaryOps, SigmoidSaturatesWithoutNaN) {
   auto got = RunOp("sigmoid", Attrs(), {&x});
   ASSERT_TRUE(got.ok());
   EXPECT_EQ((*got)[0].values<float>(), (std::vector<float>{0, 0.5f, 1}));
+}
+
+TEST(UnaryOps, IsNaNOnEveryFloatType) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor f = Make<float>({4}, {1, nan, inf, -nan});
+  auto got = RunOp("is_nan", Attrs(), {&f});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)[0].dtype, DType::kBool);
+  EXPECT_EQ((*got)[0].bytes, (std::vector<uint8_t>{0, 1, 0, 1}));
+  Tensor d = Make<double>({2}, {std::nan(""), 0});
+  got = RunOp("is_nan", Attrs(), {&d});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)[0].bytes, (std::vector<uint8_t>{1, 0}));
+  Tensor h(DType::kF16, {4});
+  const uint16_t half_bits[] = {0x7c00, 0x7c01, 0xfe00, 0x3c00}; // inf, NaN, -NaN, 1
+  std::memcpy(h.bytes.data(), half_bits, sizeof(half_bits));
+  got = RunOp("is_nan", Attrs(), {&h});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)[0].bytes, (std::vector<uint8_t>{0, 1, 1, 0}));
+  Tensor b(DType::kBF16, {3});
+  const uint16_t bf_bits[] = {0x7f80, 0x7fc0, 0x3f80}; // inf, NaN, 1
+  std::memcpy(b.bytes.data(), bf_bits, sizeof(bf_bits));
+  got = RunOp("is_nan", Attrs(), {&b});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)[0].bytes, (std::vector<uint8_t>{0, 1, 0}));
+  Tensor i = Make<int64_t>({1}, {1});
+  std::vector<TensorView> out(1);
+  ExpectError(InferOp("is_nan", Attrs(), {&i}, &out), {"is_nan", "i64"});
 }
 
 TEST(UnaryOps, NotAndIdentity) {
