@@ -19,8 +19,7 @@ void buildCleanupPipeline(OpPassManager &pm) {
 }
 
 void registerKilnPipelines() {
-  PassPipelineRegistration<>("kiln-cleanup",
-                             "Shape inference, shape-subgraph folding, CSE and DCE",
+  PassPipelineRegistration<>("kiln-cleanup", "Shape inference, shape-subgraph folding, CSE and DCE",
                              buildCleanupPipeline);
 }
 

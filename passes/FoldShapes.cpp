@@ -45,9 +45,9 @@ bool materializeKnownValues(func::FuncOp func, const ShapeInferenceContext &ctx)
       for (int64_t v : *values)
         elements.push_back(APInt(width, v, /*isSigned=*/width > 1));
       builder.setInsertionPoint(op);
-      auto constant = builder.create<ConstantOp>(op->getLoc(), type,
-                                                 DenseElementsAttr::get(type, elements),
-                                                 /*name=*/StringAttr());
+      auto constant =
+          builder.create<ConstantOp>(op->getLoc(), type, DenseElementsAttr::get(type, elements),
+                                     /*name=*/StringAttr());
       result.replaceAllUsesWith(constant);
       changed = true;
     }

@@ -33,23 +33,32 @@ struct ShapeOperands {
 };
 
 ShapeOperands shapeOperandsOf(llvm::StringRef name) {
-  if (!name.consume_front("kiln.")) return {};
-  if (name == "reshape" || name == "expand") return {1, "shape"};
-  if (name == "slice") return {1, "starts/ends/axes/steps"};
-  if (name == "constant_of_shape") return {0, "shape"};
-  if (name == "range") return {0, "start/limit/delta"};
+  if (!name.consume_front("kiln."))
+    return {};
+  if (name == "reshape" || name == "expand")
+    return {1, "shape"};
+  if (name == "slice")
+    return {1, "starts/ends/axes/steps"};
+  if (name == "constant_of_shape")
+    return {0, "shape"};
+  if (name == "range")
+    return {0, "start/limit/delta"};
   if (name == "squeeze" || name == "unsqueeze" || name.starts_with("reduce_"))
     return {1, "axes"};
-  if (name == "split") return {1, "split"};
-  if (name == "tile") return {1, "repeats"};
-  if (name == "trilu") return {1, "k"};
+  if (name == "split")
+    return {1, "split"};
+  if (name == "tile")
+    return {1, "repeats"};
+  if (name == "trilu")
+    return {1, "k"};
   return {};
 }
 
 /// Ops that are cheap scalar/shape arithmetic, so the host may evaluate them
 /// even on float values (e.g. a float Range for rotary positions).
 bool isShapeArithmetic(llvm::StringRef name) {
-  if (!name.consume_front("kiln.")) return false;
+  if (!name.consume_front("kiln."))
+    return false;
   return llvm::StringSwitch<bool>(name)
       .Cases("shape", "gather", "concat", "reshape", "unsqueeze", "squeeze", "slice", "cast", true)
       .Cases("add", "sub", "mul", "div", "neg", "abs", "floor", "ceil", true)
@@ -69,11 +78,14 @@ bool isFloatTensor(mlir::Type t) {
 /// An op that computes float data the host cannot reproduce before running
 /// the model: anything that is not shape arithmetic and touches floats.
 bool isFloatCompute(mlir::Operation *op) {
-  if (isShapeArithmetic(op->getName().getStringRef())) return false;
+  if (isShapeArithmetic(op->getName().getStringRef()))
+    return false;
   for (mlir::Type t : op->getOperandTypes())
-    if (isFloatTensor(t)) return true;
+    if (isFloatTensor(t))
+      return true;
   for (mlir::Type t : op->getResultTypes())
-    if (isFloatTensor(t)) return true;
+    if (isFloatTensor(t))
+      return true;
   return false;
 }
 
@@ -93,7 +105,8 @@ void MarkHostPass::runOnOperation() {
   llvm::SmallVector<Pending> worklist;
   func.walk([&](mlir::Operation *op) {
     ShapeOperands s = shapeOperandsOf(op->getName().getStringRef());
-    if (s.first < 0) return;
+    if (s.first < 0)
+      return;
     for (unsigned i = s.first; i < op->getNumOperands(); ++i)
       worklist.push_back({op->getOperand(i), op, s.role});
   });
@@ -104,7 +117,8 @@ void MarkHostPass::runOnOperation() {
     Pending p = worklist.pop_back_val();
     mlir::Operation *producer = p.value.getDefiningOp();
     // Graph inputs are bound on the host, constants live in the plan.
-    if (!producer || plan::isWeightOp(producer) || !visited.insert(producer).second) continue;
+    if (!producer || plan::isWeightOp(producer) || !visited.insert(producer).second)
+      continue;
     if (isFloatCompute(producer)) {
       mlir::InFlightDiagnostic diag =
           producer->emitError()
@@ -117,7 +131,8 @@ void MarkHostPass::runOnOperation() {
     }
     producer->setAttr(plan::kHostAttr, host);
     // Shape reads only its input's dims, which the host always knows.
-    if (producer->getName().getStringRef() == "kiln.shape") continue;
+    if (producer->getName().getStringRef() == "kiln.shape")
+      continue;
     for (mlir::Value operand : producer->getOperands())
       worklist.push_back({operand, p.consumer, p.role});
   }

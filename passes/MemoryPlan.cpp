@@ -44,7 +44,8 @@ struct SizeKey {
 SizeKey sizeKeyOf(mlir::Type type) {
   SizeKey key;
   auto t = mlir::dyn_cast<mlir::RankedTensorType>(type);
-  if (!t || !t.getElementType().isIntOrFloat()) return {INT_MAX / 2, 0}; // unranked: huge
+  if (!t || !t.getElementType().isIntOrFloat())
+    return {INT_MAX / 2, 0}; // unranked: huge
   key.staticPartBytes = plan::elementBytes(t.getElementType());
   for (int64_t d : t.getShape()) {
     if (mlir::ShapedType::isDynamic(d))
@@ -56,8 +57,8 @@ SizeKey sizeKeyOf(mlir::Type type) {
 }
 
 struct Slot {
-  SizeKey key;              // largest tensor assigned so far
-  int64_t staticBytes = 0;  // largest static size, or -1 once a dynamic tensor joins
+  SizeKey key;             // largest tensor assigned so far
+  int64_t staticBytes = 0; // largest static size, or -1 once a dynamic tensor joins
 };
 
 /// Greedy interval coloring in op order. Owns the slot table and the free
@@ -73,8 +74,8 @@ public:
     for (int s : free_) {
       bool fits = !(slots_[s].key < need);
       if (best < 0 || (fits && !bestFits) ||
-          (fits == bestFits && (fits ? slots_[s].key < slots_[best].key
-                                     : slots_[best].key < slots_[s].key))) {
+          (fits == bestFits &&
+           (fits ? slots_[s].key < slots_[best].key : slots_[best].key < slots_[s].key))) {
         best = s;
         bestFits = fits;
       }
@@ -84,7 +85,8 @@ public:
       slots_.push_back({need, 0});
     } else {
       free_.erase(std::find(free_.begin(), free_.end(), best));
-      if (slots_[best].key < need) slots_[best].key = need;
+      if (slots_[best].key < need)
+        slots_[best].key = need;
     }
     int64_t bytes = plan::staticBytes(type);
     Slot &slot = slots_[best];
@@ -106,20 +108,24 @@ struct MemoryPlanPass : impl::KilnMemoryPlanBase<MemoryPlanPass> {
 
 void MemoryPlanPass::runOnOperation() {
   mlir::func::FuncOp func = getOperation();
-  if (func.isExternal()) return;
+  if (func.isExternal())
+    return;
   mlir::Block &body = func.getBody().front();
 
   llvm::DenseMap<mlir::Operation *, int> position;
   int n = 0;
-  for (mlir::Operation &op : body) position[&op] = n++;
+  for (mlir::Operation &op : body)
+    position[&op] = n++;
 
   // Index of the last op in `body` that reads `v`; INT_MAX when returned.
   auto lastUse = [&](mlir::Value v, int producer) {
     int last = producer;
     for (mlir::Operation *user : v.getUsers()) {
       mlir::Operation *top = body.findAncestorOpInBlock(*user);
-      if (!top) continue;
-      if (top->hasTrait<mlir::OpTrait::IsTerminator>()) return INT_MAX;
+      if (!top)
+        continue;
+      if (top->hasTrait<mlir::OpTrait::IsTerminator>())
+        return INT_MAX;
       last = std::max(last, position[top]);
     }
     return last;
@@ -143,20 +149,23 @@ void MemoryPlanPass::runOnOperation() {
         int64_t bytes = plan::staticBytes(r.getType());
         unshared = (bytes < 0 || unshared < 0) ? -1 : unshared + bytes;
         int last = lastUse(r, pos);
-        if (last != INT_MAX) expiring.emplace(last, slot);
+        if (last != INT_MAX)
+          expiring.emplace(last, slot);
       }
       op.setAttr(plan::kSlotsAttr, mlir::DenseI64ArrayAttr::get(&getContext(), slots));
     }
     // Only after this op's results have slots: an operand read here and a
     // result written here must never share memory.
     auto [begin, end] = expiring.equal_range(pos);
-    for (auto it = begin; it != end; ++it) allocator.release(it->second);
+    for (auto it = begin; it != end; ++it)
+      allocator.release(it->second);
     expiring.erase(begin, end);
   }
 
   mlir::Builder b(&getContext());
   llvm::SmallVector<int64_t> slotBytes;
-  for (const Slot &s : allocator.slots()) slotBytes.push_back(s.staticBytes);
+  for (const Slot &s : allocator.slots())
+    slotBytes.push_back(s.staticBytes);
   func->setAttr(plan::kMemoryPlanAttr,
                 b.getDictionaryAttr({
                     b.getNamedAttr("num_slots", b.getI64IntegerAttr(allocator.slots().size())),

@@ -26,7 +26,9 @@ def KilnShapeInference : Pass<"kiln-shape-inference", "mlir::func::FuncOp"> {
     symbolically, so a Reshape whose shape is built from the input's batch
     and sequence dims gets those dims' names. A type is only ever refined,
     never changed incompatibly: a conflict with a declared static dim is an
-    error at the op. The function signature follows its returned values.
+    error at the op. The function signature follows its returned values,
+    and unnamed ("") entries of the results' `kiln.dims` get the symbolic
+    names inferred for them.
 
     With `annotate-dims`, every op result with a dynamic dim also gets the
     symbolic names of its dims as a `kiln.dims` attribute (an array per

@@ -25,8 +25,26 @@ struct ShapeInferencePass : impl::KilnShapeInferenceBase<ShapeInferencePass> {
     ShapeInferenceContext ctx;
     if (failed(inferFunctionShapes(func, ctx)))
       return signalPassFailure();
+    nameResultDims(func, ctx);
     if (annotateDims)
       annotate(func, ctx);
+  }
+
+  /// Fills the unnamed ("") entries of each result's kiln.dims with the
+  /// symbolic dim inference found, so the plan names as many dims as it can.
+  void nameResultDims(func::FuncOp func, const ShapeInferenceContext &ctx) {
+    Operation *terminator = func.getBody().back().getTerminator();
+    for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
+      auto dims = func.getResultAttrOfType<ArrayAttr>(i, "kiln.dims");
+      SymShape shape = ctx.getShape(value);
+      if (!dims || !shape.ranked || int64_t(dims.size()) != shape.getRank())
+        continue;
+      SmallVector<Attribute> names(dims.begin(), dims.end());
+      for (auto [name, dim] : llvm::zip(names, shape.dims))
+        if (auto s = dyn_cast<StringAttr>(name); s && s.getValue().empty() && dim.isSymbolic())
+          name = StringAttr::get(func.getContext(), dim.str());
+      func.setResultAttr(i, "kiln.dims", ArrayAttr::get(func.getContext(), names));
+    }
   }
 
   /// Attaches kiln.dims (one array per result) to ops with a symbolic dim.

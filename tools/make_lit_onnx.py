@@ -78,9 +78,9 @@ def constants(out):
         helper.make_node("Constant", [], ["cis"], value_ints=[1, -1]),
         helper.make_node("Constant", [], ["ct"],
                          value=numpy_helper.from_array(np.array([[1, 2]], dtype=np.int32))),
+        helper.make_node("Abs", ["cis"], ["cis_abs"]),
         helper.make_node("ConstantOfShape", ["cis_abs"], ["zeros"],
                          value=numpy_helper.from_array(np.array([3], dtype=np.int64))),
-        helper.make_node("Abs", ["cis"], ["cis_abs"]),
         helper.make_node("Gemm", ["a", "b"], ["g"]),
     ]
     m = model(nodes, [tensor("a", TensorProto.FLOAT, [2, 3]), tensor("b", TensorProto.FLOAT, [3, 5])],

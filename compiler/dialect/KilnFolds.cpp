@@ -13,8 +13,8 @@
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <cmath>
 #include "mlir/IR/PatternMatch.h"
+#include <cmath>
 
 using namespace mlir;
 
@@ -107,8 +107,12 @@ Attribute foldCompare(Operation *op, ArrayRef<Attribute> operands,
   return foldBinary(
       operands[0], operands[1], result,
       [&](const APInt &a, const APInt &b, bool isUnsigned) -> std::optional<APInt> {
-        int order = isUnsigned ? (a.ult(b) ? -1 : a == b ? 0 : 1)
-                               : (a.slt(b) ? -1 : a == b ? 0 : 1);
+        int order = isUnsigned ? (a.ult(b) ? -1
+                                  : a == b ? 0
+                                           : 1)
+                               : (a.slt(b) ? -1
+                                  : a == b ? 0
+                                           : 1);
         return APInt(1, pick(order) ? 1 : 0);
       },
       [&](const APFloat &a, const APFloat &b) -> std::optional<Attribute> {
@@ -328,22 +332,23 @@ OpFoldResult foldUnaryOp(Operation *op, Attribute operand) {
   }
   // Float math in double, rounded once to the element type (the scale
   // 1 / sqrt(head_dim) of attention is the usual customer).
-  double (*fn)(double) = llvm::TypeSwitch<Operation *, double (*)(double)>(op)
-      .Case([](SqrtOp) { return +[](double v) { return std::sqrt(v); }; })
-      .Case([](ReciprocalOp) { return +[](double v) { return 1.0 / v; }; })
-      .Case([](NegOp) { return +[](double v) { return -v; }; })
-      .Case([](AbsOp) { return +[](double v) { return std::fabs(v); }; })
-      .Case([](ExpOp) { return +[](double v) { return std::exp(v); }; })
-      .Case([](LogOp) { return +[](double v) { return std::log(v); }; })
-      .Case([](ErfOp) { return +[](double v) { return std::erf(v); }; })
-      .Case([](TanhOp) { return +[](double v) { return std::tanh(v); }; })
-      .Case([](SigmoidOp) { return +[](double v) { return 1.0 / (1.0 + std::exp(-v)); }; })
-      .Case([](ReluOp) { return +[](double v) { return v < 0 ? 0.0 : v; }; })
-      .Case([](FloorOp) { return +[](double v) { return std::floor(v); }; })
-      .Case([](CeilOp) { return +[](double v) { return std::ceil(v); }; })
-      .Case([](CosOp) { return +[](double v) { return std::cos(v); }; })
-      .Case([](SinOp) { return +[](double v) { return std::sin(v); }; })
-      .Default([](Operation *) { return nullptr; });
+  double (*fn)(double) =
+      llvm::TypeSwitch<Operation *, double (*)(double)>(op)
+          .Case([](SqrtOp) { return +[](double v) { return std::sqrt(v); }; })
+          .Case([](ReciprocalOp) { return +[](double v) { return 1.0 / v; }; })
+          .Case([](NegOp) { return +[](double v) { return -v; }; })
+          .Case([](AbsOp) { return +[](double v) { return std::fabs(v); }; })
+          .Case([](ExpOp) { return +[](double v) { return std::exp(v); }; })
+          .Case([](LogOp) { return +[](double v) { return std::log(v); }; })
+          .Case([](ErfOp) { return +[](double v) { return std::erf(v); }; })
+          .Case([](TanhOp) { return +[](double v) { return std::tanh(v); }; })
+          .Case([](SigmoidOp) { return +[](double v) { return 1.0 / (1.0 + std::exp(-v)); }; })
+          .Case([](ReluOp) { return +[](double v) { return v < 0 ? 0.0 : v; }; })
+          .Case([](FloorOp) { return +[](double v) { return std::floor(v); }; })
+          .Case([](CeilOp) { return +[](double v) { return std::ceil(v); }; })
+          .Case([](CosOp) { return +[](double v) { return std::cos(v); }; })
+          .Case([](SinOp) { return +[](double v) { return std::sin(v); }; })
+          .Default([](Operation *) { return nullptr; });
   if (!fn)
     return {};
   const llvm::fltSemantics &semantics = cast<FloatType>(elem).getFloatSemantics();

@@ -56,8 +56,8 @@ mlir::OpFoldResult foldUnaryOp(mlir::Operation *op, mlir::Attribute operand);
 mlir::LogicalResult inferBroadcastOp(mlir::Operation *op, ShapeInferenceContext &ctx,
                                      ElemRule rule);
 mlir::LogicalResult inferUnaryOp(mlir::Operation *op, ShapeInferenceContext &ctx);
-mlir::LogicalResult inferReduceOp(mlir::Operation *op, ShapeInferenceContext &ctx,
-                                  int64_t keepdims, int64_t noopWithEmptyAxes);
+mlir::LogicalResult inferReduceOp(mlir::Operation *op, ShapeInferenceContext &ctx, int64_t keepdims,
+                                  int64_t noopWithEmptyAxes);
 
 } // namespace kiln
 

@@ -117,8 +117,7 @@ LogicalResult verifyBroadcastOp(Operation *op, ElemRule rule) {
   Value a = op->getOperand(0), b = op->getOperand(1), c = op->getResult(0);
   if (rule != ElemRule::FirstOperand && failed(expectSameElementType(op, a, b, "operands")))
     return failure();
-  Type expected = rule == ElemRule::Bool ? IntegerType::get(op->getContext(), 1)
-                                         : elementTypeOf(a);
+  Type expected = rule == ElemRule::Bool ? IntegerType::get(op->getContext(), 1) : elementTypeOf(a);
   if (elementTypeOf(c) != expected)
     return op->emitOpError() << "result element type must be " << expected << ", got "
                              << c.getType();
@@ -132,8 +131,8 @@ LogicalResult verifyUnaryOp(Operation *op) {
   Value x = op->getOperand(0), y = op->getResult(0);
   if (failed(verifyCompatibleShape(x.getType(), y.getType())) ||
       elementTypeOf(x) != elementTypeOf(y))
-    return op->emitOpError() << "result type " << y.getType()
-                             << " must match the operand type " << x.getType();
+    return op->emitOpError() << "result type " << y.getType() << " must match the operand type "
+                             << x.getType();
   return success();
 }
 
@@ -244,8 +243,7 @@ LogicalResult GemmOp::verify() {
   if (getC()) {
     SmallVector<int64_t> out;
     auto c = dyn_cast<RankedTensorType>(getC().getType());
-    if (c && (!OpTrait::util::getBroadcastedShape({m, n}, c.getShape(), out) ||
-              out.size() != 2))
+    if (c && (!OpTrait::util::getBroadcastedShape({m, n}, c.getShape(), out) || out.size() != 2))
       return emitOpError() << "c " << c << " does not broadcast to " << m << "x" << n;
   }
   return expectResultShape(*this, getY(), {m, n});
@@ -283,6 +281,11 @@ LogicalResult ReshapeOp::verify() {
       failed(expectRank(*this, getShape(), 1, "shape")) ||
       failed(expectSameElementType(*this, getData(), getReshaped(), "data and result")))
     return failure();
+  auto in = dyn_cast<RankedTensorType>(getData().getType());
+  auto out = dyn_cast<RankedTensorType>(getReshaped().getType());
+  if (in && out && in.hasStaticShape() && out.hasStaticShape() &&
+      in.getNumElements() != out.getNumElements())
+    return emitOpError() << "reshape changes the element count: " << in << " to " << out;
   std::optional<SmallVector<int64_t>> shape = getConstantIntValues(getShape());
   if (!shape)
     return success();
@@ -302,11 +305,6 @@ LogicalResult ReshapeOp::verify() {
   if (resultRank && *resultRank != int64_t(shape->size()))
     return emitOpError() << "result rank " << *resultRank << " differs from the shape's length "
                          << shape->size();
-  auto in = dyn_cast<RankedTensorType>(getData().getType());
-  auto out = dyn_cast<RankedTensorType>(getReshaped().getType());
-  if (in && out && in.hasStaticShape() && out.hasStaticShape() &&
-      in.getNumElements() != out.getNumElements())
-    return emitOpError() << "reshape changes the element count: " << in << " to " << out;
   return success();
 }
 
@@ -369,8 +367,8 @@ LogicalResult ConcatOp::verify() {
       shape[i] = t.getShape()[i];
     }
     int64_t d = t.getShape()[axis];
-    total = ShapedType::isDynamic(total) || ShapedType::isDynamic(d) ? ShapedType::kDynamic
-                                                                      : total + d;
+    total =
+        ShapedType::isDynamic(total) || ShapedType::isDynamic(d) ? ShapedType::kDynamic : total + d;
   }
   shape[axis] = total;
   return expectResultShape(*this, getConcatResult(), shape);
@@ -387,8 +385,8 @@ LogicalResult SplitOp::verify() {
   if (!getSplit() && n == 0)
     return emitOpError() << "needs a split operand or num_outputs > 0";
   if (n != 0 && n != int64_t(getOutputs().size()))
-    return emitOpError() << "num_outputs = " << n << " but the op has "
-                         << getOutputs().size() << " results";
+    return emitOpError() << "num_outputs = " << n << " but the op has " << getOutputs().size()
+                         << " results";
   std::optional<int64_t> rank = rankOf(getInput());
   if (failed(expectAxis(*this, getAxis(), rank)))
     return failure();
@@ -403,8 +401,8 @@ LogicalResult SplitOp::verify() {
   if (!sizes)
     return success();
   if (sizes->size() != getOutputs().size())
-    return emitOpError() << "split has " << sizes->size() << " sizes for "
-                         << getOutputs().size() << " results";
+    return emitOpError() << "split has " << sizes->size() << " sizes for " << getOutputs().size()
+                         << " results";
   int64_t total = 0;
   for (int64_t s : *sizes) {
     if (s < 0)

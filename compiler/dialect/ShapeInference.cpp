@@ -311,8 +311,8 @@ static FailureOr<SymShape> mergeShapes(const SymShape &declared, const SymShape 
     if (!d.isStatic())
       continue;
     if (inferred.dims[i].isStatic() && inferred.dims[i] != d) {
-      why = "dim " + std::to_string(i) + " = " + inferred.dims[i].str() +
-            " but the type says " + d.str();
+      why = "dim " + std::to_string(i) + " = " + inferred.dims[i].str() + " but the type says " +
+            d.str();
       return failure();
     }
     merged.dims[i] = d;
@@ -341,8 +341,8 @@ LogicalResult inferOpShapes(Operation *op, ShapeInferenceContext &ctx, bool repl
       std::string why;
       FailureOr<SymShape> m = mergeShapes(SymShape::fromType(oldType), inferred, why);
       if (failed(m))
-        return op->emitOpError() << "inferred result shape has " << why << " (type "
-                                 << oldType << ")";
+        return op->emitOpError() << "inferred result shape has " << why << " (type " << oldType
+                                 << ")";
       merged = *m;
     }
     ctx.setResult(result, elementType, merged);
@@ -371,15 +371,13 @@ void seedArgumentShapes(func::FuncOp func, ShapeInferenceContext &ctx) {
   }
 }
 
-LogicalResult inferFunctionShapes(func::FuncOp func, ShapeInferenceContext &ctx,
-                                  bool *changed) {
+LogicalResult inferFunctionShapes(func::FuncOp func, ShapeInferenceContext &ctx, bool *changed) {
   if (func.isExternal())
     return success();
   seedArgumentShapes(func, ctx);
   WalkResult walk = func.walk([&](Operation *op) {
-    return failed(inferOpShapes(op, ctx, /*replaceTypes=*/false, changed))
-               ? WalkResult::interrupt()
-               : WalkResult::advance();
+    return failed(inferOpShapes(op, ctx, /*replaceTypes=*/false, changed)) ? WalkResult::interrupt()
+                                                                           : WalkResult::advance();
   });
   if (walk.wasInterrupted())
     return failure();

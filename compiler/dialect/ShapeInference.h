@@ -139,9 +139,7 @@ public:
   void setShape(mlir::Value value, SymShape shape) { shapes[value] = std::move(shape); }
 
   /// The element type setResult() recorded, or null.
-  mlir::Type getInferredElementType(mlir::Value value) const {
-    return elementTypes.lookup(value);
-  }
+  mlir::Type getInferredElementType(mlir::Value value) const { return elementTypes.lookup(value); }
 
 private:
   llvm::DenseMap<mlir::Value, SymShape> shapes;

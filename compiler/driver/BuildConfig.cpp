@@ -19,10 +19,10 @@ using nlohmann::json;
 enum class Kind { kDtype, kPositiveInt, kBool, kNullOnly, kObject };
 
 struct KeyInfo {
-  const char *name;       // as accepted in JSON
-  const char *canonical;  // the DeepSpeed name it resolves to
+  const char *name;      // as accepted in JSON
+  const char *canonical; // the DeepSpeed name it resolves to
   Kind kind;
-  const char *replacement = nullptr;  // set for deprecated names
+  const char *replacement = nullptr; // set for deprecated names
 };
 
 // Top level. Aliases follow DeepSpeedInferenceConfig.
@@ -65,13 +65,15 @@ const KeyInfo kQuantKeys[] = {
 
 template <size_t N> const KeyInfo *Find(const KeyInfo (&table)[N], const std::string &name) {
   for (const KeyInfo &k : table)
-    if (name == k.name) return &k;
+    if (name == k.name)
+      return &k;
   return nullptr;
 }
 
 template <size_t N> std::string KnownNames(const KeyInfo (&table)[N]) {
   std::string out;
-  for (const KeyInfo &k : table) out += (out.empty() ? "" : ", ") + std::string(k.name);
+  for (const KeyInfo &k : table)
+    out += (out.empty() ? "" : ", ") + std::string(k.name);
   return out;
 }
 
@@ -79,8 +81,10 @@ const KeyInfo *FindTop(const std::string &name) { return Find(kTopKeys, name); }
 
 // The subtable of an object-valued key, by canonical name.
 const KeyInfo *FindSub(const std::string &parent, const std::string &name) {
-  if (parent == "tensor_parallel") return Find(kTensorParallelKeys, name);
-  if (parent == "quant") return Find(kQuantKeys, name);
+  if (parent == "tensor_parallel")
+    return Find(kTensorParallelKeys, name);
+  if (parent == "quant")
+    return Find(kQuantKeys, name);
   return nullptr;
 }
 
@@ -92,10 +96,10 @@ std::string SubNames(const std::string &parent) {
 // accepts torch dtypes; in JSON they can only arrive spelled as strings.
 std::string CanonicalDtype(const std::string &s) {
   static const std::map<std::string, std::string> kSpellings = {
-      {"fp32", "fp32"},         {"float32", "fp32"},       {"float", "fp32"},
-      {"torch.float32", "fp32"}, {"torch.float", "fp32"},   {"fp16", "fp16"},
-      {"float16", "fp16"},      {"half", "fp16"},          {"torch.float16", "fp16"},
-      {"torch.half", "fp16"},   {"bf16", "bf16"},          {"bfloat16", "bf16"},
+      {"fp32", "fp32"},           {"float32", "fp32"},     {"float", "fp32"},
+      {"torch.float32", "fp32"},  {"torch.float", "fp32"}, {"fp16", "fp16"},
+      {"float16", "fp16"},        {"half", "fp16"},        {"torch.float16", "fp16"},
+      {"torch.half", "fp16"},     {"bf16", "bf16"},        {"bfloat16", "bf16"},
       {"torch.bfloat16", "bf16"}, {"int8", "int8"},        {"torch.int8", "int8"},
   };
   auto it = kSpellings.find(s);
@@ -112,7 +116,8 @@ llvm::Expected<json> ParseStrict(const std::string &text, const std::string &ori
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
   auto on_event = [&](int, json::parse_event_t event, json &parsed) {
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_start)
+      open_objects.emplace_back();
     if (event == json::parse_event_t::object_end && !open_objects.empty())
       open_objects.pop_back();
     if (event == json::parse_event_t::key && !open_objects.empty() &&
@@ -121,15 +126,16 @@ llvm::Expected<json> ParseStrict(const std::string &text, const std::string &ori
     return true;
   };
   json root = json::parse(text, on_event, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return Err(origin + ": not valid JSON");
+  if (root.is_discarded())
+    return Err(origin + ": not valid JSON");
   if (!duplicate.empty())
     return Err(origin + ": key \"" + duplicate + "\" appears twice in one object");
   return root;
 }
 
 struct Normalized {
-  std::string error;  // non-empty: the value has the wrong type
-  json value;         // comparable form
+  std::string error; // non-empty: the value has the wrong type
+  json value;        // comparable form
 };
 
 // Type-checks one value and puts it in the form used to compare settings, so
@@ -137,7 +143,8 @@ struct Normalized {
 Normalized Normalize(Kind kind, const json &v) {
   switch (kind) {
   case Kind::kDtype: {
-    if (!v.is_string()) return {"must be a string such as \"fp32\""};
+    if (!v.is_string())
+      return {"must be a string such as \"fp32\""};
     std::string c = CanonicalDtype(v.get<std::string>());
     if (c.empty())
       return {"unknown dtype \"" + v.get<std::string>() +
@@ -149,7 +156,8 @@ Normalized Normalize(Kind kind, const json &v) {
       return {"must be a positive integer, got " + v.dump()};
     return {"", v};
   case Kind::kBool:
-    if (!v.is_boolean()) return {"must be true or false, got " + v.dump()};
+    if (!v.is_boolean())
+      return {"must be true or false, got " + v.dump()};
     return {"", v};
   case Kind::kNullOnly:
   case Kind::kObject:
@@ -160,28 +168,35 @@ Normalized Normalize(Kind kind, const json &v) {
 
 Kind KindOf(const std::string &canonical) {
   for (const KeyInfo &k : kTopKeys)
-    if (canonical == k.canonical) return k.kind;
+    if (canonical == k.canonical)
+      return k.kind;
   for (const KeyInfo &k : kTensorParallelKeys)
-    if (canonical == k.canonical) return k.kind;
+    if (canonical == k.canonical)
+      return k.kind;
   for (const KeyInfo &k : kQuantKeys)
-    if (canonical == k.canonical) return k.kind;
+    if (canonical == k.canonical)
+      return k.kind;
   return Kind::kNullOnly;
 }
 
-}  // namespace
+} // namespace
 
 llvm::Error BuildConfigParser::AddJsonText(const std::string &text, const std::string &origin) {
   auto root = ParseStrict(text, origin);
-  if (!root) return root.takeError();
-  if (!root->is_object()) return Err(origin + ": the build config must be a JSON object");
+  if (!root)
+    return root.takeError();
+  if (!root->is_object())
+    return Err(origin + ": the build config must be a JSON object");
   for (auto it = root->begin(); it != root->end(); ++it)
-    if (llvm::Error e = AddKey(it.key(), it.value().dump(), origin)) return e;
+    if (llvm::Error e = AddKey(it.key(), it.value().dump(), origin))
+      return e;
   return llvm::Error::success();
 }
 
 llvm::Error BuildConfigParser::AddJsonFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Err(path + ": cannot open the build config");
+  if (!in)
+    return Err(path + ": cannot open the build config");
   std::stringstream ss;
   ss << in.rdbuf();
   return AddJsonText(ss.str(), path);
@@ -191,16 +206,20 @@ llvm::Error BuildConfigParser::AddFlag(const std::string &key, const std::string
                                        const std::string &flag) {
   // A flag value that is not JSON is a bare word such as `--dtype fp16`.
   json v = json::parse(json_value, nullptr, /*allow_exceptions=*/false);
-  if (v.is_discarded()) v = json_value;
+  if (v.is_discarded())
+    v = json_value;
   size_t dot = key.find('.');
   const KeyInfo *top = FindTop(key.substr(0, dot));
-  if (!top) return Err(flag + ": unknown config key \"" + key + "\"");
+  if (!top)
+    return Err(flag + ": unknown config key \"" + key + "\"");
   const KeyInfo *info = top;
   if (dot != std::string::npos) {
     info = FindSub(top->canonical, key.substr(dot + 1));
-    if (!info) return Err(flag + ": unknown config key \"" + key + "\"");
+    if (!info)
+      return Err(flag + ": unknown config key \"" + key + "\"");
   }
-  if (info->kind == Kind::kObject) return Err(flag + ": config key \"" + key + "\" is an object");
+  if (info->kind == Kind::kObject)
+    return Err(flag + ": config key \"" + key + "\" is an object");
   settings_.push_back({info->canonical, flag, "command line", v.dump()});
   return llvm::Error::success();
 }
@@ -212,8 +231,7 @@ llvm::Error BuildConfigParser::AddKey(const std::string &key, const std::string 
   json value = json::parse(value_json);
   const KeyInfo *info = FindTop(key);
   if (!info)
-    return Err(origin + ": unknown key \"" + key + "\" (known keys: " + KnownNames(kTopKeys) +
-               ")");
+    return Err(origin + ": unknown key \"" + key + "\" (known keys: " + KnownNames(kTopKeys) + ")");
   if (info->replacement)
     warnings_.push_back("\"" + key + "\" in " + origin + " is deprecated; use \"" +
                         info->replacement + "\"");
@@ -227,8 +245,8 @@ llvm::Error BuildConfigParser::AddKey(const std::string &key, const std::string 
   for (auto it = value.begin(); it != value.end(); ++it) {
     const KeyInfo *sub = FindSub(parent, it.key());
     if (!sub)
-      return Err(origin + ": unknown key \"" + key + "." + it.key() + "\" (known keys of \"" +
-                 key + "\": " + SubNames(parent) + ")");
+      return Err(origin + ": unknown key \"" + key + "." + it.key() + "\" (known keys of \"" + key +
+                 "\": " + SubNames(parent) + ")");
     settings_.push_back({sub->canonical, key + "." + it.key(), origin, it.value().dump()});
   }
   // DeepSpeed's QuantizationConfig.enabled defaults to true, so a quant
@@ -241,16 +259,21 @@ llvm::Error BuildConfigParser::AddKey(const std::string &key, const std::string 
 namespace {
 
 std::string Where(const std::string &spelled, const std::string &origin) {
-  if (!spelled.empty() && spelled[0] == '-') return spelled;
+  if (!spelled.empty() && spelled[0] == '-')
+    return spelled;
   return "\"" + spelled + "\" in " + origin;
 }
 
 /// Why a null-only DeepSpeed field cannot take a value in kiln.
 std::string NullOnlyReason(const std::string &canonical) {
-  if (canonical == "checkpoint") return "kiln reads weights from the ONNX model and its data";
-  if (canonical == "save_mp_checkpoint_path") return "kiln does not write resharded checkpoints";
-  if (canonical == "injection_policy") return "the inject phase is not implemented";
-  if (canonical.rfind("tensor_parallel.", 0) == 0) return "the partition phase is not implemented";
+  if (canonical == "checkpoint")
+    return "kiln reads weights from the ONNX model and its data";
+  if (canonical == "save_mp_checkpoint_path")
+    return "kiln does not write resharded checkpoints";
+  if (canonical == "injection_policy")
+    return "the inject phase is not implemented";
+  if (canonical.rfind("tensor_parallel.", 0) == 0)
+    return "the partition phase is not implemented";
   return "the quantize phase is not implemented"; // quant.activation/weight/qkv
 }
 
@@ -258,7 +281,7 @@ std::string NotSupported(const std::string &field, const std::string &why) {
   return field + ": not supported yet (" + why + ")";
 }
 
-}  // namespace
+} // namespace
 
 llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
   // 1. Types, and the comparable value of every setting.
@@ -270,14 +293,14 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
   for (const Setting &s : settings_) {
     Kind kind = KindOf(s.canonical);
     Normalized n = Normalize(kind, json::parse(s.value));
-    if (!n.error.empty()) return Err(Where(s.spelled, s.origin) + ": " + n.error);
+    if (!n.error.empty())
+      return Err(Where(s.spelled, s.origin) + ": " + n.error);
     // 2. The same setting twice must agree, whatever the names were.
     auto [it, inserted] = resolved.emplace(s.canonical, Resolved{n.value, s.spelled, s.origin});
     if (!inserted && it->second.value != n.value)
       return Err("conflicting values for " + s.canonical + ": " +
-                 Where(it->second.spelled, it->second.origin) + " sets " +
-                 it->second.value.dump() + " but " + Where(s.spelled, s.origin) + " sets " +
-                 n.value.dump());
+                 Where(it->second.spelled, it->second.origin) + " sets " + it->second.value.dump() +
+                 " but " + Where(s.spelled, s.origin) + " sets " + n.value.dump());
   }
 
   // 3. Features kiln does not have are refused by the name the user wrote.
@@ -287,7 +310,8 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
     const std::string &name = r.spelled;
     const json &v = r.value;
     if (KindOf(canonical) == Kind::kNullOnly) {
-      if (!v.is_null()) return Err(NotSupported(name, NullOnlyReason(canonical)));
+      if (!v.is_null())
+        return Err(NotSupported(name, NullOnlyReason(canonical)));
     } else if (canonical == "dtype") {
       config.dtype = v.get<std::string>();
       if (config.dtype != "fp32")
@@ -295,8 +319,9 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
     } else if (canonical == "tensor_parallel.tp_size") {
       config.tp_size = v.get<int64_t>();
       if (config.tp_size > 1)
-        return Err(NotSupported(name, "tp_size " + v.dump() + "; the partition phase is not "
-                                                              "implemented"));
+        return Err(NotSupported(name, "tp_size " + v.dump() +
+                                          "; the partition phase is not "
+                                          "implemented"));
     } else if (canonical == "tensor_parallel.enabled") {
       // enabled=false with tp_size 1 is consistent; with tp_size > 1 the
       // check above refuses first.
@@ -349,4 +374,4 @@ std::string BuildConfig::ToJson() const {
   return j.dump(2);
 }
 
-}  // namespace kiln::compiler
+} // namespace kiln::compiler

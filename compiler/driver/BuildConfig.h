@@ -23,7 +23,7 @@ namespace kiln::compiler {
 // The effective configuration after validation. Only settings kiln acts on
 // have fields; refused ones never get this far.
 struct BuildConfig {
-  std::string dtype = "fp32";  // canonical spelling
+  std::string dtype = "fp32"; // canonical spelling
   int64_t tp_size = 1;
   bool kernel_inject = false;
   // Default cap on generated tokens per request (GenerationDefaults.
@@ -66,10 +66,10 @@ public:
 
 private:
   struct Setting {
-    std::string canonical;  // e.g. "tensor_parallel.tp_size"
-    std::string spelled;    // the name as the user wrote it, e.g. "tp.tp_size"
-    std::string origin;     // e.g. "build.json" or "command line"
-    std::string value;      // JSON text of the value
+    std::string canonical; // e.g. "tensor_parallel.tp_size"
+    std::string spelled;   // the name as the user wrote it, e.g. "tp.tp_size"
+    std::string origin;    // e.g. "build.json" or "command line"
+    std::string value;     // JSON text of the value
   };
   llvm::Error AddKey(const std::string &key, const std::string &value_json,
                      const std::string &origin);
@@ -77,4 +77,4 @@ private:
   std::vector<std::string> warnings_;
 };
 
-}  // namespace kiln::compiler
+} // namespace kiln::compiler

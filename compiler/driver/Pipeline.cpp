@@ -34,8 +34,10 @@ public:
   DiagnosticPrinter(mlir::MLIRContext &context, llvm::raw_ostream &log)
       : handler(&context, [this, &log](mlir::Diagnostic &diag) {
           print(log, diag, severityName(diag.getSeverity()));
-          for (mlir::Diagnostic &note : diag.getNotes()) print(log, note, "note");
-          if (diag.getSeverity() == mlir::DiagnosticSeverity::Error) ++errors;
+          for (mlir::Diagnostic &note : diag.getNotes())
+            print(log, note, "note");
+          if (diag.getSeverity() == mlir::DiagnosticSeverity::Error)
+            ++errors;
           return mlir::success();
         }) {}
   int errorCount() const { return errors; }
@@ -92,7 +94,8 @@ llvm::Error checkDtype(mlir::ModuleOp module, const BuildConfig &config) {
   std::string found;
   auto check = [&](mlir::Type type) {
     auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
-    if (!shaped || !found.empty()) return;
+    if (!shaped || !found.empty())
+      return;
     mlir::Type elem = shaped.getElementType();
     if (mlir::isa<mlir::FloatType>(elem) && !elem.isF32()) {
       llvm::raw_string_ostream os(found);
@@ -100,13 +103,19 @@ llvm::Error checkDtype(mlir::ModuleOp module, const BuildConfig &config) {
     }
   };
   module.walk([&](mlir::Operation *op) {
-    if (plan::isWeightOp(op)) check(op->getResult(0).getType());
+    if (plan::isWeightOp(op))
+      check(op->getResult(0).getType());
     if (auto f = mlir::dyn_cast<mlir::func::FuncOp>(op))
-      for (mlir::Type t : f.getArgumentTypes()) check(t);
+      for (mlir::Type t : f.getArgumentTypes())
+        check(t);
   });
-  if (found.empty()) return llvm::Error::success();
-  return inputError("dtype: the model has " + found + " weights or inputs but the build config "
-                    "asks for " + config.dtype + "; converting a model's float type is not "
+  if (found.empty())
+    return llvm::Error::success();
+  return inputError("dtype: the model has " + found +
+                    " weights or inputs but the build config "
+                    "asks for " +
+                    config.dtype +
+                    "; converting a model's float type is not "
                     "supported yet");
 }
 
@@ -118,15 +127,21 @@ llvm::Error runPasses(mlir::MLIRContext &context, mlir::ModuleOp module,
   mlir::PassManager pm(&context);
   populate(pm);
   int before = diags.errorCount();
-  if (mlir::succeeded(pm.run(module))) return llvm::Error::success();
-  if (diags.errorCount() > before) return inputError(phaseName(phase) + " failed (see above)");
+  if (mlir::succeeded(pm.run(module)))
+    return llvm::Error::success();
+  if (diags.errorCount() > before)
+    return inputError(phaseName(phase) + " failed (see above)");
   return internalError(phaseName(phase) + " failed without a diagnostic");
 }
 
 class Build {
 public:
   Build(const BuildRequest &request, llvm::raw_ostream &out, llvm::raw_ostream &log)
-      : request(request), out(out), log(log), diags(context, log) {}
+      : request(request), out(out), log(log), diags(context, log) {
+    // Errors name the ONNX node; a dump of the op in generic MLIR form would
+    // only bury that for a user who never wrote MLIR.
+    context.printOpOnDiagnostic(false);
+  }
   llvm::Error run();
 
 private:
@@ -155,7 +170,8 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
       return internalError("import of '" + request.modelPath + "' failed without a diagnostic");
     }
     module = std::move(*imported);
-    if (llvm::Error e = checkDtype(*module, config)) return std::move(e);
+    if (llvm::Error e = checkDtype(*module, config))
+      return std::move(e);
     OpCounts c = countOps(*module);
     auto opset = (*module)->getAttrOfType<mlir::IntegerAttr>("kiln.opset");
     return llvm::formatv("{0} ops, {1} constants, opset {2}", c.ops, c.constants,
@@ -164,9 +180,8 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   }
   case Phase::Cleanup: {
     size_t before = countOps(*module).ops;
-    if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
-          buildCleanupPipeline(pm);
-        }))
+    if (llvm::Error e = runPasses(context, *module, diags, phase,
+                                  [](mlir::PassManager &pm) { buildCleanupPipeline(pm); }))
       return std::move(e);
     return llvm::formatv("{0} ops (from {1})", countOps(*module).ops, before).str();
   }
@@ -190,7 +205,8 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
           pm.addNestedPass<mlir::func::FuncOp>(createKilnMemoryPlan());
         }))
       return std::move(e);
-    if (request.compileTo == Phase::Plan) return std::string("memory planned");
+    if (request.compileTo == Phase::Plan)
+      return std::string("memory planned");
     return writePlanFile();
   }
   }
@@ -205,19 +221,27 @@ llvm::Expected<std::string> Build::writePlanFile() {
   if (auto opset = m->getAttrOfType<mlir::IntegerAttr>("kiln.opset"))
     extras.opset = static_cast<int32_t>(opset.getInt());
   std::string producer;
-  if (auto name = m->getAttrOfType<mlir::StringAttr>("kiln.producer_name")) producer = name.str();
+  if (auto name = m->getAttrOfType<mlir::StringAttr>("kiln.producer_name"))
+    producer = name.str();
   if (auto version = m->getAttrOfType<mlir::StringAttr>("kiln.producer_version"))
     producer += (producer.empty() ? "" : " ") + version.str();
   extras.producer = producer;
   extras.buildConfigJson = request.config.ToJson();
+  // Say so explicitly: an empty report would look like injection ran and
+  // matched nothing.
+  extras.injectionReport = "kernel injection was not requested (replace_with_kernel_inject is "
+                           "false): no ops were fused; every op runs as the primitive kernel "
+                           "of its ONNX op";
   extras.maxOutTokens = request.config.max_out_tokens;
   auto summary = plan::writePlan(m, extras, request.outputPath);
-  if (!summary) return summary.takeError();
+  if (!summary)
+    return summary.takeError();
   const plan::MemoryPlanDesc &mp = summary->memory;
   std::string arena = "dynamic";
   if (mp.unsharedStaticBytes >= 0) {
     uint64_t shared = 0;
-    for (int64_t b : mp.slotStaticBytes) shared += static_cast<uint64_t>(b);
+    for (int64_t b : mp.slotStaticBytes)
+      shared += static_cast<uint64_t>(b);
     arena = megabytes(shared) + " (" + megabytes(mp.unsharedStaticBytes) + " without reuse)";
   }
   return llvm::formatv("{0}: {1} ops, {2} weights ({3}), {4} arena slots, arena {5}, "
@@ -229,22 +253,26 @@ llvm::Expected<std::string> Build::writePlanFile() {
 }
 
 llvm::Error Build::run() {
-  for (const std::string &w : request.config.warnings) log << "warning: " << w << "\n";
+  for (const std::string &w : request.config.warnings)
+    log << "warning: " << w << "\n";
   // Side files are read first so a broken tokenizer.json fails in
   // milliseconds, not after a long import.
   if (!request.compileTo) {
     std::string dir = std::string(llvm::sys::path::parent_path(request.modelPath));
     auto info = plan::readModelFiles(dir.empty() ? "." : dir, request.tokenizerPath);
-    if (!info) return info.takeError();
+    if (!info)
+      return info.takeError();
     modelInfo = std::move(*info);
     if (!request.quiet)
-      for (const std::string &f : modelInfo.filesUsed) log << "using " << f << "\n";
+      for (const std::string &f : modelInfo.filesUsed)
+        log << "using " << f << "\n";
   }
   for (int i = 0; i < kNumPhases; ++i) {
     Phase phase = kPhases[i];
     auto start = std::chrono::steady_clock::now();
     auto summary = runPhase(phase);
-    if (!summary) return summary.takeError();
+    if (!summary)
+      return summary.takeError();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!request.quiet)
@@ -285,18 +313,19 @@ llvm::StringRef phaseName(Phase phase) {
 
 std::optional<Phase> parsePhase(llvm::StringRef name) {
   for (Phase p : kPhases)
-    if (phaseName(p) == name) return p;
+    if (phaseName(p) == name)
+      return p;
   return std::nullopt;
 }
 
 std::string phaseNames() {
   std::string s;
-  for (Phase p : kPhases) s += (s.empty() ? "" : ", ") + phaseName(p).str();
+  for (Phase p : kPhases)
+    s += (s.empty() ? "" : ", ") + phaseName(p).str();
   return s;
 }
 
-llvm::Error runBuild(const BuildRequest &request, llvm::raw_ostream &out,
-                     llvm::raw_ostream &log) {
+llvm::Error runBuild(const BuildRequest &request, llvm::raw_ostream &out, llvm::raw_ostream &log) {
   return Build(request, out, log).run();
 }
 

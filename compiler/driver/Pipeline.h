@@ -50,8 +50,7 @@ struct BuildRequest {
 /// `log`; IR from compileTo goes to `out`. Errors carry a message for the
 /// user; an InternalError (BuildError.h) means kiln itself failed. No plan
 /// file exists at outputPath after a failure unless one was there before.
-llvm::Error runBuild(const BuildRequest &request, llvm::raw_ostream &out,
-                     llvm::raw_ostream &log);
+llvm::Error runBuild(const BuildRequest &request, llvm::raw_ostream &out, llvm::raw_ostream &log);
 
 } // namespace kiln::compiler
 

@@ -77,13 +77,14 @@ FailureOr<std::optional<SmallVector<int64_t>>> NodeContext::intsAttr(StringRef a
     return std::optional<SmallVector<int64_t>>();
   if (a->type() != onnx::AttributeProto::INTS)
     return error() << "attribute '" << attrName << "' must be a list of ints";
-  return std::optional<SmallVector<int64_t>>(SmallVector<int64_t>(a->ints().begin(), a->ints().end()));
+  return std::optional<SmallVector<int64_t>>(
+      SmallVector<int64_t>(a->ints().begin(), a->ints().end()));
 }
 
 Value NodeContext::constant(ElementsAttr value, StringRef constantName) {
-  auto op = builder.create<ConstantOp>(
-      loc, value.getType(), value,
-      constantName.empty() ? StringAttr() : builder.getStringAttr(constantName));
+  auto op = builder.create<ConstantOp>(loc, value.getType(), value,
+                                       constantName.empty() ? StringAttr()
+                                                            : builder.getStringAttr(constantName));
   created.push_back(op);
   return op;
 }
@@ -118,18 +119,18 @@ Location GraphImporter::nodeLoc(const onnx::NodeProto &node, int index, std::str
 
 /// The type of a graph input or output, and its dim_params.
 static FailureOr<TensorType> valueType(MLIRContext *context, const onnx::ValueInfoProto &value,
-                                       SmallVectorImpl<std::string> &dimNames,
-                                       std::string &error) {
+                                       SmallVectorImpl<std::string> &dimNames, std::string &error) {
   if (!value.type().has_tensor_type()) {
-    error = "'" + value.name() + "' is not a tensor (sequences, maps and optionals are not "
+    error = "'" + value.name() +
+            "' is not a tensor (sequences, maps and optionals are not "
             "supported)";
     return failure();
   }
   const onnx::TypeProto::Tensor &tensor = value.type().tensor_type();
   Type elementType = getElementType(context, tensor.elem_type());
   if (!elementType) {
-    error = "'" + value.name() + "' has unsupported element type " +
-            onnxTypeName(tensor.elem_type());
+    error =
+        "'" + value.name() + "' has unsupported element type " + onnxTypeName(tensor.elem_type());
     return failure();
   }
   if (!tensor.has_shape())
@@ -200,8 +201,7 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
     argAttrs.push_back(builder.getDictionaryAttr(attrs));
   }
   builder.setInsertionPointToEnd(module->getBody());
-  auto func = builder.create<func::FuncOp>(fileLoc, "main",
-                                           builder.getFunctionType(argTypes, {}));
+  auto func = builder.create<func::FuncOp>(fileLoc, "main", builder.getFunctionType(argTypes, {}));
   func.setAllArgAttrs(argAttrs);
   Block *body = func.addEntryBlock();
   builder.setInsertionPointToEnd(body);
@@ -217,8 +217,7 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
     if (failed(value))
       return graphError() << "initializer '" << t.name() << "': " << error;
     auto op = builder.create<ConstantOp>(NameLoc::get(builder.getStringAttr(t.name()), fileLoc),
-                                         value->getType(), *value,
-                                         builder.getStringAttr(t.name()));
+                                         value->getType(), *value, builder.getStringAttr(t.name()));
     (void)inferOpShapes(op, shapes, /*replaceTypes=*/true);
     values[t.name()] = op;
   }
@@ -268,8 +267,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, int index) 
   Location loc = nodeLoc(node, index, name);
   NodeContext ctx(node, name, opset, loc, builder, *tensors);
   if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return ctx.error() << "unsupported op '" << node.op_type() << "' of domain '"
-                       << node.domain() << "'";
+    return ctx.error() << "unsupported op '" << node.op_type() << "' of domain '" << node.domain()
+                       << "'";
   NodeHandler handler = lookupNodeHandler(node.op_type());
   if (!handler)
     return ctx.error() << "unsupported op '" << node.op_type()

@@ -33,8 +33,8 @@ namespace kiln::onnx_import {
 /// One node being imported.
 class NodeContext {
 public:
-  NodeContext(const onnx::NodeProto &node, llvm::StringRef name, int64_t opset,
-              mlir::Location loc, mlir::OpBuilder &builder, TensorImporter &tensors)
+  NodeContext(const onnx::NodeProto &node, llvm::StringRef name, int64_t opset, mlir::Location loc,
+              mlir::OpBuilder &builder, TensorImporter &tensors)
       : node(node), name(name), opset(opset), loc(loc), builder(builder), tensors(tensors) {}
 
   const onnx::NodeProto &node;

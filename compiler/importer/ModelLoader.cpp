@@ -3,8 +3,8 @@
 #include "compiler/importer/ModelLoader.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/STLExtras.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -41,7 +41,8 @@ std::shared_ptr<onnx::ModelProto> parseModelFile(llvm::StringRef path, std::stri
   coded.SetTotalBytesLimit(INT_MAX);
   auto model = std::make_shared<onnx::ModelProto>();
   if (!model->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-    error = "'" + path.str() + "' is not a valid ONNX model (the protobuf does not parse; is "
+    error = "'" + path.str() +
+            "' is not a valid ONNX model (the protobuf does not parse; is "
             "the file truncated or corrupt?)";
     return nullptr;
   }
@@ -82,15 +83,13 @@ std::optional<int64_t> getSupportedOpset(const onnx::ModelProto &model, std::str
       std::string name =
           node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
       error = "unsupported opset " + std::to_string(*opset) + " for domain '': node '" + name +
-              "' (" + node.op_type() + ") changed after opset " +
-              std::to_string(*opset) + "; " + supported;
+              "' (" + node.op_type() + ") changed after opset " + std::to_string(*opset) + "; " +
+              supported;
       return std::nullopt;
     }
   }
   return opset;
 }
-
-
 
 Type getElementType(MLIRContext *context, int32_t onnxType) {
   Builder b(context);

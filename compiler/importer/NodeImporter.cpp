@@ -28,15 +28,13 @@ Type elementTypeOf(Value v) { return cast<TensorType>(v.getType()).getElementTyp
 
 IntegerAttr i64(NodeContext &ctx, int64_t v) { return ctx.builder.getI64IntegerAttr(v); }
 
-template <typename OpT>
-Results binary(NodeContext &ctx) {
+template <typename OpT> Results binary(NodeContext &ctx) {
   if (failed(ctx.expectInputs(2, 2)))
     return failure();
   return one(ctx.create<OpT>(1, ctx.f32(), ctx.input(0), ctx.input(1)).getResult());
 }
 
-template <typename OpT>
-Results unary(NodeContext &ctx) {
+template <typename OpT> Results unary(NodeContext &ctx) {
   if (failed(ctx.expectInputs(1, 1)))
     return failure();
   return one(ctx.create<OpT>(1, ctx.f32(), ctx.input(0)).getResult());
@@ -44,8 +42,7 @@ Results unary(NodeContext &ctx) {
 
 /// ONNX Max/Min take one or more inputs; kiln's take two, so longer lists
 /// become a chain and a single input is an identity.
-template <typename OpT>
-Results variadic(NodeContext &ctx) {
+template <typename OpT> Results variadic(NodeContext &ctx) {
   if (failed(ctx.expectInputs(1, ctx.node.input_size() ? ctx.node.input_size() : 1)))
     return failure();
   for (Value v : ctx.inputs)
@@ -59,8 +56,7 @@ Results variadic(NodeContext &ctx) {
   return one(acc);
 }
 
-template <typename OpT>
-Results softmaxLike(NodeContext &ctx) {
+template <typename OpT> Results softmaxLike(NodeContext &ctx) {
   FailureOr<int64_t> axis = ctx.intAttr("axis", -1);
   if (failed(ctx.expectInputs(1, 1)) || failed(axis))
     return failure();
@@ -69,8 +65,7 @@ Results softmaxLike(NodeContext &ctx) {
 
 /// Reductions. `axesInputSince` is the opset that moved `axes` from an
 /// attribute to an input (13 for ReduceSum, 18 for the others).
-template <typename OpT, int64_t axesInputSince>
-Results reduce(NodeContext &ctx) {
+template <typename OpT, int64_t axesInputSince> Results reduce(NodeContext &ctx) {
   FailureOr<int64_t> keepdims = ctx.intAttr("keepdims", 1);
   FailureOr<int64_t> noop = ctx.intAttr("noop_with_empty_axes", 0);
   FailureOr<std::optional<SmallVector<int64_t>>> axesAttr = ctx.intsAttr("axes");
@@ -90,8 +85,7 @@ Results reduce(NodeContext &ctx) {
                          << ", not an attribute";
     axes = ctx.input(1);
   }
-  return one(ctx.create<OpT>(1, ctx.f32(), ctx.input(0), axes, i64(ctx, *keepdims),
-                             i64(ctx, *noop))
+  return one(ctx.create<OpT>(1, ctx.f32(), ctx.input(0), axes, i64(ctx, *keepdims), i64(ctx, *noop))
                  .getResult());
 }
 
@@ -116,10 +110,9 @@ Results importLayerNorm(NodeContext &ctx) {
   for (int i = 1; i < ctx.node.output_size(); ++i)
     if (!ctx.node.output(i).empty())
       return ctx.error() << "only output Y is supported (Mean and InvStdDev are not)";
-  return one(ctx.create<LayerNormalizationOp>(1, ctx.f32(), ctx.input(0), ctx.input(1),
-                                              ctx.input(2), i64(ctx, *axis),
-                                              ctx.builder.getF32FloatAttr(*epsilon),
-                                              i64(ctx, *stash))
+  return one(ctx.create<LayerNormalizationOp>(
+                    1, ctx.f32(), ctx.input(0), ctx.input(1), ctx.input(2), i64(ctx, *axis),
+                    ctx.builder.getF32FloatAttr(*epsilon), i64(ctx, *stash))
                  .getResult());
 }
 
@@ -128,8 +121,7 @@ Results importCast(NodeContext &ctx) {
   if (failed(ctx.expectInputs(1, 1)) || failed(to))
     return failure();
   Type elementType = getElementType(ctx.builder.getContext(), int32_t(*to));
-  std::optional<int64_t> dtype =
-      elementType ? getDTypeForElementType(elementType) : std::nullopt;
+  std::optional<int64_t> dtype = elementType ? getDTypeForElementType(elementType) : std::nullopt;
   if (!dtype)
     return ctx.error() << "cast to " << onnxTypeName(int32_t(*to)) << " is not supported";
   return one(ctx.create<CastOp>(1, elementType, ctx.input(0), i64(ctx, *dtype)).getResult());
@@ -139,8 +131,7 @@ Results importReshape(NodeContext &ctx) {
   FailureOr<int64_t> allowzero = ctx.intAttr("allowzero", 0);
   if (failed(ctx.expectInputs(2, 2)) || failed(allowzero))
     return failure();
-  return one(ctx.create<ReshapeOp>(1, ctx.f32(), ctx.input(0), ctx.input(1),
-                                   i64(ctx, *allowzero))
+  return one(ctx.create<ReshapeOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), i64(ctx, *allowzero))
                  .getResult());
 }
 
@@ -159,9 +150,9 @@ Results importTranspose(NodeContext &ctx) {
     for (int64_t i = ranked.getRank() - 1; i >= 0; --i)
       order.push_back(i);
   }
-  return one(ctx.create<TransposeOp>(1, ctx.f32(), ctx.input(0),
-                                     ctx.builder.getDenseI64ArrayAttr(order))
-                 .getResult());
+  return one(
+      ctx.create<TransposeOp>(1, ctx.f32(), ctx.input(0), ctx.builder.getDenseI64ArrayAttr(order))
+          .getResult());
 }
 
 Results importConcat(NodeContext &ctx) {
@@ -171,8 +162,8 @@ Results importConcat(NodeContext &ctx) {
   for (Value v : ctx.inputs)
     if (!v)
       return ctx.error() << "inputs must not be omitted";
-  return one(ctx.create<ConcatOp>(1, ctx.f32(), ValueRange(ctx.inputs), i64(ctx, *axis))
-                 .getResult());
+  return one(
+      ctx.create<ConcatOp>(1, ctx.f32(), ValueRange(ctx.inputs), i64(ctx, *axis)).getResult());
 }
 
 Results importSplit(NodeContext &ctx) {
@@ -189,8 +180,8 @@ Results importSplit(NodeContext &ctx) {
   // Before opset 18 a Split without `split` cut equal parts for each output:
   // num_outputs = the output count says the same in the newest form.
   int64_t parts = ctx.input(1) ? 0 : n;
-  auto op = ctx.create<SplitOp>(unsigned(n), ctx.f32(), ctx.input(0), ctx.input(1),
-                                i64(ctx, *axis), i64(ctx, parts));
+  auto op = ctx.create<SplitOp>(unsigned(n), ctx.f32(), ctx.input(0), ctx.input(1), i64(ctx, *axis),
+                                i64(ctx, parts));
   return SmallVector<Value>(op.getResults());
 }
 
@@ -244,10 +235,9 @@ Results importConstantOfShape(NodeContext &ctx) {
   double fill = 0.0;
   if (const onnx::AttributeProto *value = ctx.findAttr("value")) {
     std::string error;
-    FailureOr<ElementsAttr> attr =
-        value->type() == onnx::AttributeProto::TENSOR
-            ? ctx.tensors.importTensor(value->t(), error)
-            : FailureOr<ElementsAttr>(failure());
+    FailureOr<ElementsAttr> attr = value->type() == onnx::AttributeProto::TENSOR
+                                       ? ctx.tensors.importTensor(value->t(), error)
+                                       : FailureOr<ElementsAttr>(failure());
     if (failed(attr))
       return ctx.error() << "attribute 'value' must be a one-element tensor"
                          << (error.empty() ? "" : ": ") << error;
@@ -307,8 +297,7 @@ Results importConstant(NodeContext &ctx) {
   if (failed(ctx.expectInputs(0, 0)))
     return failure();
   if (ctx.node.attribute_size() != 1)
-    return ctx.error() << "needs exactly one value attribute, got "
-                       << ctx.node.attribute_size();
+    return ctx.error() << "needs exactly one value attribute, got " << ctx.node.attribute_size();
   const onnx::AttributeProto &a = ctx.node.attribute(0);
   OpBuilder &b = ctx.builder;
   std::string outputName = ctx.node.output_size() ? ctx.node.output(0) : "";

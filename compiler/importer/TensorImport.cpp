@@ -8,9 +8,9 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
-#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/Path.h"
 
 #include <onnx/onnx_pb.h>
@@ -21,8 +21,7 @@ using namespace mlir;
 
 namespace kiln::onnx_import {
 
-TensorImporter::TensorImporter(MLIRContext *context,
-                               std::shared_ptr<const onnx::ModelProto> model,
+TensorImporter::TensorImporter(MLIRContext *context, std::shared_ptr<const onnx::ModelProto> model,
                                std::string modelDir, int64_t maxInlineElements)
     : context(context), model(std::move(model)), modelDir(std::move(modelDir)),
       maxInlineElements(maxInlineElements) {}
@@ -32,9 +31,10 @@ static uint64_t storageBytes(Type elementType) {
   return elementType.isInteger(1) ? 1 : elementType.getIntOrFloatBitWidth() / 8;
 }
 
-FailureOr<ArrayRef<char>>
-TensorImporter::readExternal(const onnx::TensorProto &tensor, uint64_t expectedBytes,
-                             std::shared_ptr<llvm::MemoryBuffer> &owner, std::string &error) {
+FailureOr<ArrayRef<char>> TensorImporter::readExternal(const onnx::TensorProto &tensor,
+                                                       uint64_t expectedBytes,
+                                                       std::shared_ptr<llvm::MemoryBuffer> &owner,
+                                                       std::string &error) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -64,8 +64,8 @@ TensorImporter::readExternal(const onnx::TensorProto &tensor, uint64_t expectedB
   llvm::sys::path::append(path, rel);
   std::shared_ptr<llvm::MemoryBuffer> &file = files[path];
   if (!file) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer = llvm::MemoryBuffer::getFile(
-        path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
     if (!buffer) {
       error = "cannot open external data file '" + std::string(path) +
               "': " + buffer.getError().message();
@@ -103,8 +103,8 @@ static FailureOr<std::vector<char>> typedFieldBytes(const onnx::TensorProto &ten
   auto check = [&](int n) {
     if (uint64_t(n) == count)
       return true;
-    error = "tensor has " + std::to_string(n) + " values but its dims need " +
-            std::to_string(count);
+    error =
+        "tensor has " + std::to_string(n) + " values but its dims need " + std::to_string(count);
     return false;
   };
   switch (tensor.data_type()) {

@@ -15,14 +15,19 @@ using KVSlot = std::pair<int64_t, int>;
 
 /// Parses "<prefix>N.key" / "<prefix>N.value".
 std::optional<KVSlot> parseKV(llvm::StringRef name, llvm::StringRef prefix) {
-  if (!name.consume_front(prefix)) return std::nullopt;
+  if (!name.consume_front(prefix))
+    return std::nullopt;
   size_t dot = name.find('.');
-  if (dot == llvm::StringRef::npos) return std::nullopt;
+  if (dot == llvm::StringRef::npos)
+    return std::nullopt;
   int64_t layer = 0;
-  if (name.take_front(dot).getAsInteger(10, layer) || layer < 0) return std::nullopt;
+  if (name.take_front(dot).getAsInteger(10, layer) || layer < 0)
+    return std::nullopt;
   llvm::StringRef which = name.drop_front(dot + 1);
-  if (which == "key") return KVSlot{layer, 0};
-  if (which == "value") return KVSlot{layer, 1};
+  if (which == "key")
+    return KVSlot{layer, 0};
+  if (which == "value")
+    return KVSlot{layer, 1};
   return std::nullopt;
 }
 
@@ -37,15 +42,21 @@ llvm::Expected<DecoderDesc> detectDecoderIO(const GraphDesc &graph) {
   std::map<KVSlot, int32_t> past, present;
   for (int32_t id : graph.inputs) {
     const std::string &name = graph.tensors[id].name;
-    if (name == "input_ids") d.inputIds = id;
-    if (name == "attention_mask") d.attentionMask = id;
-    if (name == "position_ids") d.positionIds = id;
-    if (auto kv = parseKV(name, "past_key_values.")) past[*kv] = id;
+    if (name == "input_ids")
+      d.inputIds = id;
+    if (name == "attention_mask")
+      d.attentionMask = id;
+    if (name == "position_ids")
+      d.positionIds = id;
+    if (auto kv = parseKV(name, "past_key_values."))
+      past[*kv] = id;
   }
   for (int32_t id : graph.outputs) {
     const std::string &name = graph.tensors[id].name;
-    if (name == "logits") d.logits = id;
-    if (auto kv = parseKV(name, "present.")) present[*kv] = id;
+    if (name == "logits")
+      d.logits = id;
+    if (auto kv = parseKV(name, "present."))
+      present[*kv] = id;
   }
   auto label = [](const KVSlot &s) {
     return std::to_string(s.first) + (s.second == 0 ? ".key" : ".value");

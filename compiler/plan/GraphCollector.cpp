@@ -70,8 +70,7 @@ llvm::Expected<int32_t> Collector::addTensor(mlir::Value v, std::string name, Te
   auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
   if (!type)
     return inputError(describe() + "tensor '" + name + "' has unknown rank (type " +
-                      mlirTypeString(v.getType()) +
-                      "); the plan needs every tensor's rank");
+                      mlirTypeString(v.getType()) + "); the plan needs every tensor's rank");
   std::optional<int64_t> dtype = getDTypeForElementType(type.getElementType());
   if (!dtype)
     return inputError(describe() + "tensor '" + name + "' has element type " +
@@ -99,10 +98,10 @@ llvm::Expected<int32_t> Collector::addTensor(mlir::Value v, std::string name, Te
 llvm::Error Collector::addInputs() {
   for (mlir::BlockArgument arg : func.getArguments()) {
     auto nameAttr = func.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "kiln.name");
-    std::string name =
-        nameAttr ? nameAttr.str() : "input" + std::to_string(arg.getArgNumber());
+    std::string name = nameAttr ? nameAttr.str() : "input" + std::to_string(arg.getArgNumber());
     auto id = addTensor(arg, name, TensorKind::Input, nullptr);
-    if (!id) return id.takeError();
+    if (!id)
+      return id.takeError();
     graph.inputs.push_back(*id);
   }
   return llvm::Error::success();
@@ -110,13 +109,18 @@ llvm::Error Collector::addInputs() {
 
 llvm::Error Collector::addWeight(mlir::Operation *op) {
   auto value = op->getAttrOfType<mlir::ElementsAttr>("value");
-  if (!value) return inputError(describeOp(op) + ": a constant without an elements value");
+  if (!value)
+    return inputError(describeOp(op) + ": a constant without an elements value");
   std::string name;
-  if (auto n = op->getAttrOfType<mlir::StringAttr>("name")) name = n.str();
-  if (name.empty()) name = nodeName(op->getLoc());
-  if (name.empty()) name = "constant" + std::to_string(weightValues.size());
+  if (auto n = op->getAttrOfType<mlir::StringAttr>("name"))
+    name = n.str();
+  if (name.empty())
+    name = nodeName(op->getLoc());
+  if (name.empty())
+    name = "constant" + std::to_string(weightValues.size());
   auto id = addTensor(op->getResult(0), name, TensorKind::Weight, op);
-  if (!id) return id.takeError();
+  if (!id)
+    return id.takeError();
   weightValues.emplace_back(*id, value);
   return llvm::Error::success();
 }
@@ -138,25 +142,30 @@ llvm::Error Collector::addOp(mlir::Operation *op) {
   if (auto segments = op->getAttrOfType<mlir::DenseI32ArrayAttr>("operandSegmentSizes")) {
     unsigned next = 0;
     for (int32_t size : segments.asArrayRef()) {
-      if (size == 0) desc.inputs.push_back(-1);
+      if (size == 0)
+        desc.inputs.push_back(-1);
       for (int32_t k = 0; k < size; ++k) {
         auto id = operandId(op->getOperand(next++));
-        if (!id) return id.takeError();
+        if (!id)
+          return id.takeError();
         desc.inputs.push_back(*id);
       }
     }
   } else {
     for (mlir::Value v : op->getOperands()) {
       auto id = operandId(v);
-      if (!id) return id.takeError();
+      if (!id)
+        return id.takeError();
       desc.inputs.push_back(*id);
     }
     int arity = fullArity(desc.type);
-    while (arity > 0 && static_cast<int>(desc.inputs.size()) < arity) desc.inputs.push_back(-1);
+    while (arity > 0 && static_cast<int>(desc.inputs.size()) < arity)
+      desc.inputs.push_back(-1);
   }
 
   auto attrs = convertOpAttrs(op);
-  if (!attrs) return inputError(describeOp(op) + ": " + llvm::toString(attrs.takeError()));
+  if (!attrs)
+    return inputError(describeOp(op) + ": " + llvm::toString(attrs.takeError()));
   desc.attrs = std::move(*attrs);
 
   bool host = isHostOp(op);
@@ -165,9 +174,11 @@ llvm::Error Collector::addOp(mlir::Operation *op) {
     return internalError(describeOp(op) + ": no memory plan slots (kiln-memory-plan did not run)");
   for (auto [i, r] : llvm::enumerate(op->getResults())) {
     std::string name = desc.name.empty() ? desc.type : desc.name;
-    if (op->getNumResults() > 1) name += ":" + std::to_string(i);
+    if (op->getNumResults() > 1)
+      name += ":" + std::to_string(i);
     auto id = addTensor(r, name, TensorKind::Activation, op);
-    if (!id) return id.takeError();
+    if (!id)
+      return id.takeError();
     TensorDesc &t = graph.tensors[*id];
     t.host = host;
     t.slot = host ? -1 : static_cast<int>(slots[i]);
@@ -182,7 +193,8 @@ llvm::Error Collector::addOp(mlir::Operation *op) {
 llvm::Error Collector::addOutputs(mlir::Operation *terminator) {
   for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
     auto it = ids.find(v);
-    if (it == ids.end()) return internalError("a graph output is not a known tensor");
+    if (it == ids.end())
+      return internalError("a graph output is not a known tensor");
     // Activations take the graph output's name: the caller and the decoder
     // roles (logits, present.N.key) know them by it.
     auto name = func.getResultAttrOfType<mlir::StringAttr>(i, "kiln.name");
@@ -190,6 +202,13 @@ llvm::Error Collector::addOutputs(mlir::Operation *terminator) {
     if (name && t.kind == TensorKind::Activation &&
         std::find(graph.outputs.begin(), graph.outputs.end(), it->second) == graph.outputs.end())
       t.name = name.str();
+    // The ONNX file's declared dim names fill what inference could not
+    // name (e.g. a batch dim lost in a Reshape to [-1, ...]).
+    if (auto dims = func.getResultAttrOfType<mlir::ArrayAttr>(i, "kiln.dims"))
+      if (dims.size() == t.shape.size())
+        for (auto [d, attr] : llvm::zip(t.shape, dims))
+          if (auto s = mlir::dyn_cast<mlir::StringAttr>(attr); s && d.value < 0 && d.symbol.empty())
+            d.symbol = s.str();
     graph.outputs.push_back(it->second);
   }
   return llvm::Error::success();
@@ -198,7 +217,8 @@ llvm::Error Collector::addOutputs(mlir::Operation *terminator) {
 llvm::Error Collector::readMemoryPlan() {
   auto mp = func->getAttrOfType<mlir::DictionaryAttr>(kMemoryPlanAttr);
   if (!mp) {
-    if (graph.ops.empty()) return llvm::Error::success();
+    if (graph.ops.empty())
+      return llvm::Error::success();
     return internalError("the function has no memory plan (kiln-memory-plan did not run)");
   }
   auto numSlots = mp.getAs<mlir::IntegerAttr>("num_slots");
@@ -222,8 +242,9 @@ llvm::Error Collector::layOutWeights() {
   uint64_t end = 0;
   for (auto &[id, value] : weightValues) {
     auto size = weightByteSize(value);
-    if (!size) return inputError("weight '" + graph.tensors[id].name + "': " +
-                                 llvm::toString(size.takeError()));
+    if (!size)
+      return inputError("weight '" + graph.tensors[id].name +
+                        "': " + llvm::toString(size.takeError()));
     TensorDesc &t = graph.tensors[id];
     t.section = 0;
     t.offset = AlignUp(end, kTensorAlign);
@@ -240,7 +261,8 @@ llvm::Error Collector::layOutWeights() {
 }
 
 llvm::Expected<GraphDesc> Collector::run() {
-  if (func.isExternal()) return inputError("the graph function has no body");
+  if (func.isExternal())
+    return inputError("the graph function has no body");
   // Symbols for dynamic dims. The cleanup phase already ran shape inference
   // to a fixpoint, so this must not change any type; if it did, the memory
   // plan was computed on stale types.
@@ -250,7 +272,8 @@ llvm::Expected<GraphDesc> Collector::run() {
   if (changed)
     return internalError("shape inference changed types after memory planning");
 
-  if (llvm::Error e = addInputs()) return std::move(e);
+  if (llvm::Error e = addInputs())
+    return std::move(e);
   mlir::Block &body = func.getBody().front();
   for (mlir::Operation &op : body) {
     llvm::Error e = llvm::Error::success();
@@ -260,17 +283,18 @@ llvm::Expected<GraphDesc> Collector::run() {
       e = addWeight(&op);
     else
       e = addOp(&op);
-    if (e) return std::move(e);
+    if (e)
+      return std::move(e);
   }
-  if (llvm::Error e = readMemoryPlan()) return std::move(e);
-  if (llvm::Error e = layOutWeights()) return std::move(e);
+  if (llvm::Error e = readMemoryPlan())
+    return std::move(e);
+  if (llvm::Error e = layOutWeights())
+    return std::move(e);
   return std::move(graph);
 }
 
 } // namespace
 
-llvm::Expected<GraphDesc> collectGraph(mlir::func::FuncOp func) {
-  return Collector(func).run();
-}
+llvm::Expected<GraphDesc> collectGraph(mlir::func::FuncOp func) { return Collector(func).run(); }
 
 } // namespace kiln::plan

@@ -18,18 +18,23 @@ llvm::Error err(const llvm::Twine &message) {
 
 /// Contents of `path`, or std::nullopt when it does not exist.
 llvm::Expected<std::optional<std::string>> readIfExists(const std::string &path) {
-  if (!llvm::sys::fs::exists(path)) return std::nullopt;
+  if (!llvm::sys::fs::exists(path))
+    return std::nullopt;
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!buffer) return err(path + ": cannot read: " + buffer.getError().message());
+  if (!buffer)
+    return err(path + ": cannot read: " + buffer.getError().message());
   return std::optional<std::string>((*buffer)->getBuffer().str());
 }
 
 llvm::Expected<std::optional<json>> readJsonIfExists(const std::string &path) {
   auto text = readIfExists(path);
-  if (!text) return text.takeError();
-  if (!*text) return std::nullopt;
+  if (!text)
+    return text.takeError();
+  if (!*text)
+    return std::nullopt;
   json j = json::parse(**text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return err(path + ": not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return err(path + ": not a JSON object");
   return std::optional<json>(std::move(j));
 }
 
@@ -39,8 +44,10 @@ llvm::Expected<std::optional<json>> readJsonIfExists(const std::string &path) {
 llvm::Error readInt(const json &j, std::initializer_list<const char *> keys,
                     const std::string &file, int64_t &out) {
   for (const char *k : keys) {
-    if (!j.contains(k) || j[k].is_null()) continue;
-    if (!j[k].is_number_integer()) return err(file + ": \"" + k + "\" must be an integer");
+    if (!j.contains(k) || j[k].is_null())
+      continue;
+    if (!j[k].is_number_integer())
+      return err(file + ": \"" + k + "\" must be an integer");
     out = j[k].get<int64_t>();
     return llvm::Error::success();
   }
@@ -48,8 +55,10 @@ llvm::Error readInt(const json &j, std::initializer_list<const char *> keys,
 }
 
 llvm::Error readFloat(const json &j, const char *key, const std::string &file, float &out) {
-  if (!j.contains(key) || j[key].is_null()) return llvm::Error::success();
-  if (!j[key].is_number()) return err(file + ": \"" + key + "\" must be a number");
+  if (!j.contains(key) || j[key].is_null())
+    return llvm::Error::success();
+  if (!j[key].is_number())
+    return err(file + ": \"" + key + "\" must be a number");
   out = j[key].get<float>();
   return llvm::Error::success();
 }
@@ -57,14 +66,16 @@ llvm::Error readFloat(const json &j, const char *key, const std::string &file, f
 /// eos_token_id is an integer or a list of integers in Hugging Face configs.
 llvm::Error readTokenIds(const json &j, const char *key, const std::string &file,
                          std::vector<int64_t> &out) {
-  if (!j.contains(key) || j[key].is_null()) return llvm::Error::success();
+  if (!j.contains(key) || j[key].is_null())
+    return llvm::Error::success();
   const json &v = j[key];
   std::vector<int64_t> ids;
   if (v.is_number_integer()) {
     ids.push_back(v.get<int64_t>());
   } else if (v.is_array()) {
     for (const json &e : v) {
-      if (!e.is_number_integer()) return err(file + ": \"" + key + "\" must hold integers");
+      if (!e.is_number_integer())
+        return err(file + ": \"" + key + "\" must hold integers");
       ids.push_back(e.get<int64_t>());
     }
   } else {
@@ -84,15 +95,20 @@ llvm::Error readConfig(const json &j, const std::string &file, ModelInfo &info) 
     info.modelName = j["architectures"][0].get<std::string>();
   int64_t layers = 0;
   // Key spellings differ by architecture (GPT-2 uses n_positions/n_layer/n_embd).
-  if (auto e = readInt(j, {"vocab_size"}, file, info.vocabSize)) return e;
+  if (auto e = readInt(j, {"vocab_size"}, file, info.vocabSize))
+    return e;
   if (auto e = readInt(j, {"max_position_embeddings", "n_positions", "n_ctx", "seq_length"}, file,
                        info.contextLength))
     return e;
-  if (auto e = readInt(j, {"num_hidden_layers", "n_layer", "num_layers"}, file, layers)) return e;
+  if (auto e = readInt(j, {"num_hidden_layers", "n_layer", "num_layers"}, file, layers))
+    return e;
   info.numLayers = static_cast<int32_t>(layers);
-  if (auto e = readInt(j, {"hidden_size", "n_embd", "d_model"}, file, info.hiddenSize)) return e;
-  if (auto e = readInt(j, {"bos_token_id"}, file, info.bosTokenId)) return e;
-  if (auto e = readInt(j, {"pad_token_id"}, file, info.padTokenId)) return e;
+  if (auto e = readInt(j, {"hidden_size", "n_embd", "d_model"}, file, info.hiddenSize))
+    return e;
+  if (auto e = readInt(j, {"bos_token_id"}, file, info.bosTokenId))
+    return e;
+  if (auto e = readInt(j, {"pad_token_id"}, file, info.padTokenId))
+    return e;
   return readTokenIds(j, "eos_token_id", file, info.eosTokenIds);
 }
 
@@ -100,41 +116,57 @@ llvm::Error readConfig(const json &j, const std::string &file, ModelInfo &info) 
 /// sampling defaults. max_length is deliberately not read: Hugging Face's
 /// default of 20 total tokens is a notorious source of truncated output.
 llvm::Error readGenerationConfig(const json &j, const std::string &file, ModelInfo &info) {
-  if (auto e = readInt(j, {"bos_token_id"}, file, info.bosTokenId)) return e;
-  if (auto e = readInt(j, {"pad_token_id"}, file, info.padTokenId)) return e;
-  if (auto e = readTokenIds(j, "eos_token_id", file, info.eosTokenIds)) return e;
+  if (auto e = readInt(j, {"bos_token_id"}, file, info.bosTokenId))
+    return e;
+  if (auto e = readInt(j, {"pad_token_id"}, file, info.padTokenId))
+    return e;
+  if (auto e = readTokenIds(j, "eos_token_id", file, info.eosTokenIds))
+    return e;
   int64_t maxNew = 0;
-  if (auto e = readInt(j, {"max_new_tokens"}, file, maxNew)) return e;
-  if (maxNew > 0) info.maxNewTokens = static_cast<int32_t>(std::min<int64_t>(maxNew, INT32_MAX));
+  if (auto e = readInt(j, {"max_new_tokens"}, file, maxNew))
+    return e;
+  if (maxNew > 0)
+    info.maxNewTokens = static_cast<int32_t>(std::min<int64_t>(maxNew, INT32_MAX));
 
-  bool sample = j.contains("do_sample") && j["do_sample"].is_boolean() && j["do_sample"].get<bool>();
-  if (!sample) return llvm::Error::success(); // greedy: temperature 0, no top-k/top-p
+  // Hugging Face applies the repetition penalty to greedy search too.
+  if (auto e = readFloat(j, "repetition_penalty", file, info.repetitionPenalty))
+    return e;
+
+  bool sample =
+      j.contains("do_sample") && j["do_sample"].is_boolean() && j["do_sample"].get<bool>();
+  if (!sample)
+    return llvm::Error::success(); // greedy: temperature 0, no top-k/top-p
   info.temperature = 1.0f;
   info.topK = 50; // Hugging Face's default when sampling
   int64_t topK = info.topK;
-  if (auto e = readFloat(j, "temperature", file, info.temperature)) return e;
-  if (auto e = readInt(j, {"top_k"}, file, topK)) return e;
+  if (auto e = readFloat(j, "temperature", file, info.temperature))
+    return e;
+  if (auto e = readInt(j, {"top_k"}, file, topK))
+    return e;
   info.topK = static_cast<int32_t>(topK);
-  if (auto e = readFloat(j, "top_p", file, info.topP)) return e;
-  return readFloat(j, "repetition_penalty", file, info.repetitionPenalty);
+  return readFloat(j, "top_p", file, info.topP);
 }
 
 /// chat_template is a string, or a list of {name, template} of which the one
 /// named "default" (else the first) applies.
 llvm::Error readTokenizerConfig(const json &j, const std::string &file, ModelInfo &info) {
-  if (!j.contains("chat_template") || j["chat_template"].is_null()) return llvm::Error::success();
+  if (!j.contains("chat_template") || j["chat_template"].is_null())
+    return llvm::Error::success();
   const json &t = j["chat_template"];
   if (t.is_string()) {
     info.chatTemplate = t.get<std::string>();
     return llvm::Error::success();
   }
-  if (!t.is_array()) return err(file + ": \"chat_template\" must be a string or a list");
+  if (!t.is_array())
+    return err(file + ": \"chat_template\" must be a string or a list");
   for (const json &e : t) {
     if (!e.is_object() || !e.contains("template") || !e["template"].is_string())
       return err(file + ": \"chat_template\" entries need a \"template\" string");
     bool isDefault = e.contains("name") && e["name"] == "default";
-    if (info.chatTemplate.empty() || isDefault) info.chatTemplate = e["template"];
-    if (isDefault) break;
+    if (info.chatTemplate.empty() || isDefault)
+      info.chatTemplate = e["template"];
+    if (isDefault)
+      break;
   }
   return llvm::Error::success();
 }
@@ -153,12 +185,15 @@ llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
   using Reader = llvm::Error (*)(const json &, const std::string &, ModelInfo &);
   auto apply = [&](const std::string &path, Reader reader) -> llvm::Error {
     auto j = readJsonIfExists(path);
-    if (!j) return j.takeError();
-    if (!*j) return llvm::Error::success();
+    if (!j)
+      return j.takeError();
+    if (!*j)
+      return llvm::Error::success();
     info.filesUsed.push_back(path);
     return reader(**j, path, info);
   };
-  if (auto e = apply(join(modelDir, "config.json"), readConfig)) return std::move(e);
+  if (auto e = apply(join(modelDir, "config.json"), readConfig))
+    return std::move(e);
   if (auto e = apply(join(modelDir, "generation_config.json"), readGenerationConfig))
     return std::move(e);
 
@@ -172,10 +207,12 @@ llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
       tokDir = std::string(llvm::sys::path::parent_path(tokenizerPath));
       tokFile = tokenizerPath;
     }
-    if (!llvm::sys::fs::exists(tokFile)) return err(tokFile + ": tokenizer file not found");
+    if (!llvm::sys::fs::exists(tokFile))
+      return err(tokFile + ": tokenizer file not found");
   }
   auto tok = readIfExists(tokFile);
-  if (!tok) return tok.takeError();
+  if (!tok)
+    return tok.takeError();
   if (*tok) {
     json parsed = json::parse(**tok, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded() || !parsed.is_object())
@@ -183,8 +220,8 @@ llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
     info.tokenizerJson = std::move(**tok);
     info.filesUsed.push_back(tokFile);
   }
-  if (auto e = apply(join(tokDir.empty() ? "." : tokDir, "tokenizer_config.json"),
-                     readTokenizerConfig))
+  if (auto e =
+          apply(join(tokDir.empty() ? "." : tokDir, "tokenizer_config.json"), readTokenizerConfig))
     return std::move(e);
   return info;
 }

@@ -56,7 +56,8 @@ std::optional<AttrDesc> convert(mlir::Attribute attr) {
   // A type (e.g. a target element type) travels as its plan DType number.
   if (auto t = mlir::dyn_cast<mlir::TypeAttr>(attr)) {
     std::optional<int64_t> dtype = getDTypeForElementType(t.getValue());
-    if (!dtype) return std::nullopt;
+    if (!dtype)
+      return std::nullopt;
     d.i = *dtype;
     return d;
   }
@@ -77,7 +78,8 @@ std::optional<AttrDesc> convert(mlir::Attribute attr) {
     // Ints() accessor expects for lists such as perm or axes.
     if (llvm::all_of(a, [](mlir::Attribute e) { return mlir::isa<mlir::IntegerAttr>(e); })) {
       std::vector<int64_t> v;
-      for (mlir::Attribute e : a) v.push_back(mlir::cast<mlir::IntegerAttr>(e).getInt());
+      for (mlir::Attribute e : a)
+        v.push_back(mlir::cast<mlir::IntegerAttr>(e).getInt());
       return ints(std::move(v));
     }
     if (llvm::all_of(a, [](mlir::Attribute e) { return mlir::isa<mlir::FloatAttr>(e); })) {
@@ -89,11 +91,13 @@ std::optional<AttrDesc> convert(mlir::Attribute attr) {
     return std::nullopt;
   }
   if (auto dense = mlir::dyn_cast<mlir::DenseElementsAttr>(attr)) {
-    if (dense.getNumElements() > kMaxDenseAttrElements) return std::nullopt;
+    if (dense.getNumElements() > kMaxDenseAttrElements)
+      return std::nullopt;
     mlir::Type elem = dense.getElementType();
     if (elem.isInteger(1)) {
       std::vector<int64_t> v;
-      for (bool b : dense.getValues<bool>()) v.push_back(b ? 1 : 0);
+      for (bool b : dense.getValues<bool>())
+        v.push_back(b ? 1 : 0);
       return ints(std::move(v));
     }
     if (mlir::isa<mlir::IntegerType>(elem)) {
@@ -120,8 +124,7 @@ llvm::Expected<std::vector<AttrDesc>> convertOpAttrs(mlir::Operation *op) {
   std::vector<AttrDesc> out;
   for (mlir::NamedAttribute named : op->getAttrs()) {
     llvm::StringRef name = named.getName().strref();
-    if (name.starts_with("kiln.") || name == "operandSegmentSizes" ||
-        name == "resultSegmentSizes")
+    if (name.starts_with("kiln.") || name == "operandSegmentSizes" || name == "resultSegmentSizes")
       continue;
     std::optional<AttrDesc> d = convert(named.getValue());
     if (!d) {

@@ -39,24 +39,28 @@ inline bool isHostOp(mlir::Operation *op) { return op->hasAttr(kHostAttr); }
 
 /// Bytes per element of a plan dtype; i1 is stored as one byte (bool).
 inline int64_t elementBytes(mlir::Type t) {
-  if (t.isInteger(1)) return 1;
+  if (t.isInteger(1))
+    return 1;
   return (t.getIntOrFloatBitWidth() + 7) / 8;
 }
 
 /// Bytes of a ranked tensor with a static shape, or -1.
 inline int64_t staticBytes(mlir::Type type) {
   auto t = mlir::dyn_cast<mlir::RankedTensorType>(type);
-  if (!t || !t.hasStaticShape() || !t.getElementType().isIntOrFloat()) return -1;
+  if (!t || !t.hasStaticShape() || !t.getElementType().isIntOrFloat())
+    return -1;
   return t.getNumElements() * elementBytes(t.getElementType());
 }
 
 /// The ONNX node name an op came from (the importer puts it in a NameLoc,
 /// possibly inside a FusedLoc after CSE), or "" when it has none.
 inline std::string nodeName(mlir::Location loc) {
-  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc)) return name.getName().str();
+  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc))
+    return name.getName().str();
   if (auto fused = mlir::dyn_cast<mlir::FusedLoc>(loc))
     for (mlir::Location inner : fused.getLocations())
-      if (std::string n = nodeName(inner); !n.empty()) return n;
+      if (std::string n = nodeName(inner); !n.empty())
+        return n;
   return "";
 }
 

@@ -54,8 +54,8 @@ struct TensorDesc {
 };
 
 struct OpDesc {
-  std::string type; // op name without "kiln."
-  std::string name; // ONNX node name
+  std::string type;            // op name without "kiln."
+  std::string name;            // ONNX node name
   std::vector<int32_t> inputs; // -1: omitted optional operand
   std::vector<int32_t> outputs;
   std::vector<AttrDesc> attrs; // sorted by name

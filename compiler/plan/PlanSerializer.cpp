@@ -35,11 +35,10 @@ Offset<fb::Tensor> buildTensor(FlatBufferBuilder &b, const TensorDesc &t) {
 Offset<fb::Op> buildOp(FlatBufferBuilder &b, const OpDesc &op) {
   std::vector<Offset<fb::Attr>> attrs;
   for (const AttrDesc &a : op.attrs) {
-    attrs.push_back(fb::CreateAttr(
-        b, b.CreateString(a.name), static_cast<fb::AttrKind>(a.kind), a.i, a.f,
-        a.kind == AttrKind::String ? b.CreateString(a.s) : 0,
-        a.kind == AttrKind::Ints ? b.CreateVector(a.ints) : 0,
-        a.kind == AttrKind::Floats ? b.CreateVector(a.floats) : 0));
+    attrs.push_back(fb::CreateAttr(b, b.CreateString(a.name), static_cast<fb::AttrKind>(a.kind),
+                                   a.i, a.f, a.kind == AttrKind::String ? b.CreateString(a.s) : 0,
+                                   a.kind == AttrKind::Ints ? b.CreateVector(a.ints) : 0,
+                                   a.kind == AttrKind::Floats ? b.CreateVector(a.floats) : 0));
   }
   // Keyed lookup (LookupByKey) needs the vector sorted by name; this sorts
   // by the same key the runtime uses.
@@ -50,15 +49,16 @@ Offset<fb::Op> buildOp(FlatBufferBuilder &b, const OpDesc &op) {
 
 Offset<fb::ModelMetadata> buildMetadata(FlatBufferBuilder &b, const PlanExtras &x) {
   const ModelInfo &m = x.model;
-  return fb::CreateModelMetadata(
-      b, b.CreateString(m.architecture), b.CreateString(m.modelName), m.vocabSize,
-      m.contextLength, m.numLayers, m.hiddenSize, m.bosTokenId, b.CreateVector(m.eosTokenIds),
-      m.padTokenId, x.opset, b.CreateString(x.producer));
+  return fb::CreateModelMetadata(b, b.CreateString(m.architecture), b.CreateString(m.modelName),
+                                 m.vocabSize, m.contextLength, m.numLayers, m.hiddenSize,
+                                 m.bosTokenId, b.CreateVector(m.eosTokenIds), m.padTokenId, x.opset,
+                                 b.CreateString(x.producer));
 }
 
 Offset<fb::DecoderIO> buildDecoder(FlatBufferBuilder &b, const DecoderDesc &d) {
   std::vector<Offset<fb::KVPair>> kv;
-  for (auto [past, present] : d.kv) kv.push_back(fb::CreateKVPair(b, past, present));
+  for (auto [past, present] : d.kv)
+    kv.push_back(fb::CreateKVPair(b, past, present));
   return fb::CreateDecoderIO(b, d.inputIds, d.attentionMask, d.positionIds, d.logits,
                              b.CreateVector(kv));
 }
@@ -81,9 +81,11 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
                                    const std::vector<SectionPlacement> &placements) {
   FlatBufferBuilder b(1 << 16);
   std::vector<Offset<fb::Tensor>> tensors;
-  for (const TensorDesc &t : graph.tensors) tensors.push_back(buildTensor(b, t));
+  for (const TensorDesc &t : graph.tensors)
+    tensors.push_back(buildTensor(b, t));
   std::vector<Offset<fb::Op>> ops;
-  for (const OpDesc &op : graph.ops) ops.push_back(buildOp(b, op));
+  for (const OpDesc &op : graph.ops)
+    ops.push_back(buildOp(b, op));
 
   std::vector<Offset<fb::Section>> sections;
   for (size_t i = 0; i < placements.size(); ++i)

@@ -16,13 +16,17 @@ llvm::Expected<mlir::func::FuncOp> findGraphFunction(mlir::ModuleOp module) {
   mlir::func::FuncOp only, main;
   int withBody = 0;
   for (auto f : module.getOps<mlir::func::FuncOp>()) {
-    if (f.isExternal()) continue;
+    if (f.isExternal())
+      continue;
     ++withBody;
     only = f;
-    if (f.getSymName() == "main") main = f;
+    if (f.getSymName() == "main")
+      main = f;
   }
-  if (withBody == 1) return only;
-  if (main) return main;
+  if (withBody == 1)
+    return only;
+  if (main)
+    return main;
   return compiler::inputError(withBody == 0 ? "the module has no function to build a plan from"
                                             : "the module has several functions and none is "
                                               "named 'main'");
@@ -31,14 +35,18 @@ llvm::Expected<mlir::func::FuncOp> findGraphFunction(mlir::ModuleOp module) {
 llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &extras,
                                       const std::string &path) {
   auto func = findGraphFunction(module);
-  if (!func) return func.takeError();
+  if (!func)
+    return func.takeError();
   auto graph = collectGraph(*func);
-  if (!graph) return graph.takeError();
+  if (!graph)
+    return graph.takeError();
   auto decoder = detectDecoderIO(*graph);
-  if (!decoder) return decoder.takeError();
+  if (!decoder)
+    return decoder.takeError();
 
   std::vector<SectionBlob> sections;
-  if (!graph->weights.empty()) sections.push_back({graph->weights.data(), graph->weights.size()});
+  if (!graph->weights.empty())
+    sections.push_back({graph->weights.data(), graph->weights.size()});
   std::string error = WritePlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
@@ -47,18 +55,21 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
       sections);
   // The only failures left are file system ones (a bad -o path, a full
   // disk): the user's to fix.
-  if (!error.empty()) return compiler::inputError(error);
+  if (!error.empty())
+    return compiler::inputError(error);
 
   PlanSummary s;
   s.numTensors = graph->tensors.size();
   s.numOps = graph->ops.size();
   for (const TensorDesc &t : graph->tensors)
-    if (t.kind == TensorKind::Weight) ++s.numWeights;
+    if (t.kind == TensorKind::Weight)
+      ++s.numWeights;
   s.weightBytes = graph->weights.size();
   s.memory = graph->memory;
   s.decoder = *decoder;
   uint64_t size = 0;
-  if (!llvm::sys::fs::file_size(path, size)) s.fileBytes = size;
+  if (!llvm::sys::fs::file_size(path, size))
+    s.fileBytes = size;
   return s;
 }
 

@@ -31,7 +31,8 @@ llvm::Expected<uint64_t> weightByteSize(mlir::ElementsAttr value) {
 
 llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out) {
   auto size = weightByteSize(value);
-  if (!size) return size.takeError();
+  if (!size)
+    return size.takeError();
   auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
   bool isBool = type.getElementType().isInteger(1);
 
@@ -46,23 +47,28 @@ llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out) {
     std::memcpy(out, data.data(), data.size());
     // Bools must be exactly 0 or 1: the runtime reads them as C++ bool.
     if (isBool)
-      for (uint64_t i = 0; i < *size; ++i) out[i] = out[i] != 0;
+      for (uint64_t i = 0; i < *size; ++i)
+        out[i] = out[i] != 0;
     return llvm::Error::success();
   }
 
   auto dense = mlir::dyn_cast<mlir::DenseElementsAttr>(value);
-  if (!dense) return err("unsupported constant attribute kind (expected dense or dense_resource)");
+  if (!dense)
+    return err("unsupported constant attribute kind (expected dense or dense_resource)");
   // MLIR packs i1 as bits, so bools go element by element.
   if (isBool) {
     uint64_t i = 0;
-    for (bool b : dense.getValues<bool>()) out[i++] = b ? 1 : 0;
+    for (bool b : dense.getValues<bool>())
+      out[i++] = b ? 1 : 0;
     return llvm::Error::success();
   }
   llvm::ArrayRef<char> raw = dense.getRawData();
   uint64_t elemBytes = static_cast<uint64_t>(elementBytes(type.getElementType()));
   if (dense.isSplat()) {
-    if (raw.size() < elemBytes) return err("malformed splat constant");
-    for (uint64_t off = 0; off < *size; off += elemBytes) std::memcpy(out + off, raw.data(), elemBytes);
+    if (raw.size() < elemBytes)
+      return err("malformed splat constant");
+    for (uint64_t off = 0; off < *size; off += elemBytes)
+      std::memcpy(out + off, raw.data(), elemBytes);
     return llvm::Error::success();
   }
   if (raw.size() != *size)

@@ -27,8 +27,7 @@ namespace cl = llvm::cl;
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   static cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"), cl::Required);
-  static cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"),
-                                     cl::init("-"));
+  static cl::opt<std::string> output("o", cl::desc("Output file (default: stdout)"), cl::init("-"));
   static cl::opt<bool> cleanup("cleanup", cl::desc("Run the kiln-cleanup pipeline"));
   static cl::opt<int64_t> maxInline(
       "max-inline-elements",

@@ -62,7 +62,8 @@ bool Single(const ParsedArgs &parsed, const std::string &name, std::string *out,
     *error = name + " given " + std::to_string(all.size()) + " times";
     return false;
   }
-  if (!all.empty()) *out = all[0];
+  if (!all.empty())
+    *out = all[0];
   return true;
 }
 
@@ -71,19 +72,21 @@ bool Single(const ParsedArgs &parsed, const std::string &name, std::string *out,
 int BuildMain(const std::vector<std::string> &args) {
   ParsedArgs parsed;
   std::set<std::string> value_options = {"--output", "--config", "--compile-to", "--tokenizer"};
-  for (const auto &[flag, key] : kConfigFlags) value_options.insert(flag);
-  std::string err = ParseArgs(args, value_options, {"--quiet"},
-                              {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
-  if (!err.empty()) return Usage("build", err, kUsage);
+  for (const auto &[flag, key] : kConfigFlags)
+    value_options.insert(flag);
+  std::string err =
+      ParseArgs(args, value_options, {"--quiet"}, {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
+  if (!err.empty())
+    return Usage("build", err, kUsage);
   if (parsed.help) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
   if (parsed.positional.size() != 1)
     return Usage("build",
-                 parsed.positional.empty() ? "missing the model path"
-                                           : "expected one model path, got " +
-                                                 std::to_string(parsed.positional.size()),
+                 parsed.positional.empty()
+                     ? "missing the model path"
+                     : "expected one model path, got " + std::to_string(parsed.positional.size()),
                  kUsage);
 
   compiler::BuildRequest request;
@@ -110,8 +113,8 @@ int BuildMain(const std::vector<std::string> &args) {
   }
   if (!llvm::sys::fs::is_regular_file(request.modelPath))
     return Error(request.modelPath + ": no such model file", kExitBadInput);
-  if (!request.outputPath.empty() && llvm::sys::fs::equivalent(request.modelPath,
-                                                               request.outputPath))
+  if (!request.outputPath.empty() &&
+      llvm::sys::fs::equivalent(request.modelPath, request.outputPath))
     return Error("-o " + request.outputPath + " would overwrite the model", kExitBadInput);
 
   // The config file and the flags go through one parser, so a flag that
@@ -125,7 +128,8 @@ int BuildMain(const std::vector<std::string> &args) {
       if (llvm::Error e = config.AddFlag(key, value, flag))
         return Error(llvm::toString(std::move(e)), kExitBadInput);
   auto effective = config.Finish();
-  if (!effective) return Error(llvm::toString(effective.takeError()), kExitBadInput);
+  if (!effective)
+    return Error(llvm::toString(effective.takeError()), kExitBadInput);
   request.config = std::move(*effective);
 
   llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());

@@ -40,6 +40,27 @@ func.func @best_fit(%x: tensor<16x4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, 
 
 // -----
 
+// Best fit among three free slots: the small one sits between two large
+// ones, so neither the first nor the last free slot is the right answer.
+
+// CHECK-LABEL: func.func @best_fit_middle
+// CHECK-SAME: slot_static_bytes = array<i64: 256, 16, 256, 528>
+func.func @best_fit_middle(%x: tensor<16x4xf32>, %y: tensor<1x4xf32>) -> (tensor<1x4xf32>, tensor<33x4xf32>) {
+  // CHECK: kiln.relu {{.*}}kiln.slots = array<i64: 0>
+  %a = kiln.relu %x : (tensor<16x4xf32>) -> tensor<16x4xf32>
+  // CHECK: kiln.relu {{.*}}kiln.slots = array<i64: 1>
+  %b = kiln.relu %y : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  // CHECK: kiln.neg {{.*}}kiln.slots = array<i64: 2>
+  %c = kiln.neg %x : (tensor<16x4xf32>) -> tensor<16x4xf32>
+  // CHECK: kiln.concat {{.*}}kiln.slots = array<i64: 3>
+  %d = kiln.concat %a, %b, %c {axis = 0 : i64} : (tensor<16x4xf32>, tensor<1x4xf32>, tensor<16x4xf32>) -> tensor<33x4xf32>
+  // CHECK: kiln.exp {{.*}}kiln.slots = array<i64: 1>
+  %e = kiln.exp %y : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  return %e, %d : tensor<1x4xf32>, tensor<33x4xf32>
+}
+
+// -----
+
 // Constants are weights and host ops are evaluated on the host: neither gets
 // a slot, and neither counts toward the arena.
 

@@ -15,10 +15,13 @@ namespace {
 // or "" when the config is accepted (then *out holds it).
 std::string Parse(const std::string &text, BuildConfig *out = nullptr) {
   BuildConfigParser p;
-  if (llvm::Error e = p.AddJsonText(text, "build.json")) return llvm::toString(std::move(e));
+  if (llvm::Error e = p.AddJsonText(text, "build.json"))
+    return llvm::toString(std::move(e));
   auto config = p.Finish();
-  if (!config) return llvm::toString(config.takeError());
-  if (out) *out = *config;
+  if (!config)
+    return llvm::toString(config.takeError());
+  if (out)
+    *out = *config;
   return "";
 }
 
@@ -29,7 +32,7 @@ bool Contains(const std::string &haystack, const std::string &needle) {
 #define EXPECT_ERROR_HAS(expr, needle)                                                             \
   do {                                                                                             \
     std::string msg_ = (expr);                                                                     \
-    EXPECT_TRUE(Contains(msg_, needle)) << "message: '" << msg_ << "' lacks '" << needle << "'";  \
+    EXPECT_TRUE(Contains(msg_, needle)) << "message: '" << msg_ << "' lacks '" << needle << "'";   \
   } while (0)
 
 TEST(BuildConfig, EmptyObjectGivesDefaults) {
@@ -79,8 +82,7 @@ TEST(BuildConfig, SyntaxAndShapeErrors) {
   EXPECT_ERROR_HAS(Parse(R"({"dtype": )"), "build.json: not valid JSON");
   EXPECT_ERROR_HAS(Parse(R"(["dtype"])"), "must be a JSON object");
   EXPECT_ERROR_HAS(Parse(R"({"tp": 2})"), "\"tp\" must be an object");
-  EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp32", "dtype": "fp32"})"),
-                   "key \"dtype\" appears twice");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp32", "dtype": "fp32"})"), "key \"dtype\" appears twice");
 }
 
 TEST(BuildConfig, ValuesAreTypeChecked) {
@@ -140,8 +142,7 @@ TEST(BuildConfig, UnsupportedFeaturesAreRefused) {
   EXPECT_ERROR_HAS(Parse(R"({"checkpoint": "ckpt.json"})"), "checkpoint: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"save_mp_checkpoint_path": "/tmp/x"})"),
                    "save_mp_checkpoint_path: not supported yet");
-  EXPECT_ERROR_HAS(Parse(R"({"enable_cuda_graph": true})"),
-                   "enable_cuda_graph: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"enable_cuda_graph": true})"), "enable_cuda_graph: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"training_mp_size": 2})"), "training_mp_size: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"min_out_tokens": 8})"), "min_out_tokens: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"tm": false})"), "tm: not supported yet");
@@ -202,9 +203,7 @@ TEST(BuildConfig, FileErrors) {
   EXPECT_ERROR_HAS(llvm::toString(std::move(e)), "cannot open");
 
   std::string path = ::testing::TempDir() + "kiln_build_config_test.json";
-  {
-    std::ofstream(path) << R"({"max_tokens": 77})";
-  }
+  { std::ofstream(path) << R"({"max_tokens": 77})"; }
   BuildConfigParser q;
   ASSERT_FALSE(q.AddJsonFile(path));
   auto c = q.Finish();

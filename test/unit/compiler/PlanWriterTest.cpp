@@ -2,11 +2,11 @@
 // through the plan-phase passes and the writer, then the runtime's own loader
 // reads the file back (it verifies checksums, slots, op types) and, for one
 // graph, the CPU executor runs it. What the runtime accepts is the contract.
+#include "compiler/plan/PlanWriter.h"
 #include "compiler/dialect/KilnDialect.h"
 #include "compiler/plan/DecoderIO.h"
 #include "compiler/plan/ModelFiles.h"
 #include "compiler/plan/PlanSerializer.h"
-#include "compiler/plan/PlanWriter.h"
 #include "passes/Passes.h"
 
 #include "kiln/executor.h"
@@ -44,7 +44,8 @@ protected:
   llvm::Expected<PlanSummary> build(const std::string &ir, const std::string &out,
                                     const PlanExtras &extras = {}) {
     module = mlir::parseSourceString<mlir::ModuleOp>(ir, &context);
-    if (!module) return llvm::createStringError(llvm::inconvertibleErrorCode(), "bad test IR");
+    if (!module)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "bad test IR");
     mlir::PassManager pm(&context);
     pm.addNestedPass<mlir::func::FuncOp>(createKilnShapeInference());
     pm.addNestedPass<mlir::func::FuncOp>(createKilnMarkHost());
@@ -67,7 +68,8 @@ protected:
 
 const fb::Op *findOp(const Plan &plan, const std::string &type) {
   for (const fb::Op *op : *plan.fb().ops())
-    if (op->type()->str() == type) return op;
+    if (op->type()->str() == type)
+      return op;
   return nullptr;
 }
 
@@ -156,9 +158,11 @@ TEST_F(PlanWriterTest, DecoderGraphLoadsInTheRuntime) {
   ASSERT_GE(lnw, 0);
   ASSERT_GE(mask, 0);
   const float *wteData = static_cast<const float *>(plan->tensors()[wte].data);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(wteData[i], static_cast<float>(i));
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(wteData[i], static_cast<float>(i));
   const float *lnData = static_cast<const float *>(plan->tensors()[lnw].data);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(lnData[i], 1.0f);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(lnData[i], 1.0f);
   ASSERT_EQ(plan->tensors()[mask].size, 4u);
   const uint8_t *maskData = static_cast<const uint8_t *>(plan->tensors()[mask].data);
   EXPECT_EQ(std::vector<uint8_t>(maskData, maskData + 4), (std::vector<uint8_t>{1, 0, 1, 1}));
@@ -215,7 +219,8 @@ TEST_F(PlanWriterTest, ExecutesOnTheCpuBackend) {
   ASSERT_EQ(y.shape, (Shape{2, 3}));
   // relu(x @ w + b), by hand.
   std::vector<float> expected = {2.0f, 2.0f, 6.0f, 0.0f, 2.5f, 6.5f};
-  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.as<float>()[i], expected[i]) << i;
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(y.as<float>()[i], expected[i]) << i;
 }
 
 TEST_F(PlanWriterTest, SegmentedOptionalOperandsAndAttrKinds) {
@@ -301,11 +306,24 @@ TEST_F(PlanWriterTest, ModelFilesAreEmbedded) {
             (std::vector<int64_t>{3, 4}));
   EXPECT_FLOAT_EQ(f.generation()->temperature(), 0.7f);
   EXPECT_FLOAT_EQ(f.generation()->top_p(), 0.9f);
-  EXPECT_EQ(f.generation()->top_k(), 50); // Hugging Face's sampling default
+  EXPECT_EQ(f.generation()->top_k(), 50);          // Hugging Face's sampling default
   EXPECT_EQ(f.generation()->max_new_tokens(), 64); // the context, not a cut
   EXPECT_EQ(f.tokenizer_json()->str(), R"({"model": {"type": "BPE"}})");
   EXPECT_EQ(f.chat_template()->str(), "D");
   EXPECT_EQ(f.build_config_json()->str(), R"({"dtype": "fp32"})");
+}
+
+TEST_F(PlanWriterTest, GreedyUnlessDoSample) {
+  // Without do_sample, Hugging Face searches greedily whatever temperature
+  // says; the repetition penalty still applies.
+  std::ofstream(path("generation_config.json"))
+      << R"({"temperature": 0.6, "top_k": 5, "repetition_penalty": 1.3})";
+  auto info = readModelFiles(tmp, "");
+  ASSERT_TRUE(static_cast<bool>(info)) << llvm::toString(info.takeError());
+  EXPECT_EQ(info->temperature, 0.0f);
+  EXPECT_EQ(info->topK, 0);
+  EXPECT_FLOAT_EQ(info->repetitionPenalty, 1.3f);
+  EXPECT_FALSE(info->maxNewTokens.has_value());
 }
 
 TEST_F(PlanWriterTest, BrokenSideFilesAreErrors) {
