@@ -116,4 +116,27 @@ def KilnMemoryPlan : Pass<"kiln-memory-plan", "mlir::func::FuncOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+def KilnMaterializeOutputs : Pass<"kiln-materialize-outputs", "mlir::func::FuncOp"> {
+  let summary = "Give every graph output a tensor of its own";
+  let description = [{
+    The plan names each graph output by its ONNX name, and the runtime
+    returns outputs from the arena. Folding can leave a returned value that
+    is a graph input, a constant, or the same value returned twice (an ONNX
+    Identity, a Shape of a static tensor): its name would be lost and it
+    would have no arena slot. This pass returns a `kiln.identity` copy in
+    those cases, so every output is an activation produced by an op and used
+    once by the return.
+
+    ```mlir
+    func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+      return %x : tensor<2xf32>
+    }
+    // becomes
+    //   %0 = kiln.identity %x : tensor<2xf32> -> tensor<2xf32>
+    //   return %0
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-LINE = re.compile(r"prefill: (\d+) tokens in ([\d.]+) s .*decode: (\d+) tokens in ([\d.]+) s")
+LINE = re.compile(r"prefill: \d+ tokens in [\d.]+ s \(([\d.]+) tok/s\); "
+                  r"decode: \d+ tokens in [\d.]+ s \(([\d.]+) tok/s\)")
 
 
-def kiln_once(kiln, plan, ids, new_tokens):
-    cmd = [kiln, "run", str(plan), "--prompt-ids", ",".join(map(str, ids)),
+def kiln_once(kiln, plan, ids, new_tokens, threads):
+    cmd = [kiln, "run", str(plan), "--threads", str(threads), "--prompt-ids", ",".join(map(str, ids)),
            "--max-new-tokens", str(new_tokens), "--temperature", "0", "--ignore-eos",
            "--no-stream"]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -36,8 +37,7 @@ def kiln_once(kiln, plan, ids, new_tokens):
     m = LINE.search(r.stderr)
     if not m:
         raise RuntimeError(f"no timing line in kiln output: {r.stderr}")
-    p_n, p_s, d_n, d_s = int(m[1]), float(m[2]), int(m[3]), float(m[4])
-    return p_n / p_s, d_n / d_s
+    return float(m[1]), float(m[2])
 
 
 def ort_session(onnx_path, threads):
@@ -108,7 +108,7 @@ def main():
             sess = ort_session(onnx_path, args.threads)
             k_runs, o_runs = [], []
             for _ in range(args.repeats):  # interleave so noise hits both alike
-                k_runs.append(kiln_once(args.kiln, plan, ids, args.new_tokens))
+                k_runs.append(kiln_once(args.kiln, plan, ids, args.new_tokens, args.threads))
                 o_runs.append(ort_once(sess, ids, args.new_tokens))
             med = lambda runs, i: statistics.median(r[i] for r in runs)
             rows.append({"model": model.name, "kiln_prompt": med(k_runs, 0),

@@ -314,6 +314,7 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
         return Err(NotSupported(name, NullOnlyReason(canonical)));
     } else if (canonical == "dtype") {
       config.dtype = v.get<std::string>();
+      config.dtype_explicit = true;
       if (config.dtype != "fp32")
         return Err(NotSupported(name, "\"" + config.dtype + "\"; only fp32 plans can be built"));
     } else if (canonical == "tensor_parallel.tp_size") {

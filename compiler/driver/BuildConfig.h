@@ -24,6 +24,9 @@ namespace kiln::compiler {
 // have fields; refused ones never get this far.
 struct BuildConfig {
   std::string dtype = "fp32"; // canonical spelling
+  // False when no dtype was given: the plan then keeps the model's own
+  // tensor types (an f64 or f16 model builds as it is).
+  bool dtype_explicit = false;
   int64_t tp_size = 1;
   bool kernel_inject = false;
   // Default cap on generated tokens per request (GenerationDefaults.

@@ -170,8 +170,9 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
       return internalError("import of '" + request.modelPath + "' failed without a diagnostic");
     }
     module = std::move(*imported);
-    if (llvm::Error e = checkDtype(*module, config))
-      return std::move(e);
+    if (config.dtype_explicit)
+      if (llvm::Error e = checkDtype(*module, config))
+        return std::move(e);
     OpCounts c = countOps(*module);
     auto opset = (*module)->getAttrOfType<mlir::IntegerAttr>("kiln.opset");
     return llvm::formatv("{0} ops, {1} constants, opset {2}", c.ops, c.constants,
@@ -201,6 +202,7 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
           // Types must be final before slots are sized; the plan writer
           // checks that nothing changes after this.
           pm.addNestedPass<mlir::func::FuncOp>(createKilnShapeInference());
+          pm.addNestedPass<mlir::func::FuncOp>(createKilnMaterializeOutputs());
           pm.addNestedPass<mlir::func::FuncOp>(createKilnMarkHost());
           pm.addNestedPass<mlir::func::FuncOp>(createKilnMemoryPlan());
         }))

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <type_traits>
 
 namespace kiln::kernels {
@@ -11,6 +12,18 @@ namespace {
 
 // BLAS takes int dims; plan shapes fit, and the op layer rejects larger ones.
 blasint B(int64_t v) { return static_cast<blasint>(v); }
+
+int g_max_threads = 0; // 0: not set, use every core
+int g_current_threads = -1;
+
+// Picks the thread count for one product of `flops` floating-point ops.
+void UseThreadsFor(double flops) {
+  int want = flops < kSmallGemmFlops ? 1 : GemmThreads();
+  if (want != g_current_threads) {
+    openblas_set_num_threads(want);
+    g_current_threads = want;
+  }
+}
 
 template <typename T>
 void Gemv(bool trans_a, int64_t m, int64_t k, T alpha, const T *a, int64_t lda, const T *x,
@@ -28,6 +41,15 @@ void Gemv(bool trans_a, int64_t m, int64_t k, T alpha, const T *a, int64_t lda, 
 }
 
 } // namespace
+
+void SetGemmThreads(int threads) { g_max_threads = threads > 0 ? threads : 0; }
+
+int GemmThreads() {
+  if (g_max_threads > 0)
+    return g_max_threads;
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
 
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
@@ -47,6 +69,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
     for (int64_t i = 0; i < m; ++i)
       std::memset(c + i * ldc, 0, static_cast<size_t>(n) * sizeof(T));
   }
+  UseThreadsFor(2.0 * double(m) * double(n) * double(k));
   if (m == 1) {
     // A single row (decode): y[n] = op(B)^T-ish GEMV, which BLAS runs faster
     // than a 1-row GEMM. Row of op(A) is a[0..k) with stride 1, or a column

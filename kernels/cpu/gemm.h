@@ -8,6 +8,14 @@
 
 namespace kiln::kernels {
 
+// Caps the threads BLAS may use (default: all cores). Products smaller than
+// kSmallGemmFlops always run on one thread: splitting them costs more in
+// wake-ups than it saves, and on a busy machine BLAS threads that spin for
+// an occupied core make small products tens of times slower.
+inline constexpr double kSmallGemmFlops = 1 << 24;
+void SetGemmThreads(int threads);
+int GemmThreads();
+
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major, op = transpose when
 // the flag is set. Leading dimensions are in elements. Safe for any zero
 // sizes (C is scaled by beta, or zeroed when beta is 0, if K is 0).

@@ -2,6 +2,7 @@
 // streaming it to stdout, and reports prefill and decode speed on stderr.
 #include "cli.h"
 #include "cli_args.h"
+#include "kiln/cpu.h"
 #include "kiln/generate.h"
 #include "kiln/plan.h"
 #include "kiln/tokenizer.h"
@@ -33,6 +34,7 @@ const char kUsage[] =
     "  --dump-logits FILE.npy   write the last position's logits of every step as\n"
     "                           float32 [steps, vocab]\n"
     "  --output-ids FILE.json   write the generated token ids as a JSON list\n"
+    "  --threads N              cap the CPU threads of matrix products (0: all cores)\n"
     "  --ignore-eos             do not stop at EOS (for benchmarks and tests)\n"
     "  --no-stream              print the text once, at the end\n"
     "\n"
@@ -124,6 +126,12 @@ Status Run(const ParsedArgs &a) {
   KILN_RETURN_IF_ERROR(ApplyOptions(a, &options));
   if (a.Has("--ignore-eos"))
     options.eos_token_ids.clear();
+  if (a.Has("--threads")) {
+    long long n;
+    if (!ParseInt(a.Get("--threads"), &n) || n < 0 || n > 1024)
+      return InvalidArgument("--threads expects an integer in [0, 1024]");
+    SetCpuThreads(static_cast<int>(n));
+  }
 
   std::unique_ptr<Tokenizer> tokenizer;
   const flatbuffers::String *tj = plan->fb().tokenizer_json();
@@ -209,7 +217,7 @@ int RunMain(const std::vector<std::string> &args) {
   ParsedArgs a;
   std::string err = ParseArgs(args,
                               {"--prompt", "--prompt-ids", "--max-new-tokens", "--temperature",
-                               "--top-k", "--top-p", "--seed", "--dump-logits", "--output-ids"},
+                               "--top-k", "--top-p", "--seed", "--dump-logits", "--output-ids", "--threads"},
                               {"--no-stream", "--ignore-eos"}, {{"-p", "--prompt"}}, &a);
   if (a.help) {
     std::printf("%s", kUsage);

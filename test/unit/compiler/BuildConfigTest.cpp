@@ -39,6 +39,7 @@ TEST(BuildConfig, EmptyObjectGivesDefaults) {
   BuildConfig c;
   ASSERT_EQ(Parse("{}", &c), "");
   EXPECT_EQ(c.dtype, "fp32");
+  EXPECT_FALSE(c.dtype_explicit);
   EXPECT_EQ(c.tp_size, 1);
   EXPECT_FALSE(c.kernel_inject);
   EXPECT_FALSE(c.max_out_tokens.has_value());
@@ -55,6 +56,7 @@ TEST(BuildConfig, AcceptsDeepSpeedDefaultsExplicitly) {
                   &c),
             "");
   EXPECT_EQ(c.dtype, "fp32");
+  EXPECT_TRUE(c.dtype_explicit);
   EXPECT_EQ(c.max_out_tokens.value_or(0), 4096);
 }
 
