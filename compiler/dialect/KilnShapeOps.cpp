@@ -184,7 +184,8 @@ LogicalResult ConcatOp::inferShapes(ShapeInferenceContext &ctx) {
     for (Value v : getInputs()) {
       std::optional<SymDims> part = ctx.getValues(v);
       SymShape s = ctx.getShape(v);
-      if (!part && s.ranked && s.getRank() == 1 && s.dims[0].isStatic())
+      if (!part && s.ranked && s.getRank() == 1 && s.dims[0].isStatic() &&
+          s.dims[0].getStatic() <= ShapeInferenceContext::kMaxTrackedElements)
         part = SymDims(s.dims[0].getStatic(), SymDim::unknown());
       if (!part)
         return success();
@@ -382,7 +383,8 @@ LogicalResult ExpandOp::inferShapes(ShapeInferenceContext &ctx) {
   ctx.setResult(getOutput(), elementType, out);
   if (out.getRank() <= 1) {
     std::optional<SymDims> values = ctx.getValues(getInput());
-    if (values && values->size() == 1 && out.isFullyStatic() && out.getRank() == 1)
+    if (values && values->size() == 1 && out.isFullyStatic() && out.getRank() == 1 &&
+        out.dims[0].getStatic() <= ShapeInferenceContext::kMaxTrackedElements)
       values = SymDims(out.dims[0].getStatic(), (*values)[0]);
     else if (values && out.getRank() == 1 && !(out.dims[0] == SymDim::of(values->size())))
       values.reset();

@@ -172,7 +172,10 @@ std::optional<SymDims> shapeOperandDims(ShapeInferenceContext &ctx, Value shape)
   if (std::optional<SymDims> v = ctx.getValues(shape))
     return v;
   SymShape s = ctx.getShape(shape);
-  if (s.ranked && s.getRank() == 1 && s.dims[0].isStatic())
+  // A shape vector longer than any real rank is left to the verifier and the
+  // runtime rather than allocated here.
+  if (s.ranked && s.getRank() == 1 && s.dims[0].isStatic() &&
+      s.dims[0].getStatic() <= ShapeInferenceContext::kMaxTrackedElements)
     return SymDims(s.dims[0].getStatic(), SymDim::unknown());
   return std::nullopt;
 }

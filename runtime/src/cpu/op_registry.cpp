@@ -1,6 +1,7 @@
 // The CPU op table: every family file contributes its ops once, on first use.
 #include "op_registry.h"
 
+#include "half_via_f32.h"
 #include "op_util.h"
 
 #include <algorithm>
@@ -19,6 +20,9 @@ const std::vector<OpDef> &Table() {
     AddNormOps(t);
     AddShapeOps(t);
     AddLayoutOps(t);
+    for (OpDef &d : t)
+      if (ComputesInF32ForHalf(d.type))
+        d = WithHalfViaF32(d);
     std::sort(t.begin(), t.end(), [](const OpDef &a, const OpDef &b) {
       return std::string_view(a.type) < std::string_view(b.type);
     });

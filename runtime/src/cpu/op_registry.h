@@ -8,6 +8,7 @@
 #include "kiln/tensor.h"
 #include "op_attrs.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,12 +19,12 @@ namespace kiln::cpu {
 // inference an input's `data` is non-null only when its values are known on
 // the host (weights, graph inputs, host-evaluated shape tensors); an op whose
 // output shape depends on values it cannot see returns an error.
-using InferFn = Status (*)(const OpAttrs &attrs, const std::vector<const TensorView *> &in,
-                           std::vector<TensorView> &out /* sized to #outputs; set dtype+shape */);
+using InferFn = std::function<Status(const OpAttrs &attrs, const std::vector<const TensorView *> &in,
+                           std::vector<TensorView> &out /* sized to #outputs; set dtype+shape */)>;
 // Runs with every input's data present and outputs allocated with the
 // inferred dtype and shape.
-using RunFn = Status (*)(const OpAttrs &attrs, const std::vector<const TensorView *> &in,
-                         std::vector<TensorView> &out);
+using RunFn = std::function<Status(const OpAttrs &attrs, const std::vector<const TensorView *> &in,
+                         std::vector<TensorView> &out)>;
 
 struct OpDef {
   const char *type;

@@ -1,0 +1,124 @@
+#include "half_via_f32.h"
+
+#include "cpu/cast.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+namespace kiln::cpu {
+namespace {
+
+constexpr std::string_view kHalfViaF32Ops[] = {
+    "abs",     "add",          "ceil",          "clip",          "cos",
+    "div",     "equal",        "erf",           "exp",           "floor",
+    "gemm",    "greater",      "greater_or_equal", "layer_normalization", "less",
+    "less_or_equal", "log",    "log_softmax",   "matmul",        "max",
+    "min",     "mul",          "neg",           "pow",           "reciprocal",
+    "reduce_max", "reduce_mean", "reduce_min",  "reduce_sum",    "relu",
+    "sigmoid", "sin",          "softmax",       "sqrt",          "sub",
+    "tanh",
+};
+
+bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+kernels::ScalarKind KindOf(DType t) {
+  return t == DType::kF16 ? kernels::ScalarKind::kF16 : kernels::ScalarKind::kBF16;
+}
+
+// The half dtype of the first half operand, or kUndefined.
+DType HalfType(const std::vector<const TensorView *> &in) {
+  for (const TensorView *t : in)
+    if (t && IsHalf(t->dtype))
+      return t->dtype;
+  return DType::kUndefined;
+}
+
+// f32 copies of the half operands; views of the others. Storage lives in
+// `buffers`, and `ptrs` points into `views`: both must outlive the call.
+void WidenInputs(const std::vector<const TensorView *> &in,
+                 std::vector<std::unique_ptr<float[]>> &buffers, std::vector<TensorView> &views,
+                 std::vector<const TensorView *> &ptrs) {
+  views.clear();
+  views.reserve(in.size());
+  for (const TensorView *t : in) {
+    if (!t) {
+      views.emplace_back();
+      continue;
+    }
+    TensorView v = *t;
+    if (IsHalf(t->dtype)) {
+      v.dtype = DType::kF32;
+      if (t->data) {
+        int64_t n = t->numel();
+        buffers.emplace_back(new float[std::max<int64_t>(n, 1)]);
+        kernels::CastElements(KindOf(t->dtype), t->data, kernels::ScalarKind::kF32,
+                              buffers.back().get(), n);
+        v.data = buffers.back().get();
+      }
+    }
+    views.push_back(std::move(v));
+  }
+  ptrs.clear();
+  for (size_t i = 0; i < in.size(); ++i)
+    ptrs.push_back(in[i] ? &views[i] : nullptr);
+}
+
+}  // namespace
+
+bool ComputesInF32ForHalf(std::string_view type) {
+  return std::find(std::begin(kHalfViaF32Ops), std::end(kHalfViaF32Ops), type) !=
+         std::end(kHalfViaF32Ops);
+}
+
+OpDef WithHalfViaF32(const OpDef &def) {
+  OpDef wrapped = def;
+  InferFn infer = def.infer;
+  RunFn run = def.run;
+  wrapped.infer = [infer](const OpAttrs &attrs, const std::vector<const TensorView *> &in,
+                          std::vector<TensorView> &out) -> Status {
+    DType half = HalfType(in);
+    if (half == DType::kUndefined)
+      return infer(attrs, in, out);
+    std::vector<std::unique_ptr<float[]>> buffers;
+    std::vector<const TensorView *> ptrs;
+    std::vector<TensorView> views;
+    WidenInputs(in, buffers, views, ptrs);
+    for (TensorView &o : out)
+      if (IsHalf(o.dtype))
+        o.dtype = DType::kF32;
+    KILN_RETURN_IF_ERROR(infer(attrs, ptrs, out));
+    for (TensorView &o : out)
+      if (o.dtype == DType::kF32)
+        o.dtype = half;
+    return Status::Ok();
+  };
+  wrapped.run = [run](const OpAttrs &attrs, const std::vector<const TensorView *> &in,
+                      std::vector<TensorView> &out) -> Status {
+    DType half = HalfType(in);
+    if (half == DType::kUndefined)
+      return run(attrs, in, out);
+    std::vector<std::unique_ptr<float[]>> buffers;
+    std::vector<const TensorView *> ptrs;
+    std::vector<TensorView> views;
+    WidenInputs(in, buffers, views, ptrs);
+    std::vector<TensorView> wide_out = out;
+    std::vector<std::unique_ptr<float[]>> out_buffers(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!IsHalf(out[i].dtype))
+        continue;
+      out_buffers[i].reset(new float[std::max<int64_t>(out[i].numel(), 1)]);
+      wide_out[i].dtype = DType::kF32;
+      wide_out[i].data = out_buffers[i].get();
+    }
+    KILN_RETURN_IF_ERROR(run(attrs, ptrs, wide_out));
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out_buffers[i])
+        kernels::CastElements(kernels::ScalarKind::kF32, out_buffers[i].get(), KindOf(out[i].dtype),
+                              out[i].data, out[i].numel());
+    return Status::Ok();
+  };
+  return wrapped;
+}
+
+}  // namespace kiln::cpu
