@@ -33,6 +33,12 @@ SUPPORTED = {
 EXCLUDED = {
     "test_cast_FLOAT_to_STRING": "string tensors are not supported",
     "test_cast_STRING_to_FLOAT": "string tensors are not supported",
+    # ONNX 1.12's bfloat16 test data stores bf16 tensors as UINT16 and made the
+    # expected output by truncation; kiln rounds to nearest even, as ONNX's
+    # reference does from 1.14 on.
+    "test_cast_FLOAT_to_BFLOAT16": "expected bf16 output made by truncation",
+    "test_castlike_FLOAT_to_BFLOAT16_expanded": "bf16 tensors stored as UINT16",
+    "test_castlike_BFLOAT16_to_FLOAT_expanded": "bf16 tensors stored as UINT16",
 }
 
 FLOAT_KINDS = "fc"
