@@ -102,18 +102,59 @@ Results importGemm(NodeContext &ctx) {
                  .getResult());
 }
 
+/// LayerNormalization's optional Mean and InvStdDev outputs, which decoders
+/// never use, are built from primitive ops (in the stash type, f32) so the
+/// fused op keeps one result: Mean = ReduceMean(X) over axis..rank-1 and
+/// InvStdDev = 1 / sqrt(ReduceMean((X - Mean)^2) + epsilon), both keepdims.
+Results layerNormStats(NodeContext &ctx, Value y, int64_t axis, float epsilon, int64_t stash) {
+  if (stash != 1)
+    return ctx.error() << "Mean and InvStdDev outputs need stash_type 1 (float), got " << stash;
+  Value x = ctx.input(0);
+  SmallVector<int64_t> axes;
+  if (axis < 0) {
+    for (int64_t a = axis; a < 0; ++a)
+      axes.push_back(a);
+  } else {
+    auto ranked = dyn_cast<RankedTensorType>(x.getType());
+    if (!ranked)
+      return ctx.error() << "Mean and InvStdDev outputs with a non-negative axis need the input's rank";
+    for (int64_t a = axis; a < ranked.getRank(); ++a)
+      axes.push_back(a);
+  }
+  Type f32 = ctx.f32();
+  if (!elementTypeOf(x).isF32())
+    x = ctx.create<CastOp>(1, f32, x, i64(ctx, /*kiln DType F32=*/1)).getResult();
+  Value axesValue = ctx.constI64(axes);
+  auto mean = [&](Value v) {
+    return ctx.create<ReduceMeanOp>(1, f32, v, axesValue, i64(ctx, 1), i64(ctx, 0)).getResult();
+  };
+  Value m = mean(x);
+  Value d = ctx.create<SubOp>(1, f32, x, m).getResult();
+  Value var = mean(ctx.create<MulOp>(1, f32, d, d).getResult());
+  Value eps = ctx.constant(DenseElementsAttr::get(RankedTensorType::get({}, f32), epsilon));
+  Value stddev =
+      ctx.create<SqrtOp>(1, f32, ctx.create<AddOp>(1, f32, var, eps).getResult()).getResult();
+  Value inv = ctx.create<ReciprocalOp>(1, f32, stddev).getResult();
+  SmallVector<Value> results{y, m, inv};
+  results.resize(std::min<size_t>(results.size(), ctx.node.output_size()));
+  return results;
+}
+
 Results importLayerNorm(NodeContext &ctx) {
   FailureOr<int64_t> axis = ctx.intAttr("axis", -1), stash = ctx.intAttr("stash_type", 1);
   FailureOr<float> epsilon = ctx.floatAttr("epsilon", 1e-5f);
   if (failed(ctx.expectInputs(2, 3)) || failed(axis) || failed(stash) || failed(epsilon))
     return failure();
+  Value y = ctx.create<LayerNormalizationOp>(1, ctx.f32(), ctx.input(0), ctx.input(1),
+                                             ctx.input(2), i64(ctx, *axis),
+                                             ctx.builder.getF32FloatAttr(*epsilon), i64(ctx, *stash))
+                .getResult();
+  bool wantStats = false;
   for (int i = 1; i < ctx.node.output_size(); ++i)
-    if (!ctx.node.output(i).empty())
-      return ctx.error() << "only output Y is supported (Mean and InvStdDev are not)";
-  return one(ctx.create<LayerNormalizationOp>(
-                    1, ctx.f32(), ctx.input(0), ctx.input(1), ctx.input(2), i64(ctx, *axis),
-                    ctx.builder.getF32FloatAttr(*epsilon), i64(ctx, *stash))
-                 .getResult());
+    wantStats |= !ctx.node.output(i).empty();
+  if (!wantStats)
+    return one(y);
+  return layerNormStats(ctx, y, *axis, *epsilon, *stash);
 }
 
 Results importCast(NodeContext &ctx) {
