@@ -129,15 +129,15 @@ Results layerNormStats(NodeContext &ctx, Value y, int64_t axis, float epsilon, i
     return ctx.create<ReduceMeanOp>(1, f32, v, axesValue, i64(ctx, 1), i64(ctx, 0)).getResult();
   };
   Value m = mean(x);
+  if (ctx.node.output_size() < 3 || ctx.node.output(2).empty())
+    return SmallVector<Value>{y, m};
   Value d = ctx.create<SubOp>(1, f32, x, m).getResult();
   Value var = mean(ctx.create<MulOp>(1, f32, d, d).getResult());
   Value eps = ctx.constant(DenseElementsAttr::get(RankedTensorType::get({}, f32), epsilon));
   Value stddev =
       ctx.create<SqrtOp>(1, f32, ctx.create<AddOp>(1, f32, var, eps).getResult()).getResult();
   Value inv = ctx.create<ReciprocalOp>(1, f32, stddev).getResult();
-  SmallVector<Value> results{y, m, inv};
-  results.resize(std::min<size_t>(results.size(), ctx.node.output_size()));
-  return results;
+  return SmallVector<Value>{y, m, inv};
 }
 
 Results importLayerNorm(NodeContext &ctx) {
