@@ -117,7 +117,8 @@ Results layerNormStats(NodeContext &ctx, Value y, int64_t axis, float epsilon, i
   } else {
     auto ranked = dyn_cast<RankedTensorType>(x.getType());
     if (!ranked)
-      return ctx.error() << "Mean and InvStdDev outputs with a non-negative axis need the input's rank";
+      return ctx.error()
+             << "Mean and InvStdDev outputs with a non-negative axis need the input's rank";
     for (int64_t a = axis; a < ranked.getRank(); ++a)
       axes.push_back(a);
   }
@@ -145,9 +146,9 @@ Results importLayerNorm(NodeContext &ctx) {
   FailureOr<float> epsilon = ctx.floatAttr("epsilon", 1e-5f);
   if (failed(ctx.expectInputs(2, 3)) || failed(axis) || failed(stash) || failed(epsilon))
     return failure();
-  Value y = ctx.create<LayerNormalizationOp>(1, ctx.f32(), ctx.input(0), ctx.input(1),
-                                             ctx.input(2), i64(ctx, *axis),
-                                             ctx.builder.getF32FloatAttr(*epsilon), i64(ctx, *stash))
+  Value y = ctx.create<LayerNormalizationOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), ctx.input(2),
+                                             i64(ctx, *axis), ctx.builder.getF32FloatAttr(*epsilon),
+                                             i64(ctx, *stash))
                 .getResult();
   bool wantStats = false;
   for (int i = 1; i < ctx.node.output_size(); ++i)

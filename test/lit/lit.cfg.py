@@ -18,6 +18,9 @@ config.test_exec_root = os.path.join(config.kiln_obj_root, "test", "lit")
 path = os.pathsep.join([config.kiln_tools_dir, config.llvm_tools_dir,
                         config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.environment["PATH"] = path
+# Tests of the committed fixture models read them from the source tree.
+config.substitutions.append(("%kiln_src_root", config.kiln_src_root))
+
 # Sanitizer builds: leaks in the tools are reported by the unit tests, not
 # here, and a symbolizer may be absent.
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
