@@ -318,7 +318,10 @@ LogicalResult UnsqueezeOp::inferShapes(ShapeInferenceContext &ctx) {
   Type elementType = elementTypeOf(getData());
   std::optional<SmallVector<int64_t>> axes = ctx.getStaticValues(getAxes());
   if (!in.ranked || !axes) {
-    ctx.setResult(getExpanded(), elementType, SymShape::unranked());
+    std::optional<int64_t> n = staticAxesCount(ctx.getShape(getAxes()));
+    ctx.setResult(getExpanded(), elementType,
+                  in.ranked && n ? SymShape::get(SymDims(in.getRank() + *n, SymDim::unknown()))
+                                 : SymShape::unranked());
     return success();
   }
   int64_t rank = in.getRank() + int64_t(axes->size());
@@ -358,7 +361,12 @@ LogicalResult SqueezeOp::inferShapes(ShapeInferenceContext &ctx) {
     for (auto [i, d] : llvm::enumerate(in.dims))
       removed[i] = d.isStatic(1);
   } else {
-    ctx.setResult(getSqueezed(), elementType, SymShape::unranked());
+    std::optional<int64_t> n =
+        getAxes() ? staticAxesCount(ctx.getShape(getAxes())) : std::nullopt;
+    ctx.setResult(getSqueezed(), elementType,
+                  in.ranked && n && *n <= in.getRank()
+                      ? SymShape::get(SymDims(in.getRank() - *n, SymDim::unknown()))
+                      : SymShape::unranked());
     return success();
   }
   SymDims dims;

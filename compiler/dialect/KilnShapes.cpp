@@ -227,8 +227,15 @@ LogicalResult inferReduceOp(Operation *op, ShapeInferenceContext &ctx, int64_t k
     axes = SmallVector<int64_t>();
   if (!in.ranked || !axes) {
     SymShape out = SymShape::unranked();
+    std::optional<int64_t> n;
+    if (op->getNumOperands() > 1)
+      n = staticAxesCount(ctx.getShape(op->getOperand(1)));
     if (in.ranked && keepdims)
       out = SymShape::get(SymDims(in.getRank(), SymDim::unknown()));
+    else if (in.ranked && n && *n > 0 && *n <= in.getRank())
+      out = SymShape::get(SymDims(in.getRank() - *n, SymDim::unknown()));
+    else if (in.ranked && n && *n == 0)
+      out = noopWithEmptyAxes ? in : SymShape::get({});
     ctx.setResult(result, elementType, out);
     return success();
   }

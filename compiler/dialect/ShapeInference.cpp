@@ -221,6 +221,13 @@ std::optional<int64_t> SymShape::getStaticNumElements() const {
   return n;
 }
 
+std::optional<int64_t> staticAxesCount(const SymShape &axesShape) {
+  if (!axesShape.ranked || axesShape.getRank() != 1 || !axesShape.dims[0].isStatic() ||
+      axesShape.dims[0].getStatic() < 0)
+    return std::nullopt;
+  return axesShape.dims[0].getStatic();
+}
+
 TensorType SymShape::toType(Type elementType) const {
   if (!ranked)
     return UnrankedTensorType::get(elementType);

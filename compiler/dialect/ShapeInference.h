@@ -90,6 +90,12 @@ private:
 
 using SymDims = llvm::SmallVector<SymDim, 4>;
 
+struct SymShape;
+/// The element count of a 1-D `axes` operand whose values are unknown but
+/// whose length is static; nullopt otherwise. Lets Squeeze, Unsqueeze and
+/// reductions with run-time axes still give their result a rank.
+std::optional<int64_t> staticAxesCount(const SymShape &axesShape);
+
 /// A tensor shape: unranked, or a list of dims.
 struct SymShape {
   bool ranked = false;

@@ -99,3 +99,20 @@ func.func @bad_reshape(%x: tensor<2x8xf32>) -> tensor<*xf32> {
   %0 = kiln.reshape %x, %s {allowzero = 0 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<*xf32>
   return %0 : tensor<*xf32>
 }
+
+// -----
+
+// Run-time axes of static length still fix the result's rank (the dims stay
+// unknown); axes of unknown length leave it unranked (the near miss).
+// CHECK-LABEL: func @runtime_axes
+func.func @runtime_axes(%x: tensor<3x4x5xf32>, %a2: tensor<2xi64>, %a1: tensor<1xi64>, %any: tensor<?xi64>) -> (tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>) {
+  // CHECK: kiln.unsqueeze {{.*}} -> tensor<?x?x?x?x?xf32>
+  %u = kiln.unsqueeze %x, %a2 : (tensor<3x4x5xf32>, tensor<2xi64>) -> tensor<*xf32>
+  // CHECK: kiln.squeeze {{.*}} -> tensor<?x?xf32>
+  %s = kiln.squeeze %x, %a1 : (tensor<3x4x5xf32>, tensor<1xi64>) -> tensor<*xf32>
+  // CHECK: kiln.reduce_sum {{.*}} -> tensor<?xf32>
+  %r = kiln.reduce_sum %x, %a2 {keepdims = 0 : i64, noop_with_empty_axes = 0 : i64} : (tensor<3x4x5xf32>, tensor<2xi64>) -> tensor<*xf32>
+  // CHECK: kiln.unsqueeze {{.*}} -> tensor<*xf32>
+  %n = kiln.unsqueeze %x, %any : (tensor<3x4x5xf32>, tensor<?xi64>) -> tensor<*xf32>
+  return %u, %s, %r, %n : tensor<*xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>
+}
