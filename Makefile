@@ -30,8 +30,11 @@ test: setup
 	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-asan --output-on-failure -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-runtime --output-on-failure -j $(JOBS)
 
+# CPU benchmark against ONNX Runtime on the same ONNX files (docs/benchmarks.md).
 bench: build
-	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln
+	$(PY) -c "import onnxruntime" 2>/dev/null || .venv/bin/pip install -q onnxruntime
+	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln --repeats 5 \
+	    test/fixtures/demo test/fixtures/llama-optimum test/fixtures/gpt2-optimum
 
 clean:
 	rm -rf build
