@@ -27,12 +27,12 @@ if ((${#missing[@]})); then
 fi
 
 # The test harness (conformance comparisons, tokenizer cross-check) uses
-# numpy, onnx and tokenizers from PyPI. Nothing here needs torch.
+# numpy and onnx from PyPI. Nothing here needs torch.
 PY=${PYTHON:-python3}
 if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, onnx, tokenizers" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, onnx" 2>/dev/null; then
   .venv/bin/pip install -q -r tools/requirements-test.txt
 fi
 echo "setup: ok"
