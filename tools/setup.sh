@@ -26,7 +26,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# The test harness (conformance comparisons, tokenizer cross-check) uses
+# The Python test harnesses (e2e, conformance, hostile input, lit) use
 # numpy and onnx from PyPI. Nothing here needs torch.
 PY=${PYTHON:-python3}
 if [[ ! -x .venv/bin/python ]]; then
