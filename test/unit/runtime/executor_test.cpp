@@ -63,6 +63,24 @@ TEST(Executor, TensorsInOneSlotShareMemory) {
   EXPECT_EQ(exec->stats().arena_allocations, 1);
 }
 
+TEST(Executor, ArenaGrowsGeometricallyWhenShapesCreep) {
+  // A decode loop binds a slightly larger shape every step; reallocating the
+  // arena each time would touch fresh pages every step.
+  Mlp m;
+  auto plan = Load(m.Build(), "exec_creep.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> x(200 * 4, 0.5f);
+  for (int64_t rows = 16; rows <= 200; ++rows) {
+    ASSERT_TRUE(exec->Bind({View(x, {rows, 4})}).ok());
+    ASSERT_TRUE(exec->Run().ok());
+    ASSERT_GE(exec->stats().arena_capacity, exec->stats().arena_bytes);
+  }
+  // 16 -> 200 rows is 12.5x; growing by half each time needs about 7 steps.
+  EXPECT_LE(exec->stats().arena_allocations, 8);
+  EXPECT_GE(exec->stats().arena_allocations, 2);
+}
+
 TEST(Executor, ArenaIsReusedAndLayoutsCached) {
   Mlp m;
   auto plan = Load(m.Build(), "exec_reuse.plan");
