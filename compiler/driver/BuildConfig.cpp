@@ -360,7 +360,8 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
 
 std::string BuildConfig::ToJson() const {
   json j = json::object();
-  j["dtype"] = dtype;
+  // Unset, the plan keeps the model's own types: say so rather than "fp32".
+  j["dtype"] = dtype_explicit ? dtype : "model";
   j["tensor_parallel"] = {{"tp_size", tp_size}};
   j["replace_with_kernel_inject"] = kernel_inject;
   j["max_out_tokens"] = max_out_tokens ? json(*max_out_tokens) : json(nullptr);

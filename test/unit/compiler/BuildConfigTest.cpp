@@ -223,5 +223,11 @@ TEST(BuildConfig, EffectiveJsonUsesCanonicalNames) {
   EXPECT_FALSE(Contains(j, "max_tokens\"")) << j;
 }
 
+TEST(BuildConfig, EffectiveJsonSaysWhenTheModelKeepsItsTypes) {
+  BuildConfig c;
+  ASSERT_EQ(Parse("{}", &c), "");
+  EXPECT_TRUE(Contains(c.ToJson(), "\"dtype\": \"model\"")) << c.ToJson();
+}
+
 } // namespace
 } // namespace kiln::compiler
