@@ -17,8 +17,8 @@ renumbers every id):
            (test/tokenizer/unicode_refs.json), and the generated C++ tables
            runtime/src/tokenizer/{nfc,regex}_tables.cpp that reproduce them
 
-Usage: python3 -m venv /work/tokvenv && /work/tokvenv/bin/pip install tokenizers
-       /work/tokvenv/bin/python tools/make_tokenizer_refs.py [train] [corpus] [refs] [unicode]
+Usage: python3 -m venv .venv-tok && .venv-tok/bin/pip install tokenizers
+       .venv-tok/bin/python tools/make_tokenizer_refs.py [train] [corpus] [refs] [unicode]
 """
 import codecs
 import copy
