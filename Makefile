@@ -10,10 +10,11 @@ setup:
 	./tools/setup.sh
 
 build/release/build.ninja:
-	cmake -S . -B build/release $(GEN) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B build/release $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
 
+# The release tools: kiln (with the compiler) and kiln-opt.
 build: setup build/release/build.ninja
-	cmake --build build/release -j $(JOBS)
+	cmake --build build/release -j $(JOBS) --target kiln kiln-opt
 
 demo: build
 	./build/release/tools/kiln/kiln build test/fixtures/demo/model.onnx -o build/demo.plan
