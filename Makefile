@@ -2,9 +2,9 @@
 JOBS ?= $(shell nproc)
 GEN := -G Ninja
 PY := .venv/bin/python
-LIT := $(PY) /usr/lib/llvm-19/build/utils/lit/lit.py
+DEMO_PROMPT ?= The meaning of
 
-.PHONY: setup build demo test test-compiler test-runtime-only clean bench
+.PHONY: setup build demo test clean bench
 
 setup:
 	./tools/setup.sh
@@ -18,7 +18,8 @@ build: setup build/release/build.ninja
 
 demo: build
 	./build/release/tools/kiln/kiln build test/fixtures/demo/model.onnx -o build/demo.plan
-	./build/release/tools/kiln/kiln run build/demo.plan -p "The meaning of" --max-new-tokens 48 --temperature 0.8 --top-p 0.95 --seed 7
+	@printf '\n%s' "$(DEMO_PROMPT)"
+	@./build/release/tools/kiln/kiln run build/demo.plan -p "$(DEMO_PROMPT)" --max-new-tokens 48 --temperature 0.8 --top-p 0.95 --seed 7
 
 # The full test suite: the compiler build under AddressSanitizer, and a
 # runtime-only build (-DKILN_BUILD_COMPILER=OFF) that must work without MLIR,
