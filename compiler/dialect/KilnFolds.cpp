@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/dialect/KilnOps.h"
+#include "compiler/dialect/ShapeFunctions.h"
 
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/APSInt.h"
@@ -477,13 +478,7 @@ OpFoldResult ShapeOp::fold(FoldAdaptor) {
   RankedTensorType type = foldableType(getShape());
   if (!in || !type)
     return {};
-  int64_t r = in.getRank();
-  auto clampIndex = [&](int64_t i) {
-    if (i < 0)
-      i = i < -r ? 0 : i + r;
-    return std::min(i, r);
-  };
-  int64_t start = clampIndex(getStart()), end = std::max(clampIndex(getEnd()), start);
+  auto [start, end] = shape_fn::shapeSliceBounds(getStart(), getEnd(), in.getRank());
   ArrayRef<int64_t> dims = in.getShape().slice(start, end - start);
   if (ShapedType::isDynamicShape(dims) || type.getNumElements() != int64_t(dims.size()))
     return {};

@@ -435,13 +435,7 @@ LogicalResult ShapeOp::inferShapes(ShapeInferenceContext &ctx) {
     ctx.setResult(getShape(), i64, SymShape::get({SymDim::unknown()}));
     return success();
   }
-  int64_t r = in.getRank();
-  auto clampIndex = [&](int64_t i) {
-    if (i < 0)
-      i = i < -r ? 0 : i + r;
-    return std::min(i, r);
-  };
-  int64_t start = clampIndex(getStart()), end = std::max(clampIndex(getEnd()), start);
+  auto [start, end] = shape_fn::shapeSliceBounds(getStart(), getEnd(), in.getRank());
   SymDims values(in.dims.begin() + start, in.dims.begin() + end);
   ctx.setResult(getShape(), i64, SymShape::get({SymDim::of(end - start)}));
   ctx.setValues(getShape(), values);

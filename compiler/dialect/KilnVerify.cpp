@@ -142,6 +142,24 @@ LogicalResult verifySoftmaxLikeOp(Operation *op, int64_t axis) {
   return expectAxis(op, axis, rankOf(op->getOperand(0)));
 }
 
+/// Shared by Squeeze, Unsqueeze and the reductions: axes is 1-D and, when constant, has no
+/// duplicates and fits `rank`.
+static LogicalResult verifyAxesOperand(Operation *op, Value axes, std::optional<int64_t> rank) {
+  if (failed(expectRank(op, axes, 1, "axes")))
+    return failure();
+  std::optional<SmallVector<int64_t>> values = getConstantIntValues(axes);
+  if (!values || !rank)
+    return success();
+  llvm::SmallSet<int64_t, 4> seen;
+  for (int64_t axis : *values) {
+    if (failed(expectAxis(op, axis, rank)))
+      return failure();
+    if (!seen.insert(*normalizeAxis(axis, *rank)).second)
+      return op->emitOpError() << "axes contain " << axis << " twice";
+  }
+  return success();
+}
+
 LogicalResult verifyReduceOp(Operation *op, int64_t keepdims, int64_t noopWithEmptyAxes) {
   if (failed(expectFlag(op, "keepdims", keepdims)) ||
       failed(expectFlag(op, "noop_with_empty_axes", noopWithEmptyAxes)))
@@ -152,19 +170,12 @@ LogicalResult verifyReduceOp(Operation *op, int64_t keepdims, int64_t noopWithEm
   if (op->getNumOperands() < 2)
     return success();
   Value axes = op->getOperand(1);
-  if (failed(expectRank(op, axes, 1, "axes")))
-    return failure();
   std::optional<int64_t> rank = rankOf(data);
+  if (failed(verifyAxesOperand(op, axes, rank)))
+    return failure();
   std::optional<SmallVector<int64_t>> values = getConstantIntValues(axes);
   if (!rank || !values)
     return success();
-  llvm::SmallSet<int64_t, 4> seen;
-  for (int64_t axis : *values) {
-    if (failed(expectAxis(op, axis, rank)))
-      return failure();
-    if (!seen.insert(*normalizeAxis(axis, *rank)).second)
-      return op->emitOpError() << "axes contain " << axis << " twice";
-  }
   std::optional<int64_t> resultRank = rankOf(result);
   int64_t expected = keepdims || (values->empty() && noopWithEmptyAxes)
                          ? *rank
@@ -470,23 +481,6 @@ LogicalResult GatherOp::verify() {
   return success();
 }
 
-/// Shared by Squeeze and Unsqueeze: axes is 1-D and, when constant, has no
-/// duplicates and fits `rank`.
-static LogicalResult verifyAxesOperand(Operation *op, Value axes, std::optional<int64_t> rank) {
-  if (failed(expectRank(op, axes, 1, "axes")))
-    return failure();
-  std::optional<SmallVector<int64_t>> values = getConstantIntValues(axes);
-  if (!values || !rank)
-    return success();
-  llvm::SmallSet<int64_t, 4> seen;
-  for (int64_t axis : *values) {
-    if (failed(expectAxis(op, axis, rank)))
-      return failure();
-    if (!seen.insert(*normalizeAxis(axis, *rank)).second)
-      return op->emitOpError() << "axes contain " << axis << " twice";
-  }
-  return success();
-}
 
 LogicalResult UnsqueezeOp::verify() {
   if (failed(expectSameElementType(*this, getData(), getExpanded(), "data and result")))

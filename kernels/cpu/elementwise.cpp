@@ -1,4 +1,5 @@
 #include "cpu/elementwise.h"
+#include "cpu/wrap_arith.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,33 +9,6 @@
 namespace kiln::kernels {
 namespace {
 
-// Integer arithmetic goes through the unsigned type so overflow wraps
-// instead of being undefined.
-template <typename T> T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  } else {
-    return a + b;
-  }
-}
-template <typename T> T WrapSub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
-  } else {
-    return a - b;
-  }
-}
-template <typename T> T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    // uint8_t promotes to int, whose product of two bytes cannot overflow.
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-  } else {
-    return a * b;
-  }
-}
 template <typename T> T SafeDiv(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if (b == 0)

@@ -1,4 +1,5 @@
 #include "cpu/reduce.h"
+#include "cpu/wrap_arith.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,14 +9,6 @@
 namespace kiln::kernels {
 namespace {
 
-template <typename T> T Add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  } else {
-    return a + b;
-  }
-}
 template <typename T> bool IsNan(T v) {
   if constexpr (std::is_floating_point_v<T>) {
     return std::isnan(v);
@@ -47,12 +40,12 @@ template <typename T> T SumRun(const T *x, int64_t n) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (int l = 0; l < kLanes; ++l)
-      acc[l] = Add(acc[l], x[i + l]);
+      acc[l] = WrapAdd(acc[l], x[i + l]);
   T total = 0;
   for (int l = 0; l < kLanes; ++l)
-    total = Add(total, acc[l]);
+    total = WrapAdd(total, acc[l]);
   for (; i < n; ++i)
-    total = Add(total, x[i]);
+    total = WrapAdd(total, x[i]);
   return total;
 }
 
@@ -88,7 +81,7 @@ void ReduceAxis(ReduceOp op, const T *x, int64_t outer, int64_t r, int64_t inner
       const T *row = src + a * inner;
       if (is_sum) {
         for (int64_t i = 0; i < inner; ++i)
-          dst[i] = Add(dst[i], row[i]);
+          dst[i] = WrapAdd(dst[i], row[i]);
       } else if (op == ReduceOp::kMax) {
         for (int64_t i = 0; i < inner; ++i)
           dst[i] = Max(dst[i], row[i]);
