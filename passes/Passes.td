@@ -139,4 +139,43 @@ def KilnMaterializeOutputs : Pass<"kiln-materialize-outputs", "mlir::func::FuncO
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Inject phase
+//===----------------------------------------------------------------------===//
+
+def KilnInject : Pass<"kiln-inject", "mlir::ModuleOp"> {
+  let summary = "Fuse transformer subgraphs into kiln's fused ops and report what fused";
+  let description = [{
+    Kernel injection as rewrite patterns over the graphs real exporters emit
+    (docs/injection.md lists the forms). In order:
+
+    1. norms (RMSNorm and the LayerNorm decomposition, rooted at
+       ReduceMean), GELU (erf and tanh forms), rotary embedding
+       (rotate-half, full and partial) and attention (rooted at Softmax,
+       looking through the GQA repeat of the KV cache);
+    2. MatMul/Gemm with a constant weight (and a bias Add) become `linear`,
+       and the 2-D reshapes of Gemm exports around them disappear;
+    3. ReLU, GELU and SiLU fold into the linear that feeds them;
+    4. gated MLPs (separate or fused gate/up projections);
+    5. residual Add + norm, and sibling projections of one input (Q, K, V)
+       into one linear over concatenated weights.
+
+    Every bail-out names its reason. The pass then groups the function's
+    ops by transformer layer (from the ONNX node names: `layers.N`, `h.N`,
+    `layer.N`, `blocks.N`) and attaches the injection report to the module
+    as `kiln.injection_report` (text) and `kiln.injection_missing` (one
+    string per layer whose attention, norms or MLP stayed unfused, with the
+    reason). `kiln build --report` prints the first;
+    `--require-injection` fails on the second.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+  let options = [
+    Option<"fuseQkv", "fuse-qkv", "bool", /*default=*/"true",
+           "Fuse sibling projections of one input into one linear">,
+    Option<"fuseResidualNorm", "fuse-residual-norm", "bool", /*default=*/"true",
+           "Fuse a residual Add into the norm that follows it">,
+  ];
+}
+
 #endif // KILN_PASSES_TD

@@ -236,5 +236,6 @@ def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "ReduceMin", "the minimum">;
 //===----------------------------------------------------------------------===//
 
 include "compiler/dialect/KilnTensorOps.td"
+include "compiler/dialect/KilnFusedOps.td"
 
 #endif // KILN_OPS_TD

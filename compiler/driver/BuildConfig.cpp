@@ -328,8 +328,7 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
       // check above refuses first.
     } else if (canonical == "replace_with_kernel_inject") {
       config.kernel_inject = v.get<bool>();
-      if (config.kernel_inject)
-        return Err(NotSupported(name, "the inject phase is not implemented"));
+      config.require_injection = config.kernel_inject;
     } else if (canonical == "max_out_tokens") {
       config.max_out_tokens = v.get<int64_t>();
     } else if (canonical == "min_out_tokens") {
@@ -363,7 +362,8 @@ std::string BuildConfig::ToJson() const {
   // Unset, the plan keeps the model's own types: say so rather than "fp32".
   j["dtype"] = dtype_explicit ? dtype : "model";
   j["tensor_parallel"] = {{"tp_size", tp_size}};
-  j["replace_with_kernel_inject"] = kernel_inject;
+  // null: injected where the patterns match; true: every layer must be.
+  j["replace_with_kernel_inject"] = !kernel_inject ? json(false) : require_injection ? json(true) : json(nullptr);
   j["max_out_tokens"] = max_out_tokens ? json(*max_out_tokens) : json(nullptr);
   j["min_out_tokens"] = min_out_tokens;
   j["triangular_masking"] = triangular_masking;

@@ -28,7 +28,11 @@ struct BuildConfig {
   // tensor types (an f64 or f16 model builds as it is).
   bool dtype_explicit = false;
   int64_t tp_size = 1;
-  bool kernel_inject = false;
+  // Kernel injection: on by default. `replace_with_kernel_inject: true` (or
+  // `kiln build --require-injection`) also makes any layer left unfused an
+  // error; `false` builds the generic graph of primitive ops.
+  bool kernel_inject = true;
+  bool require_injection = false;
   // Default cap on generated tokens per request (GenerationDefaults.
   // max_new_tokens). Unset: the plan writer derives it from the model, so
   // kiln never truncates output at an arbitrary 1024.

@@ -148,6 +148,9 @@ private:
   /// Runs one phase and reports it; returns its one-line summary.
   llvm::Expected<std::string> runPhase(Phase phase);
   llvm::Expected<std::string> writePlanFile();
+  llvm::Expected<std::string> runInject();
+  /// The inject phase's report, stored in the plan.
+  std::string injectionReport;
 
   const BuildRequest &request;
   llvm::raw_ostream &out;
@@ -186,11 +189,11 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
       return std::move(e);
     return llvm::formatv("{0} ops (from {1})", countOps(*module).ops, before).str();
   }
+  case Phase::Inject:
+    return runInject();
   // The next phases exist in DESIGN.md but not yet in kiln. The config
   // refuses every setting that would need them, so skipping them here never
   // drops a request on the floor.
-  case Phase::Inject:
-    return std::string("skipped: replace_with_kernel_inject is false");
   case Phase::Ragged:
     return std::string("skipped: not implemented yet (the plan keeps the model's dense inputs)");
   case Phase::Partition:
@@ -215,6 +218,45 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   return internalError("unknown phase");
 }
 
+llvm::Expected<std::string> Build::runInject() {
+  const BuildConfig &config = request.config;
+  if (!config.kernel_inject) {
+    // Say so explicitly: an empty report would look like injection ran and
+    // matched nothing.
+    injectionReport = "kernel injection was turned off (replace_with_kernel_inject: false): no "
+                      "ops were fused; every op runs as the primitive kernel of its ONNX op\n";
+    return std::string("skipped: replace_with_kernel_inject is false");
+  }
+  if (llvm::Error e = runPasses(context, *module, diags, Phase::Inject,
+                                [](mlir::PassManager &pm) { pm.addPass(createKilnInject()); }))
+    return std::move(e);
+  mlir::ModuleOp m = *module;
+  if (auto text = m->getAttrOfType<mlir::StringAttr>("kiln.injection_report"))
+    injectionReport = text.str();
+  llvm::SmallVector<std::string> missing;
+  if (auto list = m->getAttrOfType<mlir::ArrayAttr>("kiln.injection_missing"))
+    for (mlir::Attribute a : list)
+      missing.push_back(mlir::cast<mlir::StringAttr>(a).str());
+  m->removeAttr("kiln.injection_report");
+  m->removeAttr("kiln.injection_missing");
+  if (request.printReport)
+    log << injectionReport;
+  if (!missing.empty()) {
+    if (config.require_injection) {
+      std::string msg = "kernel injection is required (--require-injection or "
+                        "replace_with_kernel_inject: true), but not every layer was injected:";
+      for (const std::string &line : missing)
+        msg += "\n  " + line;
+      return inputError(msg);
+    }
+    if (!request.printReport)
+      for (const std::string &line : missing)
+        log << "warning: " << line << "\n";
+  }
+  llvm::StringRef first = llvm::StringRef(injectionReport).split('\n').first;
+  return first.str();
+}
+
 llvm::Expected<std::string> Build::writePlanFile() {
   plan::PlanExtras extras;
   extras.compilerVersion = request.compilerVersion;
@@ -229,11 +271,7 @@ llvm::Expected<std::string> Build::writePlanFile() {
     producer += (producer.empty() ? "" : " ") + version.str();
   extras.producer = producer;
   extras.buildConfigJson = request.config.ToJson();
-  // Say so explicitly: an empty report would look like injection ran and
-  // matched nothing.
-  extras.injectionReport = "kernel injection was not requested (replace_with_kernel_inject is "
-                           "false): no ops were fused; every op runs as the primitive kernel "
-                           "of its ONNX op";
+  extras.injectionReport = injectionReport;
   extras.maxOutTokens = request.config.max_out_tokens;
   auto summary = plan::writePlan(m, extras, request.outputPath);
   if (!summary)

@@ -44,6 +44,9 @@ struct BuildRequest {
   std::string compilerVersion;
   /// Suppresses progress lines (errors and warnings still go to `log`).
   bool quiet = false;
+  /// Prints the injection report (per layer, what fused and why not) to
+  /// `log` after the inject phase.
+  bool printReport = false;
 };
 
 /// Runs the build. Diagnostics, warnings and (unless quiet) progress go to

@@ -34,8 +34,15 @@ const char kUsage[] =
     "  --tokenizer PATH     tokenizer.json, or a directory holding it (and\n"
     "                       tokenizer_config.json); default: next to the model\n"
     "  -q, --quiet          no progress lines (errors and warnings still print)\n"
+    "  --report             print the injection report: per transformer layer, whether\n"
+    "                       attention, norms and MLP were fused, and why not\n"
     "\n"
     "config flags (must agree with --config when both set the same key):\n"
+    "  --require-injection  replace_with_kernel_inject: true; fail the build, naming\n"
+    "                       the layer and the reason, when any layer's attention, norm\n"
+    "                       or MLP was not fused\n"
+    "  --no-inject          replace_with_kernel_inject: false; build the generic graph\n"
+    "                       of primitive ops\n"
     "  --dtype D            dtype (only fp32 today)\n"
     "  --max-tokens N       max_out_tokens: default cap on generated tokens\n"
     "  --tp-size N          tensor_parallel.tp_size (only 1 today)\n"
@@ -74,8 +81,9 @@ int BuildMain(const std::vector<std::string> &args) {
   std::set<std::string> value_options = {"--output", "--config", "--compile-to", "--tokenizer"};
   for (const auto &[flag, key] : kConfigFlags)
     value_options.insert(flag);
-  std::string err =
-      ParseArgs(args, value_options, {"--quiet"}, {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
+  std::string err = ParseArgs(args, value_options,
+                              {"--quiet", "--report", "--require-injection", "--no-inject"},
+                              {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
   if (!err.empty())
     return Usage("build", err, kUsage);
   if (parsed.help) {
@@ -92,6 +100,7 @@ int BuildMain(const std::vector<std::string> &args) {
   compiler::BuildRequest request;
   request.modelPath = parsed.positional[0];
   request.quiet = parsed.Has("--quiet");
+  request.printReport = parsed.Has("--report");
   request.compilerVersion = KILN_VERSION;
   std::string configPath, compileTo;
   if (!Single(parsed, "--output", &request.outputPath, &err) ||
@@ -127,6 +136,14 @@ int BuildMain(const std::vector<std::string> &args) {
     for (const std::string &value : parsed.All(flag))
       if (llvm::Error e = config.AddFlag(key, value, flag))
         return Error(llvm::toString(std::move(e)), kExitBadInput);
+  // Boolean flags for replace_with_kernel_inject go through the parser too,
+  // so `--no-inject` with a config that sets true is a conflict.
+  if (parsed.Has("--require-injection"))
+    if (llvm::Error e = config.AddFlag("replace_with_kernel_inject", "true", "--require-injection"))
+      return Error(llvm::toString(std::move(e)), kExitBadInput);
+  if (parsed.Has("--no-inject"))
+    if (llvm::Error e = config.AddFlag("replace_with_kernel_inject", "false", "--no-inject"))
+      return Error(llvm::toString(std::move(e)), kExitBadInput);
   auto effective = config.Finish();
   if (!effective)
     return Error(llvm::toString(effective.takeError()), kExitBadInput);

@@ -41,7 +41,8 @@ TEST(BuildConfig, EmptyObjectGivesDefaults) {
   EXPECT_EQ(c.dtype, "fp32");
   EXPECT_FALSE(c.dtype_explicit);
   EXPECT_EQ(c.tp_size, 1);
-  EXPECT_FALSE(c.kernel_inject);
+  EXPECT_TRUE(c.kernel_inject);
+  EXPECT_FALSE(c.require_injection);
   EXPECT_FALSE(c.max_out_tokens.has_value());
   EXPECT_TRUE(c.warnings.empty());
 }
@@ -128,12 +129,23 @@ TEST(BuildConfig, DeprecatedMpSizeMapsToTpSize) {
   EXPECT_ERROR_HAS(Parse(R"({"mp_size": 4})"), "mp_size: not supported yet");
 }
 
+TEST(BuildConfig, KernelInjectIsTriState) {
+  BuildConfig c;
+  ASSERT_EQ(Parse(R"({"replace_with_kernel_inject": true})", &c), "");
+  EXPECT_TRUE(c.kernel_inject);
+  EXPECT_TRUE(c.require_injection);
+  EXPECT_TRUE(Contains(c.ToJson(), "\"replace_with_kernel_inject\": true"));
+  ASSERT_EQ(Parse(R"({"kernel_inject": false})", &c), "");
+  EXPECT_FALSE(c.kernel_inject);
+  EXPECT_FALSE(c.require_injection);
+  EXPECT_TRUE(Contains(c.ToJson(), "\"replace_with_kernel_inject\": false"));
+  ASSERT_EQ(Parse("{}", &c), "");
+  EXPECT_TRUE(Contains(c.ToJson(), "\"replace_with_kernel_inject\": null"));
+}
+
 TEST(BuildConfig, UnsupportedFeaturesAreRefused) {
   EXPECT_ERROR_HAS(Parse(R"({"tensor_parallel": {"tp_size": 2}})"),
                    "tensor_parallel.tp_size: not supported yet");
-  EXPECT_ERROR_HAS(Parse(R"({"replace_with_kernel_inject": true})"),
-                   "replace_with_kernel_inject: not supported yet");
-  EXPECT_ERROR_HAS(Parse(R"({"kernel_inject": true})"), "kernel_inject: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": true}})"), "quant.enabled: not supported yet");
   // DeepSpeed's quant.enabled defaults to true, so an empty object asks for it.
   EXPECT_ERROR_HAS(Parse(R"({"quant": {}})"), "not supported yet");

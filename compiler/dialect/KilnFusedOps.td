@@ -1,0 +1,185 @@
+//===- KilnFusedOps.td - kiln fused transformer ops --------*- tablegen -*-===//
+//
+// Included from KilnOps.td. The ops the inject phase fuses transformer
+// subgraphs into (docs/fused-ops.md is the contract with the runtime: operand
+// order, attribute names and semantics). None of them is an ONNX op; the
+// importer never makes them. Verifiers and shape functions live in
+// KilnFusedOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_FUSED_OPS_TD
+#define KILN_FUSED_OPS_TD
+
+class Kiln_FusedOp<string mnemonic, list<Trait> traits = []> : Kiln_Op<mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+def Kiln_RmsNormOp : Kiln_FusedOp<"rms_norm"> {
+  let summary = "fused RMSNorm over the last dim";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * scale`, the mean over the last dim,
+    computed in f32 whatever the element type (what Llama's exported
+    Cast / Pow / ReduceMean / Add / Sqrt / Div / Mul chain computes).
+
+    Example:
+
+    ```mlir
+    %y = kiln.rms_norm %x, %w {epsilon = 9.99999997E-7 : f32}
+        : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, Kiln_FloatTensor:$scale, F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat = "$x `,` $scale attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_AddRmsNormOp : Kiln_FusedOp<"add_rms_norm"> {
+  let summary = "fused residual add + RMSNorm";
+  let description = [{
+    `sum = a + b` (same shapes: the residual stream and a block's output),
+    and `y = rms_norm(sum, scale)`. One pass over the rows instead of two.
+
+    Example:
+
+    ```mlir
+    %sum, %y = kiln.add_rms_norm %a, %b, %w {epsilon = 9.99999997E-7 : f32}
+        : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>)
+        -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$a, Kiln_FloatTensor:$b, Kiln_FloatTensor:$scale,
+                   F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$sum, Kiln_FloatTensor:$y);
+  let assemblyFormat = "$a `,` $b `,` $scale attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_AddLayerNormOp : Kiln_FusedOp<"add_layer_norm"> {
+  let summary = "fused residual add + LayerNorm over the last dim";
+  let description = [{
+    `sum = a + b` (same shapes) and `y = layer_normalization(sum)` over the
+    last dim with `scale` and the optional `bias`.
+
+    Example:
+
+    ```mlir
+    %sum, %y = kiln.add_layer_norm %a, %b, %g, %beta {epsilon = 9.99999974E-6 : f32}
+        : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$a, Kiln_FloatTensor:$b, Kiln_FloatTensor:$scale,
+                   Optional<Kiln_FloatTensor>:$bias, F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$sum, Kiln_FloatTensor:$y);
+  let assemblyFormat =
+      "$a `,` $b `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_GeluOp : Kiln_FusedOp<"gelu"> {
+  let summary = "GELU, exact (erf) or tanh-approximated";
+  let description = [{
+    `approximate = "none"`: `0.5 x (1 + erf(x / sqrt(2)))`;
+    `approximate = "tanh"`: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+
+    Example:
+
+    ```mlir
+    %y = kiln.gelu %x {approximate = "tanh"} : (tensor<?x256xf32>) -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, StrAttr:$approximate);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_LinearOp : Kiln_FusedOp<"linear"> {
+  let summary = "x @ w + bias with a fused activation";
+  let description = [{
+    `activation(x @ w + bias)` for `x` of shape `[..., K]`, a 2-D weight `w`
+    of shape `[K, N]` and an optional `bias` of shape `[N]`. `activation` is
+    one of `none`, `relu`, `gelu`, `gelu_tanh`, `silu`. Fused QKV
+    projections are one linear whose weight concatenates the three.
+
+    Example:
+
+    ```mlir
+    %y = kiln.linear %x, %w, %b {activation = "gelu"}
+        : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, Kiln_FloatTensor:$w, Optional<Kiln_FloatTensor>:$bias,
+                   StrAttr:$activation);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat = "$x `,` $w (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_GatedMlpOp : Kiln_FusedOp<"gated_mlp"> {
+  let summary = "gated MLP: (act(x @ Wg) * (x @ Wu)) @ Wd";
+  let description = [{
+    `w_gate_up` is `[K, 2F]`: the gate projection's columns, then the up
+    projection's. `w_down` is `[F, N]`. `activation` is `silu` (SwiGLU),
+    `gelu` or `gelu_tanh` (GeGLU).
+
+    Example:
+
+    ```mlir
+    %y = kiln.gated_mlp %x, %wgu, %wd {activation = "silu"}
+        : (tensor<?x?x64xf32>, tensor<64x344xf32>, tensor<172x64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, Kiln_FloatTensor:$w_gate_up,
+                   Kiln_FloatTensor:$w_down, StrAttr:$activation);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat = "$x `,` $w_gate_up `,` $w_down attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_RotaryOp : Kiln_FusedOp<"rotary"> {
+  let summary = "rotary position embedding (rotate-half or interleaved)";
+  let description = [{
+    Rotates the first `rotary_dim` elements of `x`'s last dim:
+    `y = x * cos + rot(x) * sin`, where `rot` is rotate-half
+    (`interleaved = 0`) or swaps adjacent pairs (`interleaved = 1`); the
+    rest of the last dim passes through. `cos` and `sin` have x's rank,
+    last dim `rotary_dim`, and every other dim 1 or x's. They are the
+    graph's own (cached or computed from inv_freq), so the base and any
+    scaling are the model's.
+
+    Example:
+
+    ```mlir
+    %y = kiln.rotary %q, %cos, %sin {interleaved = 0 : i64, rotary_dim = 16 : i64}
+        : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, Kiln_FloatTensor:$cos, Kiln_FloatTensor:$sin,
+                   I64Attr:$rotary_dim, I64Attr:$interleaved);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat = "$x `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_AttentionOp : Kiln_FusedOp<"attention"> {
+  let summary = "scaled dot-product attention with MHA/GQA/MQA heads";
+  let description = [{
+    `softmax(scale * q @ k^T + mask) @ v` per head, for q `[B, Hq, Sq, D]`,
+    k `[B, Hkv, Skv, D]` and v `[B, Hkv, Skv, Dv]`, where query head `h`
+    reads kv head `h / (Hq / Hkv)`. The optional `mask` (rank <= 4,
+    broadcasting to `[B, Hq, Sq, Skv]`) is added when it is a float tensor
+    and selects when it is i1. `causal = 1` also hides key `j` from query
+    `i` when `j > i + Skv - Sq`. The scores tensor is never materialized.
+
+    Example:
+
+    ```mlir
+    %o = kiln.attention %q, %k, %v, %mask {causal = 0 : i64, scale = 2.500000e-01 : f32}
+        : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x?xf32>)
+        -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$q, Kiln_FloatTensor:$k, Kiln_FloatTensor:$v,
+                   Optional<Kiln_Tensor>:$mask, F32Attr:$scale, I64Attr:$causal);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat =
+      "$q `,` $k `,` $v (`,` $mask^)? attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // KILN_FUSED_OPS_TD

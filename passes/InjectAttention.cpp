@@ -1,0 +1,189 @@
+//===- InjectAttention.cpp - scaled dot-product attention ----------------===//
+//
+// Rooted at the Softmax of
+//
+//   P = softmax(scale_s * (q * scale_q) @ (k^T * scale_k) + mask)   (any of
+//       the scales may be absent; Div by a constant counts as a scale;
+//       the mask is an Add of a float tensor, an Add of Where(b, 0, -inf),
+//       or a Where(b, scores, -inf))
+//   out = P @ v   (P possibly guarded by Where(IsNaN(P), 0, P))
+//
+// where k and v may be the GQA repeat Reshape(Expand(Unsqueeze(kv, 2))) of
+// the cache, which is looked through so attention reads the Hkv heads
+// directly. The past-KV Concat stays: it produces the model's present
+// outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/InjectPatterns.h"
+#include "passes/InjectUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln::inject {
+namespace {
+
+bool isLastAxisAttr(int64_t axis, int64_t rank) { return axis == -1 || axis == rank - 1; }
+
+/// A fill that masks: -inf or a very negative finite value (finfo.min).
+bool isMaskingFill(Value v) {
+  std::optional<double> f = scalarConstant(v);
+  return f && (*f == -INFINITY || *f <= -1e30);
+}
+
+/// Looks through the GQA repeat of a [B, Hkv, S, D] tensor:
+/// Reshape(Expand(Unsqueeze(x, [2]), [B, Hkv, n, S, D]), [B, Hkv*n, S, D]).
+Value skipRepeatKv(Value v) {
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  if (!reshape || rankOf(v) != 4)
+    return v;
+  auto expand = reshape.getData().getDefiningOp<ExpandOp>();
+  if (!expand || rankOf(expand.getOutput()) != 5)
+    return v;
+  auto unsq = expand.getInput().getDefiningOp<UnsqueezeOp>();
+  if (!unsq)
+    return v;
+  auto axes = getConstantIntValues(unsq.getAxes());
+  if (!axes || axes->size() != 1 || (*axes)[0] != 2)
+    return v;
+  Value kv = unsq.getData();
+  int64_t hkv = dimOf(kv, 1), hq = dimOf(v, 1), rep = dimOf(expand.getOutput(), 2);
+  if (rankOf(kv) != 4 || hkv <= 0 || hq <= 0 || rep <= 0 || hkv * rep != hq ||
+      dimOf(kv, 3) != dimOf(v, 3))
+    return v;
+  return kv;
+}
+
+/// Peels a multiplication by a scalar constant (or a division by one) off
+/// `v`, multiplying it into `scale`.
+Value peelScale(Value v, double &scale) {
+  if (auto mul = v.getDefiningOp<MulOp>()) {
+    for (Value side : {mul.getA(), mul.getB()})
+      if (std::optional<double> c = scalarConstant(otherOperand(mul, side))) {
+        scale *= *c;
+        return side;
+      }
+  } else if (auto div = v.getDefiningOp<DivOp>()) {
+    if (std::optional<double> c = scalarConstant(div.getB()); c && *c != 0.0) {
+      scale /= *c;
+      return div.getA();
+    }
+  }
+  return v;
+}
+
+struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SoftmaxOp softmax, PatternRewriter &rewriter) const override {
+    auto fail = [&](const Twine &why) {
+      return rewriter.notifyMatchFailure(softmax, "attention: " + why);
+    };
+    Value probs = softmax.getOutput();
+    if (rankOf(probs) != 4)
+      return fail("the softmax input is not rank 4 [batch, heads, query, key]");
+    if (!isLastAxisAttr(softmax.getAxis(), 4))
+      return fail("the softmax is not over the key (last) dim");
+
+    // Down: P (or its NaN guard) @ v.
+    Value p = probs;
+    for (Operation *u : probs.getUsers())
+      if (auto where = dyn_cast<WhereOp>(u);
+          where && where.getY() == probs && where.getCondition().getDefiningOp<IsNaNOp>() &&
+          scalarConstant(where.getX()) == 0.0)
+        p = where.getOutput();
+    auto pv = dyn_cast_or_null<MatMulOp>(soleUser(p));
+    if (!pv || pv.getA() != p)
+      return fail("the probabilities do not multiply v (P @ v)");
+    if (p != probs && !llvm::all_of(probs.getUsers(), [&](Operation *u) {
+          return isa<IsNaNOp, WhereOp>(u);
+        }))
+      return fail("the probabilities have other users");
+
+    // Up: mask, scales, q @ k^T.
+    Value scores = softmax.getInput(), mask;
+    if (auto add = scores.getDefiningOp<AddOp>()) {
+      for (Value side : {add.getA(), add.getB()}) {
+        double s = 1.0;
+        if (peelScale(side, s).getDefiningOp<MatMulOp>()) {
+          mask = otherOperand(add, side);
+          scores = side;
+          break;
+        }
+      }
+      if (!mask)
+        return fail("the masked scores are not an Add of a mask to q @ k^T");
+      if (auto where = mask.getDefiningOp<WhereOp>();
+          where && scalarConstant(where.getX()) == 0.0 && isMaskingFill(where.getY()))
+        mask = where.getCondition();
+    } else if (auto where = scores.getDefiningOp<WhereOp>()) {
+      if (!isMaskingFill(where.getY()))
+        return fail("the Where mask does not fill with -inf");
+      mask = where.getCondition();
+      scores = where.getX();
+    }
+    double scale = 1.0;
+    scores = peelScale(scores, scale);
+    auto qk = scores.getDefiningOp<MatMulOp>();
+    if (!qk)
+      return fail("the scores are not q @ k^T scaled by a scalar constant");
+    Value q = peelScale(qk.getA(), scale), kt = peelScale(qk.getB(), scale);
+    // k as [B, H, S, D]: k^T is its [0, 1, 3, 2] transpose, or the
+    // [0, 2, 3, 1] transpose of [B, S, H, D] (rebuilt below as [0, 2, 1, 3]).
+    Value k, kBshd;
+    if (auto tr = kt.getDefiningOp<TransposeOp>()) {
+      ArrayRef<int64_t> perm = tr.getPerm();
+      if (perm == ArrayRef<int64_t>{0, 1, 3, 2})
+        k = tr.getData();
+      else if (perm == ArrayRef<int64_t>{0, 2, 3, 1} && rankOf(tr.getData()) == 4)
+        kBshd = tr.getData();
+    }
+    if (!k && !kBshd)
+      return fail("k is not transposed with perm [0, 1, 3, 2] or [0, 2, 3, 1] before q @ k^T");
+    if (k)
+      k = skipRepeatKv(k);
+    Value v = skipRepeatKv(pv.getB());
+    Value kAny = k ? k : kBshd;
+    int64_t hkv = k ? dimOf(k, 1) : dimOf(kBshd, 2), hq = dimOf(q, 1);
+    if (rankOf(q) != 4 || rankOf(kAny) != 4 || rankOf(v) != 4)
+      return fail("q, k or v is not rank 4");
+    if (hq > 0 && hkv > 0 && hq % hkv != 0)
+      return fail("q's heads are not a multiple of k's");
+    if (hkv != dimOf(v, 1))
+      return fail("k and v have different head counts");
+    Type et = cast<TensorType>(q.getType()).getElementType();
+    if (!(et.isF32() || et.isF16() || et.isBF16()) ||
+        cast<TensorType>(kAny.getType()).getElementType() != et ||
+        cast<TensorType>(v.getType()).getElementType() != et)
+      return fail("q, k and v are not all f32, f16 or bf16");
+    if (mask) {
+      Type mt = cast<TensorType>(mask.getType()).getElementType();
+      if (rankOf(mask) < 0 || rankOf(mask) > 4 || (mt != et && !mt.isInteger(1)))
+        return fail("the mask is not a rank <= 4 tensor of q's type or i1");
+    }
+    if (!std::isfinite(scale) || scale == 0.0)
+      return fail("the combined scale is not a finite non-zero constant");
+    rewriter.setInsertionPoint(pv);
+    if (!k) {
+      auto t = cast<RankedTensorType>(kBshd.getType());
+      k = rewriter.create<TransposeOp>(
+          kt.getLoc(),
+          t.clone({t.getDimSize(0), t.getDimSize(2), t.getDimSize(1), t.getDimSize(3)}), kBshd,
+          rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    }
+    rewriter.replaceOpWithNewOp<AttentionOp>(pv, pv.getY().getType(), q, k, v, mask,
+                                             rewriter.getF32FloatAttr(static_cast<float>(scale)),
+                                             rewriter.getI64IntegerAttr(0));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<AttentionPattern>(patterns.getContext());
+}
+
+} // namespace kiln::inject

@@ -1,0 +1,272 @@
+//===- InjectNorms.cpp - RMSNorm, LayerNorm and residual + norm -----------===//
+//
+// Norms are rooted at their first ReduceMean:
+//
+//   RMSNorm:   x * 1/sqrt(mean(x^2) + eps) * w    (Pow or Mul for the square;
+//              Div(1, .), Reciprocal or Div(x, .) for the inverse; Casts
+//              anywhere on x)
+//   LayerNorm: d = x - mean(x); d / sqrt(mean(d^2) + eps) * w + b
+//
+// and a norm whose input is a residual Add becomes add_rms_norm /
+// add_layer_norm, which also returns the sum for the next residual.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/InjectPatterns.h"
+#include "passes/InjectUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln::inject {
+namespace {
+
+/// If `v` is x*x or Pow(x, 2), returns x.
+Value squaredOperand(Value v) {
+  if (auto pow = v.getDefiningOp<PowOp>()) {
+    if (std::optional<double> e = scalarConstant(pow.getB()); e && *e == 2.0)
+      return pow.getA();
+    return nullptr;
+  }
+  if (auto mul = v.getDefiningOp<MulOp>())
+    if (mul.getA() == mul.getB())
+      return mul.getA();
+  return nullptr;
+}
+
+/// From `mean` (a ReduceMean over the last dim with keepdims), follows
+/// `+ eps`, `sqrt` and the inverse to the tensor `base * inv` or
+/// `base / sqrt`; returns that product and eps. `base` is the value being
+/// normalized (x for RMSNorm, x - mean for LayerNorm).
+FailureOr<std::pair<Value, double>> matchInverseStd(PatternRewriter &rewriter, Operation *root,
+                                                    ReduceMeanOp mean, Value base,
+                                                    std::string &why) {
+  auto fail = [&](const char *reason) -> FailureOr<std::pair<Value, double>> {
+    why = reason;
+    return failure();
+  };
+  if (mean.getKeepdims() != 1)
+    return fail("the mean does not keep its reduced dim");
+  if (!mean.getAxes() || !isLastAxis(mean.getAxes(), rankOf(mean.getData())))
+    return fail("the mean is not over the last dim only");
+  Operation *user = soleUser(mean.getReduced());
+  if (auto sqrt = dyn_cast_or_null<SqrtOp>(user)) {
+    Operation *after = soleUser(sqrt.getY());
+    if (isa_and_nonnull<AddOp>(after))
+      return fail("epsilon is added after the square root (sqrt(mean) + eps), not inside it");
+    return fail("no epsilon is added to the mean before the square root");
+  }
+  auto addEps = dyn_cast_or_null<AddOp>(user);
+  if (!addEps)
+    return fail("the mean is not followed by '+ epsilon'");
+  std::optional<double> eps = scalarConstant(otherOperand(addEps, mean.getReduced()));
+  if (!eps)
+    return fail("epsilon is not a scalar constant");
+  auto sqrt = dyn_cast_or_null<SqrtOp>(soleUser(addEps.getC()));
+  if (!sqrt)
+    return fail("mean + epsilon is not followed by Sqrt");
+  Operation *inv = soleUser(sqrt.getY());
+  Value invValue;
+  if (auto div = dyn_cast_or_null<DivOp>(inv)) {
+    if (div.getB() != sqrt.getY())
+      return fail("the square root is a numerator");
+    if (skipCasts(div.getA()) == base)
+      return std::pair<Value, double>(div.getC(), *eps);
+    std::optional<double> one = scalarConstant(div.getA());
+    if (!one || *one != 1.0)
+      return fail("the square root divides neither 1 nor the normalized input");
+    invValue = div.getC();
+  } else if (auto rec = dyn_cast_or_null<ReciprocalOp>(inv)) {
+    invValue = rec.getY();
+  } else {
+    return fail("the square root is not inverted (Div or Reciprocal)");
+  }
+  auto mul = dyn_cast_or_null<MulOp>(soleUser(invValue));
+  if (!mul)
+    return fail("the inverse square root does not multiply the input");
+  Value other = otherOperand(mul, invValue);
+  if (!other || skipCasts(other) != base)
+    return fail("the inverse square root multiplies something other than the normalized input");
+  (void)rewriter;
+  (void)root;
+  return std::pair<Value, double>(mul.getC(), *eps);
+}
+
+/// `normalized` (through casts) times a 1-D constant scale; returns the Mul
+/// and the scale (Gemma's `* (1 + w)` becomes a new weight).
+FailureOr<std::pair<MulOp, Value>> matchScale(PatternRewriter &rewriter, Value normalized,
+                                               std::string &why) {
+  Value v = normalized;
+  while (Operation *u = soleUser(v)) {
+    auto cast = dyn_cast<CastOp>(u);
+    if (!cast || !isa<FloatType>(cast.getOutput().getType().getElementType()))
+      break;
+    v = cast.getOutput();
+  }
+  auto mul = dyn_cast_or_null<MulOp>(soleUser(v));
+  if (!mul) {
+    why = "the normalized value is not multiplied by a scale";
+    return failure();
+  }
+  Value w = otherOperand(mul, v);
+  if (auto add = w ? w.getDefiningOp<AddOp>() : nullptr) {
+    Value base = isConstant(add.getA()) && !scalarConstant(add.getA()) ? add.getA() : add.getB();
+    std::optional<double> offset = scalarConstant(otherOperand(add, base));
+    auto data = readF32Weight(base);
+    if (offset && data && rankOf(base) == 1) {
+      for (float &f : *data)
+        f += static_cast<float>(*offset);
+      w = makeF32Weight(rewriter, add.getLoc(), cast<RankedTensorType>(base.getType()), *data,
+                        constantName(base) + ".plus_offset");
+    }
+  }
+  if (!w || !isConstant(w) || rankOf(w) != 1) {
+    why = "the scale is not a 1-D constant";
+    return failure();
+  }
+  if (dimOf(w, 0) != dimOf(normalized, -1)) {
+    why = "the scale's length is not the normalized dim";
+    return failure();
+  }
+  return std::make_pair(mul, w);
+}
+
+struct NormPattern : OpRewritePattern<ReduceMeanOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReduceMeanOp mean, PatternRewriter &rewriter) const override {
+    Value data = mean.getData();
+    if (Value squared = squaredOperand(data)) {
+      // mean(d^2) with d = x - mean(x) is the second mean of a LayerNorm,
+      // which is matched from its first one.
+      if (auto sub = squared.getDefiningOp<SubOp>(); sub && sub.getB().getDefiningOp<ReduceMeanOp>())
+        return rewriter.notifyMatchFailure(mean, "variance of a LayerNorm (matched at its mean)");
+      return rewriteRms(mean, skipCasts(squared), rewriter);
+    }
+    return rewriteLayerNorm(mean, rewriter);
+  }
+
+  LogicalResult rewriteRms(ReduceMeanOp mean, Value x, PatternRewriter &rewriter) const {
+    std::string why;
+    auto inv = matchInverseStd(rewriter, mean, mean, x, why);
+    if (failed(inv))
+      return rewriter.notifyMatchFailure(mean, "RMSNorm: " + why);
+    auto scaled = matchScale(rewriter, inv->first, why);
+    if (failed(scaled))
+      return rewriter.notifyMatchFailure(mean, "RMSNorm: " + why);
+    auto [mul, w] = *scaled;
+    Type resultType = mul.getC().getType();
+    if (cast<TensorType>(resultType).getElementType() != cast<TensorType>(x.getType()).getElementType())
+      return rewriter.notifyMatchFailure(mean, "RMSNorm: the input and output element types differ");
+    if (cast<TensorType>(w.getType()).getElementType() != cast<TensorType>(x.getType()).getElementType())
+      return rewriter.notifyMatchFailure(mean, "RMSNorm: the scale's element type is not the input's");
+    rewriter.setInsertionPoint(mul);
+    auto norm = rewriter.create<RmsNormOp>(mean.getLoc(), resultType, x, w,
+                                           rewriter.getF32FloatAttr(static_cast<float>(inv->second)));
+    rewriter.replaceOp(mul, norm.getY());
+    return success();
+  }
+
+  LogicalResult rewriteLayerNorm(ReduceMeanOp mean, PatternRewriter &rewriter) const {
+    Value x = mean.getData();
+    SubOp sub;
+    for (Operation *u : mean.getReduced().getUsers())
+      if (auto s = dyn_cast<SubOp>(u); s && s.getA() == x && s.getB() == mean.getReduced())
+        sub = s;
+    if (!sub)
+      return rewriter.notifyMatchFailure(mean, "neither x^2 (RMSNorm) nor x - mean (LayerNorm) "
+                                               "follows the mean");
+    ReduceMeanOp var;
+    for (Operation *u : sub.getC().getUsers())
+      for (Value r : u->getResults())
+        if (squaredOperand(r) == sub.getC())
+          for (Operation *uu : r.getUsers())
+            if (auto m = dyn_cast<ReduceMeanOp>(uu))
+              var = m;
+    if (!var)
+      return rewriter.notifyMatchFailure(mean, "LayerNorm: no mean of (x - mean)^2");
+    if (mean.getKeepdims() != 1 || !mean.getAxes() || !isLastAxis(mean.getAxes(), rankOf(x)))
+      return rewriter.notifyMatchFailure(mean, "LayerNorm: the mean is not over the last dim");
+    std::string why;
+    auto inv = matchInverseStd(rewriter, mean, var, sub.getC(), why);
+    if (failed(inv))
+      return rewriter.notifyMatchFailure(mean, "LayerNorm: " + why);
+    auto scaled = matchScale(rewriter, inv->first, why);
+    if (failed(scaled))
+      return rewriter.notifyMatchFailure(mean, "LayerNorm: " + why);
+    auto [mul, w] = *scaled;
+    Value bias;
+    Operation *last = mul;
+    if (auto add = dyn_cast_or_null<AddOp>(soleUser(mul.getC()))) {
+      Value b = otherOperand(add, mul.getC());
+      if (b && isConstant(b) && rankOf(b) == 1 && dimOf(b, 0) == dimOf(x, -1)) {
+        bias = b;
+        last = add;
+      }
+    }
+    rewriter.setInsertionPoint(last);
+    auto norm = rewriter.create<LayerNormalizationOp>(
+        mean.getLoc(), last->getResult(0).getType(), x, w, bias, rewriter.getI64IntegerAttr(-1),
+        rewriter.getF32FloatAttr(static_cast<float>(inv->second)), rewriter.getI64IntegerAttr(1));
+    rewriter.replaceOp(last, norm.getY());
+    return success();
+  }
+};
+
+/// Whether Add(a, b) is a residual add the fused kernel can take: both
+/// operands of one static-rank type (no broadcasting).
+bool isResidualAdd(AddOp add) {
+  return add && add.getA().getType() == add.getB().getType() && rankOf(add.getA()) >= 1 &&
+         add.getA() != add.getB();
+}
+
+struct AddRmsNormPattern : OpRewritePattern<RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RmsNormOp norm, PatternRewriter &rewriter) const override {
+    auto add = norm.getX().getDefiningOp<AddOp>();
+    if (!isResidualAdd(add))
+      return failure();
+    // At the Add: its other users (the next residual) may precede the norm.
+    rewriter.setInsertionPoint(add);
+    auto fused = rewriter.create<AddRmsNormOp>(norm.getLoc(), add.getC().getType(),
+                                               norm.getY().getType(), add.getA(), add.getB(),
+                                               norm.getScale(), norm.getEpsilonAttr());
+    rewriter.replaceAllUsesWith(add.getC(), fused.getSum());
+    rewriter.replaceOp(norm, fused.getY());
+    rewriter.eraseOp(add);
+    return success();
+  }
+};
+
+struct AddLayerNormPattern : OpRewritePattern<LayerNormalizationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormalizationOp norm, PatternRewriter &rewriter) const override {
+    auto add = norm.getX().getDefiningOp<AddOp>();
+    if (!isResidualAdd(add) || norm.getStashType() != 1 ||
+        !(norm.getAxis() == -1 || norm.getAxis() == rankOf(norm.getX()) - 1) ||
+        rankOf(norm.getScale()) != 1 || (norm.getB() && rankOf(norm.getB()) != 1))
+      return failure();
+    rewriter.setInsertionPoint(add);
+    auto fused = rewriter.create<AddLayerNormOp>(norm.getLoc(), add.getC().getType(),
+                                                 norm.getY().getType(), add.getA(), add.getB(),
+                                                 norm.getScale(), norm.getB(),
+                                                 norm.getEpsilonAttr());
+    rewriter.replaceAllUsesWith(add.getC(), fused.getSum());
+    rewriter.replaceOp(norm, fused.getY());
+    rewriter.eraseOp(add);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateNormPatterns(RewritePatternSet &patterns) {
+  patterns.add<NormPattern>(patterns.getContext());
+}
+
+void populateResidualNormPatterns(RewritePatternSet &patterns) {
+  patterns.add<AddRmsNormPattern, AddLayerNormPattern>(patterns.getContext());
+}
+
+} // namespace kiln::inject

@@ -1,0 +1,160 @@
+//===- InjectReport.cpp - what kernel injection fused, per layer ----------===//
+//
+// A layer is fully injected when it has a fused attention and no Softmax
+// left, at least one fused norm and no norm ReduceMean left, and a fused MLP
+// (gated_mlp, or a linear with its activation folded in) with no MLP
+// activation and no failed gated-MLP match left.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/InjectReport.h"
+
+#include "compiler/dialect/KilnOps.h"
+#include "passes/InjectUtils.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace kiln::inject {
+namespace {
+
+struct Part {
+  int fused = 0;
+  std::vector<std::string> unfused; // "node: reason"
+};
+
+struct LayerInfo {
+  Part attention, norms, mlp;
+  std::map<std::string, int> fusedOps;
+};
+
+std::string reasonsFor(const FailureLog &failures, const std::string &node,
+                       llvm::StringRef prefix = "") {
+  auto it = failures.find(node);
+  if (it == failures.end() || it->second.empty())
+    return node + ": no pattern recognized it";
+  std::string out;
+  for (const std::string &r : it->second)
+    if (prefix.empty() || llvm::StringRef(r).starts_with(prefix))
+      out += (out.empty() ? "" : "; ") + r;
+  return node + ": " + (out.empty() ? it->second.back() : out);
+}
+
+bool hasReason(const FailureLog &failures, const std::string &node, llvm::StringRef prefix) {
+  auto it = failures.find(node);
+  return it != failures.end() && llvm::any_of(it->second, [&](const std::string &r) {
+           return llvm::StringRef(r).starts_with(prefix);
+         });
+}
+
+std::string partCell(const Part &p, const char *what) {
+  if (p.fused == 0 && p.unfused.empty())
+    return std::string("no ") + what;
+  if (p.unfused.empty())
+    return llvm::formatv("fused x{0}", p.fused).str();
+  return llvm::formatv("{0} fused, {1} not", p.fused, p.unfused.size()).str();
+}
+
+} // namespace
+
+int layerOfName(llvm::StringRef name) {
+  static const llvm::Regex re("(^|[/._])(layers|layer|h|blocks|block)[./_]([0-9]+)([/._]|$)");
+  llvm::SmallVector<llvm::StringRef, 5> m;
+  if (!re.match(name, &m))
+    return -1;
+  int n = -1;
+  if (m[3].getAsInteger(10, n))
+    return -1;
+  return n;
+}
+
+InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failures) {
+  std::map<int, LayerInfo> layers;
+  func.walk([&](Operation *op) {
+    std::string node = locName(op->getLoc());
+    LayerInfo &info = layers[layerOfName(node)];
+    llvm::StringRef name = op->getName().stripDialect();
+    if (isa<AttentionOp, RotaryOp, RmsNormOp, AddRmsNormOp, AddLayerNormOp, LayerNormalizationOp,
+            GatedMlpOp, GeluOp, LinearOp>(op))
+      ++info.fusedOps[name.str()];
+    if (isa<AttentionOp>(op))
+      ++info.attention.fused;
+    else if (isa<SoftmaxOp>(op))
+      info.attention.unfused.push_back(reasonsFor(failures, node, "attention"));
+    else if (isa<RmsNormOp, AddRmsNormOp, AddLayerNormOp, LayerNormalizationOp>(op))
+      ++info.norms.fused;
+    else if (isa<ReduceMeanOp>(op) && !hasReason(failures, node, "variance of a LayerNorm"))
+      info.norms.unfused.push_back(reasonsFor(failures, node));
+    else if (isa<GatedMlpOp>(op))
+      ++info.mlp.fused;
+    else if (auto linear = dyn_cast<LinearOp>(op)) {
+      if (hasReason(failures, node, "gated MLP"))
+        info.mlp.unfused.push_back(reasonsFor(failures, node, "gated MLP"));
+      else if (linear.getActivation() != "none")
+        ++info.mlp.fused;
+    } else if (isa<SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op))
+      info.mlp.unfused.push_back(reasonsFor(failures, node));
+  });
+
+  InjectionReport report;
+  std::string table;
+  llvm::raw_string_ostream os(table);
+  os << llvm::formatv("{0,-10} {1,-18} {2,-18} {3,-18}\n", "layer", "attention", "norms", "mlp");
+  std::vector<std::string> details;
+  for (auto &[index, info] : layers) {
+    if (index < 0)
+      continue;
+    ++report.layers;
+    bool ok = info.attention.fused > 0 && info.attention.unfused.empty() &&
+              info.norms.fused > 0 && info.norms.unfused.empty() && info.mlp.fused > 0 &&
+              info.mlp.unfused.empty();
+    report.injectedLayers += ok;
+    os << llvm::formatv("{0,-10} {1,-18} {2,-18} {3,-18}\n", index,
+                        partCell(info.attention, "attention"), partCell(info.norms, "norm"),
+                        partCell(info.mlp, "MLP"));
+    auto note = [&](const Part &p, const char *what) {
+      std::string line = llvm::formatv("layer {0}: {1} not fused", index, what).str();
+      if (p.fused == 0 && p.unfused.empty())
+        line += " (none found in this layer)";
+      for (const std::string &u : p.unfused)
+        line += " (" + u + ")";
+      if (p.fused == 0 || !p.unfused.empty())
+        report.missing.push_back(line);
+    };
+    note(info.attention, "attention");
+    note(info.norms, "norm");
+    note(info.mlp, "MLP");
+  }
+  std::string text = llvm::formatv("kernel injection: {0} of {1} layers fully injected\n",
+                                    report.injectedLayers, report.layers)
+                         .str();
+  if (report.layers == 0)
+    text += "no transformer layers found (no node names like layers.N, h.N or layer.N)\n";
+  text += table;
+  std::map<std::string, int> totals;
+  for (auto &[index, info] : layers)
+    for (auto &[op, n] : info.fusedOps)
+      totals[op] += n;
+  text += "fused ops:";
+  if (totals.empty())
+    text += " none";
+  for (auto &[op, n] : totals)
+    text += llvm::formatv(" {0} x{1},", op, n).str();
+  if (!totals.empty())
+    text.pop_back();
+  text += "\n";
+  auto outside = layers.find(-1);
+  if (outside != layers.end())
+    for (const std::string &u : outside->second.norms.unfused)
+      text += "outside layers, norm not fused: " + u + "\n";
+  for (const std::string &m : report.missing)
+    text += m + "\n";
+  report.text = std::move(text);
+  return report;
+}
+
+} // namespace kiln::inject

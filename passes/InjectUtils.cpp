@@ -1,0 +1,172 @@
+//===- InjectUtils.cpp - matching helpers for the injection patterns ------===//
+
+#include "passes/InjectUtils.h"
+
+#include "compiler/plan/WeightBytes.h"
+
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+using namespace mlir;
+
+namespace kiln::inject {
+
+Value skipCasts(Value v) {
+  while (auto cast = v.getDefiningOp<CastOp>()) {
+    Type from = cast.getInput().getType().getElementType();
+    Type to = cast.getOutput().getType().getElementType();
+    if (!isa<FloatType>(from) || !isa<FloatType>(to))
+      break;
+    v = cast.getInput();
+  }
+  return v;
+}
+
+std::optional<double> scalarConstant(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || dense.getNumElements() != 1)
+    return std::nullopt;
+  Type t = dense.getElementType();
+  if (isa<FloatType>(t))
+    return (*dense.getValues<APFloat>().begin()).convertToDouble();
+  if (t.isInteger(64) || t.isInteger(32))
+    return static_cast<double>((*dense.getValues<APInt>().begin()).getSExtValue());
+  return std::nullopt;
+}
+
+bool isConstant(Value v) { return v && v.getDefiningOp<ConstantOp>(); }
+
+int64_t rankOf(Value v) {
+  auto ranked = dyn_cast<RankedTensorType>(v.getType());
+  return ranked ? ranked.getRank() : -1;
+}
+
+int64_t dimOf(Value v, int64_t i) {
+  auto ranked = dyn_cast<RankedTensorType>(v.getType());
+  if (!ranked)
+    return -1;
+  int64_t rank = ranked.getRank();
+  if (i < 0)
+    i += rank;
+  if (i < 0 || i >= rank || ranked.isDynamicDim(i))
+    return -1;
+  return ranked.getDimSize(i);
+}
+
+bool isLastAxis(Value axes, int64_t rank) {
+  auto values = getConstantIntValues(axes);
+  if (!values || values->size() != 1)
+    return false;
+  int64_t a = (*values)[0];
+  return a == -1 || (rank > 0 && a == rank - 1);
+}
+
+Value otherOperand(Operation *op, Value known) {
+  if (op->getNumOperands() != 2)
+    return nullptr;
+  if (op->getOperand(0) == known)
+    return op->getOperand(1);
+  if (op->getOperand(1) == known)
+    return op->getOperand(0);
+  return nullptr;
+}
+
+Operation *soleUser(Value v) {
+  if (!v.hasOneUse())
+    return nullptr;
+  return *v.getUsers().begin();
+}
+
+std::optional<std::vector<float>> readF32Weight(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(constant.getValue().getType());
+  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+    return std::nullopt;
+  std::vector<float> data(static_cast<size_t>(type.getNumElements()));
+  if (llvm::Error e = plan::writeWeightBytes(constant.getValue(),
+                                             reinterpret_cast<uint8_t *>(data.data()))) {
+    llvm::consumeError(std::move(e));
+    return std::nullopt;
+  }
+  return data;
+}
+
+Value makeF32Weight(PatternRewriter &rewriter, Location loc, RankedTensorType type,
+                    ArrayRef<float> data, StringRef name) {
+  auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(data);
+  // The blob manager makes the key unique when `name` is taken.
+  auto attr = DenseResourceElementsAttr::get(type, name, std::move(blob));
+  return rewriter.create<ConstantOp>(loc, type, attr, rewriter.getStringAttr(name));
+}
+
+FailureOr<Value> concatColumns(PatternRewriter &rewriter, Location loc, ArrayRef<Value> parts,
+                               StringRef name) {
+  int64_t rows = dimOf(parts.front(), 0), cols = 0;
+  std::vector<std::vector<float>> datas;
+  for (Value p : parts) {
+    auto data = readF32Weight(p);
+    if (!data || rankOf(p) != 2 || dimOf(p, 0) != rows)
+      return failure();
+    cols += dimOf(p, 1);
+    datas.push_back(std::move(*data));
+  }
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  int64_t offset = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    int64_t n = dimOf(parts[i], 1);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(datas[i].begin() + r * n, n, out.begin() + r * cols + offset);
+    offset += n;
+  }
+  auto type = RankedTensorType::get({rows, cols}, rewriter.getF32Type());
+  return makeF32Weight(rewriter, loc, type, out, name);
+}
+
+FailureOr<Value> concat1D(PatternRewriter &rewriter, Location loc, ArrayRef<Value> parts,
+                          StringRef name) {
+  std::vector<float> out;
+  for (Value p : parts) {
+    auto data = readF32Weight(p);
+    if (!data || rankOf(p) != 1)
+      return failure();
+    out.insert(out.end(), data->begin(), data->end());
+  }
+  auto type = RankedTensorType::get({static_cast<int64_t>(out.size())}, rewriter.getF32Type());
+  return makeF32Weight(rewriter, loc, type, out, name);
+}
+
+FailureOr<Value> transposeWeight(PatternRewriter &rewriter, Location loc, Value w) {
+  auto data = readF32Weight(w);
+  if (!data || rankOf(w) != 2)
+    return failure();
+  int64_t rows = dimOf(w, 0), cols = dimOf(w, 1);
+  std::vector<float> out(data->size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[static_cast<size_t>(c * rows + r)] = (*data)[static_cast<size_t>(r * cols + c)];
+  auto type = RankedTensorType::get({cols, rows}, rewriter.getF32Type());
+  return makeF32Weight(rewriter, loc, type, out, constantName(w) + ".T");
+}
+
+std::string constantName(Value v) {
+  if (auto constant = v.getDefiningOp<ConstantOp>())
+    if (auto name = constant.getName())
+      return name->str();
+  return "weight";
+}
+
+std::string locName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string n = locName(inner); !n.empty())
+        return n;
+  return "";
+}
+
+} // namespace kiln::inject
