@@ -18,6 +18,9 @@ constexpr std::string_view kHalfViaF32Ops[] = {
     "reduce_max", "reduce_mean", "reduce_min",  "reduce_sum",    "relu",
     "sigmoid", "sin",          "softmax",       "sqrt",          "sub",
     "tanh",
+    // Fused transformer ops (docs/fused-ops.md), all computed in f32.
+    "add_layer_norm", "add_rms_norm", "attention", "gated_mlp", "gelu", "linear", "rms_norm",
+    "rotary",
 };
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }

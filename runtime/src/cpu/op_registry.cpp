@@ -20,6 +20,9 @@ const std::vector<OpDef> &Table() {
     AddNormOps(t);
     AddShapeOps(t);
     AddLayoutOps(t);
+    AddFusedNormOps(t);
+    AddFusedMlpOps(t);
+    AddFusedAttentionOps(t);
     for (OpDef &d : t)
       if (ComputesInF32ForHalf(d.type))
         d = WithHalfViaF32(d);

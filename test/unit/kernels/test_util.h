@@ -101,6 +101,13 @@ public:
     attrs_.Set(n, a);
     return *this;
   }
+  Attrs &String(const std::string &n, std::string v) {
+    AttrValue a;
+    a.kind = AttrValue::Kind::kString;
+    a.s = std::move(v);
+    attrs_.Set(n, a);
+    return *this;
+  }
   Attrs &IntList(const std::string &n, std::vector<int64_t> v) {
     AttrValue a;
     a.kind = AttrValue::Kind::kInts;

@@ -1,0 +1,36 @@
+// Checks shared by the fused transformer ops (docs/fused-ops.md): required
+// attributes, the f32-family dtype rule and exact shape matches, each with a
+// message that names the op and the operand.
+#pragma once
+
+#include "op_util.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kiln::cpu {
+
+// The fused ops' attributes are always written by the compiler, so a missing
+// or mistyped one means a malformed plan rather than a default.
+StatusOr<float> RequiredFloat(std::string_view op, const OpAttrs &attrs, const char *name);
+StatusOr<int64_t> RequiredInt(std::string_view op, const OpAttrs &attrs, const char *name);
+StatusOr<std::string> RequiredString(std::string_view op, const OpAttrs &attrs, const char *name);
+// A required integer attribute that must be 0 or 1.
+StatusOr<bool> RequiredFlag(std::string_view op, const OpAttrs &attrs, const char *name);
+
+// Fused kernels are f32; f16/bf16 reach them widened by half_via_f32, so the
+// message lists all three.
+Status CheckFloatOperand(std::string_view op, const char *name, const TensorView &t);
+
+// Operand `name` must have rank >= min_rank.
+Status CheckMinRank(std::string_view op, const char *name, const TensorView &t, size_t min_rank);
+// Operand `name` must have exactly shape `want`; `want_text` describes it
+// symbolically (e.g. "[D]").
+Status CheckExactShape(std::string_view op, const char *name, const TensorView &t,
+                       const Shape &want, const char *want_text);
+
+// BLAS takes 32-bit dims; rejects anything that would be truncated.
+Status CheckBlasLimit(std::string_view op, std::initializer_list<int64_t> dims);
+
+} // namespace kiln::cpu

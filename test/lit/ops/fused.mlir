@@ -1,0 +1,41 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// Round trip of the fused ops the inject phase creates (docs/fused-ops.md).
+
+// CHECK-LABEL: func @norms
+func.func @norms(%x: tensor<?x?x64xf32>, %r: tensor<?x?x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  // CHECK: kiln.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.99999997E-7 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %0 = kiln.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: kiln.add_rms_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999997E-7 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  %1:2 = kiln.add_rms_norm %x, %r, %w {epsilon = 1.0e-6 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  // CHECK: kiln.add_layer_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  %2:2 = kiln.add_layer_norm %x, %r, %w, %b {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  // CHECK: kiln.add_layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon
+  %3:2 = kiln.add_layer_norm %x, %r, %w {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  return %0, %1#1, %2#0, %3#1 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// CHECK-LABEL: func @projections
+func.func @projections(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>, %wgu: tensor<64x256xf32>, %wd: tensor<128x64xf32>, %h: tensor<?x?x64xf16>) -> (tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf16>) {
+  // CHECK: kiln.linear %{{.*}}, %{{.*}}, %{{.*}} {activation = "gelu_tanh"} : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+  %0 = kiln.linear %x, %w, %b {activation = "gelu_tanh"} : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+  // CHECK: kiln.linear %{{.*}}, %{{.*}} {activation = "none"} : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
+  %1 = kiln.linear %x, %w {activation = "none"} : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
+  // CHECK: kiln.gated_mlp %{{.*}}, %{{.*}}, %{{.*}} {activation = "silu"} : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<128x64xf32>) -> tensor<?x?x64xf32>
+  %2 = kiln.gated_mlp %x, %wgu, %wd {activation = "silu"} : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<128x64xf32>) -> tensor<?x?x64xf32>
+  // CHECK: kiln.gelu %{{.*}} {approximate = "none"} : (tensor<?x?x64xf16>) -> tensor<?x?x64xf16>
+  %3 = kiln.gelu %h {approximate = "none"} : (tensor<?x?x64xf16>) -> tensor<?x?x64xf16>
+  return %0, %1, %2, %3 : tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf16>
+}
+
+// CHECK-LABEL: func @rotary_attention
+func.func @rotary_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: tensor<?x1x?x16xf32>, %cos8: tensor<?x1x?x8xf32>, %mask: tensor<?x1x?x?xi1>, %fmask: tensor<1x1x?x?xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
+  // CHECK: kiln.rotary %{{.*}}, %{{.*}}, %{{.*}} {interleaved = 0 : i64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %0 = kiln.rotary %q, %cos, %sin {interleaved = 0 : i64, rotary_dim = 16 : i64} : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  // CHECK: kiln.rotary %{{.*}}, %{{.*}}, %{{.*}} {interleaved = 1 : i64, rotary_dim = 8 : i64}
+  %1 = kiln.rotary %q, %cos8, %cos8 {interleaved = 1 : i64, rotary_dim = 8 : i64} : (tensor<?x4x?x16xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32>
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x?xi1>) -> tensor<?x4x?x16xf32>
+  %2 = kiln.attention %0, %k, %v, %mask {causal = 0 : i64, scale = 0.25 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x?x?xi1>) -> tensor<?x4x?x16xf32>
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = 1 : i64, scale = 1.250000e-01 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %3 = kiln.attention %1, %k, %v {causal = 1 : i64, scale = 0.125 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %0, %1, %2, %3 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}

@@ -1,0 +1,120 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+// Verifier errors of the fused ops.
+
+func.func @rms_scale_length(%x: tensor<2x64xf32>, %w: tensor<32xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{x's last dim and scale must agree, got 64 and 32}}
+  %0 = kiln.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<2x64xf32>, tensor<32xf32>) -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @rms_f64(%x: tensor<2x64xf64>, %w: tensor<64xf64>) -> tensor<2x64xf64> {
+  // expected-error @+1 {{computes in f32, f16 or bf16, not 'f64'}}
+  %0 = kiln.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<2x64xf64>, tensor<64xf64>) -> tensor<2x64xf64>
+  return %0 : tensor<2x64xf64>
+}
+
+// -----
+
+func.func @add_norm_shapes(%a: tensor<2x64xf32>, %b: tensor<1x64xf32>, %w: tensor<64xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{a and b must have the same shape}}
+  %0:2 = kiln.add_rms_norm %a, %b, %w {epsilon = 1.0e-6 : f32} : (tensor<2x64xf32>, tensor<1x64xf32>, tensor<64xf32>) -> (tensor<2x64xf32>, tensor<2x64xf32>)
+  return %0#1 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @gelu_mode(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{approximate must be 'none' or 'tanh', got 'fast'}}
+  %0 = kiln.gelu %x {approximate = "fast"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @linear_activation(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{activation must be one of 'none' 'relu' 'gelu' 'gelu_tanh' 'silu', got 'swish'}}
+  %0 = kiln.linear %x, %w {activation = "swish"} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @linear_k(%x: tensor<2x8xf32>, %w: tensor<16x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{x's last dim and w's rows must agree, got 8 and 16}}
+  %0 = kiln.linear %x, %w {activation = "none"} : (tensor<2x8xf32>, tensor<16x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @gated_halves(%x: tensor<2x8xf32>, %wgu: tensor<8x12xf32>, %wd: tensor<4x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{w_gate_up's columns (12) must be twice w_down's rows (4)}}
+  %0 = kiln.gated_mlp %x, %wgu, %wd {activation = "silu"} : (tensor<2x8xf32>, tensor<8x12xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @gated_relu(%x: tensor<2x8xf32>, %wgu: tensor<8x8xf32>, %wd: tensor<4x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{activation must be one of 'silu' 'gelu' 'gelu_tanh', got 'relu'}}
+  %0 = kiln.gated_mlp %x, %wgu, %wd {activation = "relu"} : (tensor<2x8xf32>, tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @rotary_odd(%x: tensor<1x2x3x16xf32>, %c: tensor<1x1x3x7xf32>) -> tensor<1x2x3x16xf32> {
+  // expected-error @+1 {{rotary_dim must be positive and even, got 7}}
+  %0 = kiln.rotary %x, %c, %c {interleaved = 0 : i64, rotary_dim = 7 : i64} : (tensor<1x2x3x16xf32>, tensor<1x1x3x7xf32>, tensor<1x1x3x7xf32>) -> tensor<1x2x3x16xf32>
+  return %0 : tensor<1x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_too_wide(%x: tensor<1x2x3x16xf32>, %c: tensor<1x1x3x32xf32>) -> tensor<1x2x3x16xf32> {
+  // expected-error @+1 {{rotary_dim 32 exceeds x's last dim 16}}
+  %0 = kiln.rotary %x, %c, %c {interleaved = 0 : i64, rotary_dim = 32 : i64} : (tensor<1x2x3x16xf32>, tensor<1x1x3x32xf32>, tensor<1x1x3x32xf32>) -> tensor<1x2x3x16xf32>
+  return %0 : tensor<1x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_table_dims(%x: tensor<1x2x3x16xf32>, %c: tensor<1x1x5x16xf32>) -> tensor<1x2x3x16xf32> {
+  // expected-error @+1 {{cos dim 2 (5) must be 1 or x's (3)}}
+  %0 = kiln.rotary %x, %c, %c {interleaved = 0 : i64, rotary_dim = 16 : i64} : (tensor<1x2x3x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>) -> tensor<1x2x3x16xf32>
+  return %0 : tensor<1x2x3x16xf32>
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<1x6x3x16xf32>, %k: tensor<1x4x3x16xf32>) -> tensor<1x6x3x16xf32> {
+  // expected-error @+1 {{q's heads (6) must be a multiple of k's (4)}}
+  %0 = kiln.attention %q, %k, %k {causal = 0 : i64, scale = 0.25 : f32} : (tensor<1x6x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x6x3x16xf32>
+  return %0 : tensor<1x6x3x16xf32>
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x8xf32>) -> tensor<1x4x3x8xf32> {
+  // expected-error @+1 {{q's and k's head dims must agree, got 16 and 8}}
+  %0 = kiln.attention %q, %k, %k {causal = 0 : i64, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) -> tensor<1x4x3x8xf32>
+  return %0 : tensor<1x4x3x8xf32>
+}
+
+// -----
+
+func.func @attention_mask_type(%q: tensor<1x4x3x16xf32>, %m: tensor<1x1x3x3xi64>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{mask must be i1 or q's element type, got 'i64'}}
+  %0 = kiln.attention %q, %q, %q, %m {causal = 0 : i64, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x1x3x3xi64>) -> tensor<1x4x3x16xf32>
+  return %0 : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+func.func @attention_causal(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{causal must be 0 or 1, got 2}}
+  %0 = kiln.attention %q, %q, %q {causal = 2 : i64, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %0 : tensor<1x4x3x16xf32>
+}
