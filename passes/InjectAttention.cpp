@@ -27,6 +27,27 @@ namespace {
 
 bool isLastAxisAttr(int64_t axis, int64_t rank) { return axis == -1 || axis == rank - 1; }
 
+/// The numpy broadcast of two ranked types' dims (`?` where unknown);
+/// clears `ok` when static dims clash.
+SmallVector<int64_t> broadcastStatic(Value a, Value b, bool &ok) {
+  auto ta = cast<RankedTensorType>(a.getType()), tb = cast<RankedTensorType>(b.getType());
+  int64_t rank = std::max(ta.getRank(), tb.getRank());
+  SmallVector<int64_t> out(rank, ShapedType::kDynamic);
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t ia = i - (rank - ta.getRank()), ib = i - (rank - tb.getRank());
+    int64_t da = ia >= 0 ? ta.getDimSize(ia) : 1, db = ib >= 0 ? tb.getDimSize(ib) : 1;
+    if (da == 1)
+      out[i] = db;
+    else if (db == 1)
+      out[i] = da;
+    else if (da == db)
+      out[i] = da;
+    else if (da != ShapedType::kDynamic && db != ShapedType::kDynamic)
+      ok = false;
+  }
+  return out;
+}
+
 /// A fill that masks: -inf or a very negative finite value (finfo.min).
 bool isMaskingFill(Value v) {
   std::optional<double> f = scalarConstant(v);
@@ -113,6 +134,35 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
           break;
         }
       }
+      // where(b, scores, -inf) + m (GPT-2's eager attention): both masks
+      // become one, where(b, m, -inf), added to the scores.
+      if (!mask)
+        for (Value side : {add.getA(), add.getB()}) {
+          auto where = side.getDefiningOp<WhereOp>();
+          double s = 1.0;
+          if (!where || !isMaskingFill(where.getY()) ||
+              !peelScale(where.getX(), s).getDefiningOp<MatMulOp>())
+            continue;
+          Value m = otherOperand(add, side);
+          Type mt = cast<TensorType>(m.getType()).getElementType();
+          if (mt != cast<TensorType>(where.getX().getType()).getElementType() || rankOf(m) < 0 ||
+              rankOf(where.getCondition()) < 0)
+            continue;
+          bool maskOk = true;
+          auto both = broadcastStatic(where.getCondition(), m, maskOk);
+          if (!maskOk)
+            continue;
+          rewriter.setInsertionPoint(add);
+          auto scalarType = RankedTensorType::get({}, mt);
+          Value negInf = rewriter.create<ConstantOp>(
+              where.getLoc(), scalarType,
+              DenseElementsAttr::get(scalarType, rewriter.getFloatAttr(mt, -INFINITY)),
+              StringAttr());
+          mask = rewriter.create<WhereOp>(where.getLoc(), RankedTensorType::get(both, mt),
+                                          where.getCondition(), m, negInf);
+          scores = where.getX();
+          break;
+        }
       if (!mask)
         return fail("the masked scores are not an Add of a mask to q @ k^T");
       if (auto where = mask.getDefiningOp<WhereOp>();

@@ -6,6 +6,8 @@
 
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace kiln::inject {
@@ -22,6 +24,18 @@ Value skipCasts(Value v) {
 }
 
 std::optional<double> scalarConstant(Value v) {
+  // Exporters leave sqrt(head_dim) as Pow/Sqrt of constants.
+  if (auto pow = v.getDefiningOp<PowOp>()) {
+    std::optional<double> a = scalarConstant(pow.getA()), b = scalarConstant(pow.getB());
+    if (a && b)
+      return std::pow(*a, *b);
+    return std::nullopt;
+  }
+  if (auto sqrt = v.getDefiningOp<SqrtOp>()) {
+    if (std::optional<double> a = scalarConstant(sqrt.getX()); a && *a >= 0)
+      return std::sqrt(*a);
+    return std::nullopt;
+  }
   auto constant = v.getDefiningOp<ConstantOp>();
   if (!constant)
     return std::nullopt;
