@@ -6,7 +6,8 @@ same ONNX file, in the same run on the same machine.
         test/fixtures/demo test/fixtures/llama-optimum
 
 Each model folder holds model.onnx (an Optimum export with past key/values).
-kiln builds it to a plan and runs `kiln run --prompt-ids ... --ignore-eos`;
+kiln builds it twice, injected and with --no-inject, and runs each plan with
+`kiln run --prompt-ids ... --ignore-eos`;
 ONNX Runtime runs the same prefill and greedy decode loop with its own KV
 cache. Reports the median of --repeats runs. Needs onnxruntime (PyPI).
 """
@@ -102,28 +103,34 @@ def main():
             onnx_path = model / "model.onnx"
             vocab = json.loads((model / "config.json").read_text())["vocab_size"]
             ids = rng.integers(3, vocab, size=args.prompt_len).tolist()
-            plan = Path(tmp) / (model.name + ".plan")
-            subprocess.run([args.kiln, "build", str(onnx_path), "-o", str(plan), "--quiet"],
-                           check=True)
+            # The same ONNX file, built twice: injected and generic.
+            plans = {}
+            for variant, flags in (("inj", []), ("gen", ["--no-inject"])):
+                plans[variant] = Path(tmp) / f"{model.name}-{variant}.plan"
+                subprocess.run([args.kiln, "build", str(onnx_path), "-o", str(plans[variant]),
+                                "--quiet", *flags], check=True)
             sess = ort_session(onnx_path, args.threads)
-            k_runs, o_runs = [], []
-            for _ in range(args.repeats):  # interleave so noise hits both alike
-                k_runs.append(kiln_once(args.kiln, plan, ids, args.new_tokens, args.threads))
-                o_runs.append(ort_once(sess, ids, args.new_tokens))
-            med = lambda runs, i: statistics.median(r[i] for r in runs)
-            rows.append({"model": model.name, "kiln_prompt": med(k_runs, 0),
-                         "kiln_decode": med(k_runs, 1), "ort_prompt": med(o_runs, 0),
-                         "ort_decode": med(o_runs, 1)})
+            runs = {"inj": [], "gen": [], "ort": []}
+            for _ in range(args.repeats):  # interleave so noise hits all alike
+                for variant in ("inj", "gen"):
+                    runs[variant].append(kiln_once(args.kiln, plans[variant], ids,
+                                                   args.new_tokens, args.threads))
+                runs["ort"].append(ort_once(sess, ids, args.new_tokens))
+            row = {"model": model.name}
+            for variant, rs in runs.items():
+                row[f"{variant}_prompt"] = statistics.median(r[0] for r in rs)
+                row[f"{variant}_decode"] = statistics.median(r[1] for r in rs)
+            rows.append(row)
 
     print(f"\nprompt {args.prompt_len} tokens, {args.new_tokens} new tokens, batch 1, "
-          f"{args.threads} threads, median of {args.repeats}")
-    print("| model | kiln prompt tok/s | ORT prompt tok/s | ratio | kiln decode tok/s | "
-          "ORT decode tok/s | ratio |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          f"{args.threads} threads, median of {args.repeats}; tok/s, and ratios to ORT")
+    print("| model | phase | kiln injected | kiln generic | ORT | injected/ORT | generic/ORT |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['model']} | {r['kiln_prompt']:.0f} | {r['ort_prompt']:.0f} | "
-              f"{r['kiln_prompt'] / r['ort_prompt']:.2f} | {r['kiln_decode']:.0f} | "
-              f"{r['ort_decode']:.0f} | {r['kiln_decode'] / r['ort_decode']:.2f} |")
+        for phase in ("prompt", "decode"):
+            inj, gen, ort = (r[f"{v}_{phase}"] for v in ("inj", "gen", "ort"))
+            print(f"| {r['model']} | {phase} | {inj:.0f} | {gen:.0f} | {ort:.0f} | "
+                  f"{inj / ort:.2f} | {gen / ort:.2f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

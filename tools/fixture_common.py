@@ -134,13 +134,14 @@ def load_corpus(max_chars: int | None = None) -> str:
 
 
 def train_bpe_tokenizer(text: str, vocab_size: int, special_tokens: list[str],
-                        bos: str | None, eos: str):
+                        bos: str | None, eos: str, cls_sep: tuple[str, str] | None = None):
     """Byte-level BPE (GPT-2 style pre-tokenizer), trained with HF `tokenizers`.
 
     No normalizer, ByteLevel pre-tokenizer without prefix space, ByteLevel decoder.
     Special tokens get the lowest ids, in the order given. If `bos` is given, a
-    TemplateProcessing post-processor prepends it (Llama style); otherwise no
-    post-processing (GPT-2 style).
+    TemplateProcessing post-processor prepends it (Llama style); if `cls_sep` =
+    (cls, sep) is given, the post-processor wraps the text as `cls $A sep` (BERT
+    style); otherwise no post-processing (GPT-2 style).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
@@ -156,7 +157,12 @@ def train_bpe_tokenizer(text: str, vocab_size: int, special_tokens: list[str],
     )
     lines = text.split("\n")
     tok.train_from_iterator(lines, trainer=trainer, length=len(lines))
-    if bos is not None:
+    if cls_sep is not None:
+        cls, sep = cls_sep
+        ids = [(t, tok.token_to_id(t)) for t in (cls, sep)]
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1", special_tokens=ids)
+    elif bos is not None:
         bos_id = tok.token_to_id(bos)
         tok.post_processor = processors.TemplateProcessing(
             single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bos_id)])
@@ -165,13 +171,14 @@ def train_bpe_tokenizer(text: str, vocab_size: int, special_tokens: list[str],
     return tok
 
 
-def wrap_hf_tokenizer(tok, bos: str | None, eos: str, unk: str | None = None,
-                      pad: str | None = None, model_max_length: int = 128):
+def wrap_hf_tokenizer(tok, bos: str | None, eos: str | None, unk: str | None = None,
+                      pad: str | None = None, model_max_length: int = 128, **special):
+    """`special`: further special-token kwargs (cls_token, sep_token, mask_token)."""
     from transformers import PreTrainedTokenizerFast
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token=bos, eos_token=eos, unk_token=unk,
         pad_token=pad, model_max_length=model_max_length,
-        clean_up_tokenization_spaces=False)
+        clean_up_tokenization_spaces=False, **special)
 
 
 # --------------------------------------------------------------------------
@@ -199,6 +206,12 @@ def op_types(model) -> list[str]:
                     walk(sg)
     walk(model.graph)
     return sorted(seen)
+
+
+def non_default_ops(model) -> list[str]:
+    """Op types outside the default ONNX domain (e.g. com.microsoft::*, or calls
+    of local functions)."""
+    return [o for o in op_types(model) if "::" in o]
 
 
 def opsets(model) -> dict[str, int]:
@@ -339,6 +352,22 @@ class OrtLM:
         return out
 
 
+def export_optimum(hf_dir: Path, out_dir: Path, task: str, opset: int = 18) -> Path:
+    """Exports a model with Optimum for `task` (no post-processing, no validation)
+    and returns the path of the single ONNX file it writes (encoders such as
+    BERT with task feature-extraction)."""
+    from optimum.exporters.onnx import main_export
+    out_dir.mkdir(parents=True, exist_ok=True)
+    main_export(
+        model_name_or_path=str(hf_dir), output=str(out_dir), task=task, opset=opset,
+        device="cpu", no_post_process=True, do_validation=False, framework="pt",
+    )
+    cands = sorted(out_dir.glob("*.onnx"))
+    if len(cands) != 1:
+        raise RuntimeError(f"expected one ONNX file, got {cands}")
+    return cands[0]
+
+
 def export_optimum_with_past(hf_dir: Path, out_dir: Path, opset: int = 17) -> Path:
     """Exports a causal LM with Optimum (task text-generation-with-past) and returns
     the path of a single ONNX decoder that takes past_key_values.* and returns
@@ -460,3 +489,52 @@ def export_torchscript_no_past(model, path: Path, opset: int = 17, example_len: 
     model.set_attn_implementation(old_impl)
     wrapper.eval()
     model.eval()
+
+
+def export_dynamo_no_past(model, path: Path, opset: int = 18, example_len: int = 7,
+                          attn_implementation: str = "sdpa") -> None:
+    """torch.onnx.export(..., dynamo=True) (torch.export + onnxscript's torchlib):
+    inputs input_ids, attention_mask (int64 [batch, sequence]); output logits; no
+    KV cache. The exporter's default graph optimization (onnxscript optimizer,
+    which also inlines the torchlib functions) is kept; weights are written inline.
+    Attention is transformers' `attn_implementation` (sdpa by default, as a user
+    of the dynamo exporter would get; torchlib decomposes it into plain ops at
+    opsets below 23). Node metadata (stack traces) is removed afterwards."""
+    import torch
+
+    class NoPast(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask,
+                          use_cache=False, return_dict=False)[0]
+
+    wrapper = NoPast(model).eval()
+    ids = torch.arange(3, 3 + example_len, dtype=torch.int64)[None, :]
+    am = torch.ones_like(ids)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    seq = torch.export.Dim("sequence", min=1, max=model.config.max_position_embeddings)
+    old_impl = model.config._attn_implementation
+    model.set_attn_implementation(attn_implementation)
+    try:
+        with torch.no_grad():
+            prog = torch.onnx.export(
+                wrapper, (ids, am), dynamo=True, opset_version=opset,
+                input_names=["input_ids", "attention_mask"], output_names=["logits"],
+                dynamic_shapes={"input_ids": {0: batch, 1: seq},
+                                "attention_mask": {0: batch, 1: seq}},
+                optimize=True, external_data=False, verbose=False)
+        prog.save(str(path), external_data=False)
+    finally:
+        model.set_attn_implementation(old_impl)
+        model.eval()
+    # The exporter annotates every node with metadata_props (Python stack trace,
+    # FX node, module hierarchy): a third of the file, with local paths in it.
+    # Drop them; nothing else is changed.
+    import onnx
+    m = onnx.load(str(path))
+    for n in m.graph.node:
+        del n.metadata_props[:]
+    onnx.save_model(m, str(path), save_as_external_data=False)

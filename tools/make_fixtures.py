@@ -10,22 +10,44 @@ optimum-onnx, onnxruntime, tokenizers, onnx, numpy) and the Debian package
 python3.11-doc, whose HTML documentation (PSF License Agreement) is the text the
 byte-level BPE tokenizers are trained on. See tools/fixture_common.py.
 
-For each of gpt2-optimum, gpt2-torch, llama-optimum, llama-torch it writes
-test/fixtures/<name>/:
+Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB):
 
-    model.onnx          fp32, weights inline
+    gpt2-optimum, gpt2-torch        GPT-2 (learned positions, LayerNorm, GELU-tanh)
+    llama-optimum, llama-torch      Llama (RoPE, RMSNorm, SwiGLU, GQA 4/2 heads)
+    llama-torch14                   the same Llama, TorchScript exporter at opset 14
+    llama-dynamo                    the same Llama, torch.onnx.export(dynamo=True), opset 18
+    mistral-optimum                 Mistral (GQA 4/2, sliding_window 4096 > any length used)
+    qwen2-optimum                   Qwen2 (GQA 4/2, q/k/v projections with bias)
+    phi3-optimum                    Phi-3 (fused qkv_proj and gate_up_proj, full rotary)
+    gptneox-optimum                 GPT-NeoX (rotary_pct 0.25: partial rotary, parallel
+                                    residual, GELU (erf), biases everywhere)
+    opt-optimum                     OPT (learned positions with offset 2, pre-LN, ReLU)
+    gemma-optimum                   Gemma (GeGLU with gelu_pytorch_tanh, embeddings scaled
+                                    by sqrt(hidden), RMSNorm with (1 + w), MQA,
+                                    lm_head untied)
+    bert-optimum                    BERT encoder (post-LN, GELU (erf), token types);
+                                    task feature-extraction, output last_hidden_state
+
+For each it writes test/fixtures/<name>/:
+
+    model.onnx          fp32, weights inline, default ONNX domain only
     tokenizer.json      HF `tokenizers` byte-level BPE (+ tokenizer_config.json)
     config.json         the HF config of the model (bos/eos ids included)
+    generation_config.json  (causal LMs)
     reference.npz       ONNX Runtime outputs (CPU EP, fp32); reference.json says
     reference.json      what every array is, how inputs were filled, the ONNX
                         inputs/outputs, opset and op types
     prefill7/           input_<onnx name>.pb / output_<onnx name>.pb TensorProtos
-                        of the length-7 prefill, for `kiln exec`
+                        of the length-7 prefill (BERT: length-7 encoding), for
+                        `kiln exec`
 
-The *-optimum models come from Optimum (task text-generation-with-past, without
-post-processing, so a single graph with past_key_values inputs and no If node);
-the *-torch models come from torch.onnx.export with the TorchScript exporter,
-without KV cache.
+The *-optimum causal LMs come from Optimum (task text-generation-with-past,
+without post-processing, so a single graph with past_key_values inputs and no If
+node); bert-optimum from Optimum with task feature-extraction (no KV cache, no
+generation: its references are last_hidden_state at a few lengths). The *-torch
+models come from torch.onnx.export with the TorchScript exporter (eager
+attention), llama-dynamo from the dynamo exporter (sdpa attention); these three
+have no KV cache.
 """
 
 from __future__ import annotations
@@ -43,44 +65,107 @@ import fixture_common as fc  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PROMPT_LENGTHS = (1, 7, 64)
+ENCODER_LENGTHS = (1, 7, 64, 128)
 DECODE_STEPS = 16
 GEN_TOKENS = 32
 GEN_PROMPT = "The meaning of"
 SEED = 1234
 
+# vocab_size: of the tokenizer and the model; special: special tokens, lowest ids
+# first; bos/eos/unk/pad: their roles; prepend_bos: the tokenizer's
+# post-processor prepends bos (else none, GPT-2 style; BERT: cls_sep).
 ARCHS = {
     "gpt2": dict(
         vocab_size=512,
         special=["<|endoftext|>"], bos="<|endoftext|>", eos="<|endoftext|>",
-        optimum_opset=18, torch_opset=17,
+        prepend_bos=False, optimum_opset=18, torch_opset=17,
     ),
     "llama": dict(
         vocab_size=1024,
         special=["<unk>", "<s>", "</s>", "<|endoftext|>"], bos="<s>", eos="</s>",
-        unk="<unk>", optimum_opset=18, torch_opset=17,
+        unk="<unk>", prepend_bos=True, optimum_opset=18, torch_opset=17,
+    ),
+    "mistral": dict(
+        vocab_size=1024,
+        special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
+        prepend_bos=True, optimum_opset=18,
+    ),
+    "qwen2": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+    ),
+    "phi3": dict(
+        vocab_size=1024,
+        special=["<unk>", "<s>", "</s>", "<|endoftext|>"], bos="<s>", eos="<|endoftext|>",
+        unk="<unk>", prepend_bos=True, optimum_opset=18,
+    ),
+    "gptneox": dict(
+        vocab_size=512,
+        special=["<|endoftext|>", "<|padding|>"], bos="<|endoftext|>", eos="<|endoftext|>",
+        prepend_bos=False, optimum_opset=18,
+    ),
+    "opt": dict(
+        vocab_size=512,
+        special=["<s>", "<pad>", "</s>", "<unk>"], bos="</s>", eos="</s>", unk="<unk>",
+        pad="<pad>", prepend_bos=True, optimum_opset=18,
+    ),
+    "gemma": dict(
+        vocab_size=1024,
+        special=["<pad>", "<eos>", "<bos>", "<unk>"], bos="<bos>", eos="<eos>", unk="<unk>",
+        pad="<pad>", prepend_bos=True, optimum_opset=18,
+    ),
+    "bert": dict(
+        vocab_size=512,
+        special=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], bos=None, eos=None,
+        unk="[UNK]", pad="[PAD]", cls_sep=("[CLS]", "[SEP]"), prepend_bos=False,
+        encoder=True, optimum_opset=18,
     ),
 }
 
+# name -> (arch, exporter); exporter "optimum", "torch" (TorchScript at the
+# arch's torch_opset), "torch14" (TorchScript at opset 14) or "dynamo".
 FIXTURES = {
     "gpt2-optimum": ("gpt2", "optimum"),
     "gpt2-torch": ("gpt2", "torch"),
     "llama-optimum": ("llama", "optimum"),
     "llama-torch": ("llama", "torch"),
+    "llama-torch14": ("llama", "torch14"),
+    "llama-dynamo": ("llama", "dynamo"),
+    "mistral-optimum": ("mistral", "optimum"),
+    "qwen2-optimum": ("qwen2", "optimum"),
+    "phi3-optimum": ("phi3", "optimum"),
+    "gptneox-optimum": ("gptneox", "optimum"),
+    "opt-optimum": ("opt", "optimum"),
+    "gemma-optimum": ("gemma", "optimum"),
+    "bert-optimum": ("bert", "optimum"),
 }
 
 
 def build_tokenizer(arch: str, text: str):
     a = ARCHS[arch]
     tok = fc.train_bpe_tokenizer(text, a["vocab_size"], a["special"],
-                                 bos=a["bos"] if arch == "llama" else None, eos=a["eos"])
+                                 bos=a["bos"] if a["prepend_bos"] else None, eos=a["eos"],
+                                 cls_sep=a.get("cls_sep"))
     assert tok.get_vocab_size() == a["vocab_size"], tok.get_vocab_size()
     return tok
+
+
+def hf_tokenizer(arch: str, tok, model_max_length: int = 128):
+    a = ARCHS[arch]
+    extra = {}
+    if a.get("cls_sep"):
+        extra = dict(cls_token=a["cls_sep"][0], sep_token=a["cls_sep"][1], mask_token="[MASK]")
+    return fc.wrap_hf_tokenizer(tok, a["bos"], a["eos"], unk=a.get("unk"), pad=a.get("pad"),
+                                model_max_length=model_max_length, **extra)
 
 
 def build_model(arch: str, tok):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
+    if arch not in ("gpt2", "llama"):
+        return build_new_model(arch, tok)
     a = ARCHS[arch]
     bos, eos = tok.token_to_id(a["bos"]), tok.token_to_id(a["eos"])
     torch.manual_seed(SEED)
@@ -105,14 +190,119 @@ def build_model(arch: str, tok):
     return model.eval()
 
 
+# Notes recorded in reference.json ("model" -> "features") for the new families.
+FEATURES = {
+    "mistral": "GQA (4 query / 2 KV heads), RoPE, RMSNorm, SwiGLU; sliding_window 4096 "
+               "(larger than any sequence used, so it never masks anything)",
+    "qwen2": "GQA (4 query / 2 KV heads), q/k/v projections with bias (perturbed, not "
+             "zero), RoPE theta 1e6, RMSNorm, SwiGLU with intermediate 172",
+    "phi3": "fused qkv_proj ([q; k; v] rows) and gate_up_proj ([gate; up] rows), full "
+            "rotary (partial_rotary_factor 1), rope_scaling None, MHA, RMSNorm, SwiGLU",
+    "gptneox": "rotary_pct 0.25 (RoPE on the first 4 of 16 head dims, NeoX rotate_half), "
+               "use_parallel_residual (x + attn(ln1(x)) + mlp(ln2(x))), fused "
+               "query_key_value with per-head interleaved [q k v] rows, GELU (erf), "
+               "LayerNorm, untied embed_out",
+    "opt": "learned positions (table offset 2; position_ids is a graph input, the last "
+           "one, after the past tensors), do_layer_norm_before (pre-LN), ReLU MLP, "
+           "biases, tied lm_head",
+    "gemma": "GeGLU (gelu_pytorch_tanh), input embeddings scaled by sqrt(hidden)=8, "
+             "RMSNorm computing x*(1+w), MQA (4 query heads / 1 KV head, head_dim 16); "
+             "lm_head untied, unlike real Gemma: with tied random weights and the x8 input "
+             "scaling, greedy decoding only ever repeats its input token (the export "
+             "stores a tied matrix twice anyway, so the graph has the same shape)",
+    "bert": "encoder (BertModel): word + learned position + token type embeddings, "
+            "post-LN (LayerNorm after each residual add), GELU (erf), bidirectional "
+            "attention with padding mask; byte-level BPE tokenizer (not WordPiece) with "
+            "[CLS] $A [SEP] post-processor",
+}
+
+
+def build_new_model(arch: str, tok):
+    """The families added after gpt2/llama: tiny configs, random weights, init range
+    0.1; every bias and every norm weight perturbed by 0.1 * N(0, 1) (HF inits them
+    to 0 / 1 / 0, which would hide a wrong or missing bias or norm weight)."""
+    import torch
+    import transformers as tf
+
+    a = ARCHS[arch]
+    tid = tok.token_to_id
+    V = a["vocab_size"]
+    common = dict(vocab_size=V, num_hidden_layers=2, num_attention_heads=4,
+                  max_position_embeddings=128, initializer_range=0.1)
+    torch.manual_seed(SEED)
+    if arch == "mistral":
+        cfg = tf.MistralConfig(**common, hidden_size=64, intermediate_size=128,
+                               num_key_value_heads=2, sliding_window=4096,
+                               bos_token_id=tid("<s>"), eos_token_id=tid("</s>"),
+                               pad_token_id=None, tie_word_embeddings=False)
+        model = tf.MistralForCausalLM(cfg)
+    elif arch == "qwen2":
+        cfg = tf.Qwen2Config(**common, hidden_size=64, intermediate_size=172,
+                             num_key_value_heads=2, rope_theta=1e6, use_sliding_window=False,
+                             bos_token_id=tid("<|endoftext|>"),
+                             eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.Qwen2ForCausalLM(cfg)
+    elif arch == "phi3":
+        cfg = tf.Phi3Config(**common, hidden_size=64, intermediate_size=128,
+                            num_key_value_heads=4, original_max_position_embeddings=128,
+                            rope_scaling=None, partial_rotary_factor=1.0, sliding_window=None,
+                            bos_token_id=tid("<s>"), eos_token_id=tid("<|endoftext|>"),
+                            pad_token_id=None, tie_word_embeddings=False)
+        model = tf.Phi3ForCausalLM(cfg)
+    elif arch == "gptneox":
+        cfg = tf.GPTNeoXConfig(**common, hidden_size=64, intermediate_size=172,
+                               rotary_pct=0.25, rotary_emb_base=10000,
+                               use_parallel_residual=True, hidden_act="gelu",
+                               attention_bias=True, bos_token_id=tid("<|endoftext|>"),
+                               eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.GPTNeoXForCausalLM(cfg)
+    elif arch == "opt":
+        cfg = tf.OPTConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2, ffn_dim=128,
+                           num_attention_heads=4, max_position_embeddings=128,
+                           do_layer_norm_before=True, word_embed_proj_dim=64,
+                           activation_function="relu", enable_bias=True, init_std=0.1,
+                           pad_token_id=tid("<pad>"), bos_token_id=tid("</s>"),
+                           eos_token_id=tid("</s>"), tie_word_embeddings=True)
+        model = tf.OPTForCausalLM(cfg)
+    elif arch == "gemma":
+        cfg = tf.GemmaConfig(**common, hidden_size=64, intermediate_size=128,
+                             num_key_value_heads=1, head_dim=16,
+                             hidden_act="gelu_pytorch_tanh",
+                             hidden_activation="gelu_pytorch_tanh",
+                             pad_token_id=tid("<pad>"), bos_token_id=tid("<bos>"),
+                             eos_token_id=tid("<eos>"), tie_word_embeddings=False)
+        model = tf.GemmaForCausalLM(cfg)
+    elif arch == "bert":
+        cfg = tf.BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2,
+                            num_attention_heads=4, intermediate_size=128, hidden_act="gelu",
+                            max_position_embeddings=128, type_vocab_size=2,
+                            initializer_range=0.1, pad_token_id=tid("[PAD]"))
+        model = tf.BertModel(cfg)
+    else:
+        raise ValueError(arch)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith(".bias") or ("norm" in n.lower() and n.endswith(".weight")):
+                p.add_(0.1 * torch.randn_like(p))
+    return model.eval()
+
+
 def model_dims(cfg) -> dict:
     if cfg.model_type == "gpt2":
         return dict(num_layers=cfg.n_layer, hidden_size=cfg.n_embd, num_heads=cfg.n_head,
                     num_kv_heads=cfg.n_head, head_dim=cfg.n_embd // cfg.n_head,
                     max_positions=cfg.n_positions, vocab_size=cfg.vocab_size)
+    if cfg.model_type == "llama":
+        return dict(num_layers=cfg.num_hidden_layers, hidden_size=cfg.hidden_size,
+                    num_heads=cfg.num_attention_heads, num_kv_heads=cfg.num_key_value_heads,
+                    head_dim=cfg.hidden_size // cfg.num_attention_heads,
+                    max_positions=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
+    heads = cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or heads
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    inter = getattr(cfg, "intermediate_size", None) or getattr(cfg, "ffn_dim", None)
     return dict(num_layers=cfg.num_hidden_layers, hidden_size=cfg.hidden_size,
-                num_heads=cfg.num_attention_heads, num_kv_heads=cfg.num_key_value_heads,
-                head_dim=cfg.hidden_size // cfg.num_attention_heads,
+                num_heads=heads, num_kv_heads=kv, head_dim=hd, intermediate_size=inter,
                 max_positions=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
 
 
@@ -122,6 +312,56 @@ def torch_logits(model, ids: np.ndarray) -> np.ndarray:
         t = torch.from_numpy(ids.reshape(1, -1).astype(np.int64))
         return model(input_ids=t, attention_mask=torch.ones_like(t),
                      use_cache=False).logits[0].numpy()
+
+
+def optimum_desc(task: str, opset: int) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    d = f"optimum {version('optimum')}"
+    try:
+        d += f" / optimum-onnx {version('optimum-onnx')}"
+    except PackageNotFoundError:
+        pass
+    return d + f": main_export(task='{task}', no_post_process=True, opset={opset})"
+
+
+def export(name: str, arch: str, exporter: str, model, hf_dir: Path, work: Path):
+    """Returns (path of the exported ONNX file, description for reference.json)."""
+    import torch
+
+    a = ARCHS[arch]
+    if exporter == "optimum" and a.get("encoder"):
+        task = "feature-extraction"
+        path = fc.export_optimum(hf_dir, work / name, task, opset=a["optimum_opset"])
+        return path, optimum_desc(task, a["optimum_opset"])
+    if exporter == "optimum":
+        path = fc.export_optimum_with_past(hf_dir, work / name, opset=a["optimum_opset"])
+        return path, optimum_desc("text-generation-with-past", a["optimum_opset"])
+    path = work / f"{name}.onnx"
+    if exporter in ("torch", "torch14"):
+        opset = a["torch_opset"] if exporter == "torch" else 14
+        fc.export_torchscript_no_past(model, path, opset=opset)
+        return path, (f"torch {torch.__version__}: torch.onnx.export(dynamo=False, TorchScript, "
+                      f"opset_version={opset}, dynamic axes batch/sequence, "
+                      "no KV cache); attn_implementation='eager'; transformers masks "
+                      "built without vmap (fixture_common.traceable_masks)")
+    if exporter == "dynamo":
+        import onnxscript
+        fc.export_dynamo_no_past(model, path, opset=18)
+        return path, (f"torch {torch.__version__} / onnxscript {onnxscript.__version__}: "
+                      "torch.onnx.export(dynamo=True, opset_version=18, dynamic_shapes "
+                      "batch/sequence, optimize=True, no KV cache); attn_implementation='sdpa' "
+                      "(transformers' own mask functions)")
+    raise ValueError(exporter)
+
+
+def model_manifest(arch: str, cfg, dims: dict) -> dict:
+    d = {"model_type": cfg.model_type if arch not in ("gpt2", "llama") else arch, **dims,
+         "bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id,
+         "seed": SEED,
+         "initializer_range": getattr(cfg, "initializer_range", None) or getattr(cfg, "init_std")}
+    if arch in FEATURES:
+        d["features"] = FEATURES[arch]
+    return d
 
 
 def make_fixture(name: str, arch: str, exporter: str, tok, model, hf_dir: Path,
@@ -138,33 +378,20 @@ def make_fixture(name: str, arch: str, exporter: str, tok, model, hf_dir: Path,
     out.mkdir(parents=True)
 
     # ---- export
-    if exporter == "optimum":
-        onnx_path = fc.export_optimum_with_past(hf_dir, work / name, opset=a["optimum_opset"])
-        from importlib.metadata import PackageNotFoundError, version
-        exp_desc = f"optimum {version('optimum')}"
-        try:
-            exp_desc += f" / optimum-onnx {version('optimum-onnx')}"
-        except PackageNotFoundError:
-            pass
-        exp_desc += (": main_export(task='text-generation-with-past', no_post_process=True, "
-                     f"opset={a['optimum_opset']})")
-    else:
-        onnx_path = work / f"{name}.onnx"
-        fc.export_torchscript_no_past(model, onnx_path, opset=a["torch_opset"])
-        exp_desc = (f"torch {torch.__version__}: torch.onnx.export(dynamo=False, TorchScript, "
-                    f"opset_version={a['torch_opset']}, dynamic axes batch/sequence, "
-                    "no KV cache); attn_implementation='eager'; transformers masks "
-                    "built without vmap (fixture_common.traceable_masks)")
+    onnx_path, exp_desc = export(name, arch, exporter, model, hf_dir, work)
     fc.inline_and_save(onnx_path, out / "model.onnx")
     m = onnx.load(str(out / "model.onnx"))
-    onnx.checker.check_model(m)
+    onnx.checker.check_model(m, full_check=True)
     ops = fc.op_types(m)
     assert not ({"If", "Loop", "Scan"} & set(ops)), ops
+    assert not fc.non_default_ops(m), f"{name}: non-default-domain ops {fc.non_default_ops(m)}"
+    assert not m.functions, f"{name}: local functions {[f.name for f in m.functions]}"
+    if a.get("encoder"):
+        return make_encoder_fixture(name, arch, exp_desc, tok, model, hf_dir, out, work, m, ops)
 
     # ---- tokenizer + config
     tok.save(str(out / "tokenizer.json"))
-    hf_tok = fc.wrap_hf_tokenizer(tok, a["bos"], a["eos"], unk=a.get("unk"),
-                                  model_max_length=model_dims(model.config)["max_positions"])
+    hf_tok = hf_tokenizer(arch, tok, model_max_length=model_dims(model.config)["max_positions"])
     tmp_tok = work / f"{name}-tok"
     hf_tok.save_pretrained(str(tmp_tok))
     shutil.copy(tmp_tok / "tokenizer_config.json", out / "tokenizer_config.json")
@@ -245,10 +472,7 @@ def make_fixture(name: str, arch: str, exporter: str, tok, model, hf_dir: Path,
         "exporter": exp_desc,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
-        "model": {"model_type": arch, **dims,
-                  "bos_token_id": model.config.bos_token_id,
-                  "eos_token_id": model.config.eos_token_id,
-                  "seed": SEED, "initializer_range": model.config.initializer_range},
+        "model": model_manifest(arch, model.config, dims),
         "onnx": {
             "file": "model.onnx", "ir_version": m.ir_version, "opset_import": fc.opsets(m),
             "op_types": ops, "num_nodes": len(m.graph.node),
@@ -265,7 +489,9 @@ def make_fixture(name: str, arch: str, exporter: str, tok, model, hf_dir: Path,
                 "input_ids": "int64 [1, L]: only the new tokens (whole prompt at prefill, one "
                              "token per decode step)",
                 "attention_mask": "int64 [1, P+L], all ones (P = past length)",
-                "position_ids": "int64 [1, L] = arange(P, P+L)",
+                "position_ids": "int64 [1, L] = arange(P, P+L)" if "position_ids" in lm.inputs
+                                else "not an input: the graph derives positions from the past "
+                                     "length",
                 "past_key_values.N.key/value": f"float32 [1, {kvh}, P, {hd}]; at prefill P = 0 "
                                                "(empty tensors); afterwards the previous call's "
                                                "present.N.key/value",
@@ -285,13 +511,153 @@ def make_fixture(name: str, arch: str, exporter: str, tok, model, hf_dir: Path,
             "prompt_ids_key": "generate_prompt_ids",
             "prompt_ids": gen_prompt.tolist(),
             "prompt_note": "tokenizer.json encoding of prompt_text"
-                           + (" (the post-processor prepends <s>)" if arch == "llama" else ""),
+                           + (f" (the post-processor prepends {a['bos']})"
+                              if a["prepend_bos"] else ""),
             "max_new_tokens": GEN_TOKENS, "strategy": "greedy (argmax)", "stop_at_eos": False,
             "output_ids_key": "generate_output_ids", "output_ids": gen,
             "decoded_text": tok.decode(gen, skip_special_tokens=False),
             "driven_by": "KV cache, one token per step" if lm.with_past else
                          "re-running the full sequence each step",
         },
+        "prefill7": prefill7,
+    }
+    fc.write_json(out / "reference.json", manifest)
+    return manifest
+
+
+def save_pbs(pdir: Path, feeds: dict, outs: dict, input_order: list[str],
+             output_order: list[str]) -> dict:
+    from onnx import numpy_helper
+    pdir.mkdir()
+    ins, outs_l = [], []
+    for k in input_order:
+        v = feeds[k]
+        t = numpy_helper.from_array(np.ascontiguousarray(v), name=k)
+        (pdir / f"input_{k}.pb").write_bytes(t.SerializeToString())
+        ins.append({"name": k, "file": f"{pdir.name}/input_{k}.pb",
+                    "dtype": str(v.dtype), "shape": list(v.shape)})
+    for k in output_order:
+        v = outs[k]
+        t = numpy_helper.from_array(np.ascontiguousarray(v), name=k)
+        (pdir / f"output_{k}.pb").write_bytes(t.SerializeToString())
+        outs_l.append({"name": k, "file": f"{pdir.name}/output_{k}.pb",
+                       "dtype": str(v.dtype), "shape": list(v.shape)})
+    return {"inputs": ins, "outputs": outs_l,
+            "note": "ONNX TensorProto files, numpy_helper.from_array; input order "
+                    "below is the graph's input order"}
+
+
+def make_encoder_fixture(name, arch, exp_desc, tok, model, hf_dir, out, work, m, ops) -> dict:
+    """BERT-style encoder: references are the graph outputs (last_hidden_state) for
+    whole sequences; no KV cache, no generation."""
+    import onnxruntime
+    import torch
+    import transformers
+    import onnx
+
+    tok.save(str(out / "tokenizer.json"))
+    dims = model_dims(model.config)
+    tmp_tok = work / f"{name}-tok"
+    hf_tokenizer(arch, tok, model_max_length=dims["max_positions"]).save_pretrained(str(tmp_tok))
+    shutil.copy(tmp_tok / "tokenizer_config.json", out / "tokenizer_config.json")
+    shutil.copy(hf_dir / "config.json", out / "config.json")
+
+    sess = fc.make_session(out / "model.onnx", threads=1)
+    in_names = [i.name for i in sess.get_inputs()]
+    out_names = [o.name for o in sess.get_outputs()]
+    known = {"input_ids", "attention_mask", "token_type_ids"}
+    assert set(in_names) <= known, in_names
+    assert "last_hidden_state" in out_names, out_names
+    H = dims["hidden_size"]
+
+    def feeds_for(ids):
+        ids = np.asarray(ids, dtype=np.int64).reshape(1, -1)
+        f = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+             "token_type_ids": np.zeros_like(ids)}
+        return {k: f[k] for k in in_names}
+
+    def torch_ref(ids):
+        with torch.no_grad():
+            t = torch.from_numpy(np.asarray(ids, dtype=np.int64).reshape(1, -1))
+            return model(input_ids=t, attention_mask=torch.ones_like(t),
+                         token_type_ids=torch.zeros_like(t)).last_hidden_state[0].numpy()
+
+    rng = np.random.default_rng(SEED)
+    n_special = len(ARCHS[arch]["special"])
+    V = dims["vocab_size"]
+    arrays, cases = {}, []
+    max_torch_diff = 0.0
+    prefill7 = None
+    for L in ENCODER_LENGTHS:
+        ids = rng.integers(n_special, V, size=L, dtype=np.int64)
+        f = feeds_for(ids)
+        o = dict(zip(out_names, sess.run(out_names, f)))
+        hs = o["last_hidden_state"][0]
+        max_torch_diff = max(max_torch_diff, float(np.abs(torch_ref(ids) - hs).max()))
+        p = f"len{L}_"
+        arrays[p + "input_ids"] = ids
+        arrays[p + "last_hidden_state"] = hs.astype(np.float32)
+        cases.append({
+            "prompt_length": L,
+            "input_ids_key": p + "input_ids",
+            "outputs": {"last_hidden_state": p + "last_hidden_state"},
+            "arrays": {
+                p + "input_ids": f"int64 [{L}]: random token ids (no [CLS]/[SEP]), batch 1",
+                p + "last_hidden_state": f"float32 [{L}, {H}]: output last_hidden_state[0]",
+            },
+        })
+        if L == 7:
+            prefill7 = save_pbs(out / "prefill7", f, o, in_names, out_names)
+    # the tokenizer's encoding of a text, [CLS] ... [SEP]
+    enc = tok.encode(GEN_PROMPT)
+    ids = np.array(enc.ids, dtype=np.int64)
+    f = feeds_for(ids)
+    hs = dict(zip(out_names, sess.run(out_names, f)))["last_hidden_state"][0]
+    max_torch_diff = max(max_torch_diff, float(np.abs(torch_ref(ids) - hs).max()))
+    arrays["text_input_ids"] = ids
+    arrays["text_last_hidden_state"] = hs.astype(np.float32)
+    cases.append({
+        "prompt_length": int(len(ids)),
+        "prompt_text": GEN_PROMPT,
+        "input_ids_key": "text_input_ids",
+        "outputs": {"last_hidden_state": "text_last_hidden_state"},
+        "arrays": {
+            "text_input_ids": f"int64 [{len(ids)}]: tokenizer.json encoding of "
+                              f"{GEN_PROMPT!r} ([CLS] ... [SEP])",
+            "text_last_hidden_state": f"float32 [{len(ids)}, {H}]: output last_hidden_state[0]",
+        },
+    })
+    np.savez(out / "reference.npz", **arrays)
+
+    manifest = {
+        "fixture": name,
+        "description": f"tiny random-weight {arch} encoder (no KV cache, no generation), for "
+                       "tests only; the hidden states are meaningless",
+        "exporter": exp_desc,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                     "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
+        "task": "feature-extraction",
+        "model": model_manifest(arch, model.config, dims),
+        "onnx": {
+            "file": "model.onnx", "ir_version": m.ir_version, "opset_import": fc.opsets(m),
+            "op_types": ops, "num_nodes": len(m.graph.node),
+            "num_initializers": len(m.graph.initializer),
+            "has_kv_cache": False, **fc.io_spec(sess),
+        },
+        "reference_runtime": {
+            "engine": f"onnxruntime {onnxruntime.__version__}", "provider": "CPUExecutionProvider",
+            "graph_optimization_level": "ORT_ENABLE_BASIC", "intra_op_num_threads": 1,
+            "dtype": "float32", "batch": 1,
+        },
+        "input_filling": {
+            "input_ids": "int64 [1, L]: the whole sequence",
+            "attention_mask": "int64 [1, L], all ones",
+            "token_type_ids": "int64 [1, L], all zeros",
+        },
+        "sanity": {"max_abs_diff_vs_pytorch": max_torch_diff},
+        "arrays_file": "reference.npz",
+        "array_naming": "numpy .npz (np.savez, uncompressed); keys listed per case below",
+        "cases": cases,
         "prefill7": prefill7,
     }
     fc.write_json(out / "reference.json", manifest)
@@ -323,8 +689,11 @@ def main() -> None:
                 model = build_model(arch, tok)
                 hf_dir = work / f"hf-{arch}"
                 model.save_pretrained(str(hf_dir))
-                a = ARCHS[arch]
-                fc.wrap_hf_tokenizer(tok, a["bos"], a["eos"], unk=a.get("unk")).save_pretrained(str(hf_dir))
+                if arch in ("gpt2", "llama"):
+                    a = ARCHS[arch]
+                    fc.wrap_hf_tokenizer(tok, a["bos"], a["eos"], unk=a.get("unk")).save_pretrained(str(hf_dir))
+                else:
+                    hf_tokenizer(arch, tok).save_pretrained(str(hf_dir))
                 built[arch] = (tok, model, hf_dir)
             tok, model, hf_dir = built[arch]
             man = make_fixture(name, arch, exporter, tok, model, hf_dir, out_root, work)
@@ -334,10 +703,13 @@ def main() -> None:
             print("   inputs: " + ", ".join(f"{i['name']}:{i['dtype']}{i['shape']}" for i in man["onnx"]["inputs"]))
             print("   outputs: " + ", ".join(f"{o['name']}:{o['dtype']}{o['shape']}" for o in man["onnx"]["outputs"]))
             print("   op types: " + " ".join(man["onnx"]["op_types"]))
-            print(f"   max |ORT - PyTorch| prefill logits: {man['sanity']['max_abs_diff_vs_pytorch_prefill']:.3g}; "
-                  f"min top1-top2 margin: {min(c['min_top1_top2_margin'] for c in man['cases']):.3g}")
-            assert size < 2 * 1024 * 1024, f"{name}: model.onnx too large"
-            assert man["sanity"]["max_abs_diff_vs_pytorch_prefill"] < 1e-3, "export mismatch"
+            if "generation" in man:
+                print(f"   max |ORT - PyTorch| prefill logits: {man['sanity']['max_abs_diff_vs_pytorch_prefill']:.3g}; "
+                      f"min top1-top2 margin: {min(c['min_top1_top2_margin'] for c in man['cases']):.3g}")
+            else:
+                print(f"   max |ORT - PyTorch| last_hidden_state: {man['sanity']['max_abs_diff_vs_pytorch']:.3g}")
+            assert size < 1024 * 1024, f"{name}: model.onnx too large"
+            assert max(man["sanity"].values()) < 1e-3, "export mismatch"
     finally:
         if args.keep_work:
             print("work dir:", work)

@@ -11,7 +11,11 @@ reference.npz), in fp32:
      re-runs the sequence for models without one), compared with the
      reference's decode logits, and its greedy tokens must equal ORT's;
   4. greedy generation of 32 tokens from the fixture's prompt equals ORT's.
-Logits pass when max|kiln - ref| / max|ref| <= 1e-4.
+Encoder fixtures (BERT, reference.json "task": "feature-extraction") have no
+KV cache and no generation: step 2 compares the outputs each case names (e.g.
+last_hidden_state) for every case (a few lengths, and a tokenized text), with
+attention_mask all ones and token_type_ids all zeros; steps 3 and 4 are skipped.
+Outputs pass when max|kiln - ref| / max|ref| <= 1e-4.
 """
 import argparse
 import json
@@ -34,6 +38,7 @@ def rel_err(got, want):
 class Fixture:
     def __init__(self, kiln, builder, folder, tmp):
         self.kiln, self.builder, self.dir, self.tmp = kiln, builder, folder, tmp
+        self.build_flags = []
         self.ref = json.loads((folder / "reference.json").read_text())
         npz = folder / "reference.npz"
         self.arrays = np.load(npz) if npz.exists() else {}
@@ -49,8 +54,8 @@ class Fixture:
         return subprocess.run([tool or self.kiln, *args], capture_output=True, text=True)
 
     def build(self):
-        r = self.kiln_run(["build", str(self.dir / "model.onnx"), "-o", str(self.plan), "--quiet"],
-                          self.builder)
+        r = self.kiln_run(["build", str(self.dir / "model.onnx"), "-o", str(self.plan), "--quiet",
+                           *self.build_flags], self.builder)
         self.check(r.returncode == 0, f"kiln build (exit {r.returncode}) {r.stderr.strip()[-400:]}")
         return r.returncode == 0
 
@@ -65,6 +70,8 @@ class Fixture:
                 feeds[name] = np.ones((1, len(ids)), dtype=np.int64)
             elif name == "position_ids":
                 feeds[name] = np.arange(len(ids), dtype=np.int64)[None]
+            elif name == "token_type_ids":
+                feeds[name] = np.zeros((1, len(ids)), dtype=np.int64)
             elif name.startswith("past_key_values"):
                 shape = [1 if s == "batch_size" else 0 if isinstance(s, str) else s
                          for s in spec["shape"]]
@@ -73,10 +80,14 @@ class Fixture:
                 raise ValueError(f"unknown input {name}")
         return feeds
 
-    def exec_prefill(self, length):
-        ids = self.arrays[f"len{length}_prompt_ids"].tolist()
-        want = self.arrays[f"len{length}_prefill_logits"]
-        work = self.tmp / f"{self.dir.name}-exec{length}"
+    def exec_prefill(self, case):
+        """kiln exec on a whole sequence; compares every output the case names
+        (decoders: logits, from lenL_prompt_ids / lenL_prefill_logits)."""
+        length = case["prompt_length"]
+        ids = self.arrays[case.get("input_ids_key", f"len{length}_prompt_ids")].tolist()
+        outputs = case.get("outputs", {"logits": f"len{length}_prefill_logits"})
+        tag = case.get("input_ids_key", f"len{length}")
+        work = self.tmp / f"{self.dir.name}-exec-{tag}"
         (work / "out").mkdir(parents=True)
         args = ["exec", str(self.plan), "--output-dir", str(work / "out")]
         for name, value in self.graph_inputs(ids).items():
@@ -85,12 +96,19 @@ class Fixture:
             args += ["--input", f"{name}={path}"]
         r = self.kiln_run(args)
         if r.returncode != 0:
-            self.check(False, f"kiln exec, prompt {length}: exit {r.returncode}: {r.stderr[-400:]}")
+            self.check(False, f"kiln exec, {tag}: exit {r.returncode}: {r.stderr[-400:]}")
             return
-        got = numpy_helper.to_array(onnx.load_tensor(str(work / "out" / "logits.pb")))[0]
-        err = rel_err(got, want)
-        self.check(got.shape == want.shape and err <= REL_TOL,
-                   f"prefill logits, prompt {length}: shape {got.shape}, rel err {err:.2e}")
+        for out_name, key in outputs.items():
+            want = self.arrays[key]
+            path = work / "out" / f"{out_name}.pb"
+            if not path.exists():
+                self.check(False, f"kiln exec, {tag}: no output {out_name}")
+                continue
+            got = numpy_helper.to_array(onnx.load_tensor(str(path)))[0]
+            err = rel_err(got, want) if got.shape == want.shape else float("inf")
+            what = "prefill logits" if out_name == "logits" else out_name
+            self.check(err <= REL_TOL,
+                       f"{what}, prompt {length}: shape {got.shape}, rel err {err:.2e}")
 
     def run_greedy(self, ids, new_tokens, tag):
         dump = self.tmp / f"{self.dir.name}-{tag}.npy"
@@ -104,7 +122,10 @@ class Fixture:
             return None, None
         return np.load(dump), json.loads(out_ids.read_text())
 
-    def decode(self, length):
+    def decode(self, case):
+        length = case["prompt_length"]
+        if f"len{length}_decode_logits" not in self.arrays or "input_ids_key" in case:
+            return  # encoder fixture: nothing to decode
         ids = self.arrays[f"len{length}_prompt_ids"].tolist()
         logits, toks = self.run_greedy(ids, 17, f"decode{length}")
         if logits is None:
@@ -117,6 +138,8 @@ class Fixture:
         self.check(toks[:16] == want_ids, f"greedy tokens after prompt {length} equal ORT's")
 
     def generate(self):
+        if "generation" not in self.ref:
+            return  # encoder fixture
         gen = self.ref["generation"]
         prompt = gen["prompt_ids"]
         want = self.arrays["generate_output_ids"].tolist() if "generate_output_ids" in \
@@ -131,16 +154,20 @@ def main():
     ap.add_argument("--kiln", required=True, help="the kiln that runs plans")
     ap.add_argument("--builder", help="the kiln that builds plans (default: --kiln); lets a "
                     "runtime-only kiln be tested on plans built by a compiler build")
+    ap.add_argument("--build-flag", action="append", default=[],
+                    help="extra `kiln build` flag, e.g. --require-injection or --no-inject "
+                    "(repeatable)")
     ap.add_argument("fixtures", nargs="+", help="fixture folders")
     args = ap.parse_args()
     failures = 0
     with tempfile.TemporaryDirectory(prefix="kiln-e2e-") as tmp:
         for folder in map(Path, args.fixtures):
             f = Fixture(args.kiln, args.builder or args.kiln, folder, Path(tmp))
+            f.build_flags = args.build_flag
             if f.build():
                 for case in f.ref.get("cases", []):
-                    f.exec_prefill(case["prompt_length"])
-                    f.decode(case["prompt_length"])
+                    f.exec_prefill(case)
+                    f.decode(case)
                 f.generate()
             failures += len(f.failures)
     print(f"\ne2e: {failures} failure(s)")
