@@ -178,4 +178,27 @@ def KilnInject : Pass<"kiln-inject", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnUserPatterns : Pass<"kiln-user-patterns", "mlir::ModuleOp"> {
+  let summary = "Apply user-written PDL rewrite patterns from a file";
+  let description = [{
+    Loads `patterns-file`, an MLIR file of `pdl.pattern` ops (write them
+    in PDLL and compile with `mlir-pdll-19 file.pdll -x=mlir`, or write PDL
+    directly), and applies them greedily to every function. `kiln build
+    --patterns FILE` runs it at the start of the inject phase, so a pattern
+    can rewrite an unusual spelling (a custom activation, say) into a form
+    kiln-inject already fuses, or create kiln's fused ops directly.
+    docs/injection.md has a worked example.
+
+    The number of rewrites is attached to the module as
+    `kiln.user_pattern_rewrites`. A file that is missing, does not parse or
+    holds no `pdl.pattern` is an error.
+  }];
+  let dependentDialects = ["kiln::KilnDialect", "mlir::pdl::PDLDialect",
+                           "mlir::pdl_interp::PDLInterpDialect"];
+  let options = [
+    Option<"patternsFile", "patterns-file", "std::string", /*default=*/"\"\"",
+           "The MLIR file of pdl.pattern ops to apply">,
+  ];
+}
+
 #endif // KILN_PASSES_TD

@@ -178,13 +178,51 @@ def broken(out):
          "bad_attr_type.onnx", out)
 
 
+INJECT_OUT = os.path.join(os.path.dirname(__file__), "..", "test", "lit", "inject", "Inputs")
+
+
+def custom_silu_mlps(out):
+    """One gated MLP layer whose SiLU is spelled unusually, for the worked
+    examples of user patterns (x / (1 + exp(-x))) and pass plugins
+    (x * (0.5 + 0.5 * tanh(x / 2))). kiln-inject alone does not fuse them."""
+    rng = np.random.default_rng(5)
+    k, f = 8, 16
+    inits = [numpy_helper.from_array(rng.standard_normal((k, f)).astype(np.float32), "w_gate"),
+             numpy_helper.from_array(rng.standard_normal((k, f)).astype(np.float32), "w_up"),
+             numpy_helper.from_array(rng.standard_normal((f, k)).astype(np.float32), "w_down"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+    p = "/model/layers.0/mlp/"
+    head = [helper.make_node("MatMul", ["x", "w_gate"], ["g"], name=p + "gate_proj/MatMul"),
+            helper.make_node("MatMul", ["x", "w_up"], ["u"], name=p + "up_proj/MatMul")]
+    tail = [helper.make_node("Mul", ["act", "u"], ["m"], name=p + "Mul"),
+            helper.make_node("MatMul", ["m", "w_down"], ["y"], name=p + "down_proj/MatMul")]
+    division = [helper.make_node("Neg", ["g"], ["ng"], name=p + "act/Neg"),
+                helper.make_node("Exp", ["ng"], ["e"], name=p + "act/Exp"),
+                helper.make_node("Add", ["e", "one"], ["d"], name=p + "act/Add"),
+                helper.make_node("Div", ["g", "d"], ["act"], name=p + "act/Div")]
+    tanh = [helper.make_node("Div", ["g", "two"], ["g2"], name=p + "act/Div"),
+            helper.make_node("Tanh", ["g2"], ["t"], name=p + "act/Tanh"),
+            helper.make_node("Mul", ["half", "t"], ["ht"], name=p + "act/Mul"),
+            helper.make_node("Add", ["half", "ht"], ["sg"], name=p + "act/Add"),
+            helper.make_node("Mul", ["g", "sg"], ["act"], name=p + "act/Mul_1")]
+    io = ([tensor("x", TensorProto.FLOAT, ["batch", "seq", k])],
+          [tensor("y", TensorProto.FLOAT, ["batch", "seq", k])])
+    save(model(head + division + tail, *io, initializers=inits), "silu_division_mlp.onnx", out)
+    save(model(head + tanh + tail, *io, initializers=inits), "silu_tanh_mlp.onnx", out)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=OUT)
+    parser.add_argument("--inject-out", default=INJECT_OUT)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for make in (basic, upgrades, constants, shape_chain, external, broken):
         make(args.out)
+    os.makedirs(args.inject_out, exist_ok=True)
+    custom_silu_mlps(args.inject_out)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -220,6 +222,9 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
 
 llvm::Expected<std::string> Build::runInject() {
   const BuildConfig &config = request.config;
+  if (!config.kernel_inject && (!request.patternsFile.empty() || !request.passPlugins.empty()))
+    return inputError("--patterns and --pass-plugin run in the inject phase, which "
+                      "replace_with_kernel_inject: false (--no-inject) turns off");
   if (!config.kernel_inject) {
     // Say so explicitly: an empty report would look like injection ran and
     // matched nothing.
@@ -227,10 +232,42 @@ llvm::Expected<std::string> Build::runInject() {
                       "ops were fused; every op runs as the primitive kernel of its ONNX op\n";
     return std::string("skipped: replace_with_kernel_inject is false");
   }
-  if (llvm::Error e = runPasses(context, *module, diags, Phase::Inject,
-                                [](mlir::PassManager &pm) { pm.addPass(createKilnInject()); }))
+  // Plugins register their passes with the global registry; each must
+  // register one named after the plugin, which is what runs.
+  std::vector<const mlir::PassInfo *> pluginPasses;
+  for (const std::string &path : request.passPlugins) {
+    auto plugin = mlir::PassPlugin::load(path);
+    if (!plugin)
+      return inputError("--pass-plugin " + path + ": " + llvm::toString(plugin.takeError()));
+    plugin->registerPassRegistryCallbacks();
+    const mlir::PassInfo *info = mlir::PassInfo::lookup(plugin->getPluginName());
+    if (!info)
+      return inputError("--pass-plugin " + path + ": the plugin '" +
+                        plugin->getPluginName().str() +
+                        "' registered no pass of that name (kiln runs the pass named after "
+                        "the plugin)");
+    pluginPasses.push_back(info);
+  }
+  std::string pipelineError;
+  if (llvm::Error e = runPasses(context, *module, diags, Phase::Inject, [&](mlir::PassManager &pm) {
+        if (!request.patternsFile.empty())
+          pm.addPass(createKilnUserPatterns(KilnUserPatternsOptions{request.patternsFile}));
+        for (const mlir::PassInfo *info : pluginPasses)
+          if (mlir::failed(info->addToPipeline(pm, "", [&](const llvm::Twine &msg) {
+                pipelineError = msg.str();
+                return mlir::failure();
+              })))
+            return;
+        pm.addPass(createKilnInject());
+      }))
     return std::move(e);
+  if (!pipelineError.empty())
+    return inputError("--pass-plugin: " + pipelineError);
   mlir::ModuleOp m = *module;
+  if (auto n = m->getAttrOfType<mlir::IntegerAttr>("kiln.user_pattern_rewrites")) {
+    log << "user patterns (" << request.patternsFile << "): " << n.getInt() << " rewrites\n";
+    m->removeAttr("kiln.user_pattern_rewrites");
+  }
   if (auto text = m->getAttrOfType<mlir::StringAttr>("kiln.injection_report"))
     injectionReport = text.str();
   llvm::SmallVector<std::string> missing;

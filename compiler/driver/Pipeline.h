@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::compiler {
 
@@ -47,6 +48,12 @@ struct BuildRequest {
   /// Prints the injection report (per layer, what fused and why not) to
   /// `log` after the inject phase.
   bool printReport = false;
+  /// User PDL patterns (an MLIR file of pdl.pattern ops), applied at the
+  /// start of the inject phase.
+  std::string patternsFile;
+  /// Pass plugins (shared libraries); each registers a pass named after the
+  /// plugin, which runs after the user patterns and before kiln-inject.
+  std::vector<std::string> passPlugins;
 };
 
 /// Runs the build. Diagnostics, warnings and (unless quiet) progress go to

@@ -20,6 +20,10 @@ path = os.pathsep.join([config.kiln_tools_dir, config.llvm_tools_dir,
 config.environment["PATH"] = path
 # Tests of the committed fixture models read them from the source tree.
 config.substitutions.append(("%kiln_src_root", config.kiln_src_root))
+# The kiln CLI (kiln build ...) and the example pass plugin.
+config.substitutions.append(("%kiln_plugin", config.example_plugin))
+config.substitutions.append(("%mlir_include", config.mlir_include))
+config.substitutions.append(("%kiln ", config.kiln_bin + " "))
 
 # Sanitizer builds: leaks in the tools are reported by the unit tests, not
 # here, and a symbolizer may be absent.

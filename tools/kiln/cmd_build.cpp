@@ -36,6 +36,11 @@ const char kUsage[] =
     "  -q, --quiet          no progress lines (errors and warnings still print)\n"
     "  --report             print the injection report: per transformer layer, whether\n"
     "                       attention, norms and MLP were fused, and why not\n"
+    "  --patterns FILE      apply user rewrite patterns (an MLIR file of pdl.pattern\n"
+    "                       ops, e.g. from mlir-pdll-19 X.pdll -x=mlir) before injection\n"
+    "  --pass-plugin LIB    load a pass plugin (shared library) and run the pass named\n"
+    "                       after the plugin before injection; repeatable\n"
+    "                       (docs/injection.md has worked examples of both)\n"
     "\n"
     "config flags (must agree with --config when both set the same key):\n"
     "  --require-injection  replace_with_kernel_inject: true; fail the build, naming\n"
@@ -78,7 +83,8 @@ bool Single(const ParsedArgs &parsed, const std::string &name, std::string *out,
 
 int BuildMain(const std::vector<std::string> &args) {
   ParsedArgs parsed;
-  std::set<std::string> value_options = {"--output", "--config", "--compile-to", "--tokenizer"};
+  std::set<std::string> value_options = {"--output",    "--config",   "--compile-to",
+                                         "--tokenizer", "--patterns", "--pass-plugin"};
   for (const auto &[flag, key] : kConfigFlags)
     value_options.insert(flag);
   std::string err = ParseArgs(args, value_options,
@@ -101,12 +107,14 @@ int BuildMain(const std::vector<std::string> &args) {
   request.modelPath = parsed.positional[0];
   request.quiet = parsed.Has("--quiet");
   request.printReport = parsed.Has("--report");
+  request.passPlugins = parsed.All("--pass-plugin");
   request.compilerVersion = KILN_VERSION;
   std::string configPath, compileTo;
   if (!Single(parsed, "--output", &request.outputPath, &err) ||
       !Single(parsed, "--config", &configPath, &err) ||
       !Single(parsed, "--compile-to", &compileTo, &err) ||
-      !Single(parsed, "--tokenizer", &request.tokenizerPath, &err))
+      !Single(parsed, "--tokenizer", &request.tokenizerPath, &err) ||
+      !Single(parsed, "--patterns", &request.patternsFile, &err))
     return Usage("build", err, kUsage);
 
   if (!compileTo.empty()) {
@@ -122,6 +130,11 @@ int BuildMain(const std::vector<std::string> &args) {
   }
   if (!llvm::sys::fs::is_regular_file(request.modelPath))
     return Error(request.modelPath + ": no such model file", kExitBadInput);
+  if (!request.patternsFile.empty() && !llvm::sys::fs::is_regular_file(request.patternsFile))
+    return Error("--patterns " + request.patternsFile + ": no such file", kExitBadInput);
+  for (const std::string &plugin : request.passPlugins)
+    if (!llvm::sys::fs::is_regular_file(plugin))
+      return Error("--pass-plugin " + plugin + ": no such file", kExitBadInput);
   if (!request.outputPath.empty() &&
       llvm::sys::fs::equivalent(request.modelPath, request.outputPath))
     return Error("-o " + request.outputPath + " would overwrite the model", kExitBadInput);
