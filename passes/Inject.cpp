@@ -69,6 +69,7 @@ struct InjectPass : impl::KilnInjectBase<InjectPass> {
       };
       (void)stage([](RewritePatternSet &p) {
         inject::populateNormPatterns(p);
+        inject::populateExpandedLayerNormPatterns(p);
         inject::populateGeluPatterns(p);
         inject::populateRotaryPatterns(p);
         inject::populateAttentionPatterns(p);

@@ -142,6 +142,13 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
       // which is matched from its first one.
       if (auto sub = squared.getDefiningOp<SubOp>(); sub && sub.getB().getDefiningOp<ReduceMeanOp>())
         return rewriter.notifyMatchFailure(mean, "variance of a LayerNorm (matched at its mean)");
+      // mean(x^2) - mean(x)^2 is the variance of ONNX's expanded LayerNorm.
+      for (Operation *u : mean.getReduced().getUsers())
+        if (auto sub = dyn_cast<SubOp>(u); sub && sub.getA() == mean.getReduced())
+          if (auto sq = sub.getB().getDefiningOp<MulOp>(); sq && sq.getA() == sq.getB())
+            if (auto m = sq.getA().getDefiningOp<ReduceMeanOp>(); m && m.getData() == squared)
+              return rewriter.notifyMatchFailure(mean,
+                                                 "variance of a LayerNorm (matched at its mean)");
       return rewriteRms(mean, skipCasts(squared), rewriter);
     }
     return rewriteLayerNorm(mean, rewriter);

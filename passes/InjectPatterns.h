@@ -20,6 +20,10 @@ namespace kiln::inject {
 /// RMSNorm and the LayerNorm decomposition, rooted at ReduceMean.
 void populateNormPatterns(mlir::RewritePatternSet &patterns);
 
+/// ONNX's function-expanded LayerNormalization (Flatten, E[x^2] - E[x]^2,
+/// Reshape back), rooted at its first ReduceMean.
+void populateExpandedLayerNormPatterns(mlir::RewritePatternSet &patterns);
+
 /// Residual Add + norm into add_rms_norm / add_layer_norm.
 void populateResidualNormPatterns(mlir::RewritePatternSet &patterns);
 

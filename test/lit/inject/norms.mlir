@@ -134,3 +134,60 @@ func.func @layer_norm_wrong_variance(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %n = kiln.div %d, %s : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
   return %n : tensor<?x4xf32>
 }
+
+// -----
+
+// ONNX's function-expanded LayerNormalization (the *_expanded node tests):
+// Flatten, var = E[x^2] - E[x]^2, Flatten(W, 0), Reshape back. The mean and
+// the inverse std stay: they are the Mean and InvStdDev outputs.
+// CHECK-LABEL: func @layer_norm_expanded
+// CHECK: %[[Y:.*]] = kiln.layer_normalization %arg0, %arg1, %arg2 {axis = 1 : i64, epsilon = 9.99999974E-6 : f32, stash_type = 1 : i64} : (tensor<2x3x4x5xf32>, tensor<3x4x5xf32>, tensor<3x4x5xf32>) -> tensor<2x3x4x5xf32>
+// CHECK: return %[[Y]],
+func.func @layer_norm_expanded(%X: tensor<2x3x4x5xf32>, %W: tensor<3x4x5xf32>, %B: tensor<3x4x5xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x1x1x1xf32>, tensor<2x1x1x1xf32>) {
+  %s1 = kiln.constant dense<[2, 1, 1, 1]> : tensor<4xi64>
+  %ax = kiln.constant dense<1> : tensor<1xi64>
+  %sx = kiln.constant dense<[2, 3, 4, 5]> : tensor<4xi64>
+  %eps = kiln.constant dense<9.99999974E-6> : tensor<f32>
+  %x2 = kiln.flatten %X {axis = 1 : i64} : (tensor<2x3x4x5xf32>) -> tensor<2x60xf32>
+  %m = kiln.reduce_mean %x2, %ax {keepdims = 1 : i64, noop_with_empty_axes = 0 : i64} : (tensor<2x60xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %sq = kiln.mul %x2, %x2 : (tensor<2x60xf32>, tensor<2x60xf32>) -> tensor<2x60xf32>
+  %msq = kiln.reduce_mean %sq, %ax {keepdims = 1 : i64, noop_with_empty_axes = 0 : i64} : (tensor<2x60xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %mm = kiln.mul %m, %m : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  %var = kiln.sub %msq, %mm : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  %ve = kiln.add %var, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %sd = kiln.sqrt %ve : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %dev = kiln.sub %x2, %m : (tensor<2x60xf32>, tensor<2x1xf32>) -> tensor<2x60xf32>
+  %n = kiln.div %dev, %sd : (tensor<2x60xf32>, tensor<2x1xf32>) -> tensor<2x60xf32>
+  %w2 = kiln.flatten %W {axis = 0 : i64} : (tensor<3x4x5xf32>) -> tensor<1x60xf32>
+  %sc = kiln.mul %n, %w2 : (tensor<2x60xf32>, tensor<1x60xf32>) -> tensor<2x60xf32>
+  %b2 = kiln.flatten %B {axis = 0 : i64} : (tensor<3x4x5xf32>) -> tensor<1x60xf32>
+  %bi = kiln.add %sc, %b2 : (tensor<2x60xf32>, tensor<1x60xf32>) -> tensor<2x60xf32>
+  %y = kiln.reshape %bi, %sx {allowzero = 0 : i64} : (tensor<2x60xf32>, tensor<4xi64>) -> tensor<2x3x4x5xf32>
+  %inv = kiln.reciprocal %sd : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %mean = kiln.reshape %m, %s1 {allowzero = 0 : i64} : (tensor<2x1xf32>, tensor<4xi64>) -> tensor<2x1x1x1xf32>
+  %istd = kiln.reshape %inv, %s1 {allowzero = 0 : i64} : (tensor<2x1xf32>, tensor<4xi64>) -> tensor<2x1x1x1xf32>
+  return %y, %mean, %istd : tensor<2x3x4x5xf32>, tensor<2x1x1x1xf32>, tensor<2x1x1x1xf32>
+}
+
+// -----
+
+// Near-miss: the scale is a per-row tensor, not Flatten(W, 0) over the
+// normalized dims; normalizing and scaling per row is not LayerNorm's scale.
+// CHECK: expanded LayerNorm: the normalized value is not multiplied by Flatten(scale, 0)
+// CHECK-LABEL: func @layer_norm_expanded_row_scale
+// CHECK-NOT: kiln.layer_normalization
+func.func @layer_norm_expanded_row_scale(%x2: tensor<2x60xf32>, %r: tensor<2x1xf32>) -> tensor<2x60xf32> {
+  %ax = kiln.constant dense<1> : tensor<1xi64>
+  %eps = kiln.constant dense<9.99999974E-6> : tensor<f32>
+  %m = kiln.reduce_mean %x2, %ax {keepdims = 1 : i64, noop_with_empty_axes = 0 : i64} : (tensor<2x60xf32>, tensor<1xi64>) -> tensor<2x1xf32> loc("/h.0/ln/ReduceMean")
+  %sq = kiln.mul %x2, %x2 : (tensor<2x60xf32>, tensor<2x60xf32>) -> tensor<2x60xf32>
+  %msq = kiln.reduce_mean %sq, %ax {keepdims = 1 : i64, noop_with_empty_axes = 0 : i64} : (tensor<2x60xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %mm = kiln.mul %m, %m : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  %var = kiln.sub %msq, %mm : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  %ve = kiln.add %var, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %sd = kiln.sqrt %ve : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %dev = kiln.sub %x2, %m : (tensor<2x60xf32>, tensor<2x1xf32>) -> tensor<2x60xf32>
+  %n = kiln.div %dev, %sd : (tensor<2x60xf32>, tensor<2x1xf32>) -> tensor<2x60xf32>
+  %y = kiln.mul %n, %r : (tensor<2x60xf32>, tensor<2x1xf32>) -> tensor<2x60xf32>
+  return %y : tensor<2x60xf32>
+}
