@@ -7,7 +7,8 @@ normalize over the query dim (axis 2) instead of the keys, and checks that:
 1. `kiln build --require-injection` fails with exit 2, naming layer 1, its
    attention, the Softmax node and the reason the pattern gave;
 2. `kiln build` without the flag succeeds and warns about the same layer;
-3. `kiln build --report` prints layer 0 as fused and layer 1's attention as
+3. `kiln inspect` shows the report the plan stores;
+4. `kiln build --report` prints layer 0 as fused and layer 1's attention as
    not fused.
 """
 
@@ -64,6 +65,11 @@ def main():
         r = subprocess.run(kiln, capture_output=True, text=True)
         check(r.returncode == 0, f"without the flag the build succeeds (exit {r.returncode})")
         check("warning: layer 1: attention not fused" in r.stderr, "and warns about layer 1")
+        r = subprocess.run([args.builder, "inspect", str(Path(tmp) / "m.plan")],
+                           capture_output=True, text=True)
+        check("kernel injection: 1 of 2 layers fully injected" in r.stdout and
+              "layer 1: attention not fused" in r.stdout,
+              "kiln inspect shows the report stored in the plan")
 
         r = subprocess.run(kiln + ["--report", "--quiet"], capture_output=True, text=True)
         check("kernel injection: 1 of 2 layers fully injected" in r.stderr,
