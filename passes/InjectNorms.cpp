@@ -39,8 +39,7 @@ Value squaredOperand(Value v) {
 /// `+ eps`, `sqrt` and the inverse to the tensor `base * inv` or
 /// `base / sqrt`; returns that product and eps. `base` is the value being
 /// normalized (x for RMSNorm, x - mean for LayerNorm).
-FailureOr<std::pair<Value, double>> matchInverseStd(PatternRewriter &rewriter, Operation *root,
-                                                    ReduceMeanOp mean, Value base,
+FailureOr<std::pair<Value, double>> matchInverseStd(ReduceMeanOp mean, Value base,
                                                     std::string &why) {
   auto fail = [&](const char *reason) -> FailureOr<std::pair<Value, double>> {
     why = reason;
@@ -88,8 +87,6 @@ FailureOr<std::pair<Value, double>> matchInverseStd(PatternRewriter &rewriter, O
   Value other = otherOperand(mul, invValue);
   if (!other || skipCasts(other) != base)
     return fail("the inverse square root multiplies something other than the normalized input");
-  (void)rewriter;
-  (void)root;
   return std::pair<Value, double>(mul.getC(), *eps);
 }
 
@@ -156,7 +153,7 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
 
   LogicalResult rewriteRms(ReduceMeanOp mean, Value x, PatternRewriter &rewriter) const {
     std::string why;
-    auto inv = matchInverseStd(rewriter, mean, mean, x, why);
+    auto inv = matchInverseStd(mean, x, why);
     if (failed(inv))
       return rewriter.notifyMatchFailure(mean, "RMSNorm: " + why);
     auto scaled = matchScale(rewriter, inv->first, why);
@@ -196,7 +193,7 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
     if (mean.getKeepdims() != 1 || !mean.getAxes() || !isLastAxis(mean.getAxes(), rankOf(x)))
       return rewriter.notifyMatchFailure(mean, "LayerNorm: the mean is not over the last dim");
     std::string why;
-    auto inv = matchInverseStd(rewriter, mean, var, sub.getC(), why);
+    auto inv = matchInverseStd(var, sub.getC(), why);
     if (failed(inv))
       return rewriter.notifyMatchFailure(mean, "LayerNorm: " + why);
     auto scaled = matchScale(rewriter, inv->first, why);

@@ -72,11 +72,39 @@ int layerOfName(llvm::StringRef name) {
   return n;
 }
 
+/// Layers by op order, for graphs whose node names carry no layer index
+/// (e.g. the dynamo exporter without its name-scope metadata): a layer ends
+/// after its MLP, so the next attention starts the next one. The last
+/// layer's trailing ops (the final norm, the LM head) stay in it.
+llvm::DenseMap<Operation *, int> layersByOrder(func::FuncOp func) {
+  llvm::DenseMap<Operation *, int> layer;
+  int current = 0;
+  bool seenAttention = false, seenMlp = false;
+  func.walk([&](Operation *op) {
+    bool isAttention = isa<AttentionOp, SoftmaxOp>(op);
+    bool isMlp = isa<GatedMlpOp, SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op) ||
+                 (isa<LinearOp>(op) && cast<LinearOp>(op).getActivation() != "none");
+    if (isAttention && seenAttention && seenMlp) {
+      ++current;
+      seenMlp = false;
+    }
+    seenAttention |= isAttention;
+    seenMlp |= isMlp && seenAttention;
+    layer[op] = seenAttention || isMlp ? current : -1;
+  });
+  return layer;
+}
+
 InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failures) {
   std::map<int, LayerInfo> layers;
+  bool named = false;
+  func.walk([&](Operation *op) { named |= layerOfName(locName(op->getLoc())) >= 0; });
+  llvm::DenseMap<Operation *, int> byOrder;
+  if (!named)
+    byOrder = layersByOrder(func);
   func.walk([&](Operation *op) {
     std::string node = locName(op->getLoc());
-    LayerInfo &info = layers[layerOfName(node)];
+    LayerInfo &info = layers[named ? layerOfName(node) : byOrder.lookup(op)];
     llvm::StringRef name = op->getName().stripDialect();
     if (isa<AttentionOp, RotaryOp, RmsNormOp, AddRmsNormOp, AddLayerNormOp, LayerNormalizationOp,
             GatedMlpOp, GeluOp, LinearOp>(op))
@@ -133,7 +161,9 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
                                     report.injectedLayers, report.layers)
                          .str();
   if (report.layers == 0)
-    text += "no transformer layers found (no node names like layers.N, h.N or layer.N)\n";
+    text += "no transformer layers found (no attention, and no node names like layers.N)\n";
+  else if (!named)
+    text += "node names carry no layer index: layers are counted by op order\n";
   text += table;
   std::map<std::string, int> totals;
   for (auto &[index, info] : layers)
