@@ -70,6 +70,24 @@ AddOp onePlus(Value t) {
   return add;
 }
 
+/// The shared tail of both GELU forms: `t` (erf or tanh of x's argument) is
+/// followed by `1 + t` and multiplied by 0.5 * x; replaces the product.
+LogicalResult rewriteGelu(Operation *root, Value t, Value x, StringRef fn, StringRef approximate,
+                          PatternRewriter &rewriter) {
+  AddOp add = onePlus(t);
+  if (!add)
+    return rewriter.notifyMatchFailure(root, "GELU: " + fn + "(.) is not followed by + 1");
+  Operation *product = matchHalfXProduct(add.getC(), x);
+  if (!product)
+    return rewriter.notifyMatchFailure(root,
+                                       "GELU: 1 + " + fn + "(.) is not multiplied by 0.5 * x");
+  rewriter.setInsertionPoint(product);
+  auto gelu = rewriter.create<GeluOp>(root->getLoc(), product->getResult(0).getType(), x,
+                                      rewriter.getStringAttr(approximate));
+  rewriter.replaceOp(product, gelu.getY());
+  return success();
+}
+
 struct GeluErf : OpRewritePattern<ErfOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ErfOp erf, PatternRewriter &rewriter) const override {
@@ -83,17 +101,7 @@ struct GeluErf : OpRewritePattern<ErfOp> {
     }
     if (!x)
       return rewriter.notifyMatchFailure(erf, "GELU: erf's argument is not x / sqrt(2)");
-    AddOp add = onePlus(erf.getY());
-    if (!add)
-      return rewriter.notifyMatchFailure(erf, "GELU: erf(.) is not followed by + 1");
-    Operation *root = matchHalfXProduct(add.getC(), x);
-    if (!root)
-      return rewriter.notifyMatchFailure(erf, "GELU: 1 + erf(.) is not multiplied by 0.5 * x");
-    rewriter.setInsertionPoint(root);
-    auto gelu = rewriter.create<GeluOp>(erf.getLoc(), root->getResult(0).getType(), x,
-                                        rewriter.getStringAttr("none"));
-    rewriter.replaceOp(root, gelu.getY());
-    return success();
+    return rewriteGelu(erf, erf.getY(), x, "erf", "none", rewriter);
   }
 };
 
@@ -138,17 +146,7 @@ struct GeluTanh : OpRewritePattern<TanhOp> {
     if (!x)
       return rewriter.notifyMatchFailure(
           tanh, "GELU: tanh's argument is not sqrt(2/pi) * (x + 0.044715 x^3)");
-    AddOp add = onePlus(tanh.getY());
-    if (!add)
-      return rewriter.notifyMatchFailure(tanh, "GELU: tanh(.) is not followed by + 1");
-    Operation *root = matchHalfXProduct(add.getC(), x);
-    if (!root)
-      return rewriter.notifyMatchFailure(tanh, "GELU: 1 + tanh(.) is not multiplied by 0.5 * x");
-    rewriter.setInsertionPoint(root);
-    auto gelu = rewriter.create<GeluOp>(tanh.getLoc(), root->getResult(0).getType(), x,
-                                        rewriter.getStringAttr("tanh"));
-    rewriter.replaceOp(root, gelu.getY());
-    return success();
+    return rewriteGelu(tanh, tanh.getY(), x, "tanh", "tanh", rewriter);
   }
 };
 

@@ -120,6 +120,14 @@ SymDim symDimOf(const ShapeInferenceContext &ctx, Value v, int64_t i) {
   return i >= 0 && i < rank ? s.dims[i] : SymDim::unknown();
 }
 
+/// Residual + norm: the sum and the normalized value both have a's shape.
+LogicalResult inferResidualNorm(ShapeInferenceContext &ctx, Value a, Value sum, Value y) {
+  SymShape shape = ctx.getShape(a);
+  ctx.setResult(sum, elementOf(a), shape);
+  ctx.setResult(y, elementOf(a), shape);
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -146,10 +154,7 @@ LogicalResult AddRmsNormOp::verify() {
 }
 
 LogicalResult AddRmsNormOp::inferShapes(ShapeInferenceContext &ctx) {
-  SymShape shape = ctx.getShape(getA());
-  ctx.setResult(getSum(), elementOf(getA()), shape);
-  ctx.setResult(getY(), elementOf(getA()), shape);
-  return success();
+  return inferResidualNorm(ctx, getA(), getSum(), getY());
 }
 
 LogicalResult AddLayerNormOp::verify() {
@@ -164,10 +169,7 @@ LogicalResult AddLayerNormOp::verify() {
 }
 
 LogicalResult AddLayerNormOp::inferShapes(ShapeInferenceContext &ctx) {
-  SymShape shape = ctx.getShape(getA());
-  ctx.setResult(getSum(), elementOf(getA()), shape);
-  ctx.setResult(getY(), elementOf(getA()), shape);
-  return success();
+  return inferResidualNorm(ctx, getA(), getSum(), getY());
 }
 
 LogicalResult GeluOp::verify() {
