@@ -60,8 +60,8 @@ bool isShapeArithmetic(llvm::StringRef name) {
   if (!name.consume_front("kiln."))
     return false;
   return llvm::StringSwitch<bool>(name)
-      .Cases("shape", "gather", "concat", "reshape", "unsqueeze", "squeeze", "slice", "cast", true)
-      .Cases("add", "sub", "mul", "div", "neg", "abs", "floor", "ceil", true)
+      .Cases("shape", "size", "gather", "concat", "reshape", "unsqueeze", "squeeze", "slice", true)
+      .Cases("cast", "add", "sub", "mul", "div", "neg", "abs", "floor", "ceil", true)
       .Cases("equal", "less", "greater", "less_or_equal", "greater_or_equal", true)
       .Cases("and", "or", "xor", "not", "where", "max", "min", "clip", true)
       .Cases("range", "constant_of_shape", "expand", "identity", "tile", "split", true)
@@ -130,8 +130,9 @@ void MarkHostPass::runOnOperation() {
       return signalPassFailure();
     }
     producer->setAttr(plan::kHostAttr, host);
-    // Shape reads only its input's dims, which the host always knows.
-    if (producer->getName().getStringRef() == "kiln.shape")
+    // Shape and Size read only their input's dims, which the host always knows.
+    if (producer->getName().getStringRef() == "kiln.shape" ||
+        producer->getName().getStringRef() == "kiln.size")
       continue;
     for (mlir::Value operand : producer->getOperands())
       worklist.push_back({operand, p.consumer, p.role});

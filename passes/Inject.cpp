@@ -65,16 +65,20 @@ struct InjectPass : impl::KilnInjectBase<InjectPass> {
         config.useTopDownTraversal = true;
         (void)applyPatternsAndFoldGreedily(func, std::move(patterns), config);
       };
-      stage([](RewritePatternSet &p) {
+      // Symbolic shapes prove that reshapes only merge and split dims (the
+      // dynamo exporter's k^T, the 2-D reshapes around Gemm). Values a stage
+      // creates are not in the context, so it is recomputed between stages.
+      ShapeInferenceContext shapes;
+      if (failed(inferFunctionShapes(func, shapes)))
+        return signalPassFailure();
+      stage([&](RewritePatternSet &p) {
         inject::populateNormPatterns(p);
         inject::populateExpandedLayerNormPatterns(p);
         inject::populateGeluPatterns(p);
         inject::populateRotaryPatterns(p);
-        inject::populateAttentionPatterns(p);
+        inject::populateAttentionPatterns(p, &shapes);
       });
-      // Symbolic shapes of the graph as stage 1 left it: they prove that a
-      // Reshape restores what an earlier one flattened.
-      ShapeInferenceContext shapes;
+      shapes = ShapeInferenceContext();
       if (failed(inferFunctionShapes(func, shapes)))
         return signalPassFailure();
       stage([&](RewritePatternSet &p) { inject::populateLinearPatterns(p, &shapes); });

@@ -10,7 +10,8 @@
 //
 // where k and v may be the GQA repeat Reshape(Expand(Unsqueeze(kv, 2))) of
 // the cache, which is looked through so attention reads the Hkv heads
-// directly. The past-KV Concat stays: it produces the model's present
+// directly, and k^T may be the dynamo exporter's Reshape / Transpose(0, 2, 1)
+// / Reshape over [B*H, S, D]. The past-KV Concat stays: it produces the model's present
 // outputs.
 //
 //===----------------------------------------------------------------------===//
@@ -95,8 +96,29 @@ Value peelScale(Value v, double &scale) {
   return v;
 }
 
+/// The dynamo exporter's k^T: Reshape(Transpose(Reshape(k, [B*H, S, D]),
+/// [0, 2, 1]), [B, H, D, S]); returns k when the symbolic shapes prove the
+/// reshapes only merge and split B and H, else null.
+Value unflattenedTranspose(Value kt, const ShapeInferenceContext &shapes) {
+  auto outer = kt.getDefiningOp<ReshapeOp>();
+  auto tr = outer ? outer.getData().getDefiningOp<TransposeOp>() : nullptr;
+  auto inner = tr ? tr.getData().getDefiningOp<ReshapeOp>() : nullptr;
+  if (!inner || tr.getPerm() != ArrayRef<int64_t>{0, 2, 1} || rankOf(kt) != 4)
+    return nullptr;
+  Value k = inner.getData();
+  SymShape ks = shapes.getShape(k), is = shapes.getShape(inner.getReshaped()),
+           os = shapes.getShape(kt);
+  if (!ks.ranked || ks.getRank() != 4 || !is.ranked || is.getRank() != 3 || !os.ranked)
+    return nullptr;
+  bool same = is.dims[1] == ks.dims[2] && is.dims[2] == ks.dims[3] && os.dims[0] == ks.dims[0] &&
+              os.dims[1] == ks.dims[1] && os.dims[2] == ks.dims[3] && os.dims[3] == ks.dims[2];
+  return same ? k : nullptr;
+}
+
 struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AttentionPattern(MLIRContext *ctx, const ShapeInferenceContext *shapes)
+      : OpRewritePattern(ctx), shapes(shapes) {}
+  const ShapeInferenceContext *shapes;
 
   LogicalResult matchAndRewrite(SoftmaxOp softmax, PatternRewriter &rewriter) const override {
     auto fail = [&](const Twine &why) {
@@ -191,6 +213,8 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
         kBshd = tr.getData();
     }
     if (!k && !kBshd)
+      k = unflattenedTranspose(kt, *shapes);
+    if (!k && !kBshd)
       return fail("k is not transposed with perm [0, 1, 3, 2] or [0, 2, 3, 1] before q @ k^T");
     if (k)
       k = skipRepeatKv(k);
@@ -232,8 +256,8 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
 
 } // namespace
 
-void populateAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<AttentionPattern>(patterns.getContext());
+void populateAttentionPatterns(RewritePatternSet &patterns, const ShapeInferenceContext *shapes) {
+  patterns.add<AttentionPattern>(patterns.getContext(), shapes);
 }
 
 } // namespace kiln::inject

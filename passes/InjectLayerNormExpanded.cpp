@@ -102,9 +102,11 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
     if (!xType || !xType.hasStaticShape() || replaced.getType() != xType)
       return fail("the input's shape is not static, or the result is not reshaped to it");
     auto suffix = xType.getShape().drop_front(axis);
-    for (Value p : {w, b})
-      if (p && cast<RankedTensorType>(p.getType()).getShape() != suffix)
+    for (Value p : {w, b}) {
+      auto pType = p ? dyn_cast<RankedTensorType>(p.getType()) : nullptr;
+      if (p && (!pType || pType.getShape() != suffix))
         return fail("scale or bias does not have the normalized dims' shape");
+    }
     rewriter.setInsertionPoint(replaced.getDefiningOp());
     auto ln = rewriter.create<LayerNormalizationOp>(
         mean.getLoc(), xType, x, w, b, rewriter.getI64IntegerAttr(axis),

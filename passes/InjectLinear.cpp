@@ -21,11 +21,6 @@ namespace {
 
 StringAttr noActivation(PatternRewriter &rewriter) { return rewriter.getStringAttr("none"); }
 
-bool isKernelFloat(Value v) {
-  Type t = cast<TensorType>(v.getType()).getElementType();
-  return t.isF32() || t.isF16() || t.isBF16();
-}
-
 struct MatMulToLinear : OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rewriter) const override {
@@ -202,9 +197,15 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
     llvm::sort(group, [](LinearOp a, LinearOp b) { return a->isBeforeInBlock(b); });
     if (group.front() != root)
       return failure();
+    auto yType = dyn_cast<RankedTensorType>(root.getY().getType());
+    if (!yType)
+      return failure();
     SmallVector<Value> ws, bs;
     SmallVector<int64_t> sizes;
     for (LinearOp l : group) {
+      // Checked before anything is created: a failed match changes nothing.
+      if (!isStaticF32(l.getW(), 2) || (l.getBias() && !isStaticF32(l.getBias(), 1)))
+        return failure();
       ws.push_back(l.getW());
       sizes.push_back(dimOf(l.getW(), 1));
       if (l.getBias())
@@ -222,7 +223,6 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
         return failure();
       bias = *b;
     }
-    auto yType = cast<RankedTensorType>(root.getY().getType());
     SmallVector<int64_t> dims(yType.getShape());
     dims.back() = dimOf(*w, 1);
     auto fused = rewriter.create<LinearOp>(root.getLoc(), yType.clone(dims), root.getX(), *w, bias,

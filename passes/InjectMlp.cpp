@@ -74,6 +74,8 @@ AddOp onePlus(Value t) {
 /// followed by `1 + t` and multiplied by 0.5 * x; replaces the product.
 LogicalResult rewriteGelu(Operation *root, Value t, Value x, StringRef fn, StringRef approximate,
                           PatternRewriter &rewriter) {
+  if (!isKernelFloat(x))
+    return rewriter.notifyMatchFailure(root, "GELU: not f32, f16 or bf16");
   AddOp add = onePlus(t);
   if (!add)
     return rewriter.notifyMatchFailure(root, "GELU: " + fn + "(.) is not followed by + 1");
@@ -217,6 +219,9 @@ struct GatedMlp : OpRewritePattern<LinearOp> {
           return rewriter.notifyMatchFailure(down, "gated MLP: gate/up projections have a bias");
         if (gate.getActivation() == "relu")
           return rewriter.notifyMatchFailure(down, "gated MLP: ReLU gates are not supported");
+        int64_t f = dimOf(gate.getW(), 1);
+        if (f <= 0 || dimOf(up.getW(), 1) != f || dimOf(down.getW(), 0) != f)
+          return rewriter.notifyMatchFailure(down, "gated MLP: gate, up and down widths differ");
         rewriter.setInsertionPoint(down);
         auto w = concatColumns(rewriter, down.getLoc(), {gate.getW(), up.getW()},
                                constantName(gate.getW()) + ".gate_up");
@@ -236,6 +241,8 @@ struct GatedMlp : OpRewritePattern<LinearOp> {
         continue;
       if (fused.getBias() || fused.getActivation() != "none")
         return rewriter.notifyMatchFailure(down, "gated MLP: the gate_up projection has a bias");
+      if (dimOf(fused.getW(), 1) != 2 * dimOf(down.getW(), 0))
+        return rewriter.notifyMatchFailure(down, "gated MLP: gate_up is not twice down's width");
       rewriter.replaceOpWithNewOp<GatedMlpOp>(down, down.getY().getType(), fused.getX(),
                                               fused.getW(), down.getW(),
                                               rewriter.getStringAttr(*act));

@@ -153,6 +153,8 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
 
   LogicalResult rewriteRms(ReduceMeanOp mean, Value x, PatternRewriter &rewriter) const {
     std::string why;
+    if (!isKernelFloat(x))
+      return rewriter.notifyMatchFailure(mean, "RMSNorm: not f32, f16 or bf16");
     auto inv = matchInverseStd(mean, x, why);
     if (failed(inv))
       return rewriter.notifyMatchFailure(mean, "RMSNorm: " + why);
@@ -222,6 +224,7 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
 /// operands of one static-rank type (no broadcasting).
 bool isResidualAdd(AddOp add) {
   return add && add.getA().getType() == add.getB().getType() && rankOf(add.getA()) >= 1 &&
+         isKernelFloat(add.getA()) &&
          add.getA() != add.getB();
 }
 

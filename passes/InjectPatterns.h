@@ -47,8 +47,10 @@ void populateSiblingPatterns(mlir::RewritePatternSet &patterns);
 /// Rotary embedding (rotate-half, full and partial).
 void populateRotaryPatterns(mlir::RewritePatternSet &patterns);
 
-/// Attention rooted at Softmax, with the past-KV concat and GQA repeat.
-void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
+/// Attention rooted at Softmax, with the past-KV concat and GQA repeat;
+/// `shapes` proves the dynamo exporter's reshaped k^T is a transpose.
+void populateAttentionPatterns(mlir::RewritePatternSet &patterns,
+                               const kiln::ShapeInferenceContext *shapes);
 
 } // namespace kiln::inject
 

@@ -98,11 +98,17 @@ llvm::DenseMap<Operation *, int> layersByOrder(func::FuncOp func) {
 InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failures) {
   std::map<int, LayerInfo> layers;
   bool named = false;
-  func.walk([&](Operation *op) { named |= layerOfName(locName(op->getLoc())) >= 0; });
+  // Constants are named after their weights (which may carry the layer even
+  // when the nodes do not): only computing ops count.
+  func.walk([&](Operation *op) {
+    named |= !isa<ConstantOp>(op) && layerOfName(locName(op->getLoc())) >= 0;
+  });
   llvm::DenseMap<Operation *, int> byOrder;
   if (!named)
     byOrder = layersByOrder(func);
   func.walk([&](Operation *op) {
+    if (isa<ConstantOp>(op))
+      return;
     std::string node = locName(op->getLoc());
     LayerInfo &info = layers[named ? layerOfName(node) : byOrder.lookup(op)];
     llvm::StringRef name = op->getName().stripDialect();

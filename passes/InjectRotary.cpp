@@ -99,6 +99,8 @@ struct RotateHalf : OpRewritePattern<AddOp> {
               add, "rotary: cos/sin do not broadcast over x with the rotary width last");
         if (add.getC().getType() != x.getType())
           return rewriter.notifyMatchFailure(add, "rotary: the result's type is not x's");
+        if (!isKernelFloat(x))
+          return rewriter.notifyMatchFailure(add, "rotary: not f32, f16 or bf16");
         rewriter.replaceOpWithNewOp<RotaryOp>(add, x.getType(), x, cos, sin,
                                               rewriter.getI64IntegerAttr(r),
                                               rewriter.getI64IntegerAttr(0));

@@ -50,6 +50,11 @@ std::optional<double> scalarConstant(Value v) {
   return std::nullopt;
 }
 
+bool isKernelFloat(Value v) {
+  Type t = cast<TensorType>(v.getType()).getElementType();
+  return t.isF32() || t.isF16() || t.isBF16();
+}
+
 bool isConstant(Value v) { return v && v.getDefiningOp<ConstantOp>(); }
 
 int64_t rankOf(Value v) {
@@ -91,6 +96,12 @@ Operation *soleUser(Value v) {
   if (!v.hasOneUse())
     return nullptr;
   return *v.getUsers().begin();
+}
+
+bool isStaticF32(Value v, int64_t rank) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return isConstant(v) && type && type.getElementType().isF32() && type.hasStaticShape() &&
+         type.getRank() == rank;
 }
 
 std::optional<std::vector<float>> readF32Weight(Value v) {

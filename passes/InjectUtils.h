@@ -26,6 +26,10 @@ mlir::Value skipCasts(mlir::Value v);
 /// The value of a one-element float or integer constant (any rank).
 std::optional<double> scalarConstant(mlir::Value v);
 
+/// True when `v`'s element type is one the fused kernels compute (f32, f16,
+/// bf16); an f64 graph keeps its primitive ops.
+bool isKernelFloat(mlir::Value v);
+
 /// True when `v` is a kiln.constant (a weight or a small constant).
 bool isConstant(mlir::Value v);
 
@@ -45,6 +49,10 @@ mlir::Value otherOperand(mlir::Operation *op, mlir::Value known);
 
 /// The only user of `v`, or null.
 mlir::Operation *soleUser(mlir::Value v);
+
+/// True when `v` is a kiln.constant of static f32 type and rank `rank`: what
+/// readF32Weight reads (checked without copying the bytes).
+bool isStaticF32(mlir::Value v, int64_t rank);
 
 /// The f32 contents of a float constant (null when `v` is not a constant,
 /// not f32, or its bytes cannot be read).

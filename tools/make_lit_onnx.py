@@ -110,6 +110,34 @@ def shape_chain(out):
     save(m, "shape_chain.onnx", out)
 
 
+def index_ops(out):
+    """Size, GatherND (with batch_dims) and ScatterND (with a reduction), and
+    ScatterND reductions older opsets lack."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    inits = [i64("rows", [[1], [0]]), i64("at", [[0, 1, 2]]), i64("ax", [0])]
+    nodes = [
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("GatherND", ["x", "rows"], ["picked"], batch_dims=1),
+        helper.make_node("GatherND", ["mask", "pos"], ["flags"]),
+        helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+        helper.make_node("Cast", ["n1"], ["n1f"], to=TensorProto.FLOAT),
+        helper.make_node("ScatterND", ["x", "at", "n1f"], ["y"], reduction="add"),
+    ]
+    m = model(nodes, [tensor("x", TensorProto.FLOAT, [2, 3, 4]),
+                      tensor("mask", TensorProto.BOOL, ["batch", "seq"]),
+                      tensor("pos", TensorProto.INT64, ["batch", "seq", 2])],
+              [tensor("n", TensorProto.INT64, None), tensor("picked", TensorProto.FLOAT, None),
+               tensor("flags", TensorProto.BOOL, None), tensor("y", TensorProto.FLOAT, None)],
+              inits, opset=18)
+    save(m, "index_ops.onnx", out)
+    scatter = lambda opset, **attrs: model(
+        [helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="scatter", **attrs)],
+        [tensor("x", TensorProto.FLOAT, [4]), tensor("i", TensorProto.INT64, [1, 1]),
+         tensor("u", TensorProto.FLOAT, [1])], [tensor("y", TensorProto.FLOAT, None)], opset=opset)
+    save(scatter(16, reduction="max"), "scatternd_max_opset16.onnx", out)
+    save(scatter(13, reduction="add"), "scatternd_add_opset13.onnx", out)
+
+
 def external(out):
     """A 2048-element weight in an external file (aliased, not copied)."""
     w = numpy_helper.from_array(np.full((32, 64), 0.5, dtype=np.float32), "w")
@@ -219,7 +247,7 @@ def main():
     parser.add_argument("--inject-out", default=INJECT_OUT)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for make in (basic, upgrades, constants, shape_chain, external, broken):
+    for make in (basic, upgrades, constants, shape_chain, index_ops, external, broken):
         make(args.out)
     os.makedirs(args.inject_out, exist_ok=True)
     custom_silu_mlps(args.inject_out)

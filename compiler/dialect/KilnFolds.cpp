@@ -485,6 +485,14 @@ OpFoldResult ShapeOp::fold(FoldAdaptor) {
   return DenseElementsAttr::get(type, dims);
 }
 
+OpFoldResult SizeOp::fold(FoldAdaptor) {
+  auto in = dyn_cast<RankedTensorType>(getData().getType());
+  RankedTensorType type = foldableType(getSize());
+  if (!in || !in.hasStaticShape() || !type || type.getRank() != 0)
+    return {};
+  return DenseElementsAttr::get(type, in.getNumElements());
+}
+
 OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   DenseElementsAttr data = denseOf(adaptor.getData()), indices = denseOf(adaptor.getIndices());
   RankedTensorType type = foldableType(getOutput());

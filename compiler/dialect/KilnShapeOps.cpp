@@ -313,6 +313,79 @@ LogicalResult GatherOp::inferShapes(ShapeInferenceContext &ctx) {
   return success();
 }
 
+/// The static values of GatherND/ScatterND indices of rank <= 2 (tracked
+/// values, or a small constant), or nullopt.
+static std::optional<SmallVector<int64_t>> staticIndexValues(ShapeInferenceContext &ctx,
+                                                             Value indices) {
+  if (std::optional<SmallVector<int64_t>> v = ctx.getStaticValues(indices))
+    return v;
+  DenseElementsAttr dense = ctx.getConstant(indices);
+  if (!dense || !dense.getElementType().isInteger(64) || dense.getType().getRank() > 2 ||
+      dense.getNumElements() > ShapeInferenceContext::kMaxTrackedElements)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &v : dense.getValues<APInt>())
+    out.push_back(v.getSExtValue());
+  return out;
+}
+
+LogicalResult GatherNDOp::inferShapes(ShapeInferenceContext &ctx) {
+  SymShape data = ctx.getShape(getData()), indices = ctx.getShape(getIndices());
+  Type elementType = elementTypeOf(getData());
+  int64_t b = getBatchDims();
+  std::optional<int64_t> m;
+  if (indices.ranked && indices.getRank() > b && indices.dims.back().isStatic())
+    m = indices.dims.back().getStatic();
+  if (!data.ranked || !m || b < 0 || *m < 1 || b + *m > data.getRank()) {
+    ctx.setResult(getOutput(), elementType, SymShape::unranked());
+    return success();
+  }
+  SymShape out = SymShape::get(ArrayRef(indices.dims).drop_back());
+  for (int64_t i = 0; i < b; ++i)
+    if (!out.dims[i].isKnown())
+      out.dims[i] = data.dims[i];
+  out.dims.append(data.dims.begin() + b + *m, data.dims.end());
+  ctx.setResult(getOutput(), elementType, out);
+  // Picking entries of a shape vector: data is 1-D, the tuples have one index.
+  std::optional<SymDims> values = ctx.getValues(getData());
+  std::optional<SmallVector<int64_t>> idx = staticIndexValues(ctx, getIndices());
+  if (values && idx && data.getRank() == 1 && indices.getRank() <= 2 && b == 0) {
+    SymDims picked;
+    int64_t n = values->size();
+    for (int64_t i : *idx) {
+      i = i < 0 ? i + n : i;
+      if (i < 0 || i >= n)
+        return emitOpError() << "index " << i << " is out of range for " << n << " elements";
+      picked.push_back((*values)[i]);
+    }
+    setIntValues(ctx, getOutput(), picked);
+  }
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferShapes(ShapeInferenceContext &ctx) {
+  SymShape data = ctx.getShape(getData());
+  ctx.setResult(getOutput(), elementTypeOf(getData()), data);
+  // Writing entries of a shape vector: data is 1-D, the tuples have one index.
+  std::optional<SymDims> values = ctx.getValues(getData());
+  std::optional<SymDims> updates = ctx.getValues(getUpdates());
+  std::optional<SmallVector<int64_t>> idx = staticIndexValues(ctx, getIndices());
+  SymShape indices = ctx.getShape(getIndices());
+  if (!values || !updates || !idx || getReduction() != "none" || data.getRank() != 1 ||
+      !indices.ranked || indices.getRank() < 1 || indices.getRank() > 2 ||
+      !indices.dims.back().isStatic(1) || idx->size() != updates->size())
+    return success();
+  int64_t n = values->size();
+  for (size_t j = 0; j < idx->size(); ++j) {
+    int64_t i = (*idx)[j] < 0 ? (*idx)[j] + n : (*idx)[j];
+    if (i < 0 || i >= n)
+      return emitOpError() << "index " << (*idx)[j] << " is out of range for " << n << " elements";
+    (*values)[i] = (*updates)[j];
+  }
+  setIntValues(ctx, getOutput(), values);
+  return success();
+}
+
 LogicalResult UnsqueezeOp::inferShapes(ShapeInferenceContext &ctx) {
   SymShape in = ctx.getShape(getData());
   Type elementType = elementTypeOf(getData());
@@ -439,6 +512,39 @@ LogicalResult ShapeOp::inferShapes(ShapeInferenceContext &ctx) {
   SymDims values(in.dims.begin() + start, in.dims.begin() + end);
   ctx.setResult(getShape(), i64, SymShape::get({SymDim::of(end - start)}));
   ctx.setValues(getShape(), values);
+  return success();
+}
+
+LogicalResult SizeOp::inferShapes(ShapeInferenceContext &ctx) {
+  SymShape in = ctx.getShape(getData());
+  ctx.setResult(getSize(), IntegerType::get(getContext(), 64), SymShape::get({}));
+  if (!in.ranked)
+    return success();
+  // The product of the static dims times at most one symbolic dim stays
+  // linear (batch * 768); two symbolic factors, or an unknown one, do not.
+  int64_t product = 1;
+  bool zero = false, overflow = false;
+  SmallVector<SymDim> symbolic;
+  for (const SymDim &d : in.dims) {
+    if (d.isStatic()) {
+      zero |= d.getStatic() == 0;
+      std::optional<int64_t> p = llvm::checkedMul(product, d.getStatic());
+      overflow |= !p;
+      product = p.value_or(1);
+    } else {
+      symbolic.push_back(d);
+    }
+  }
+  SymDim count;
+  if (zero)
+    count = SymDim::of(0);
+  else if (overflow)
+    count = SymDim::unknown();
+  else if (symbolic.empty())
+    count = SymDim::of(product);
+  else if (symbolic.size() == 1)
+    count = symbolic[0] * SymDim::of(product);
+  ctx.setValues(getSize(), {count});
   return success();
 }
 

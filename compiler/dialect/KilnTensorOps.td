@@ -227,6 +227,53 @@ def Kiln_GatherOp : Kiln_Op<"gather"> {
   let hasFolder = 1;
 }
 
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
+  let summary = "ONNX GatherND: pick slices of data at index tuples";
+  let description = [{
+    The last dim of `indices` (m) holds tuples that address the dims
+    [batch_dims, batch_dims + m) of `data`; each picks the slice of the dims
+    after them. The first `batch_dims` dims of `data` and `indices` are
+    batch dims and must agree. The result's shape is indices.shape[:-1] +
+    data.shape[batch_dims + m:]. Negative indices count from the back; an
+    index out of range is a runtime error.
+
+    Example:
+
+    ```mlir
+    %y = kiln.gather_nd %mask, %idx {batch_dims = 0 : i64} : (tensor<?x?xi1>, tensor<?x?x2xi64>) -> tensor<?x?xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_I64Tensor:$indices, I64Attr:$batch_dims);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$data `,` $indices " # "attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
+  let summary = "ONNX ScatterND: write slices of updates at index tuples";
+  let description = [{
+    The result is a copy of `data` in which, for each tuple in the last dim
+    of `indices` (k entries addressing the first k dims of `data`), the
+    slice at that tuple is replaced by (`reduction` = "none") or combined
+    with ("add", "mul", "max", "min") the matching slice of `updates`,
+    whose shape is indices.shape[:-1] + data.shape[k:]. Tuples are applied
+    in order. Negative indices count from the back; an index out of range
+    is a runtime error.
+
+    Example:
+
+    ```mlir
+    %y = kiln.scatter_nd %data, %idx, %upd {reduction = "none"}
+        : (tensor<?x1x?x?xf32>, tensor<?x1x?x?x4xi64>, tensor<?x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_I64Tensor:$indices, Kiln_Tensor:$updates,
+                   StrAttr:$reduction);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$data `,` $indices `,` $updates " # "attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze"> {
   let summary = "ONNX Unsqueeze: insert dims of size 1";
   let description = [{
@@ -378,6 +425,26 @@ def Kiln_ShapeOp : Kiln_Op<"shape"> {
   }];
   let arguments = (ins Kiln_Tensor:$data, I64Attr:$start, I64Attr:$end);
   let results = (outs Kiln_I64Tensor:$shape);
+  let assemblyFormat = "$data " # "attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_SizeOp : Kiln_Op<"size"> {
+  let summary = "ONNX Size: the element count of a tensor as an i64 scalar";
+  let description = [{
+    Returns the number of elements of `data` as a 0-D i64 tensor. Like
+    Shape it reads only `data`'s dims, never its values. Folds to a
+    constant when `data`'s shape is static.
+
+    Example:
+
+    ```mlir
+    %n = kiln.size %x : (tensor<?x?x768xf32>) -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data);
+  let results = (outs Kiln_I64Tensor:$size);
   let assemblyFormat = "$data " # "attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;

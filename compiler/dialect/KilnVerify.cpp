@@ -481,6 +481,88 @@ LogicalResult GatherOp::verify() {
   return success();
 }
 
+/// The static length of the last dim of a ranked `indices` (the index tuple
+/// length of GatherND and ScatterND), or nullopt.
+static std::optional<int64_t> tupleLength(Value indices) {
+  auto t = dyn_cast<RankedTensorType>(indices.getType());
+  if (!t || t.getRank() == 0 || t.isDynamicDim(t.getRank() - 1))
+    return std::nullopt;
+  return t.getShape().back();
+}
+
+LogicalResult GatherNDOp::verify() {
+  if (failed(expectSameElementType(*this, getData(), getOutput(), "data and result")))
+    return failure();
+  int64_t b = getBatchDims();
+  if (b < 0)
+    return emitOpError() << "batch_dims must be >= 0, got " << b;
+  std::optional<int64_t> r = rankOf(getData()), q = rankOf(getIndices());
+  if (r && *r < 1)
+    return emitOpError() << "data must have rank >= 1";
+  if (q && *q < 1)
+    return emitOpError() << "indices must have rank >= 1";
+  if ((r && b >= *r) || (q && b >= *q))
+    return emitOpError() << "batch_dims " << b
+                         << " must be less than the ranks of data and indices";
+  std::optional<int64_t> m = tupleLength(getIndices());
+  if (m && (*m < 1 || (r && *m > *r - b)))
+    return emitOpError() << "the last dim of indices (" << *m << ") must be in [1, "
+                         << (r ? std::to_string(*r - b) : "rank(data) - batch_dims") << "]";
+  auto data = dyn_cast<RankedTensorType>(getData().getType());
+  auto indices = dyn_cast<RankedTensorType>(getIndices().getType());
+  if (!data || !indices)
+    return success();
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t d = data.getDimSize(i), n = indices.getDimSize(i);
+    if (!ShapedType::isDynamic(d) && !ShapedType::isDynamic(n) && d != n)
+      return emitOpError() << "batch dim " << i << " differs: " << d << " in data, " << n
+                           << " in indices";
+    if (ShapedType::isDynamic(n))
+      shape[i] = d;
+  }
+  if (!m)
+    return success();
+  llvm::append_range(shape, data.getShape().drop_front(b + *m));
+  return expectResultShape(*this, getOutput(), shape);
+}
+
+LogicalResult ScatterNDOp::verify() {
+  StringRef reduction = getReduction();
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return emitOpError() << "reduction must be none, add, mul, max or min, got '" << reduction
+                         << "'";
+  if (failed(expectSameElementType(*this, getData(), getUpdates(), "data and updates")) ||
+      failed(expectSameElementType(*this, getData(), getOutput(), "data and result")))
+    return failure();
+  if (reduction != "none" && elementTypeOf(getData()).isInteger(1))
+    return emitOpError() << "reduction '" << reduction << "' is not supported for i1 data";
+  if (failed(verifyCompatibleShape(getData().getType(), getOutput().getType())))
+    return emitOpError() << "result type " << getOutput().getType()
+                         << " must have the shape of data " << getData().getType();
+  std::optional<int64_t> r = rankOf(getData()), q = rankOf(getIndices());
+  if (r && *r < 1)
+    return emitOpError() << "data must have rank >= 1";
+  if (q && *q < 1)
+    return emitOpError() << "indices must have rank >= 1";
+  std::optional<int64_t> k = tupleLength(getIndices());
+  if (k && (*k < 1 || (r && *k > *r)))
+    return emitOpError() << "the last dim of indices (" << *k << ") must be in [1, "
+                         << (r ? std::to_string(*r) : "rank(data)") << "]";
+  auto data = dyn_cast<RankedTensorType>(getData().getType());
+  auto indices = dyn_cast<RankedTensorType>(getIndices().getType());
+  auto updates = dyn_cast<RankedTensorType>(getUpdates().getType());
+  if (!data || !indices || !updates || !k)
+    return success();
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  llvm::append_range(shape, data.getShape().drop_front(*k));
+  if (updates.getRank() != int64_t(shape.size()) ||
+      failed(verifyCompatibleShape(updates.getShape(), shape)))
+    return emitOpError() << "updates " << updates << " must have shape indices.shape[:-1] + "
+                         << "data.shape[" << *k
+                         << ":] = " << RankedTensorType::get(shape, updates.getElementType());
+  return success();
+}
 
 LogicalResult UnsqueezeOp::verify() {
   if (failed(expectSameElementType(*this, getData(), getExpanded(), "data and result")))
@@ -594,6 +676,8 @@ LogicalResult ShapeOp::verify() {
   int64_t length = std::max<int64_t>(clampIndex(getEnd()) - clampIndex(getStart()), 0);
   return expectResultShape(*this, getShape(), {length});
 }
+
+LogicalResult SizeOp::verify() { return expectRank(*this, getSize(), 0, "the result"); }
 
 LogicalResult ConstantOfShapeOp::verify() {
   if (failed(expectRank(*this, getInput(), 1, "input")))

@@ -71,6 +71,19 @@ FailureOr<float> NodeContext::floatAttr(StringRef attrName, std::optional<float>
   return a->f();
 }
 
+FailureOr<std::string> NodeContext::stringAttr(StringRef attrName,
+                                               std::optional<StringRef> defaultValue) {
+  const onnx::AttributeProto *a = findAttr(attrName);
+  if (!a) {
+    if (defaultValue)
+      return defaultValue->str();
+    return error() << "attribute '" << attrName << "' is required";
+  }
+  if (a->type() != onnx::AttributeProto::STRING)
+    return error() << "attribute '" << attrName << "' must be a string";
+  return a->s();
+}
+
 FailureOr<std::optional<SmallVector<int64_t>>> NodeContext::intsAttr(StringRef attrName) {
   const onnx::AttributeProto *a = findAttr(attrName);
   if (!a)

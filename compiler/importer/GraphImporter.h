@@ -66,6 +66,8 @@ public:
                                    std::optional<int64_t> defaultValue = std::nullopt);
   mlir::FailureOr<float> floatAttr(llvm::StringRef attrName,
                                    std::optional<float> defaultValue = std::nullopt);
+  mlir::FailureOr<std::string>
+  stringAttr(llvm::StringRef attrName, std::optional<llvm::StringRef> defaultValue = std::nullopt);
   /// nullopt when absent.
   mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>> intsAttr(llvm::StringRef attrName);
 

@@ -243,6 +243,29 @@ Results importGather(NodeContext &ctx) {
       ctx.create<GatherOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), i64(ctx, *axis)).getResult());
 }
 
+Results importGatherND(NodeContext &ctx) {
+  FailureOr<int64_t> batchDims = ctx.intAttr("batch_dims", 0);
+  if (failed(ctx.expectInputs(2, 2)) || failed(batchDims))
+    return failure();
+  return one(ctx.create<GatherNDOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), i64(ctx, *batchDims))
+                 .getResult());
+}
+
+/// ScatterND's `reduction` appeared in opset 16 (none, add, mul); opset 18
+/// added max and min.
+Results importScatterND(NodeContext &ctx) {
+  FailureOr<std::string> reduction = ctx.stringAttr("reduction", StringRef("none"));
+  if (failed(ctx.expectInputs(3, 3)) || failed(reduction))
+    return failure();
+  if (ctx.opset < 16 && ctx.findAttr("reduction"))
+    return ctx.error() << "attribute 'reduction' exists only since opset 16";
+  if (ctx.opset < 18 && (*reduction == "max" || *reduction == "min"))
+    return ctx.error() << "reduction '" << *reduction << "' needs opset 18";
+  return one(ctx.create<ScatterNDOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), ctx.input(2),
+                                     ctx.builder.getStringAttr(*reduction))
+                 .getResult());
+}
+
 Results importUnsqueeze(NodeContext &ctx) {
   if (failed(ctx.expectInputs(2, 2)))
     return failure();
@@ -268,6 +291,12 @@ Results importShape(NodeContext &ctx) {
   return one(ctx.create<ShapeOp>(1, ctx.builder.getI64Type(), ctx.input(0), i64(ctx, *start),
                                  i64(ctx, *end))
                  .getResult());
+}
+
+Results importSize(NodeContext &ctx) {
+  if (failed(ctx.expectInputs(1, 1)))
+    return failure();
+  return one(ctx.create<SizeOp>(1, ctx.builder.getI64Type(), ctx.input(0)).getResult());
 }
 
 Results importConstantOfShape(NodeContext &ctx) {
@@ -426,10 +455,13 @@ const llvm::StringMap<NodeHandler> &handlers() {
       {"Split", importSplit},
       {"Slice", importSlice},
       {"Gather", importGather},
+      {"GatherND", importGatherND},
+      {"ScatterND", importScatterND},
       {"Unsqueeze", importUnsqueeze},
       {"Squeeze", importSqueeze},
       {"Expand", binary<ExpandOp>},
       {"Shape", importShape},
+      {"Size", importSize},
       {"ConstantOfShape", importConstantOfShape},
       {"Range", importRange},
       {"Trilu", importTrilu},

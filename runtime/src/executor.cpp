@@ -10,6 +10,10 @@
 namespace kiln {
 namespace {
 
+// Ops that read only their operand's dims (never its values), so the host
+// may evaluate them before the operand has data.
+bool ReadsOnlyDims(const std::string &type) { return type == "shape" || type == "size"; }
+
 AttrValue DecodeAttr(const fb::Attr &a) {
   AttrValue v;
   switch (a.kind()) {
@@ -87,15 +91,16 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
       op.outputs.assign(fop.outputs()->begin(), fop.outputs()->end());
     op.host = !op.outputs.empty() && tensors[op.outputs[0]].host;
     // A host op runs during Bind, before any activation has data. `shape`
-    // reads only its operand's shape; every other host op must read values
-    // that exist then, and those graph inputs' values shape the result.
+    // and `size` read only their operand's shape; every other host op must
+    // read values that exist then, and those graph inputs' values shape the
+    // result.
     for (int t : op.inputs) {
       if (!op.host || t < 0)
         continue;
       const PlanTensor &pt = tensors[t];
-      if (pt.kind == TensorKind::kInput && type != "shape")
+      if (pt.kind == TensorKind::kInput && !ReadsOnlyDims(type))
         impl->value_input[t] = true;
-      if (pt.kind == TensorKind::kActivation && !pt.host && type != "shape")
+      if (pt.kind == TensorKind::kActivation && !pt.host && !ReadsOnlyDims(type))
         return DataLoss(op.label + ": a host op reads '" + pt.name +
                         "', which is computed only at run time; the plan must mark it host");
     }

@@ -26,7 +26,7 @@ SUPPORTED = {
     "Identity", "Floor", "Ceil", "Sin", "Cos", "IsNaN", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum",
     "ReduceMax", "ReduceMin", "LayerNormalization", "Cast", "Reshape", "Transpose", "Concat",
     "Split", "Slice", "Gather", "Unsqueeze", "Squeeze", "Expand", "Shape", "ConstantOfShape",
-    "Range", "Trilu", "Constant", "Clip", "Tile", "Flatten",
+    "Range", "Trilu", "Constant", "Clip", "Tile", "Flatten", "Size", "GatherND", "ScatterND",
 }
 
 # Function-expanded tests (`*_expanded`) of ops the inject phase fuses: kiln must

@@ -20,6 +20,7 @@ const std::vector<OpDef> &Table() {
     AddNormOps(t);
     AddShapeOps(t);
     AddLayoutOps(t);
+    AddIndexOps(t);
     AddFusedNormOps(t);
     AddFusedMlpOps(t);
     AddFusedAttentionOps(t);

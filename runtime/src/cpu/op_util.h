@@ -103,6 +103,7 @@ void AddReduceOps(std::vector<OpDef> &table);
 void AddNormOps(std::vector<OpDef> &table);
 void AddShapeOps(std::vector<OpDef> &table);
 void AddLayoutOps(std::vector<OpDef> &table);
+void AddIndexOps(std::vector<OpDef> &table);
 // The fused transformer ops of docs/fused-ops.md.
 void AddFusedNormOps(std::vector<OpDef> &table);
 void AddFusedMlpOps(std::vector<OpDef> &table);

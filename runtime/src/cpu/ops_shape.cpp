@@ -1,5 +1,5 @@
 // Ops that compute shapes or views of one buffer: Reshape, Flatten, Squeeze,
-// Unsqueeze, Shape, plus the generators ConstantOfShape and Range. Their
+// Unsqueeze, Shape, Size, plus the generators ConstantOfShape and Range. Their
 // result shapes often depend on operand values, which the executor provides
 // for host-evaluated shape tensors.
 #include "cpu/cast.h"
@@ -169,6 +169,21 @@ Status RunShape(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
+// ---- Size ---------------------------------------------------------------
+
+// Like Shape, Size reads only its operand's dims, so the host may evaluate it
+// before the operand has data.
+Status InferSize(const OpAttrs &, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("size", in, 1, 1, out, 1, 1));
+  out[0] = {DType::kI64, {}, nullptr};
+  return Status::Ok();
+}
+
+Status RunSize(const OpAttrs &, const Inputs &in, Outputs &out) {
+  *out[0].as<int64_t>() = in[0]->numel();
+  return Status::Ok();
+}
+
 // ---- ConstantOfShape ----------------------------------------------------
 
 // The result dtype is the plan tensor's: kept when the caller preset
@@ -313,6 +328,7 @@ void AddShapeOps(std::vector<OpDef> &table) {
   table.push_back({"squeeze", InferSqueeze, RunCopy});
   table.push_back({"unsqueeze", InferUnsqueeze, RunCopy});
   table.push_back({"shape", InferShape, RunShape});
+  table.push_back({"size", InferSize, RunSize});
   table.push_back({"constant_of_shape", InferConstantOfShape, RunConstantOfShape});
   table.push_back({"range", InferRange, RunRange});
 }

@@ -151,3 +151,54 @@ func.func @attention_wrong_axis(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf3
   %o = kiln.matmul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %o : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+// torch.onnx dynamo (opset 18): k^T built as Reshape([B*H, S, D]) /
+// Transpose(0, 2, 1) / Reshape([B, H, D, S]) from k's own Shape; the
+// symbolic shapes prove it is k's [0, 1, 3, 2] transpose.
+// CHECK-LABEL: func @attention_dynamo_kt
+// CHECK: kiln.attention %arg0, %arg1, %arg2 {causal = 0 : i64, scale = 2.500000e-01 : f32}
+// CHECK-NOT: kiln.softmax
+func.func @attention_dynamo_kt(%q: tensor<?x4x?x16xf32> {kiln.dims = ["b", "", "s", ""]}, %k: tensor<?x4x?x16xf32> {kiln.dims = ["b", "", "s", ""]}, %v: tensor<?x4x?x16xf32> {kiln.dims = ["b", "", "s", ""]}) -> tensor<?x4x?x16xf32> {
+  %m1 = kiln.constant dense<[-1]> : tensor<1xi64>
+  %d = kiln.constant dense<[16]> : tensor<1xi64>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %sh = kiln.shape %k {end = 4 : i64, start = 0 : i64} : (tensor<?x4x?x16xf32>) -> tensor<4xi64>
+  %s = kiln.slice %sh, %m1, %m1 : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<0xi64>
+  %two = kiln.constant dense<[2]> : tensor<1xi64>
+  %three = kiln.constant dense<[3]> : tensor<1xi64>
+  %zero = kiln.constant dense<[0]> : tensor<1xi64>
+  %sdim = kiln.slice %sh, %two, %three : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %bh = kiln.slice %sh, %zero, %two : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %s3 = kiln.concat %m1, %sdim, %d {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %k3 = kiln.reshape %k, %s3 {allowzero = 0 : i64} : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %kt3 = kiln.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %s4 = kiln.concat %bh, %d, %sdim {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kt = kiln.reshape %kt3, %s4 {allowzero = 0 : i64} : (tensor<?x16x?xf32>, tensor<4xi64>) -> tensor<?x4x16x?xf32>
+  %qs = kiln.mul %q, %half : (tensor<?x4x?x16xf32>, tensor<f32>) -> tensor<?x4x?x16xf32>
+  %ks = kiln.mul %kt, %half : (tensor<?x4x16x?xf32>, tensor<f32>) -> tensor<?x4x16x?xf32>
+  %sc = kiln.matmul %qs, %ks : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %sc {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near-miss: the inner reshape merges heads with positions ([B, H*S, D]), so
+// the transpose mixes them: not k^T.
+// CHECK: attention: k is not transposed
+// CHECK-LABEL: func @attention_dynamo_kt_wrong_merge
+// CHECK-NOT: kiln.attention
+func.func @attention_dynamo_kt_wrong_merge(%q: tensor<2x4x3x16xf32>, %k: tensor<2x4x3x16xf32>, %v: tensor<2x4x3x16xf32>) -> tensor<2x4x3x16xf32> {
+  %s3 = kiln.constant dense<[2, 12, 16]> : tensor<3xi64>
+  %s4 = kiln.constant dense<[2, 4, 16, 3]> : tensor<4xi64>
+  %k3 = kiln.reshape %k, %s3 {allowzero = 0 : i64} : (tensor<2x4x3x16xf32>, tensor<3xi64>) -> tensor<2x12x16xf32>
+  %kt3 = kiln.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<2x12x16xf32>) -> tensor<2x16x12xf32>
+  %kt = kiln.reshape %kt3, %s4 {allowzero = 0 : i64} : (tensor<2x16x12xf32>, tensor<4xi64>) -> tensor<2x4x16x3xf32>
+  %sc = kiln.matmul %q, %kt : (tensor<2x4x3x16xf32>, tensor<2x4x16x3xf32>) -> tensor<2x4x3x3xf32>
+  %p = kiln.softmax %sc {axis = -1 : i64} : (tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32> loc("/model/layers.0/self_attn/Softmax")
+  %o = kiln.matmul %p, %v : (tensor<2x4x3x3xf32>, tensor<2x4x3x16xf32>) -> tensor<2x4x3x16xf32>
+  return %o : tensor<2x4x3x16xf32>
+}

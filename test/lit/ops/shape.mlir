@@ -1,5 +1,5 @@
 // RUN: kiln-opt %s | kiln-opt | FileCheck %s
-// Round trip of shape, constant_of_shape, range and constant.
+// Round trip of shape, size, constant_of_shape, range and constant.
 
 // CHECK-LABEL: func @shape_ops
 func.func @shape_ops(%x: tensor<?x?x768xf32>, %s: tensor<2xi64>, %a: tensor<i64>, %b: tensor<f32>) -> (tensor<3xi64>, tensor<1xi64>, tensor<?x?xi64>, tensor<?xi64>, tensor<?xf32>) {
@@ -14,6 +14,15 @@ func.func @shape_ops(%x: tensor<?x?x768xf32>, %s: tensor<2xi64>, %a: tensor<i64>
   // CHECK: kiln.range %{{.*}}, %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32>
   %4 = kiln.range %b, %b, %b : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32>
   return %0, %1, %2, %3, %4 : tensor<3xi64>, tensor<1xi64>, tensor<?x?xi64>, tensor<?xi64>, tensor<?xf32>
+}
+
+// CHECK-LABEL: func @size
+func.func @size(%x: tensor<?x?x768xf32>, %y: tensor<*xi1>) -> (tensor<i64>, tensor<i64>) {
+  // CHECK: kiln.size %{{.*}} : (tensor<?x?x768xf32>) -> tensor<i64>
+  %0 = kiln.size %x : (tensor<?x?x768xf32>) -> tensor<i64>
+  // CHECK: kiln.size %{{.*}} : (tensor<*xi1>) -> tensor<i64>
+  %1 = kiln.size %y : (tensor<*xi1>) -> tensor<i64>
+  return %0, %1 : tensor<i64>, tensor<i64>
 }
 
 // CHECK-LABEL: func @constants

@@ -74,3 +74,16 @@ func.func @clip_trilu(%x: tensor<?x8xf32>, %lo: tensor<f32>, %hi: tensor<f32>, %
   %4 = kiln.trilu %x {upper = 0 : i64} : (tensor<?x8xf32>) -> tensor<?x8xf32>
   return %0, %1, %2, %3, %4 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// CHECK-LABEL: func @gather_nd_scatter_nd
+func.func @gather_nd_scatter_nd(%mask: tensor<?x?xi1>, %idx: tensor<?x?x2xi64>, %x: tensor<2x3x4xf32>, %bi: tensor<2x1xi64>, %m: tensor<?x1x?x?xf32>, %mi: tensor<?x1x?x?x4xi64>, %mu: tensor<?x1x?x?xf32>, %v: tensor<8xi64>, %vi: tensor<3x1xi64>, %vu: tensor<3xi64>) -> (tensor<?x?xi1>, tensor<2x4xf32>, tensor<?x1x?x?xf32>, tensor<8xi64>) {
+  // CHECK: kiln.gather_nd %{{.*}}, %{{.*}} {batch_dims = 0 : i64} : (tensor<?x?xi1>, tensor<?x?x2xi64>) -> tensor<?x?xi1>
+  %0 = kiln.gather_nd %mask, %idx {batch_dims = 0 : i64} : (tensor<?x?xi1>, tensor<?x?x2xi64>) -> tensor<?x?xi1>
+  // CHECK: kiln.gather_nd %{{.*}}, %{{.*}} {batch_dims = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x1xi64>) -> tensor<2x4xf32>
+  %1 = kiln.gather_nd %x, %bi {batch_dims = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x1xi64>) -> tensor<2x4xf32>
+  // CHECK: kiln.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "none"} : (tensor<?x1x?x?xf32>, tensor<?x1x?x?x4xi64>, tensor<?x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %2 = kiln.scatter_nd %m, %mi, %mu {reduction = "none"} : (tensor<?x1x?x?xf32>, tensor<?x1x?x?x4xi64>, tensor<?x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  // CHECK: kiln.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "add"} : (tensor<8xi64>, tensor<3x1xi64>, tensor<3xi64>) -> tensor<8xi64>
+  %3 = kiln.scatter_nd %v, %vi, %vu {reduction = "add"} : (tensor<8xi64>, tensor<3x1xi64>, tensor<3xi64>) -> tensor<8xi64>
+  return %0, %1, %2, %3 : tensor<?x?xi1>, tensor<2x4xf32>, tensor<?x1x?x?xf32>, tensor<8xi64>
+}

@@ -197,6 +197,31 @@ TEST(Executor, InferredShapeMustMatchThePlan) {
   EXPECT_NE(st.message().find("but the plan says [batch, 5]"), std::string::npos) << st.message();
 }
 
+TEST(Executor, HostSizeReadsOnlyTheDimsOfARunTimeTensor) {
+  // size, like shape, reads only its operand's dims: a host size of an
+  // activation computed at run time sizes a reshape during Bind.
+  test::TestPlan p;
+  int x = p.Input("x", DType::kF32, {"batch", 1});
+  int y = p.Act("y", DType::kF32, {"batch", 1});
+  int n = p.HostAct("n", DType::kI64, {});
+  int axes = p.Weight("axes", DType::kI64, {1}, std::vector<int64_t>{0});
+  int n1 = p.HostAct("n1", DType::kI64, {1});
+  int z = p.Act("z", DType::kF32, {"batch"});
+  p.Op("neg", {x}, {y});
+  p.Op("size", {y}, {n});
+  p.Op("unsqueeze", {n, axes}, {n1});
+  p.Op("reshape", {y, n1}, {z}, {test::AInt("allowzero", 0)});
+  p.Output(z);
+  auto plan = Load(std::move(p), "exec_host_size.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  std::vector<float> xs = {1, 2, 3};
+  ASSERT_TRUE(exec->Bind({View(xs, {3, 1})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  ASSERT_EQ(exec->output(0).shape, (Shape{3}));
+  EXPECT_EQ(exec->output(0).as<float>()[2], -3.0f);
+}
+
 TEST(Executor, HostOpMayNotReadRunTimeValues) {
   test::TestPlan p;
   int x = p.Input("x", DType::kF32, {2});
