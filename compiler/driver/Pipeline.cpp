@@ -220,6 +220,41 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   return internalError("unknown phase");
 }
 
+/// Loads each pass plugin and finds the pass named after it (plugins
+/// register their passes with the global registry; kiln runs that one).
+llvm::Expected<std::vector<const mlir::PassInfo *>>
+loadPassPlugins(const std::vector<std::string> &paths) {
+  std::vector<const mlir::PassInfo *> passes;
+  for (const std::string &path : paths) {
+    auto plugin = mlir::PassPlugin::load(path);
+    if (!plugin)
+      return inputError("--pass-plugin " + path + ": " + llvm::toString(plugin.takeError()));
+    plugin->registerPassRegistryCallbacks();
+    const mlir::PassInfo *info = mlir::PassInfo::lookup(plugin->getPluginName());
+    if (!info)
+      return inputError("--pass-plugin " + path + ": the plugin '" +
+                        plugin->getPluginName().str() +
+                        "' registered no pass of that name (kiln runs the pass named after "
+                        "the plugin)");
+    passes.push_back(info);
+  }
+  return passes;
+}
+
+/// Moves kiln-inject's report off the module: the text into `text`, and
+/// the lines of layers left unfused as the result.
+std::vector<std::string> takeInjectionReport(mlir::ModuleOp m, std::string &text) {
+  if (auto report = m->getAttrOfType<mlir::StringAttr>("kiln.injection_report"))
+    text = report.str();
+  std::vector<std::string> missing;
+  if (auto list = m->getAttrOfType<mlir::ArrayAttr>("kiln.injection_missing"))
+    for (mlir::Attribute a : list)
+      missing.push_back(mlir::cast<mlir::StringAttr>(a).str());
+  m->removeAttr("kiln.injection_report");
+  m->removeAttr("kiln.injection_missing");
+  return missing;
+}
+
 llvm::Expected<std::string> Build::runInject() {
   const BuildConfig &config = request.config;
   if (!config.kernel_inject && (!request.patternsFile.empty() || !request.passPlugins.empty()))
@@ -232,27 +267,14 @@ llvm::Expected<std::string> Build::runInject() {
                       "ops were fused; every op runs as the primitive kernel of its ONNX op\n";
     return std::string("skipped: replace_with_kernel_inject is false");
   }
-  // Plugins register their passes with the global registry; each must
-  // register one named after the plugin, which is what runs.
-  std::vector<const mlir::PassInfo *> pluginPasses;
-  for (const std::string &path : request.passPlugins) {
-    auto plugin = mlir::PassPlugin::load(path);
-    if (!plugin)
-      return inputError("--pass-plugin " + path + ": " + llvm::toString(plugin.takeError()));
-    plugin->registerPassRegistryCallbacks();
-    const mlir::PassInfo *info = mlir::PassInfo::lookup(plugin->getPluginName());
-    if (!info)
-      return inputError("--pass-plugin " + path + ": the plugin '" +
-                        plugin->getPluginName().str() +
-                        "' registered no pass of that name (kiln runs the pass named after "
-                        "the plugin)");
-    pluginPasses.push_back(info);
-  }
+  auto pluginPasses = loadPassPlugins(request.passPlugins);
+  if (!pluginPasses)
+    return pluginPasses.takeError();
   std::string pipelineError;
   if (llvm::Error e = runPasses(context, *module, diags, Phase::Inject, [&](mlir::PassManager &pm) {
         if (!request.patternsFile.empty())
           pm.addPass(createKilnUserPatterns(KilnUserPatternsOptions{request.patternsFile}));
-        for (const mlir::PassInfo *info : pluginPasses)
+        for (const mlir::PassInfo *info : *pluginPasses)
           if (mlir::failed(info->addToPipeline(pm, "", [&](const llvm::Twine &msg) {
                 pipelineError = msg.str();
                 return mlir::failure();
@@ -268,14 +290,7 @@ llvm::Expected<std::string> Build::runInject() {
     log << "user patterns (" << request.patternsFile << "): " << n.getInt() << " rewrites\n";
     m->removeAttr("kiln.user_pattern_rewrites");
   }
-  if (auto text = m->getAttrOfType<mlir::StringAttr>("kiln.injection_report"))
-    injectionReport = text.str();
-  llvm::SmallVector<std::string> missing;
-  if (auto list = m->getAttrOfType<mlir::ArrayAttr>("kiln.injection_missing"))
-    for (mlir::Attribute a : list)
-      missing.push_back(mlir::cast<mlir::StringAttr>(a).str());
-  m->removeAttr("kiln.injection_report");
-  m->removeAttr("kiln.injection_missing");
+  std::vector<std::string> missing = takeInjectionReport(m, injectionReport);
   if (request.printReport)
     log << injectionReport;
   if (!missing.empty()) {
