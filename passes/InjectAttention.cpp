@@ -133,16 +133,15 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
     // Down: P (or its NaN guard) @ v.
     Value p = probs;
     for (Operation *u : probs.getUsers())
-      if (auto where = dyn_cast<WhereOp>(u);
-          where && where.getY() == probs && where.getCondition().getDefiningOp<IsNaNOp>() &&
-          scalarConstant(where.getX()) == 0.0)
+      if (auto where = dyn_cast<WhereOp>(u); where && where.getY() == probs &&
+                                             where.getCondition().getDefiningOp<IsNaNOp>() &&
+                                             scalarConstant(where.getX()) == 0.0)
         p = where.getOutput();
     auto pv = dyn_cast_or_null<MatMulOp>(soleUser(p));
     if (!pv || pv.getA() != p)
       return fail("the probabilities do not multiply v (P @ v)");
-    if (p != probs && !llvm::all_of(probs.getUsers(), [&](Operation *u) {
-          return isa<IsNaNOp, WhereOp>(u);
-        }))
+    if (p != probs &&
+        !llvm::all_of(probs.getUsers(), [&](Operation *u) { return isa<IsNaNOp, WhereOp>(u); }))
       return fail("the probabilities have other users");
 
     // Up: mask, scales, q @ k^T.

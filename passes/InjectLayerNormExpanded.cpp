@@ -50,8 +50,8 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
     auto var = userOf<SubOp>(sqm.getC(), [&](SubOp op) {
       auto msq = op.getA().getDefiningOp<ReduceMeanOp>();
       auto sq = msq ? msq.getData().getDefiningOp<MulOp>() : nullptr;
-      return op.getB() == sqm.getC() && sq && sq.getA() == x2 && sq.getB() == x2 &&
-             msq.getAxes() && isLastAxis(msq.getAxes(), 2) && msq.getKeepdims() == 1;
+      return op.getB() == sqm.getC() && sq && sq.getA() == x2 && sq.getB() == x2 && msq.getAxes() &&
+             isLastAxis(msq.getAxes(), 2) && msq.getKeepdims() == 1;
     });
     if (!var)
       return failure();
@@ -59,8 +59,8 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
       return rewriter.notifyMatchFailure(mean, std::string("expanded LayerNorm: ") + why);
     };
     auto addEps = userOf<AddOp>(var.getC(), [](AddOp) { return true; });
-    std::optional<double> eps = addEps ? scalarConstant(otherOperand(addEps, var.getC()))
-                                       : std::nullopt;
+    std::optional<double> eps =
+        addEps ? scalarConstant(otherOperand(addEps, var.getC())) : std::nullopt;
     if (!eps)
       return fail("the variance is not followed by '+ epsilon' (a scalar constant)");
     auto sqrt = userOf<SqrtOp>(addEps.getC(), [](SqrtOp) { return true; });
@@ -91,8 +91,8 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
     // A 2-D input normalized over its last dim needs no Reshape back (an
     // identity that cleanup removes), and may have lost its Flatten too.
     Value x = flat ? flat.getInput() : skipCasts(x2);
-    Value replaced = reshape ? reshape.getReshaped()
-                             : (x.getType() == last.getType() ? last : Value());
+    Value replaced =
+        reshape ? reshape.getReshaped() : (x.getType() == last.getType() ? last : Value());
     if (!replaced)
       return fail("the 2-D result is not reshaped back to the input's shape");
     int64_t rank = rankOf(x), axis = flat ? static_cast<int64_t>(flat.getAxis()) : 1;

@@ -28,8 +28,8 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
       return rewriter.notifyMatchFailure(op, "the right operand is not a constant weight");
     if (rankOf(op.getB()) != 2 || rankOf(op.getA()) < 1)
       return rewriter.notifyMatchFailure(op, "the weight is not 2-D");
-    if (!isKernelFloat(op.getA()) || op.getA().getType().getElementType() !=
-                                         op.getB().getType().getElementType())
+    if (!isKernelFloat(op.getA()) ||
+        op.getA().getType().getElementType() != op.getB().getType().getElementType())
       return rewriter.notifyMatchFailure(op, "not an f32/f16/bf16 product");
     rewriter.replaceOpWithNewOp<LinearOp>(op, op.getY().getType(), op.getA(), op.getB(), Value(),
                                           noActivation(rewriter));
@@ -45,8 +45,8 @@ struct GemmToLinear : OpRewritePattern<GemmOp> {
     if (op.getTransA() != 0 || op.getAlpha().convertToFloat() != 1.0f)
       return rewriter.notifyMatchFailure(op, "transA or alpha != 1");
     Value bias = op.getC();
-    if (bias && (op.getBeta().convertToFloat() != 1.0f || !isConstant(bias) ||
-                 rankOf(bias) != 1 || dimOf(bias, 0) != dimOf(op.getY(), 1)))
+    if (bias && (op.getBeta().convertToFloat() != 1.0f || !isConstant(bias) || rankOf(bias) != 1 ||
+                 dimOf(bias, 0) != dimOf(op.getY(), 1)))
       return rewriter.notifyMatchFailure(op, "C is not a 1-D constant bias with beta 1");
     if (!isKernelFloat(op.getA()))
       return rewriter.notifyMatchFailure(op, "not an f32/f16/bf16 product");
@@ -63,7 +63,7 @@ struct GemmToLinear : OpRewritePattern<GemmOp> {
   }
 };
 
-/// A linear without bias or activation whose only user is `user`.
+/// A linear without bias or activation, used once (by the op being matched).
 LinearOp plainLinear(Value v) {
   auto linear = v.getDefiningOp<LinearOp>();
   if (!linear || linear.getBias() || linear.getActivation() != "none" || !v.hasOneUse())
@@ -80,11 +80,12 @@ struct LinearBias : OpRewritePattern<AddOp> {
         continue;
       Value b = otherOperand(add, side);
       if (!isConstant(b) || rankOf(b) != 1 || dimOf(b, 0) != dimOf(linear.getW(), 1) ||
-          b.getType() != RankedTensorType::get({dimOf(b, 0)}, linear.getW().getType().getElementType()) ||
+          b.getType() !=
+              RankedTensorType::get({dimOf(b, 0)}, linear.getW().getType().getElementType()) ||
           add.getC().getType() != linear.getY().getType())
         continue;
-      rewriter.replaceOpWithNewOp<LinearOp>(add, add.getC().getType(), linear.getX(),
-                                            linear.getW(), b, noActivation(rewriter));
+      rewriter.replaceOpWithNewOp<LinearOp>(add, add.getC().getType(), linear.getX(), linear.getW(),
+                                            b, noActivation(rewriter));
       return success();
     }
     return failure();
@@ -166,9 +167,9 @@ struct SiluIntoLinear : OpRewritePattern<SigmoidOp> {
     if (std::distance(sig.getX().getUses().begin(), sig.getX().getUses().end()) != 2)
       return rewriter.notifyMatchFailure(sig, "the projection's output has other users");
     rewriter.setInsertionPoint(mul);
-    auto fused = rewriter.create<LinearOp>(sig.getLoc(), mul.getC().getType(), linear.getX(),
-                                           linear.getW(), linear.getBias(),
-                                           rewriter.getStringAttr("silu"));
+    auto fused =
+        rewriter.create<LinearOp>(sig.getLoc(), mul.getC().getType(), linear.getX(), linear.getW(),
+                                  linear.getBias(), rewriter.getStringAttr("silu"));
     rewriter.replaceOp(mul, fused.getY());
     return success();
   }
@@ -227,7 +228,8 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
     dims.back() = dimOf(*w, 1);
     auto fused = rewriter.create<LinearOp>(root.getLoc(), yType.clone(dims), root.getX(), *w, bias,
                                            noActivation(rewriter));
-    auto sizesType = RankedTensorType::get({static_cast<int64_t>(sizes.size())}, rewriter.getI64Type());
+    auto sizesType =
+        RankedTensorType::get({static_cast<int64_t>(sizes.size())}, rewriter.getI64Type());
     Value sizesValue = rewriter.create<ConstantOp>(
         root.getLoc(), sizesType, DenseElementsAttr::get(sizesType, ArrayRef<int64_t>(sizes)),
         StringAttr());

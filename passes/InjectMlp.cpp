@@ -94,7 +94,8 @@ struct GeluErf : OpRewritePattern<ErfOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ErfOp erf, PatternRewriter &rewriter) const override {
     Value z = erf.getX(), x;
-    if (auto div = z.getDefiningOp<DivOp>(); div && near(scalarConstant(div.getB()), std::sqrt(2.0)))
+    if (auto div = z.getDefiningOp<DivOp>();
+        div && near(scalarConstant(div.getB()), std::sqrt(2.0)))
       x = div.getA();
     else if (auto mul = z.getDefiningOp<MulOp>()) {
       for (Value side : {mul.getA(), mul.getB()})
@@ -120,8 +121,8 @@ Value cubicInner(Value v) {
     for (Value leaf : leaves) {
       if (leaf == x)
         ++xs;
-      else if (auto pow = leaf.getDefiningOp<PowOp>(); pow && pow.getA() == x &&
-                                                         near(scalarConstant(pow.getB()), 3.0))
+      else if (auto pow = leaf.getDefiningOp<PowOp>();
+               pow && pow.getA() == x && near(scalarConstant(pow.getB()), 3.0))
         xs += 3;
       else if (near(scalarConstant(leaf), 0.044715))
         coeff = true;
@@ -155,8 +156,8 @@ struct GeluTanh : OpRewritePattern<TanhOp> {
 /// The gate: an activated projection of x, or an activation of the first
 /// half of a fused gate/up projection.
 struct Gate {
-  LinearOp gate;          // separate projections
-  LinearOp fused;         // one [Wg|Wu] projection split in two
+  LinearOp gate;  // separate projections
+  LinearOp fused; // one [Wg|Wu] projection split in two
   std::string activation;
 };
 
@@ -167,7 +168,8 @@ std::optional<std::string> activationOf(Operation *op, Value &input) {
   }
   if (auto mul = dyn_cast_or_null<MulOp>(op))
     for (Value side : {mul.getA(), mul.getB()})
-      if (auto sig = side.getDefiningOp<SigmoidOp>(); sig && sig.getX() == otherOperand(mul, side)) {
+      if (auto sig = side.getDefiningOp<SigmoidOp>();
+          sig && sig.getX() == otherOperand(mul, side)) {
         input = sig.getX();
         return std::string("silu");
       }
@@ -178,7 +180,8 @@ std::optional<std::string> activationOf(Operation *op, Value &input) {
 /// Slice; returns the linear.
 LinearOp halfOf(Value v, int half) {
   if (auto split = v.getDefiningOp<SplitOp>()) {
-    if (split.getNumResults() != 2 || cast<OpResult>(v).getResultNumber() != static_cast<unsigned>(half) ||
+    if (split.getNumResults() != 2 ||
+        cast<OpResult>(v).getResultNumber() != static_cast<unsigned>(half) ||
         dimOf(split.getOutputs()[0], -1) != dimOf(split.getOutputs()[1], -1) ||
         split.getAxis() != rankOf(v) - 1 && split.getAxis() != -1)
       return nullptr;

@@ -93,7 +93,7 @@ FailureOr<std::pair<Value, double>> matchInverseStd(ReduceMeanOp mean, Value bas
 /// `normalized` (through casts) times a 1-D constant scale; returns the Mul
 /// and the scale (Gemma's `* (1 + w)` becomes a new weight).
 FailureOr<std::pair<MulOp, Value>> matchScale(PatternRewriter &rewriter, Value normalized,
-                                               std::string &why) {
+                                              std::string &why) {
   Value v = normalized;
   while (Operation *u = soleUser(v)) {
     auto cast = dyn_cast<CastOp>(u);
@@ -137,7 +137,8 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
     if (Value squared = squaredOperand(data)) {
       // mean(d^2) with d = x - mean(x) is the second mean of a LayerNorm,
       // which is matched from its first one.
-      if (auto sub = squared.getDefiningOp<SubOp>(); sub && sub.getB().getDefiningOp<ReduceMeanOp>())
+      if (auto sub = squared.getDefiningOp<SubOp>();
+          sub && sub.getB().getDefiningOp<ReduceMeanOp>())
         return rewriter.notifyMatchFailure(mean, "variance of a LayerNorm (matched at its mean)");
       // mean(x^2) - mean(x)^2 is the variance of ONNX's expanded LayerNorm.
       for (Operation *u : mean.getReduced().getUsers())
@@ -163,13 +164,17 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
       return rewriter.notifyMatchFailure(mean, "RMSNorm: " + why);
     auto [mul, w] = *scaled;
     Type resultType = mul.getC().getType();
-    if (cast<TensorType>(resultType).getElementType() != cast<TensorType>(x.getType()).getElementType())
-      return rewriter.notifyMatchFailure(mean, "RMSNorm: the input and output element types differ");
-    if (cast<TensorType>(w.getType()).getElementType() != cast<TensorType>(x.getType()).getElementType())
-      return rewriter.notifyMatchFailure(mean, "RMSNorm: the scale's element type is not the input's");
+    if (cast<TensorType>(resultType).getElementType() !=
+        cast<TensorType>(x.getType()).getElementType())
+      return rewriter.notifyMatchFailure(mean,
+                                         "RMSNorm: the input and output element types differ");
+    if (cast<TensorType>(w.getType()).getElementType() !=
+        cast<TensorType>(x.getType()).getElementType())
+      return rewriter.notifyMatchFailure(mean,
+                                         "RMSNorm: the scale's element type is not the input's");
     rewriter.setInsertionPoint(mul);
-    auto norm = rewriter.create<RmsNormOp>(mean.getLoc(), resultType, x, w,
-                                           rewriter.getF32FloatAttr(static_cast<float>(inv->second)));
+    auto norm = rewriter.create<RmsNormOp>(
+        mean.getLoc(), resultType, x, w, rewriter.getF32FloatAttr(static_cast<float>(inv->second)));
     rewriter.replaceOp(mul, norm.getY());
     return success();
   }
@@ -224,8 +229,7 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
 /// operands of one static-rank type (no broadcasting).
 bool isResidualAdd(AddOp add) {
   return add && add.getA().getType() == add.getB().getType() && rankOf(add.getA()) >= 1 &&
-         isKernelFloat(add.getA()) &&
-         add.getA() != add.getB();
+         isKernelFloat(add.getA()) && add.getA() != add.getB();
 }
 
 struct AddRmsNormPattern : OpRewritePattern<RmsNormOp> {
@@ -248,17 +252,17 @@ struct AddRmsNormPattern : OpRewritePattern<RmsNormOp> {
 
 struct AddLayerNormPattern : OpRewritePattern<LayerNormalizationOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LayerNormalizationOp norm, PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(LayerNormalizationOp norm,
+                                PatternRewriter &rewriter) const override {
     auto add = norm.getX().getDefiningOp<AddOp>();
     if (!isResidualAdd(add) || norm.getStashType() != 1 ||
         !(norm.getAxis() == -1 || norm.getAxis() == rankOf(norm.getX()) - 1) ||
         rankOf(norm.getScale()) != 1 || (norm.getB() && rankOf(norm.getB()) != 1))
       return failure();
     rewriter.setInsertionPoint(add);
-    auto fused = rewriter.create<AddLayerNormOp>(norm.getLoc(), add.getC().getType(),
-                                                 norm.getY().getType(), add.getA(), add.getB(),
-                                                 norm.getScale(), norm.getB(),
-                                                 norm.getEpsilonAttr());
+    auto fused = rewriter.create<AddLayerNormOp>(
+        norm.getLoc(), add.getC().getType(), norm.getY().getType(), add.getA(), add.getB(),
+        norm.getScale(), norm.getB(), norm.getEpsilonAttr());
     rewriter.replaceAllUsesWith(add.getC(), fused.getSum());
     rewriter.replaceOp(norm, fused.getY());
     rewriter.eraseOp(add);

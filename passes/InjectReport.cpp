@@ -143,9 +143,8 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
     if (index < 0)
       continue;
     ++report.layers;
-    bool ok = info.attention.fused > 0 && info.attention.unfused.empty() &&
-              info.norms.fused > 0 && info.norms.unfused.empty() && info.mlp.fused > 0 &&
-              info.mlp.unfused.empty();
+    bool ok = info.attention.fused > 0 && info.attention.unfused.empty() && info.norms.fused > 0 &&
+              info.norms.unfused.empty() && info.mlp.fused > 0 && info.mlp.unfused.empty();
     report.injectedLayers += ok;
     os << llvm::formatv("{0,-10} {1,-18} {2,-18} {3,-18}\n", index,
                         partCell(info.attention, "attention"), partCell(info.norms, "norm"),
@@ -164,7 +163,7 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
     note(info.mlp, "MLP");
   }
   std::string text = llvm::formatv("kernel injection: {0} of {1} layers fully injected\n",
-                                    report.injectedLayers, report.layers)
+                                   report.injectedLayers, report.layers)
                          .str();
   if (report.layers == 0)
     text += "no transformer layers found (no attention, and no node names like layers.N)\n";

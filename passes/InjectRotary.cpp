@@ -36,8 +36,8 @@ std::optional<LastDimSlice> lastDimSlice(Value v) {
   if (slice.getAxes() ? !isLastAxis(slice.getAxes(), rank) : rank != 1)
     return std::nullopt;
   if (slice.getSteps())
-    if (auto steps = getConstantIntValues(slice.getSteps()); !steps || steps->size() != 1 ||
-                                                             (*steps)[0] != 1)
+    if (auto steps = getConstantIntValues(slice.getSteps());
+        !steps || steps->size() != 1 || (*steps)[0] != 1)
       return std::nullopt;
   auto starts = getConstantIntValues(slice.getStarts());
   auto ends = getConstantIntValues(slice.getEnds());
@@ -132,9 +132,8 @@ struct PartialRotary : OpRewritePattern<ConcatOp> {
     if (concat.getResult().getType() != x.getType() ||
         !broadcastsOver(rotary.getCos(), x, rotary.getRotaryDim()))
       return rewriter.notifyMatchFailure(concat, "partial rotary: shapes do not line up");
-    rewriter.replaceOpWithNewOp<RotaryOp>(concat, x.getType(), x, rotary.getCos(),
-                                          rotary.getSin(), rotary.getRotaryDimAttr(),
-                                          rotary.getInterleavedAttr());
+    rewriter.replaceOpWithNewOp<RotaryOp>(concat, x.getType(), x, rotary.getCos(), rotary.getSin(),
+                                          rotary.getRotaryDimAttr(), rotary.getInterleavedAttr());
     return success();
   }
 };

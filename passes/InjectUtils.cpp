@@ -112,8 +112,8 @@ std::optional<std::vector<float>> readF32Weight(Value v) {
   if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
     return std::nullopt;
   std::vector<float> data(static_cast<size_t>(type.getNumElements()));
-  if (llvm::Error e = plan::writeWeightBytes(constant.getValue(),
-                                             reinterpret_cast<uint8_t *>(data.data()))) {
+  if (llvm::Error e =
+          plan::writeWeightBytes(constant.getValue(), reinterpret_cast<uint8_t *>(data.data()))) {
     llvm::consumeError(std::move(e));
     return std::nullopt;
   }

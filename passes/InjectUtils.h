@@ -67,8 +67,7 @@ mlir::Value makeF32Weight(mlir::PatternRewriter &rewriter, mlir::Location loc,
 /// The 2-D f32 weights `parts` ([K, Ni] each) concatenated along columns
 /// into [K, sum Ni]; failure (with nothing created) when any is unreadable.
 mlir::FailureOr<mlir::Value> concatColumns(mlir::PatternRewriter &rewriter, mlir::Location loc,
-                                           llvm::ArrayRef<mlir::Value> parts,
-                                           llvm::StringRef name);
+                                           llvm::ArrayRef<mlir::Value> parts, llvm::StringRef name);
 
 /// The 1-D f32 weights `parts` concatenated.
 mlir::FailureOr<mlir::Value> concat1D(mlir::PatternRewriter &rewriter, mlir::Location loc,

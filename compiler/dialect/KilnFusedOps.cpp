@@ -96,8 +96,8 @@ LogicalResult verifyNorm(Operation *op, Value x, Value scale, Value bias, float 
 
 LogicalResult expectSameShape(Operation *op, Value a, Value b, StringRef what) {
   if (failed(verifyCompatibleShape(a.getType(), b.getType())))
-    return op->emitOpError() << what << " must have the same shape, got " << a.getType()
-                             << " and " << b.getType();
+    return op->emitOpError() << what << " must have the same shape, got " << a.getType() << " and "
+                             << b.getType();
   return success();
 }
 
@@ -196,7 +196,8 @@ LogicalResult LinearOp::verify() {
     values.push_back(getBias());
   if (failed(expectKernelFloat(*this, values)) || failed(expectMinRank(*this, getX(), 1, "x")) ||
       failed(expectRank(*this, getW(), 2, "w")) ||
-      failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getW(), 0), "x's last dim and w's rows")) ||
+      failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getW(), 0),
+                             "x's last dim and w's rows")) ||
       failed(expectActivation(*this, getActivation(), /*gated=*/false)))
     return failure();
   if (getBias() && (failed(expectRank(*this, getBias(), 1, "bias")) ||

@@ -52,7 +52,7 @@ Operation *defOf(Value v, StringRef name) {
 Value other(Operation *op, Value known) {
   if (op->getNumOperands() != 2)
     return nullptr;
-  return op->getOperand(0) == known ? op->getOperand(1)
+  return op->getOperand(0) == known   ? op->getOperand(1)
          : op->getOperand(1) == known ? op->getOperand(0)
                                       : nullptr;
 }

@@ -8,12 +8,12 @@ namespace kiln::inject {
 namespace {
 
 TEST(InjectReport, LayerOfExporterNodeNames) {
-  EXPECT_EQ(layerOfName("/model/layers.3/self_attn/Softmax"), 3);         // Llama, Optimum
-  EXPECT_EQ(layerOfName("/transformer/h.11/attn/Softmax"), 11);           // GPT-2
+  EXPECT_EQ(layerOfName("/model/layers.3/self_attn/Softmax"), 3);            // Llama, Optimum
+  EXPECT_EQ(layerOfName("/transformer/h.11/attn/Softmax"), 11);              // GPT-2
   EXPECT_EQ(layerOfName("/bert/encoder/layer.0/attention/self/Softmax"), 0); // BERT
-  EXPECT_EQ(layerOfName("/gpt_neox/layers.1/mlp/act/Mul"), 1);            // GPT-NeoX
-  EXPECT_EQ(layerOfName("/model/decoder/layers.2/fc1/Gemm"), 2);          // OPT
-  EXPECT_EQ(layerOfName("/m/transformer/h.0/attn/Softmax"), 0);           // TorchScript
+  EXPECT_EQ(layerOfName("/gpt_neox/layers.1/mlp/act/Mul"), 1);               // GPT-NeoX
+  EXPECT_EQ(layerOfName("/model/decoder/layers.2/fc1/Gemm"), 2);             // OPT
+  EXPECT_EQ(layerOfName("/m/transformer/h.0/attn/Softmax"), 0);              // TorchScript
   EXPECT_EQ(layerOfName("blocks_7_attn_Softmax"), 7);
 }
 
