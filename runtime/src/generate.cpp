@@ -37,25 +37,12 @@ GenerateOptions GenerateOptions::FromPlan(const Plan &plan) {
     o.sampling.temperature = g->temperature();
     o.sampling.top_k = g->top_k();
     o.sampling.top_p = g->top_p();
+    o.sampling.repetition_penalty = g->repetition_penalty();
   }
   if (const fb::ModelMetadata *m = plan.fb().metadata())
     if (m->eos_token_ids())
       o.eos_token_ids.assign(m->eos_token_ids()->begin(), m->eos_token_ids()->end());
   return o;
-}
-
-const char *FinishReasonName(FinishReason r) {
-  switch (r) {
-  case FinishReason::kEos:
-    return "eos";
-  case FinishReason::kLength:
-    return "length";
-  case FinishReason::kContext:
-    return "context";
-  case FinishReason::kCallback:
-    return "stopped";
-  }
-  return "?";
 }
 
 StatusOr<std::unique_ptr<DecoderSession>> DecoderSession::Create(const Plan &plan) {
@@ -183,15 +170,24 @@ Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len
 StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &prompt,
                                                   const GenerateOptions &options,
                                                   const TokenCallback &on_token) {
+  StepCallback on_step;
+  if (on_token)
+    on_step = [&on_token](const GenerateStep &step) { return on_token(step.token); };
+  return GenerateStreaming(prompt, options, on_step);
+}
+
+StatusOr<GenerateResult> DecoderSession::GenerateStreaming(const std::vector<int32_t> &prompt,
+                                                           const GenerateOptions &options,
+                                                           const StepCallback &on_step) {
   if (prompt.empty())
     return InvalidArgument("the prompt is empty");
-  if (options.max_new_tokens < 0)
-    return InvalidArgument("max_new_tokens must be >= 0, got " +
-                           std::to_string(options.max_new_tokens));
-  if (context_length_ > 0 && static_cast<int64_t>(prompt.size()) > context_length_)
-    return InvalidArgument("the prompt has " + std::to_string(prompt.size()) +
-                           " tokens, more than the model's context length of " +
-                           std::to_string(context_length_));
+  KILN_RETURN_IF_ERROR(CheckPromptLength(static_cast<int64_t>(prompt.size()), context_length_));
+  if (options.n != 1)
+    return InvalidArgument("n is " + std::to_string(options.n) +
+                           ": a session generates one completion per call; give completion i "
+                           "the sampling of CompletionSampling(options, i)");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<StopChecker> checker,
+                        StopChecker::Create(options, options.eos_token_ids, tokenizer_));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, Sampler::Create(options.sampling));
 
   GenerateResult result;
@@ -214,9 +210,11 @@ StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &pr
       past_len = static_cast<int64_t>(tokens.size());
     if (logits_hook_)
       logits_hook_(last_logits_.data(), static_cast<int64_t>(last_logits_.size()));
-    int32_t token = sampler->Sample(last_logits_.data(), static_cast<int64_t>(last_logits_.size()));
-    tokens.push_back(token);
-    result.tokens.push_back(token);
+    SampledToken sample =
+        sampler->Sample(last_logits_.data(), static_cast<int64_t>(last_logits_.size()), tokens,
+                        prompt.size(), checker->Suppressed());
+    tokens.push_back(sample.token);
+    result.tokens.push_back(sample.token);
     if (step == 0) {
       result.prefill_seconds = Seconds(start);
       start = std::chrono::steady_clock::now();
@@ -224,21 +222,31 @@ StatusOr<GenerateResult> DecoderSession::Generate(const std::vector<int32_t> &pr
       result.decode_steps = step;
       result.decode_seconds = Seconds(start);
     }
-    bool keep_going = !on_token || on_token(token);
-    if (std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), token) !=
-        options.eos_token_ids.end()) {
-      result.finish = FinishReason::kEos;
+    GenerateStep out{sample.token, checker->Append(sample.token), &sample};
+    bool context_full = !checker->finished() && context_length_ > 0 &&
+                        static_cast<int64_t>(tokens.size()) >= context_length_;
+    if (context_full)
+      out.text += checker->Flush();
+    result.text += out.text;
+    bool keep_going = !on_step || on_step(out);
+    if (options.sampling.logprobs > 0)
+      result.logprobs.push_back(std::move(sample));
+    // The order of reasons when several hold at once: the token's own (EOS,
+    // stop id, stop string), then the caller, then length, then context.
+    if (checker->finished() && checker->finish_reason() != FinishReason::kLength) {
+      result.finish = checker->finish_reason();
       break;
     }
     if (!keep_going) {
       result.finish = FinishReason::kCallback;
+      result.text += checker->Flush();
       break;
     }
-    if (static_cast<int>(result.tokens.size()) >= options.max_new_tokens) {
+    if (checker->finished()) {
       result.finish = FinishReason::kLength;
       break;
     }
-    if (context_length_ > 0 && static_cast<int64_t>(tokens.size()) >= context_length_) {
+    if (context_full) {
       result.finish = FinishReason::kContext;
       break;
     }

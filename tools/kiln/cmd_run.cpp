@@ -8,6 +8,8 @@
 #include "kiln/tokenizer.h"
 #include "kiln_schema/plan_generated.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -30,7 +32,21 @@ const char kUsage[] =
     "  --temperature T          0 is greedy; > 0 samples (default from the plan)\n"
     "  --top-k K                sample among the K most likely tokens (0: all)\n"
     "  --top-p P                sample from the smallest set with mass >= P, in (0, 1]\n"
+    "  --min-p P                drop tokens less likely than P times the best, in [0, 1]\n"
+    "  --repetition-penalty R   divide (multiply if negative) the logits of tokens in the\n"
+    "                           prompt or output by R > 0 (default from the plan; 1: off)\n"
+    "  --presence-penalty X     subtract X from tokens generated at least once, in [-2, 2]\n"
+    "  --frequency-penalty X    subtract X per earlier occurrence in the output, in [-2, 2]\n"
     "  --seed S                 random seed, for reproducible sampling (default 0)\n"
+    "  --stop TEXT              end the text before TEXT (repeatable; needs the plan's\n"
+    "                           tokenizer); TEXT may span tokens and is never printed\n"
+    "  --stop-token-id ID       end at token ID, like EOS (repeatable)\n"
+    "  --min-new-tokens N       no EOS, stop id or stop text before N new tokens\n"
+    "  --logprobs N             after the run, print one JSON line per new token to stderr:\n"
+    "                           {\"token\": id, \"logprob\": lp, \"top\": [[id, lp], ...]}\n"
+    "                           with the N (1..20) most likely tokens; logprobs are the\n"
+    "                           log-softmax after penalties and temperature, before\n"
+    "                           top-k/top-p/min-p (0: off)\n"
     "  --dump-logits FILE.npy   write the last position's logits of every step as\n"
     "                           float32 [steps, vocab]\n"
     "  --output-ids FILE.json   write the generated token ids as a JSON list\n"
@@ -38,8 +54,8 @@ const char kUsage[] =
     "  --ignore-eos             do not stop at EOS (for benchmarks and tests)\n"
     "  --no-stream              print the text once, at the end\n"
     "\n"
-    "Generation stops at any EOS id of the plan, at --max-new-tokens, or when the\n"
-    "sequence fills the model's context length.\n"
+    "Generation stops at any EOS id of the plan, a --stop-token-id, a --stop text,\n"
+    "at --max-new-tokens, or when the sequence fills the model's context length.\n"
     "Exit status: 0 ok, 2 bad arguments or plan, 1 internal error.\n";
 
 Status ParseIds(const std::string &text, std::vector<int32_t> *ids) {
@@ -56,35 +72,76 @@ Status ParseIds(const std::string &text, std::vector<int32_t> *ids) {
   return Status::Ok();
 }
 
+// Parses `name`'s value as a float into *out when the option is given.
+Status ParseFloatOption(const ParsedArgs &a, const char *name, float *out) {
+  double f;
+  if (!a.Has(name))
+    return Status::Ok();
+  if (!ParseFloat(a.Get(name), &f))
+    return InvalidArgument(std::string(name) + " expects a number");
+  *out = static_cast<float>(f);
+  return Status::Ok();
+}
+
+// Parses `name`'s value as an integer in [lo, hi] into *out when given.
+Status ParseIntOption(const ParsedArgs &a, const char *name, long long lo, long long hi, int *out) {
+  long long i;
+  if (!a.Has(name))
+    return Status::Ok();
+  if (!ParseInt(a.Get(name), &i) || i < lo || i > hi)
+    return InvalidArgument(std::string(name) + " expects an integer in [" + std::to_string(lo) +
+                           ", " + std::to_string(hi) + "]");
+  *out = static_cast<int>(i);
+  return Status::Ok();
+}
+
 Status ApplyOptions(const ParsedArgs &a, GenerateOptions *o) {
   long long i;
-  double f;
   if (a.Has("--max-new-tokens")) {
     if (!ParseInt(a.Get("--max-new-tokens"), &i) || i < 0 || i > (1 << 30))
       return InvalidArgument("--max-new-tokens expects an integer >= 0");
     o->max_new_tokens = static_cast<int>(i);
-  }
-  if (a.Has("--temperature")) {
-    if (!ParseFloat(a.Get("--temperature"), &f))
-      return InvalidArgument("--temperature expects a number");
-    o->sampling.temperature = static_cast<float>(f);
   }
   if (a.Has("--top-k")) {
     if (!ParseInt(a.Get("--top-k"), &i) || i < 0 || i > std::numeric_limits<int>::max())
       return InvalidArgument("--top-k expects an integer >= 0");
     o->sampling.top_k = static_cast<int>(i);
   }
-  if (a.Has("--top-p")) {
-    if (!ParseFloat(a.Get("--top-p"), &f))
-      return InvalidArgument("--top-p expects a number");
-    o->sampling.top_p = static_cast<float>(f);
-  }
+  SamplingParams &s = o->sampling;
+  KILN_RETURN_IF_ERROR(ParseFloatOption(a, "--temperature", &s.temperature));
+  KILN_RETURN_IF_ERROR(ParseFloatOption(a, "--top-p", &s.top_p));
+  KILN_RETURN_IF_ERROR(ParseFloatOption(a, "--min-p", &s.min_p));
+  KILN_RETURN_IF_ERROR(ParseFloatOption(a, "--repetition-penalty", &s.repetition_penalty));
+  KILN_RETURN_IF_ERROR(ParseFloatOption(a, "--presence-penalty", &s.presence_penalty));
+  KILN_RETURN_IF_ERROR(ParseFloatOption(a, "--frequency-penalty", &s.frequency_penalty));
+  KILN_RETURN_IF_ERROR(ParseIntOption(a, "--logprobs", 0, kMaxLogprobs, &s.logprobs));
+  KILN_RETURN_IF_ERROR(ParseIntOption(a, "--min-new-tokens", 0, 1 << 30, &o->min_new_tokens));
   if (a.Has("--seed")) {
     if (!ParseInt(a.Get("--seed"), &i))
       return InvalidArgument("--seed expects an integer");
-    o->sampling.seed = static_cast<uint64_t>(i);
+    s.seed = static_cast<uint64_t>(i);
   }
-  return ValidateSamplingParams(o->sampling);
+  o->stop = a.All("--stop");
+  for (const std::string &id : a.All("--stop-token-id")) {
+    if (!ParseInt(id, &i) || i < 0 || i > std::numeric_limits<int32_t>::max())
+      return InvalidArgument("--stop-token-id: '" + id + "' is not a token id");
+    o->stop_token_ids.push_back(static_cast<int32_t>(i));
+  }
+  if (a.Has("--ignore-eos"))
+    o->ignore_eos = true;
+  return ValidateRequestParams(*o);
+}
+
+// One JSON line per token: {"token": id, "logprob": lp, "top": [[id, lp], ...]}.
+// JSON has no infinity: a -inf logprob (a masked token) is written as null.
+void PrintLogprobs(const std::vector<SampledToken> &samples) {
+  for (const SampledToken &s : samples) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const TokenLogprob &t : s.top)
+      top.push_back({t.token, t.logprob});
+    nlohmann::ordered_json line = {{"token", s.token}, {"logprob", s.logprob}, {"top", top}};
+    std::fprintf(stderr, "%s\n", line.dump().c_str());
+  }
 }
 
 // NumPy .npy v1.0: magic, header length, a Python dict literal padded so the
@@ -124,8 +181,6 @@ Status Run(const ParsedArgs &a) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
   options = GenerateOptions::FromPlan(*plan);
   KILN_RETURN_IF_ERROR(ApplyOptions(a, &options));
-  if (a.Has("--ignore-eos"))
-    options.eos_token_ids.clear();
   if (a.Has("--threads")) {
     long long n;
     if (!ParseInt(a.Get("--threads"), &n) || n < 0 || n > 1024)
@@ -160,31 +215,30 @@ Status Run(const ParsedArgs &a) {
       logits.insert(logits.end(), l, l + v);
     });
   }
+  session->set_tokenizer(tokenizer.get());
   bool stream = !a.Has("--no-stream");
-  std::unique_ptr<IncrementalDecoder> decoder;
-  if (tokenizer)
-    decoder = std::make_unique<IncrementalDecoder>(*tokenizer, true);
   auto emit = [](const std::string &s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
   };
-  auto on_token = [&](int32_t id) {
-    if (!stream)
-      return true;
-    emit(decoder ? decoder->Add(id) : std::to_string(id) + " ");
+  // Without a tokenizer the output is token ids.
+  auto on_step = [&](const GenerateStep &step) {
+    if (stream)
+      emit(tokenizer ? step.text : std::to_string(step.token) + " ");
     return true;
   };
-  KILN_ASSIGN_OR_RETURN(GenerateResult r, session->Generate(prompt, options, on_token));
+  KILN_ASSIGN_OR_RETURN(GenerateResult r, session->GenerateStreaming(prompt, options, on_step));
   if (stream) {
-    emit((decoder ? decoder->Flush() : "") + "\n");
+    emit("\n");
   } else if (tokenizer) {
-    emit(tokenizer->Decode(r.tokens, true) + "\n");
+    emit(r.text + "\n");
   } else {
     std::string ids;
     for (int32_t t : r.tokens)
       ids += std::to_string(t) + " ";
     emit(ids + "\n");
   }
+  PrintLogprobs(r.logprobs);
   auto rate = [](double n, double s) { return s > 0 ? n / s : 0.0; };
   std::fprintf(stderr,
                "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s "
@@ -215,10 +269,13 @@ Status Run(const ParsedArgs &a) {
 
 int RunMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::string err = ParseArgs(args,
-                              {"--prompt", "--prompt-ids", "--max-new-tokens", "--temperature",
-                               "--top-k", "--top-p", "--seed", "--dump-logits", "--output-ids", "--threads"},
-                              {"--no-stream", "--ignore-eos"}, {{"-p", "--prompt"}}, &a);
+  std::string err =
+      ParseArgs(args,
+                {"--prompt", "--prompt-ids", "--max-new-tokens", "--temperature", "--top-k",
+                 "--top-p", "--min-p", "--repetition-penalty", "--presence-penalty",
+                 "--frequency-penalty", "--seed", "--stop", "--stop-token-id", "--min-new-tokens",
+                 "--logprobs", "--dump-logits", "--output-ids", "--threads"},
+                {"--no-stream", "--ignore-eos"}, {{"-p", "--prompt"}}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

@@ -2,45 +2,56 @@
 // a prefill step over the prompt, then one decode step per new token, with
 // the model's own KV tensors carried between steps (present of step t is
 // past of step t+1). A plan without KV pairs re-runs the whole sequence each
-// step. Batch size is 1.
+// step. Batch size is 1. Each token is sampled with the request's history
+// (for the penalties), and StopChecker decides when the completion ends.
 #pragma once
 
 #include "kiln/executor.h"
 #include "kiln/plan.h"
+#include "kiln/request.h"
 #include "kiln/sampler.h"
 #include "kiln/status.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace kiln {
 
-struct GenerateOptions {
-  SamplingParams sampling;
-  int max_new_tokens = 128;
-  std::vector<int64_t> eos_token_ids; // stop after generating any of these
+// A request as DecoderSession runs it: the request's parameters plus the
+// model's EOS ids. n must be 1 here; run completion i of a request with
+// n > 1 by setting sampling = CompletionSampling(params, i).
+struct GenerateOptions : RequestParams {
+  std::vector<int64_t> eos_token_ids; // end a completion unless ignore_eos
 
   // The plan's generation defaults and EOS ids.
   static GenerateOptions FromPlan(const Plan &plan);
 };
 
-enum class FinishReason {
-  kEos,      // generated an EOS id
-  kLength,   // reached max_new_tokens
-  kContext,  // the sequence filled the model's context length
-  kCallback, // the token callback asked to stop
-};
-const char *FinishReasonName(FinishReason r);
-
 struct GenerateResult {
-  std::vector<int32_t> tokens; // new tokens, EOS included when it ended the run
+  std::vector<int32_t> tokens; // new tokens, EOS or stop id included when it ended the run
+  // The output text (with a tokenizer; see set_tokenizer): special tokens
+  // skipped, cut before a stop string, without the text of an EOS or stop id.
+  std::string text;
+  std::vector<SampledToken> logprobs; // one per token when sampling.logprobs > 0
   FinishReason finish = FinishReason::kLength;
   int prompt_tokens = 0;
   double prefill_seconds = 0; // first step: prompt through the model, first sample
   int decode_steps = 0;       // steps after the first
   double decode_seconds = 0;
+};
+
+// What a streaming caller sees of one step.
+struct GenerateStep {
+  int32_t token = 0;
+  // Text this token releases: "" without a tokenizer, while a character is
+  // incomplete, or while the text could still begin a stop string. The last
+  // step's text includes everything held back, so the steps' texts add up to
+  // GenerateResult::text, unless the callback itself stopped the run.
+  std::string text;
+  const SampledToken *sample = nullptr; // the token, with logprobs when requested
 };
 
 class DecoderSession {
@@ -52,17 +63,26 @@ public:
 
   // Called with each new token; return false to stop after it.
   using TokenCallback = std::function<bool(int32_t token)>;
+  // Called with each step's token and released text; return false to stop.
+  using StepCallback = std::function<bool(const GenerateStep &step)>;
   // Called with every step's last-position logits (prefill included), before
   // sampling. For tests and `kiln run --dump-logits`.
   using LogitsHook = std::function<void(const float *logits, int64_t vocab)>;
   void set_logits_hook(LogitsHook hook) { logits_hook_ = std::move(hook); }
+  // Detokenizes the output (GenerateResult::text, GenerateStep::text) and
+  // enables stop strings. `tokenizer` may be null; it must outlive the session.
+  void set_tokenizer(const Tokenizer *tokenizer) { tokenizer_ = tokenizer; }
 
   // InvalidArgument for an empty prompt, a prompt longer than the context
-  // length, negative max_new_tokens or bad sampling parameters; op errors
-  // from the executor otherwise.
+  // length, bad request parameters (ValidateRequestParams), n != 1, or stop
+  // strings without a tokenizer; op errors from the executor otherwise.
   StatusOr<GenerateResult> Generate(const std::vector<int32_t> &prompt,
                                     const GenerateOptions &options,
                                     const TokenCallback &on_token = nullptr);
+  // Generate, streaming each step's text and logprobs to `on_step`.
+  StatusOr<GenerateResult> GenerateStreaming(const std::vector<int32_t> &prompt,
+                                             const GenerateOptions &options,
+                                             const StepCallback &on_step);
 
   int64_t context_length() const { return context_length_; } // 0: unknown
 
@@ -88,6 +108,7 @@ private:
   std::vector<KV> kv_;
   int64_t context_length_ = 0;
   LogitsHook logits_hook_;
+  const Tokenizer *tokenizer_ = nullptr;
   std::vector<float> last_logits_;
   // Input buffers kept across steps so Bind's views stay valid through Run.
   std::vector<uint8_t> ids_buf_, mask_buf_, pos_buf_;

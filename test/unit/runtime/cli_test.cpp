@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <sys/stat.h>
 
 namespace kiln {
@@ -150,6 +152,122 @@ TEST(Cli, RunGeneratesAndDumpsLogits) {
   err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("use --prompt-ids"), std::string::npos) << err;
   EXPECT_NE(err.find("top_p must be in (0, 1]"), std::string::npos) << err;
+}
+
+struct RunOutput {
+  int rc;
+  std::string out, err;
+};
+
+RunOutput RunCaptured(const std::vector<std::string> &args) {
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  int rc = RunMain(args);
+  std::string out = testing::internal::GetCapturedStdout();
+  return {rc, out, testing::internal::GetCapturedStderr()};
+}
+
+TEST(Cli, RunStopsMasksAndPenalizes) {
+  // Greedy from {1, 2}: 6, 14, 30, 62; token i reads "<i>"; EOS is 6.
+  test::TestPlan p = test::BuildSumDecoder(true, 512);
+  p.tokenizer_json = test::AngleTokenizerJson(512);
+  p.eos = {6};
+  std::string plan = TempPath("cli_stop.plan");
+  ASSERT_EQ(p.Write(plan), "");
+  const std::vector<std::string> base = {plan, "--prompt-ids", "1,2", "--temperature", "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCaptured(args);
+  };
+
+  RunOutput r = with({"--max-new-tokens", "4"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "\n"); // EOS at once; its text is not printed
+  EXPECT_NE(r.err.find("finish: eos"), std::string::npos) << r.err;
+
+  r = with({"--max-new-tokens", "4", "--ignore-eos", "--stop", "4><3", "--stop", "zz"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "<6><1\n");
+  EXPECT_NE(r.err.find("finish: stop_string"), std::string::npos) << r.err;
+  r = with({"--max-new-tokens", "4", "--ignore-eos", "--stop", "4><3", "--no-stream"});
+  EXPECT_EQ(r.out, "<6><1\n");
+
+  r = with({"--max-new-tokens", "4", "--ignore-eos", "--stop-token-id", "30"});
+  EXPECT_EQ(r.out, "<6><14>\n");
+  EXPECT_NE(r.err.find("finish: stop_token"), std::string::npos) << r.err;
+
+  // EOS (6) masked for one token: the tie 5 / 7 goes to 5.
+  r = with({"--max-new-tokens", "1", "--min-new-tokens", "1"});
+  EXPECT_EQ(r.out, "<5>\n");
+
+  // --logprobs prints one JSON line per token to stderr.
+  auto logprobs = [&](std::vector<std::string> extra) {
+    RunOutput r = with(extra);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    std::vector<std::map<int, double>> steps; // token -> logprob, per step
+    std::stringstream err(r.err);
+    for (std::string line; std::getline(err, line);) {
+      if (line.empty() || line[0] != '{')
+        continue;
+      auto j = nlohmann::json::parse(line);
+      steps.emplace_back();
+      for (const auto &alt : j["top"])
+        steps.back()[alt[0].get<int>()] = alt[1].get<double>();
+      EXPECT_EQ(j["logprob"].get<double>(), steps.back()[j["token"].get<int>()]);
+    }
+    return steps;
+  };
+  auto steps = logprobs({"--max-new-tokens", "2", "--ignore-eos", "--logprobs", "20"});
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].size(), 20u);
+  // Step 0 peaks at 6 with logits -|6 - v|: id 2 is 4 nats below.
+  EXPECT_NEAR(steps[0][6] - steps[0][2], 4.0, 1e-4);
+  // The repetition penalty doubles the prompt ids' negative logits.
+  steps = logprobs(
+      {"--max-new-tokens", "2", "--ignore-eos", "--logprobs", "20", "--repetition-penalty", "2"});
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_NEAR(steps[0][6] - steps[0][2], 8.0, 1e-4);
+  EXPECT_NEAR(steps[0][6] - steps[0][1], 10.0, 1e-4);
+  // Presence and frequency act on generated ids only: at step 1 (peak 14)
+  // id 6, generated once, loses 1 + 0.5 on top of its -8.
+  steps = logprobs({"--max-new-tokens", "2", "--ignore-eos", "--logprobs", "20",
+                    "--presence-penalty", "1", "--frequency-penalty", "0.5"});
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_NEAR(steps[0][6] - steps[0][2], 4.0, 1e-4);
+  ASSERT_TRUE(steps[1].count(14) && steps[1].count(6));
+  EXPECT_NEAR(steps[1][14] - steps[1][6], 9.5, 1e-4);
+}
+
+TEST(Cli, RunRefusesBadSamplingOptions) {
+  test::TestPlan p = test::BuildSumDecoder(true, 512);
+  std::string plan = TempPath("cli_badopt.plan");
+  ASSERT_EQ(p.Write(plan), "");
+  auto expect = [&](std::vector<std::string> extra, const std::string &message) {
+    std::vector<std::string> args = {plan, "--prompt-ids", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunOutput r = RunCaptured(args);
+    EXPECT_EQ(r.rc, 2) << extra[0];
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  };
+  expect({"--repetition-penalty", "0"}, "repetition_penalty must be a finite number > 0, got 0");
+  expect({"--presence-penalty", "3"}, "presence_penalty must be in [-2, 2], got 3");
+  expect({"--frequency-penalty", "x"}, "--frequency-penalty expects a number");
+  expect({"--min-p", "1.5"}, "min_p must be in [0, 1], got 1.5");
+  expect({"--logprobs", "21"}, "--logprobs expects an integer in [0, 20]");
+  expect({"--min-new-tokens", "5", "--max-new-tokens", "2"},
+         "min_new_tokens (5) must not exceed max_new_tokens (2)");
+  expect({"--stop-token-id", "-1"}, "--stop-token-id: '-1' is not a token id");
+  expect({"--stop", ""}, "stop string 0 is empty");
+  expect({"--stop", "x"}, "stop strings need a tokenizer");
+
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunMain({"--help"}), 0);
+  std::string help = testing::internal::GetCapturedStdout();
+  for (const char *option :
+       {"--min-p", "--repetition-penalty", "--presence-penalty", "--frequency-penalty", "--stop ",
+        "--stop-token-id", "--min-new-tokens", "--logprobs"})
+    EXPECT_NE(help.find(option), std::string::npos) << option;
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 // Generation over a toy decoder whose next token is the sum of everything it
 // has seen: it only comes out right when the runtime feeds each step's
 // present back as the next past, and sets mask and positions correctly.
+// Then the request's end conditions and text through a tokenizer whose token
+// i reads "<i>".
 #include "kiln/generate.h"
 #include "test_models.h"
 
@@ -147,6 +149,109 @@ TEST(Generate, PlanWithoutDecoderIsRefused) {
   auto s = DecoderSession::Create(**plan);
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("no decoder interface"), std::string::npos);
+}
+
+std::unique_ptr<Tokenizer> AngleTokenizer() {
+  auto t = Tokenizer::FromJson(test::AngleTokenizerJson(kVocab));
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? std::move(*t) : nullptr;
+}
+
+std::string AngleText(const std::vector<int32_t> &ids) {
+  std::string s;
+  for (int32_t id : ids)
+    s += "<" + std::to_string(id) + ">";
+  return s;
+}
+
+TEST(Generate, StopStringsCutTheTextAcrossTokens) {
+  auto plan = LoadDecoder(true, "gen_stop.plan");
+  auto session = DecoderSession::Create(*plan);
+  auto tok = AngleTokenizer();
+  ASSERT_TRUE(tok);
+  std::vector<int32_t> prompt = {1, 2};
+  auto want = test::SumDecoderReference(prompt, true, kVocab, 8); // 6, 14, 30, 62, ...
+  GenerateOptions o = Greedy(8);
+  o.stop = {"4><3"}; // spans the 2nd and 3rd tokens
+  // Without a tokenizer, stop strings are refused.
+  EXPECT_EQ((*session)->Generate(prompt, o).status().code(), StatusCode::kInvalidArgument);
+  (*session)->set_tokenizer(tok.get());
+  std::string streamed;
+  auto r = (*session)->GenerateStreaming(prompt, o, [&](const GenerateStep &step) {
+    EXPECT_EQ(step.text.find('4'), std::string::npos) << "a partial stop string leaked";
+    streamed += step.text;
+    return true;
+  });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->finish, FinishReason::kStopString);
+  EXPECT_EQ(r->tokens, std::vector<int32_t>(want.begin(), want.begin() + 3));
+  EXPECT_EQ(r->text, "<" + std::to_string(want[0]) + "><1");
+  EXPECT_EQ(streamed, r->text);
+
+  // No stop: the text is every token's, streamed in full by the last step.
+  o.stop = {"<9999>"};
+  streamed.clear();
+  r = (*session)->GenerateStreaming(prompt, o, [&](const GenerateStep &step) {
+    streamed += step.text;
+    return true;
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->finish, FinishReason::kLength);
+  EXPECT_EQ(r->text, AngleText(want));
+  EXPECT_EQ(streamed, r->text);
+}
+
+TEST(Generate, MinNewTokensAndStopIds) {
+  std::vector<int32_t> prompt = {1, 2};
+  auto want = test::SumDecoderReference(prompt, true, kVocab, 4);
+  auto plan = LoadDecoder(true, "gen_min.plan", 0, {want[0]});
+  auto session = DecoderSession::Create(*plan);
+  GenerateOptions o = GenerateOptions::FromPlan(*plan);
+  auto r = (*session)->Generate(prompt, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->tokens, (std::vector<int32_t>{want[0]})); // EOS first
+  // EOS is masked for the first token: logits -|t - v| then tie between
+  // t - 1 and t + 1, and the lower id wins.
+  o.min_new_tokens = 1;
+  o.max_new_tokens = 3;
+  r = (*session)->Generate(prompt, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->tokens.size(), 3u);
+  EXPECT_EQ(r->tokens[0], want[0] - 1);
+  EXPECT_EQ(r->finish, FinishReason::kLength);
+  // A stop id ends the run like EOS.
+  o = GenerateOptions::FromPlan(*plan);
+  o.ignore_eos = true;
+  o.stop_token_ids = {want[2]};
+  r = (*session)->Generate(prompt, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->tokens, std::vector<int32_t>(want.begin(), want.begin() + 3));
+  EXPECT_EQ(r->finish, FinishReason::kStopToken);
+}
+
+TEST(Generate, LogprobsPerTokenAndOneCompletionPerCall) {
+  auto plan = LoadDecoder(true, "gen_lp.plan");
+  auto session = DecoderSession::Create(*plan);
+  GenerateOptions o = Greedy(3);
+  o.sampling.logprobs = 2;
+  auto r = (*session)->Generate({1, 2}, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->logprobs.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r->logprobs[i].token, r->tokens[i]);
+    ASSERT_EQ(r->logprobs[i].top.size(), 2u);
+    EXPECT_EQ(r->logprobs[i].top[0].token, r->tokens[i]);
+    // Logits -|t - v|: the runner-up is t - 1, one nat below.
+    EXPECT_NEAR(r->logprobs[i].top[0].logprob - r->logprobs[i].top[1].logprob, 1.0, 1e-5);
+  }
+  o.n = 2;
+  auto many = (*session)->Generate({1, 2}, o);
+  EXPECT_EQ(many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(many.status().message().find("CompletionSampling"), std::string::npos);
+  o.n = 1;
+  o.min_new_tokens = 5; // more than max_new_tokens
+  EXPECT_EQ((*session)->Generate({1, 2}, o).status().message(),
+            "min_new_tokens (5) must not exceed max_new_tokens (3)");
 }
 
 } // namespace

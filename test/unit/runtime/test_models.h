@@ -153,4 +153,15 @@ inline std::vector<int32_t> SumDecoderReference(std::vector<int32_t> tokens, boo
   return out;
 }
 
+// A byte-level BPE tokenizer.json in which token i reads "<i>", for reading
+// BuildSumDecoder's output as text.
+inline std::string AngleTokenizerJson(int vocab) {
+  std::string v;
+  for (int i = 0; i < vocab; ++i)
+    v += (i ? ", \"<" : "\"<") + std::to_string(i) + ">\": " + std::to_string(i);
+  return R"({"model": {"type": "BPE", "merges": [], "vocab": {)" + v +
+         R"(}}, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},
+            "decoder": {"type": "ByteLevel"}})";
+}
+
 } // namespace kiln::test

@@ -1,0 +1,51 @@
+// One generation request as the engine sees it: its tokens, how much of its
+// KV is in the cache, and the blocks that hold it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::engine {
+
+enum class SequenceStatus { kWaiting, kRunning, kFinished };
+
+enum class FinishReason {
+  kNone,      // not finished
+  kStop,      // the caller saw EOS or a stop string
+  kLength,    // max_new_tokens reached
+  kCancelled, // the caller gave up on it
+};
+
+struct Sequence {
+  int64_t id = 0;
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> output; // sampled tokens; kept across preemption
+  int max_new_tokens = 0;
+
+  // Owned by the Scheduler and the BlockManager from Scheduler::Add on.
+  SequenceStatus status = SequenceStatus::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+  // Tokens (prompt, then output) whose KV is in the cache, at positions
+  // [0, num_computed_tokens).
+  int64_t num_computed_tokens = 0;
+  // Physical block of each logical block: position p lives in
+  // block_table[p / block_size], slot p % block_size.
+  std::vector<int32_t> block_table;
+  // Leading blocks of block_table whose chain hash the BlockManager knows.
+  int64_t num_hashed_blocks = 0;
+  int64_t arrival = -1; // order of Scheduler::Add; lower came first
+  int num_preemptions = 0;
+
+  // Prompt plus output.
+  int64_t NumTokens() const { return static_cast<int64_t>(prompt.size() + output.size()); }
+  // Tokens whose KV still has to be computed; 1 for a sequence in decode.
+  int64_t NumUncomputed() const { return NumTokens() - num_computed_tokens; }
+  // Token at position `pos` of prompt + output; pos must be in [0, NumTokens()).
+  int32_t TokenAt(int64_t pos) const {
+    const int64_t p = static_cast<int64_t>(prompt.size());
+    return pos < p ? prompt[pos] : output[pos - p];
+  }
+  bool finished() const { return status == SequenceStatus::kFinished; }
+};
+
+} // namespace kiln::engine
