@@ -5,6 +5,7 @@
 #include "compiler/plan/WeightBytes.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 
@@ -123,8 +124,13 @@ std::optional<std::vector<float>> readF32Weight(Value v) {
 Value makeF32Weight(PatternRewriter &rewriter, Location loc, RankedTensorType type,
                     ArrayRef<float> data, StringRef name) {
   auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(data);
-  // The blob manager makes the key unique when `name` is taken.
-  auto attr = DenseResourceElementsAttr::get(type, name, std::move(blob));
+  // The resource key must print as an identifier (`onnx::W` does not), so the
+  // IR text parses again; the blob manager makes it unique when taken.
+  std::string key = name.str();
+  for (char &c : key)
+    if (!llvm::isAlnum(c) && c != '_' && c != '.')
+      c = '_';
+  auto attr = DenseResourceElementsAttr::get(type, key, std::move(blob));
   return rewriter.create<ConstantOp>(loc, type, attr, rewriter.getStringAttr(name));
 }
 

@@ -201,4 +201,34 @@ def KilnUserPatterns : Pass<"kiln-user-patterns", "mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Ragged phase
+//===----------------------------------------------------------------------===//
+
+def KilnRagged : Pass<"kiln-ragged", "mlir::ModuleOp"> {
+  let summary = "Rewrite an injected decoder to a ragged batch over a paged KV cache";
+  let description = [{
+    For a decoder whose attention was injected and whose KV cache is the
+    model's own past/present tensors (Optimum's interface), rewrites @main
+    so that a serving engine can run many sequences in one step:
+
+    - `input_ids` and `position_ids` carry one flat batch of T tokens
+      ([1, T]); `attention_mask` and the `past_key_values.*` inputs and
+      `present.*` outputs disappear;
+    - every `attention` becomes `paged_attention` over new inputs
+      `kv_cache.N.key` / `kv_cache.N.value` ([num_blocks, Hkv, block_size,
+      D], owned by the runtime and written in place), with the per-step
+      inputs `kv_slots` [T], `query_start` [N + 1], `context_lens` [N] and
+      `block_tables` [N, max_blocks];
+    - the LM head runs only on the rows named by `logits_indices` [L], so
+      `logits` is [1, L, vocab].
+
+    The module gets `kiln.interface = "ragged"`. A graph it cannot rewrite
+    (no injected attention, attention whose K/V are not past ++ new, no
+    position_ids input, an attention_mask that still feeds something else)
+    is left as it is, with the reason attached as `kiln.ragged_skipped`.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

@@ -307,4 +307,42 @@ LogicalResult AttentionOp::inferShapes(ShapeInferenceContext &ctx) {
   return success();
 }
 
+LogicalResult PagedAttentionOp::verify() {
+  if (failed(expectKernelFloat(*this, {getQ(), getKNew(), getVNew(), getKCache(), getVCache(),
+                                       getOutput()})))
+    return failure();
+  for (auto [v, what] : {std::pair<Value, StringRef>{getQ(), "q"}, {getKNew(), "k_new"},
+                         {getVNew(), "v_new"}, {getKCache(), "k_cache"}, {getVCache(), "v_cache"},
+                         {getOutput(), "the result"}})
+    if (failed(expectRank(*this, v, 4, what)))
+      return failure();
+  for (auto [v, what] : {std::pair<Value, StringRef>{getSlots(), "slots"},
+                         {getQueryStart(), "query_start"}, {getContextLens(), "context_lens"}})
+    if (failed(expectRank(*this, v, 1, what)))
+      return failure();
+  if (failed(expectRank(*this, getBlockTables(), 2, "block_tables")) ||
+      failed(expectDimsEqual(*this, dimOf(getQ(), 3), dimOf(getKNew(), 3), "q's and k's head dims")) ||
+      failed(expectDimsEqual(*this, dimOf(getKNew(), 1), dimOf(getKCache(), 1),
+                             "k_new's and k_cache's heads")) ||
+      failed(expectDimsEqual(*this, dimOf(getKNew(), 3), dimOf(getKCache(), 3),
+                             "k_new's and k_cache's head dims")) ||
+      failed(expectDimsEqual(*this, dimOf(getVNew(), 3), dimOf(getVCache(), 3),
+                             "v_new's and v_cache's head dims")) ||
+      failed(expectDimsEqual(*this, dimOf(getQ(), 2), dimOf(getKNew(), 2), "q's and k_new's tokens")))
+    return failure();
+  int64_t hq = dimOf(getQ(), 1), hkv = dimOf(getKNew(), 1);
+  if (known(hq) && known(hkv) && (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "q's heads (" << hq << ") must be a multiple of k's (" << hkv << ")";
+  float scale = getScale().convertToFloat();
+  if (!std::isfinite(scale))
+    return emitOpError() << "scale must be finite, got " << scale;
+  return success();
+}
+
+LogicalResult PagedAttentionOp::inferShapes(ShapeInferenceContext &ctx) {
+  ctx.setResult(getOutput(), elementOf(getQ()),
+                withLastDim(ctx.getShape(getQ()), symDimOf(ctx, getVNew(), 3)));
+  return success();
+}
+
 } // namespace kiln

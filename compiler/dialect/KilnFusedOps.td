@@ -182,4 +182,37 @@ def Kiln_AttentionOp : Kiln_FusedOp<"attention"> {
       "$q `,` $k `,` $v (`,` $mask^)? attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_PagedAttentionOp : Op<Kiln_Dialect, "paged_attention",
+    [DeclareOpInterfaceMethods<Kiln_ShapeInferenceOpInterface>, MemoryEffects<[MemWrite]>]> {
+  let summary = "attention over a runtime-owned paged KV cache, for a ragged batch";
+  let description = [{
+    The ragged form of `attention` (docs/fused-ops.md): T tokens of N
+    sequences in one batch. Writes each token's `k_new`/`v_new` row into
+    `k_cache`/`v_cache` ([num_blocks, Hkv, block_size, D], owned by the
+    runtime and updated in place) at `slots`, then lets token t of sequence
+    s attend causally to the first p(t) + 1 positions of its own context,
+    read through `block_tables[s]`. `query_start` ([N + 1]) delimits the
+    sequences' tokens and `context_lens` ([N]) counts their context,
+    new tokens included. Not Pure: it writes the caches.
+
+    Example:
+
+    ```mlir
+    %o = kiln.paged_attention %q, %k, %v, %kc, %vc, %slots, %qs, %cl, %bt {scale = 2.500000e-01 : f32}
+        : (tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>,
+           tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?xi64>, tensor<?xi64>,
+           tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$q, Kiln_FloatTensor:$k_new, Kiln_FloatTensor:$v_new,
+                   Kiln_FloatTensor:$k_cache, Kiln_FloatTensor:$v_cache, Kiln_I64Tensor:$slots,
+                   Kiln_I64Tensor:$query_start, Kiln_I64Tensor:$context_lens,
+                   Kiln_I64Tensor:$block_tables, F32Attr:$scale);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$q `,` $k_new `,` $v_new `,` $k_cache `,` $v_cache `,` $slots `,` "
+                       "$query_start `,` $context_lens `,` $block_tables attr-dict `:` "
+                       "functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_FUSED_OPS_TD

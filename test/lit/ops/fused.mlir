@@ -39,3 +39,10 @@ func.func @rotary_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, 
   %3 = kiln.attention %1, %k, %v {causal = 1 : i64, scale = 0.125 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %0, %1, %2, %3 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
 }
+
+// CHECK-LABEL: func @paged_attention
+func.func @paged_attention(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>, %kc: tensor<?x2x?x16xf32>, %vc: tensor<?x2x?x16xf32>, %slots: tensor<?xi64>, %qs: tensor<?xi64>, %cl: tensor<?xi64>, %bt: tensor<?x?xi64>) -> tensor<1x4x?x16xf32> {
+  // CHECK: kiln.paged_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f32} : (tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x4x?x16xf32>
+  %0 = kiln.paged_attention %q, %k, %v, %kc, %vc, %slots, %qs, %cl, %bt {scale = 0.25 : f32} : (tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x4x?x16xf32>
+  return %0 : tensor<1x4x?x16xf32>
+}

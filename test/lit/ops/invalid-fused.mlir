@@ -118,3 +118,19 @@ func.func @attention_causal(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
   %0 = kiln.attention %q, %q, %q {causal = 2 : i64, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %0 : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+func.func @paged_cache_heads(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>, %kc: tensor<8x4x16x16xf32>, %i: tensor<3xi64>, %bt: tensor<1x4xi64>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{k_new's and k_cache's heads must agree, got 2 and 4}}
+  %0 = kiln.paged_attention %q, %k, %k, %kc, %kc, %i, %i, %i, %bt {scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<8x4x16x16xf32>, tensor<8x4x16x16xf32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<1x4xi64>) -> tensor<1x4x3x16xf32>
+  return %0 : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+func.func @paged_block_tables_rank(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>, %kc: tensor<8x2x16x16xf32>, %i: tensor<3xi64>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{block_tables must have rank 2}}
+  %0 = kiln.paged_attention %q, %k, %k, %kc, %kc, %i, %i, %i, %i {scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<8x2x16x16xf32>, tensor<8x2x16x16xf32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>) -> tensor<1x4x3x16xf32>
+  return %0 : tensor<1x4x3x16xf32>
+}

@@ -1,0 +1,216 @@
+//===- Ragged.cpp - kiln-ragged: a ragged batch over a paged KV cache -----===//
+//
+// Rewrites an injected decoder's @main from the model's own past/present KV
+// interface to the serving engine's: one flat batch of tokens from many
+// sequences, attention over a runtime-owned paged cache, and logits only for
+// the rows that are sampled. The contract is in Passes.td. Everything is
+// checked before anything changes, so a graph that cannot be rewritten is
+// left exactly as it was, with the reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/dialect/KilnOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "passes/Passes.h"
+
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/BitVector.h"
+
+namespace kiln {
+
+#define GEN_PASS_DEF_KILNRAGGED
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+constexpr llvm::StringLiteral kName = "kiln.name";
+constexpr llvm::StringLiteral kDims = "kiln.dims";
+
+StringRef nameOf(func::FuncOp f, unsigned i, bool result) {
+  auto name = result ? f.getResultAttrOfType<StringAttr>(i, kName)
+                     : f.getArgAttrOfType<StringAttr>(i, kName);
+  return name ? name.getValue() : StringRef();
+}
+
+/// The argument named `name`, or null.
+BlockArgument argNamed(func::FuncOp f, StringRef name) {
+  for (unsigned i = 0; i < f.getNumArguments(); ++i)
+    if (nameOf(f, i, false) == name)
+      return f.getArgument(i);
+  return nullptr;
+}
+
+/// past ++ new along the sequence dim (2 of 4), with past a
+/// `past_key_values.*` argument: returns new.
+Value newOfConcat(func::FuncOp f, Value kv) {
+  auto concat = kv.getDefiningOp<ConcatOp>();
+  if (!concat || concat.getInputs().size() != 2)
+    return nullptr;
+  int64_t axis = static_cast<int64_t>(concat.getAxis());
+  if (axis != 2 && axis != -2)
+    return nullptr;
+  auto past = dyn_cast<BlockArgument>(concat.getInputs()[0]);
+  if (!past || !nameOf(f, past.getArgNumber(), false).starts_with("past_key_values."))
+    return nullptr;
+  return concat.getInputs()[1];
+}
+
+struct Layer {
+  AttentionOp attention;
+  Value kNew, vNew;
+};
+
+DictionaryAttr argAttrs(MLIRContext *ctx, StringRef name, ArrayRef<StringRef> dims) {
+  Builder b(ctx);
+  SmallVector<Attribute> dimAttrs;
+  for (StringRef d : dims)
+    dimAttrs.push_back(b.getStringAttr(d));
+  return b.getDictionaryAttr({b.getNamedAttr(kName, b.getStringAttr(name)),
+                              b.getNamedAttr(kDims, b.getArrayAttr(dimAttrs))});
+}
+
+struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto skip = [&](const Twine &why) {
+      module->setAttr("kiln.ragged_skipped", StringAttr::get(&getContext(), why));
+    };
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main || main.isExternal())
+      return skip("no @main function");
+    if (!argNamed(main, "input_ids"))
+      return skip("no input_ids input");
+    if (!argNamed(main, "position_ids"))
+      return skip("no position_ids input (the model computes positions from the attention "
+                  "mask or the past length, which a ragged batch does not have)");
+
+    SmallVector<Layer> layers;
+    WalkResult walk = main.walk([&](Operation *op) {
+      if (isa<SoftmaxOp>(op)) {
+        skip("an attention was not injected (a Softmax is left)");
+        return WalkResult::interrupt();
+      }
+      auto attention = dyn_cast<AttentionOp>(op);
+      if (!attention)
+        return WalkResult::advance();
+      Layer layer{attention, newOfConcat(main, attention.getK()),
+                  newOfConcat(main, attention.getV())};
+      if (!layer.kNew || !layer.vNew) {
+        skip("an attention's K or V is not past_key_values ++ the new tokens' along dim 2");
+        return WalkResult::interrupt();
+      }
+      layers.push_back(layer);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return;
+    if (layers.empty())
+      return skip("no injected attention");
+
+    auto ret = cast<func::ReturnOp>(main.front().getTerminator());
+    LinearOp head;
+    for (unsigned i = 0; i < main.getNumResults(); ++i)
+      if (nameOf(main, i, true) == "logits")
+        head = ret.getOperand(i).getDefiningOp<LinearOp>();
+    if (!head || cast<TensorType>(head.getX().getType()).getShape().size() != 3)
+      return skip("the logits are not a linear of [batch, tokens, hidden] states");
+
+    rewrite(main, layers, head);
+    module->setAttr("kiln.interface", StringAttr::get(&getContext(), "ragged"));
+  }
+
+  void rewrite(func::FuncOp main, ArrayRef<Layer> layers, LinearOp head) {
+    MLIRContext *ctx = &getContext();
+    Location loc = main.getLoc();
+    auto i64 = IntegerType::get(ctx, 64);
+    auto vec = RankedTensorType::get({ShapedType::kDynamic}, i64);
+    auto add = [&](Type type, StringRef name, ArrayRef<StringRef> dims) {
+      unsigned index = main.getNumArguments();
+      (void)main.insertArgument(index, type, argAttrs(ctx, name, dims), loc);
+      return main.getArgument(index);
+    };
+    Value slots = add(vec, "kv_slots", {"num_tokens"});
+    Value queryStart = add(vec, "query_start", {"num_seqs + 1"});
+    Value contextLens = add(vec, "context_lens", {"num_seqs"});
+    Value blockTables = add(RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64),
+                            "block_tables", {"num_seqs", "max_blocks"});
+    Value logitsIndices = add(vec, "logits_indices", {"num_logits"});
+
+    OpBuilder b(ctx);
+    for (auto [i, layer] : llvm::enumerate(layers)) {
+      auto cacheType = [&](Value fresh) {
+        auto t = cast<RankedTensorType>(fresh.getType());
+        return t.clone({ShapedType::kDynamic, t.getDimSize(1), ShapedType::kDynamic,
+                        t.getDimSize(3)});
+      };
+      std::string prefix = "kv_cache." + std::to_string(i);
+      Value kCache = add(cacheType(layer.kNew), prefix + ".key",
+                         {"num_blocks", "", "block_size", ""});
+      Value vCache = add(cacheType(layer.vNew), prefix + ".value",
+                         {"num_blocks", "", "block_size", ""});
+      AttentionOp a = layer.attention;
+      b.setInsertionPoint(a);
+      auto paged = b.create<PagedAttentionOp>(a.getLoc(), a.getOutput().getType(), a.getQ(),
+                                              layer.kNew, layer.vNew, kCache, vCache, slots,
+                                              queryStart, contextLens, blockTables,
+                                              a.getScaleAttr());
+      a.getOutput().replaceAllUsesWith(paged.getOutput());
+      a.erase();
+    }
+
+    // The LM head over the sampled rows only.
+    b.setInsertionPoint(head);
+    auto x = cast<RankedTensorType>(head.getX().getType());
+    auto rows = b.create<GatherOp>(
+        head.getLoc(), x.clone({x.getDimSize(0), ShapedType::kDynamic, x.getDimSize(2)}),
+        head.getX(), logitsIndices, b.getI64IntegerAttr(1));
+    auto y = cast<RankedTensorType>(head.getY().getType());
+    auto logits = b.create<LinearOp>(
+        head.getLoc(), y.clone({y.getDimSize(0), ShapedType::kDynamic, y.getDimSize(2)}),
+        rows.getOutput(), head.getW(), head.getBias(), head.getActivationAttr());
+    head.getY().replaceAllUsesWith(logits.getY());
+    head.erase();
+    // The logits' token dim is now the sampled rows'.
+    for (unsigned i = 0; i < main.getNumResults(); ++i)
+      if (auto dims = main.getResultAttrOfType<ArrayAttr>(i, kDims);
+          dims && nameOf(main, i, true) == "logits" && dims.size() == 3) {
+        SmallVector<Attribute> d(dims.begin(), dims.end());
+        d[1] = b.getStringAttr("num_logits");
+        main.setResultAttr(i, kDims, b.getArrayAttr(d));
+      }
+
+    dropPresentOutputs(main);
+    IRRewriter rewriter(ctx);
+    (void)runRegionDCE(rewriter, main.getBody());
+    dropDeadInputs(main);
+  }
+
+  /// The present.* outputs (past ++ new) are the runtime's business now.
+  void dropPresentOutputs(func::FuncOp main) {
+    auto ret = cast<func::ReturnOp>(main.front().getTerminator());
+    llvm::BitVector drop(main.getNumResults());
+    for (unsigned i = 0; i < main.getNumResults(); ++i)
+      drop[i] = nameOf(main, i, true).starts_with("present.");
+    ret->eraseOperands(drop);
+    (void)main.eraseResults(drop);
+  }
+
+  /// The past_key_values.* inputs and an attention_mask nothing reads.
+  void dropDeadInputs(func::FuncOp main) {
+    llvm::BitVector drop(main.getNumArguments());
+    for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+      StringRef name = nameOf(main, i, false);
+      drop[i] = main.getArgument(i).use_empty() &&
+                (name.starts_with("past_key_values.") || name == "attention_mask");
+    }
+    (void)main.eraseArguments(drop);
+  }
+};
+
+} // namespace
+} // namespace kiln
