@@ -24,6 +24,7 @@ const std::vector<OpDef> &Table() {
     AddFusedNormOps(t);
     AddFusedMlpOps(t);
     AddFusedAttentionOps(t);
+    AddPagedAttentionOps(t);
     for (OpDef &d : t)
       if (ComputesInF32ForHalf(d.type))
         d = WithHalfViaF32(d);

@@ -108,5 +108,7 @@ void AddIndexOps(std::vector<OpDef> &table);
 void AddFusedNormOps(std::vector<OpDef> &table);
 void AddFusedMlpOps(std::vector<OpDef> &table);
 void AddFusedAttentionOps(std::vector<OpDef> &table);
+// paged_attention: attention over the runtime-owned paged KV cache.
+void AddPagedAttentionOps(std::vector<OpDef> &table);
 
 } // namespace kiln::cpu

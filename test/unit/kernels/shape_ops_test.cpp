@@ -226,10 +226,11 @@ TEST(OpTable, EveryDocumentedOpIsRegistered) {
                                                "sin",
                                                "cos",
                                                "is_nan"};
-  // docs/fused-ops.md: the ops the compiler's inject phase emits.
+  // docs/fused-ops.md: the ops the compiler's inject phase emits, and
+  // paged_attention, the serving engine's attention over its KV cache.
   const std::vector<std::string> fused = {"rms_norm", "add_rms_norm", "add_layer_norm",
                                           "gelu",     "linear",       "gated_mlp",
-                                          "rotary",   "attention"};
+                                          "rotary",   "attention",    "paged_attention"};
   std::vector<std::string> all = documented;
   all.insert(all.end(), fused.begin(), fused.end());
   for (const std::string &op : all) {

@@ -1,0 +1,127 @@
+#include "cpu/paged_attention.h"
+
+#include "cpu/gemm.h"
+#include "cpu/softmax.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace kiln::kernels {
+namespace {
+
+// As in Attention: scores for at most about this many floats at once, so a
+// long prefill never needs [rows, context] in one piece.
+constexpr int64_t kScoreBudget = int64_t{1} << 17;
+
+// Buffers sized for the largest sequence seen so far, shared by all the
+// batch's sequences and KV heads: a call allocates a handful of times.
+struct Scratch {
+  std::vector<float> k, v;   // one KV head's context, gathered dense
+  std::vector<float> q, out; // one block of the group's query rows
+  std::vector<float> scores;
+};
+
+float *Grow(std::vector<float> &buf, int64_t n) {
+  if (static_cast<int64_t>(buf.size()) < n)
+    buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
+
+// k_new[0, g, t, :] -> cache[slot / BS, g, slot % BS, :] for every KV head.
+void StoreSlots(const float *src, float *cache, int64_t width, const int64_t *slots,
+                const PagedAttentionDims &d) {
+  const size_t bytes = static_cast<size_t>(width) * sizeof(float);
+  for (int64_t t = 0; t < d.tokens; ++t) {
+    const int64_t slot = slots[t];
+    if (slot < 0) // padding: the token has no place in the cache
+      continue;
+    const int64_t block = slot / d.block_size, offset = slot % d.block_size;
+    for (int64_t g = 0; g < d.kv_heads; ++g)
+      std::memcpy(cache + ((block * d.kv_heads + g) * d.block_size + offset) * width,
+                  src + (g * d.tokens + t) * width, bytes);
+  }
+}
+
+// The first `len` positions of KV head g, dense as [len, width]. A block
+// holds BS contiguous rows per head, so each block is one copy.
+void GatherContext(const float *cache, const int64_t *table, int64_t g, int64_t len, int64_t width,
+                   const PagedAttentionDims &d, float *dst) {
+  for (int64_t b = 0; b * d.block_size < len; ++b) {
+    const int64_t rows = std::min(d.block_size, len - b * d.block_size);
+    const float *src = cache + (table[b] * d.kv_heads + g) * d.block_size * width;
+    std::memcpy(dst + b * d.block_size * width, src,
+                static_cast<size_t>(rows * width) * sizeof(float));
+  }
+}
+
+// One sequence: n new tokens from t0, context ctx >= n, block table `table`.
+void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
+                    const int64_t *table, int64_t t0, int64_t n, int64_t ctx, float *out,
+                    const PagedAttentionDims &d, float scale, Scratch &w) {
+  const int64_t D = d.head_dim, Dv = d.v_dim, T = d.tokens;
+  const int64_t group = d.q_heads / d.kv_heads;
+  // The group's rows are head-major: row r is head g * group + r / n and
+  // token t0 + r % n, at context position ctx - n + r % n. Stacking them
+  // makes decoding (n = 1) a [group, ctx] product instead of group vectors.
+  const int64_t rows = group * n;
+  const int64_t block = std::clamp<int64_t>(kScoreBudget / ctx, 16, 4096);
+  float *kbuf = Grow(w.k, ctx * D), *vbuf = Grow(w.v, ctx * Dv);
+  float *qbuf = Grow(w.q, std::min(block, rows) * D);
+  float *obuf = Grow(w.out, std::min(block, rows) * Dv);
+  float *s = Grow(w.scores, std::min(block, rows) * ctx);
+  for (int64_t g = 0; g < d.kv_heads; ++g) {
+    GatherContext(k_cache, table, g, ctx, D, d, kbuf);
+    GatherContext(v_cache, table, g, ctx, Dv, d, vbuf);
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+      const int64_t m = std::min(block, rows - r0);
+      // Keys past the block's last position are in every row's future; a
+      // block within one head (long prefill) skips them.
+      const int64_t last = r0 + m - 1;
+      const int64_t kv = r0 / n == last / n ? ctx - n + last % n + 1 : ctx;
+      for (int64_t r = 0; r < m; ++r) {
+        const int64_t h = g * group + (r0 + r) / n, t = t0 + (r0 + r) % n;
+        std::memcpy(qbuf + r * D, q + (h * T + t) * D, static_cast<size_t>(D) * sizeof(float));
+      }
+      // s[m, kv] = scale * Q[m, D] @ K[kv, D]^T
+      Gemm<float>(false, true, m, kv, D, scale, qbuf, D, kbuf, D, 0.0f, s, kv);
+      for (int64_t r = 0; r < m; ++r) {
+        // Causal within the sequence: row r sees positions 0..p, p >= 0
+        // since ctx >= n, so no row is ever fully masked.
+        const int64_t seen = ctx - n + (r0 + r) % n + 1;
+        float *row = s + r * kv;
+        Softmax<float>(row, row, 1, seen, 1, false);
+        std::fill(row + seen, row + kv, 0.0f);
+      }
+      // o[m, Dv] = P[m, kv] @ V[kv, Dv]
+      Gemm<float>(false, false, m, Dv, kv, 1.0f, s, kv, vbuf, Dv, 0.0f, obuf, Dv);
+      for (int64_t r = 0; r < m; ++r) {
+        const int64_t h = g * group + (r0 + r) / n, t = t0 + (r0 + r) % n;
+        std::memcpy(out + (h * T + t) * Dv, obuf + r * Dv, static_cast<size_t>(Dv) * sizeof(float));
+      }
+    }
+  }
+}
+
+} // namespace
+
+void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
+                    float *v_cache, const PagedBatch &batch, float *out,
+                    const PagedAttentionDims &dims, float scale) {
+  if (dims.tokens == 0 || dims.kv_heads == 0)
+    return;
+  // Stores first: a sequence's own new tokens are part of the context it
+  // reads back through its block table.
+  StoreSlots(k_new, k_cache, dims.head_dim, batch.slots, dims);
+  StoreSlots(v_new, v_cache, dims.v_dim, batch.slots, dims);
+  Scratch scratch;
+  for (int64_t s = 0; s < dims.num_seqs; ++s) {
+    const int64_t t0 = batch.query_start[s], n = batch.query_start[s + 1] - t0;
+    if (n == 0)
+      continue;
+    AttendSequence(q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0, n,
+                   batch.context_lens[s], out, dims, scale, scratch);
+  }
+}
+
+} // namespace kiln::kernels
