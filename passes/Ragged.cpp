@@ -83,16 +83,46 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     auto main = module.lookupSymbol<func::FuncOp>("main");
     if (!main || main.isExternal())
       return skip("no @main function");
-    if (!argNamed(main, "input_ids"))
-      return skip("no input_ids input");
-    if (!argNamed(main, "position_ids"))
-      return skip("no position_ids input (the model computes positions from the attention "
-                  "mask or the past length, which a ragged batch does not have)");
 
+    std::string why;
+    if (!analyze(main, nullptr, nullptr, why))
+      return skip(why);
+    // Rewrite a copy, so a graph that turns out to need the mask elsewhere
+    // is left exactly as it was.
+    func::FuncOp work = main.clone();
+    work.setSymName("main.ragged");
+    module.push_back(work);
     SmallVector<Layer> layers;
+    LinearOp head;
+    (void)analyze(work, &layers, &head, why);
+    rewrite(work, layers, head);
+    if (BlockArgument mask = argNamed(work, "attention_mask"); mask && !mask.use_empty()) {
+      work.erase();
+      return skip("the attention_mask feeds more than attention (e.g. the positions), which a "
+                  "ragged batch has no mask for");
+    }
+    main.erase();
+    work.setSymName("main");
+    module->setAttr("kiln.interface", StringAttr::get(&getContext(), "ragged"));
+  }
+
+  /// Whether `main` can be rewritten; fills `layers` and `head` when given,
+  /// else `why` says what stops it.
+  bool analyze(func::FuncOp main, SmallVectorImpl<Layer> *layers, LinearOp *head,
+               std::string &why) {
+    auto fail = [&](const Twine &reason) {
+      why = reason.str();
+      return false;
+    };
+    if (!argNamed(main, "input_ids"))
+      return fail("no input_ids input");
+    if (!argNamed(main, "position_ids"))
+      return fail("no position_ids input (the model computes positions from the attention "
+                  "mask or the past length, which a ragged batch does not have)");
+    int found = 0;
     WalkResult walk = main.walk([&](Operation *op) {
       if (isa<SoftmaxOp>(op)) {
-        skip("an attention was not injected (a Softmax is left)");
+        fail("an attention was not injected (a Softmax is left)");
         return WalkResult::interrupt();
       }
       auto attention = dyn_cast<AttentionOp>(op);
@@ -101,27 +131,32 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
       Layer layer{attention, newOfConcat(main, attention.getK()),
                   newOfConcat(main, attention.getV())};
       if (!layer.kNew || !layer.vNew) {
-        skip("an attention's K or V is not past_key_values ++ the new tokens' along dim 2");
+        fail("an attention's K or V is not past_key_values ++ the new tokens' along dim 2");
         return WalkResult::interrupt();
       }
-      layers.push_back(layer);
+      if (!cast<TensorType>(layer.kNew.getType()).getElementType().isF32()) {
+        fail("the KV cache is not f32 (paged_attention has only an f32 kernel)");
+        return WalkResult::interrupt();
+      }
+      ++found;
+      if (layers)
+        layers->push_back(layer);
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
-      return;
-    if (layers.empty())
-      return skip("no injected attention");
-
+      return false;
+    if (found == 0)
+      return fail("no injected attention");
     auto ret = cast<func::ReturnOp>(main.front().getTerminator());
-    LinearOp head;
+    LinearOp lm;
     for (unsigned i = 0; i < main.getNumResults(); ++i)
       if (nameOf(main, i, true) == "logits")
-        head = ret.getOperand(i).getDefiningOp<LinearOp>();
-    if (!head || cast<TensorType>(head.getX().getType()).getShape().size() != 3)
-      return skip("the logits are not a linear of [batch, tokens, hidden] states");
-
-    rewrite(main, layers, head);
-    module->setAttr("kiln.interface", StringAttr::get(&getContext(), "ragged"));
+        lm = ret.getOperand(i).getDefiningOp<LinearOp>();
+    if (!lm || cast<TensorType>(lm.getX().getType()).getShape().size() != 3)
+      return fail("the logits are not a linear of [batch, tokens, hidden] states");
+    if (head)
+      *head = lm;
+    return true;
   }
 
   void rewrite(func::FuncOp main, ArrayRef<Layer> layers, LinearOp head) {

@@ -46,6 +46,7 @@ const KeyInfo kTopKeys[] = {
     {"injection_dict", "injection_policy", Kind::kNullOnly},
     {"quant", "quant", Kind::kObject},
     {"enable_cuda_graph", "enable_cuda_graph", Kind::kBool},
+    {"ragged_batching", "ragged_batching", Kind::kBool},
 };
 
 const KeyInfo kTensorParallelKeys[] = {
@@ -329,6 +330,8 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
     } else if (canonical == "replace_with_kernel_inject") {
       config.kernel_inject = v.get<bool>();
       config.require_injection = config.kernel_inject;
+    } else if (canonical == "ragged_batching") {
+      config.ragged = v.get<bool>();
     } else if (canonical == "max_out_tokens") {
       config.max_out_tokens = v.get<int64_t>();
     } else if (canonical == "min_out_tokens") {
@@ -370,6 +373,7 @@ std::string BuildConfig::ToJson() const {
   j["training_mp_size"] = training_mp_size;
   j["enable_cuda_graph"] = enable_cuda_graph;
   j["quant"] = {{"enabled", quant_enabled}};
+  j["ragged_batching"] = ragged;
   j["checkpoint"] = nullptr;
   j["save_mp_checkpoint_path"] = nullptr;
   j["injection_policy"] = nullptr;

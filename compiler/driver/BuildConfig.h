@@ -33,6 +33,10 @@ struct BuildConfig {
   // error; `false` builds the generic graph of primitive ops.
   bool kernel_inject = true;
   bool require_injection = false;
+  // kiln's own key `ragged_batching` (default true): rewrite an injected
+  // decoder to the serving engine's ragged, paged-KV interface (kiln-ragged).
+  // False keeps the model's dense past/present interface.
+  bool ragged = true;
   // Default cap on generated tokens per request (GenerationDefaults.
   // max_new_tokens). Unset: the plan writer derives it from the model, so
   // kiln never truncates output at an arbitrary 1024.

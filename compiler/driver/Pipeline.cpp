@@ -3,6 +3,7 @@
 #include "compiler/driver/Pipeline.h"
 
 #include "compiler/dialect/KilnDialect.h"
+#include "compiler/dialect/KilnOps.h"
 #include "compiler/driver/BuildError.h"
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/plan/ModelFiles.h"
@@ -151,6 +152,7 @@ private:
   llvm::Expected<std::string> runPhase(Phase phase);
   llvm::Expected<std::string> writePlanFile();
   llvm::Expected<std::string> runInject();
+  llvm::Expected<std::string> runRagged();
   /// The inject phase's report, stored in the plan.
   std::string injectionReport;
 
@@ -193,11 +195,11 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   }
   case Phase::Inject:
     return runInject();
+  case Phase::Ragged:
+    return runRagged();
   // The next phases exist in DESIGN.md but not yet in kiln. The config
   // refuses every setting that would need them, so skipping them here never
   // drops a request on the floor.
-  case Phase::Ragged:
-    return std::string("skipped: not implemented yet (the plan keeps the model's dense inputs)");
   case Phase::Partition:
     return llvm::formatv("skipped: tensor_parallel.tp_size is {0}", config.tp_size).str();
   case Phase::Quantize:
@@ -307,6 +309,41 @@ llvm::Expected<std::string> Build::runInject() {
   }
   llvm::StringRef first = llvm::StringRef(injectionReport).split('\n').first;
   return first.str();
+}
+
+/// kiln-ragged, when the config allows it. A decoder it cannot rewrite keeps
+/// its dense interface; the warning says why, because the engine then runs
+/// that plan's requests one at a time.
+llvm::Expected<std::string> Build::runRagged() {
+  const BuildConfig &config = request.config;
+  if (!config.ragged)
+    return std::string("skipped: ragged_batching is false (the plan keeps the model's dense "
+                       "interface)");
+  if (!config.kernel_inject)
+    return std::string("skipped: the ragged interface needs injected attention");
+  if (llvm::Error e = runPasses(context, *module, diags, Phase::Ragged,
+                                [](mlir::PassManager &pm) { pm.addPass(createKilnRagged()); }))
+    return std::move(e);
+  mlir::ModuleOp m = *module;
+  if (auto why = m->getAttrOfType<mlir::StringAttr>("kiln.ragged_skipped")) {
+    std::string reason = why.str();
+    m->removeAttr("kiln.ragged_skipped");
+    // Only a decoder with a KV cache could have been batched.
+    bool decoder = false;
+    if (auto main = m.lookupSymbol<mlir::func::FuncOp>("main"))
+      for (unsigned i = 0; i < main.getNumArguments(); ++i)
+        if (auto name = main.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name"))
+          decoder |= name.getValue().starts_with("past_key_values.");
+    if (decoder)
+      log << "warning: the plan keeps the model's dense interface, so the engine runs its "
+             "requests one at a time: "
+          << reason << "\n";
+    return "skipped: " + reason;
+  }
+  m->removeAttr("kiln.interface");
+  int layers = 0;
+  m.walk([&](PagedAttentionOp) { ++layers; });
+  return llvm::formatv("{0} attention layers over a paged KV cache", layers).str();
 }
 
 llvm::Expected<std::string> Build::writePlanFile() {

@@ -77,4 +77,42 @@ llvm::Expected<DecoderDesc> detectDecoderIO(const GraphDesc &graph) {
   return d;
 }
 
+llvm::Expected<RaggedDesc> detectRaggedIO(const GraphDesc &graph) {
+  RaggedDesc r;
+  std::map<KVSlot, int32_t> cache;
+  const std::pair<const char *, int32_t *> roles[] = {
+      {"input_ids", &r.inputIds},       {"position_ids", &r.positionIds},
+      {"kv_slots", &r.kvSlots},         {"query_start", &r.queryStart},
+      {"context_lens", &r.contextLens}, {"block_tables", &r.blockTables},
+      {"logits_indices", &r.logitsIndices}};
+  for (int32_t id : graph.inputs) {
+    const std::string &name = graph.tensors[id].name;
+    for (auto [role, slot] : roles)
+      if (name == role)
+        *slot = id;
+    if (auto kv = parseKV(name, "kv_cache."))
+      cache[*kv] = id;
+  }
+  if (cache.empty())
+    return r;
+  for (int32_t id : graph.outputs)
+    if (graph.tensors[id].name == "logits")
+      r.logits = id;
+  for (auto [role, slot] : roles)
+    if (*slot < 0)
+      return err(llvm::Twine("a ragged graph (it has kv_cache inputs) has no ") + role + " input");
+  if (r.logits < 0)
+    return err("a ragged graph has no logits output");
+  int64_t layers = cache.rbegin()->first.first + 1;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    auto k = cache.find({layer, 0}), v = cache.find({layer, 1});
+    if (k == cache.end() || v == cache.end())
+      return err("a ragged graph has no kv_cache." + std::to_string(layer) +
+                 (k == cache.end() ? ".key" : ".value") + " input");
+    r.kvCache.emplace_back(k->second, v->second);
+  }
+  r.present = true;
+  return r;
+}
+
 } // namespace kiln::plan

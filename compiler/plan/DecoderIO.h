@@ -24,6 +24,12 @@ namespace kiln::plan {
 /// model lacks stay -1.
 llvm::Expected<DecoderDesc> detectDecoderIO(const GraphDesc &graph);
 
+/// The ragged roles (kv_slots, query_start, context_lens, block_tables,
+/// logits_indices, kv_cache.N.{key,value}) of a graph kiln-ragged rewrote.
+/// Not present when the graph has no kv_cache inputs; an error when it has
+/// some but a role is missing or a layer lacks its key or value.
+llvm::Expected<RaggedDesc> detectRaggedIO(const GraphDesc &graph);
+
 } // namespace kiln::plan
 
 #endif // KILN_COMPILER_PLAN_DECODERIO_H

@@ -75,6 +75,15 @@ struct DecoderDesc {
   std::vector<std::pair<int32_t, int32_t>> kv; // (past input, present output)
 };
 
+/// The serving engine's inputs after kiln-ragged (Plan.ragged), by name.
+/// `present` is false for a dense plan.
+struct RaggedDesc {
+  bool present = false;
+  int32_t inputIds = -1, positionIds = -1, kvSlots = -1, queryStart = -1, contextLens = -1,
+          blockTables = -1, logitsIndices = -1, logits = -1;
+  std::vector<std::pair<int32_t, int32_t>> kvCache; // (key input, value input) per layer
+};
+
 /// The graph part, collected from the module.
 struct GraphDesc {
   std::vector<TensorDesc> tensors;

@@ -63,6 +63,16 @@ Offset<fb::DecoderIO> buildDecoder(FlatBufferBuilder &b, const DecoderDesc &d) {
                              b.CreateVector(kv));
 }
 
+Offset<fb::RaggedIO> buildRagged(FlatBufferBuilder &b, const RaggedDesc &r) {
+  if (!r.present)
+    return 0;
+  std::vector<Offset<fb::KVCache>> cache;
+  for (auto [key, value] : r.kvCache)
+    cache.push_back(fb::CreateKVCache(b, key, value));
+  return fb::CreateRaggedIO(b, r.inputIds, r.positionIds, r.kvSlots, r.queryStart, r.contextLens,
+                            r.blockTables, r.logitsIndices, r.logits, b.CreateVector(cache));
+}
+
 } // namespace
 
 int32_t effectiveMaxNewTokens(const PlanExtras &extras) {
@@ -77,6 +87,7 @@ int32_t effectiveMaxNewTokens(const PlanExtras &extras) {
 }
 
 std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &decoder,
+                                   const RaggedDesc &ragged,
                                    const PlanExtras &extras,
                                    const std::vector<SectionPlacement> &placements) {
   FlatBufferBuilder b(1 << 16);
@@ -104,7 +115,8 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
       buildMetadata(b, extras), b.CreateString(m.tokenizerJson), b.CreateString(m.chatTemplate),
       generation, b.CreateString(extras.buildConfigJson), b.CreateString(extras.injectionReport),
       b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(graph.inputs),
-      b.CreateVector(graph.outputs), memory, b.CreateVector(sections), buildDecoder(b, decoder));
+      b.CreateVector(graph.outputs), memory, b.CreateVector(sections), buildDecoder(b, decoder),
+      buildRagged(b, ragged));
   fb::FinishPlanBuffer(b, plan);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -21,6 +21,7 @@ int32_t effectiveMaxNewTokens(const PlanExtras &extras);
 /// given section placements (one per section; this writer emits only the
 /// shared section 0).
 std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &decoder,
+                                   const RaggedDesc &ragged,
                                    const PlanExtras &extras,
                                    const std::vector<SectionPlacement> &placements);
 

@@ -43,6 +43,9 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
   auto decoder = detectDecoderIO(*graph);
   if (!decoder)
     return decoder.takeError();
+  auto ragged = detectRaggedIO(*graph);
+  if (!ragged)
+    return ragged.takeError();
 
   std::vector<SectionBlob> sections;
   if (!graph->weights.empty())
@@ -50,7 +53,7 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
   std::string error = WritePlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
-        return serializePlan(*graph, *decoder, extras, placements);
+        return serializePlan(*graph, *decoder, *ragged, extras, placements);
       },
       sections);
   // The only failures left are file system ones (a bad -o path, a full
@@ -67,6 +70,7 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
   s.weightBytes = graph->weights.size();
   s.memory = graph->memory;
   s.decoder = *decoder;
+  s.ragged = *ragged;
   uint64_t size = 0;
   if (!llvm::sys::fs::file_size(path, size))
     s.fileBytes = size;

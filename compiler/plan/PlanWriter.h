@@ -31,6 +31,7 @@ struct PlanSummary {
   uint64_t weightBytes = 0;
   MemoryPlanDesc memory;
   DecoderDesc decoder;
+  RaggedDesc ragged;
 };
 
 /// The function a plan is built from: the module's only function with a

@@ -66,6 +66,8 @@ const char *FinishReasonName(FinishReason r) {
     return "stop_token";
   case FinishReason::kStopString:
     return "stop_string";
+  case FinishReason::kCancelled:
+    return "cancelled";
   }
   return "?";
 }

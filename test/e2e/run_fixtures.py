@@ -43,6 +43,10 @@ class Fixture:
         npz = folder / "reference.npz"
         self.arrays = np.load(npz) if npz.exists() else {}
         self.plan = tmp / (folder.name + ".plan")
+        # kiln exec binds the model's own inputs (past_key_values ...), which
+        # only a dense plan has; generation runs the default (ragged) plan.
+        self.exec_plan = tmp / (folder.name + "-dense.plan")
+        self.expect_ragged = False
         self.failures = []
 
     def check(self, ok, what):
@@ -57,6 +61,15 @@ class Fixture:
         r = self.kiln_run(["build", str(self.dir / "model.onnx"), "-o", str(self.plan), "--quiet",
                            *self.build_flags], self.builder)
         self.check(r.returncode == 0, f"kiln build (exit {r.returncode}) {r.stderr.strip()[-400:]}")
+        if r.returncode != 0:
+            return False
+        if self.expect_ragged:
+            self.check("dense interface" not in r.stderr,
+                       f"the plan has the ragged interface {r.stderr.strip()[-300:]}")
+        r = self.kiln_run(["build", str(self.dir / "model.onnx"), "-o", str(self.exec_plan),
+                           "--quiet", "--no-ragged", *self.build_flags], self.builder)
+        self.check(r.returncode == 0, f"kiln build --no-ragged (exit {r.returncode}) "
+                   f"{r.stderr.strip()[-400:]}")
         return r.returncode == 0
 
     def graph_inputs(self, ids):
@@ -89,7 +102,7 @@ class Fixture:
         tag = case.get("input_ids_key", f"len{length}")
         work = self.tmp / f"{self.dir.name}-exec-{tag}"
         (work / "out").mkdir(parents=True)
-        args = ["exec", str(self.plan), "--output-dir", str(work / "out")]
+        args = ["exec", str(self.exec_plan), "--output-dir", str(work / "out")]
         for name, value in self.graph_inputs(ids).items():
             path = work / f"{name}.pb"
             path.write_bytes(numpy_helper.from_array(value, name).SerializeToString())
@@ -157,6 +170,8 @@ def main():
     ap.add_argument("--build-flag", action="append", default=[],
                     help="extra `kiln build` flag, e.g. --require-injection or --no-inject "
                     "(repeatable)")
+    ap.add_argument("--expect-ragged", action="store_true",
+                    help="fail when the default build keeps the dense interface")
     ap.add_argument("fixtures", nargs="+", help="fixture folders")
     args = ap.parse_args()
     failures = 0
@@ -164,6 +179,7 @@ def main():
         for folder in map(Path, args.fixtures):
             f = Fixture(args.kiln, args.builder or args.kiln, folder, Path(tmp))
             f.build_flags = args.build_flag
+            f.expect_ragged = args.expect_ragged
             if f.build():
                 for case in f.ref.get("cases", []):
                     f.exec_prefill(case)

@@ -17,5 +17,6 @@ int BuildMain(const std::vector<std::string> &args);   // cmd_build.cpp (compile
 int RunMain(const std::vector<std::string> &args);     // cmd_run.cpp
 int ExecMain(const std::vector<std::string> &args);    // cmd_exec.cpp
 int InspectMain(const std::vector<std::string> &args); // cmd_inspect.cpp
+int BenchMain(const std::vector<std::string> &args);   // cmd_bench.cpp
 
 }  // namespace kiln::cli

@@ -48,6 +48,9 @@ const char kUsage[] =
     "                       or MLP was not fused\n"
     "  --no-inject          replace_with_kernel_inject: false; build the generic graph\n"
     "                       of primitive ops\n"
+    "  --no-ragged          ragged_batching: false; keep the model's own past/present KV\n"
+    "                       interface instead of the engine's ragged batch over a paged\n"
+    "                       KV cache (the engine then runs requests one at a time)\n"
     "  --dtype D            dtype (only fp32 today)\n"
     "  --max-tokens N       max_out_tokens: default cap on generated tokens\n"
     "  --tp-size N          tensor_parallel.tp_size (only 1 today)\n"
@@ -88,7 +91,7 @@ int BuildMain(const std::vector<std::string> &args) {
   for (const auto &[flag, key] : kConfigFlags)
     value_options.insert(flag);
   std::string err = ParseArgs(args, value_options,
-                              {"--quiet", "--report", "--require-injection", "--no-inject"},
+                              {"--quiet", "--report", "--require-injection", "--no-inject", "--no-ragged"},
                               {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
   if (!err.empty())
     return Usage("build", err, kUsage);
@@ -156,6 +159,9 @@ int BuildMain(const std::vector<std::string> &args) {
       return Error(llvm::toString(std::move(e)), kExitBadInput);
   if (parsed.Has("--no-inject"))
     if (llvm::Error e = config.AddFlag("replace_with_kernel_inject", "false", "--no-inject"))
+      return Error(llvm::toString(std::move(e)), kExitBadInput);
+  if (parsed.Has("--no-ragged"))
+    if (llvm::Error e = config.AddFlag("ragged_batching", "false", "--no-ragged"))
       return Error(llvm::toString(std::move(e)), kExitBadInput);
   auto effective = config.Finish();
   if (!effective)

@@ -52,6 +52,7 @@ enum class FinishReason {
   kCallback,   // the token callback asked to stop
   kStopToken,  // generated one of stop_token_ids
   kStopString, // the text reached a stop string
+  kCancelled,  // the caller cancelled the request (Pipeline::Cancel)
 };
 const char *FinishReasonName(FinishReason r);
 

@@ -123,12 +123,13 @@ void Scheduler::Admit(Step &step, int64_t &budget) {
   while (!waiting_.empty() && budget > 0 &&
          NumRunning() < static_cast<int64_t>(config_.max_seqs_per_step)) {
     Sequence *seq = waiting_.front();
-    blocks_.Match(*seq);
+    const int64_t matched = blocks_.Match(*seq);
     const int64_t n = std::min(seq->NumUncomputed(), budget);
     if (!blocks_.CanAppend(*seq, n)) {
       blocks_.Free(*seq); // gives back the matched prefix; it waits, and so do those behind it
       return;
     }
+    seq->num_prefix_hit_tokens += matched;
     waiting_.pop_front();
     seq->status = SequenceStatus::kRunning;
     running_.push_back(seq);

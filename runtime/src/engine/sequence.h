@@ -35,6 +35,8 @@ struct Sequence {
   int64_t num_hashed_blocks = 0;
   int64_t arrival = -1; // order of Scheduler::Add; lower came first
   int num_preemptions = 0;
+  // Tokens whose KV came from the prefix cache at admission, over all admissions.
+  int64_t num_prefix_hit_tokens = 0;
 
   // Prompt plus output.
   int64_t NumTokens() const { return static_cast<int64_t>(prompt.size() + output.size()); }

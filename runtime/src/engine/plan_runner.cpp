@@ -1,0 +1,219 @@
+// PlanModelRunner: a scheduled Step as the plan's ragged inputs.
+#include "engine/plan_runner.h"
+
+#include "kiln_schema/plan_generated.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace kiln::engine {
+namespace {
+
+// The ragged roles of `plan`, checked: every role is an input of the right
+// dtype and rank, every input has a role, the caches are f32 with static
+// head counts and head dims.
+struct Roles {
+  int ids = -1, pos = -1, slots = -1, qstart = -1, ctx = -1, tables = -1, rows = -1, logits = -1;
+  struct Layer {
+    int key = -1, value = -1;
+    int64_t kv_heads = 0, key_dim = 0, value_dim = 0;
+  };
+  std::vector<Layer> layers;
+  int64_t vocab = 0;
+};
+
+StatusOr<Roles> ReadRoles(const Plan &plan) {
+  const fb::RaggedIO *r = plan.fb().ragged();
+  if (!r)
+    return InvalidArgument("the plan has no ragged interface (it was built with --no-ragged, or "
+                           "kiln-ragged could not rewrite the model; `kiln build` said why)");
+  const auto &tensors = plan.tensors();
+  Roles roles;
+  std::vector<bool> has_role(plan.inputs().size(), false);
+  auto input = [&](int id, const char *role, int rank, int *out) -> Status {
+    int index = id >= 0 && id < static_cast<int>(tensors.size()) ? plan.InputIndex(id) : -1;
+    if (index < 0)
+      return InvalidArgument(std::string("the plan's ragged role ") + role +
+                             " is not a graph input");
+    const PlanTensor &t = tensors[id];
+    if (t.dtype != DType::kI64 || static_cast<int>(t.dims.size()) != rank)
+      return InvalidArgument(std::string("ragged input ") + role + " is " + DTypeName(t.dtype) +
+                             t.DimsToString() + "; expected i64 of rank " +
+                             std::to_string(rank));
+    has_role[index] = true;
+    *out = index;
+    return Status::Ok();
+  };
+  KILN_RETURN_IF_ERROR(input(r->input_ids(), "input_ids", 2, &roles.ids));
+  KILN_RETURN_IF_ERROR(input(r->position_ids(), "position_ids", 2, &roles.pos));
+  KILN_RETURN_IF_ERROR(input(r->kv_slots(), "kv_slots", 1, &roles.slots));
+  KILN_RETURN_IF_ERROR(input(r->query_start(), "query_start", 1, &roles.qstart));
+  KILN_RETURN_IF_ERROR(input(r->context_lens(), "context_lens", 1, &roles.ctx));
+  KILN_RETURN_IF_ERROR(input(r->block_tables(), "block_tables", 2, &roles.tables));
+  KILN_RETURN_IF_ERROR(input(r->logits_indices(), "logits_indices", 1, &roles.rows));
+
+  int logits = r->logits();
+  roles.logits = logits >= 0 && logits < static_cast<int>(tensors.size()) ? plan.OutputIndex(logits)
+                                                                          : -1;
+  if (roles.logits < 0)
+    return InvalidArgument("the plan's ragged logits are not a graph output");
+  const PlanTensor &lt = tensors[logits];
+  if (lt.dtype != DType::kF32 || lt.dims.size() != 3 || lt.dims[2].value <= 0)
+    return InvalidArgument("ragged logits are " + std::string(DTypeName(lt.dtype)) +
+                           lt.DimsToString() + "; expected f32 [1, rows, vocab] with a static vocab");
+  roles.vocab = lt.dims[2].value;
+
+  if (!r->kv_cache() || r->kv_cache()->size() == 0)
+    return InvalidArgument("the plan's ragged interface has no KV cache");
+  for (const fb::KVCache *c : *r->kv_cache()) {
+    Roles::Layer layer;
+    for (auto [id, out, dim] : {std::tuple{c->key(), &layer.key, &layer.key_dim},
+                                std::tuple{c->value(), &layer.value, &layer.value_dim}}) {
+      int index = id >= 0 && id < static_cast<int>(tensors.size()) ? plan.InputIndex(id) : -1;
+      if (index < 0)
+        return InvalidArgument("a KV cache of the plan's ragged interface is not a graph input");
+      const PlanTensor &t = tensors[id];
+      if (t.dtype != DType::kF32 || t.dims.size() != 4 || t.dims[1].value <= 0 ||
+          t.dims[3].value <= 0)
+        return InvalidArgument("KV cache '" + t.name + "' is " + DTypeName(t.dtype) +
+                               t.DimsToString() +
+                               "; expected f32 [num_blocks, kv_heads, block_size, head_dim] "
+                               "with static kv_heads and head_dim");
+      if (layer.kv_heads != 0 && layer.kv_heads != t.dims[1].value)
+        return InvalidArgument("KV cache '" + t.name + "' has another head count than its key");
+      layer.kv_heads = t.dims[1].value;
+      *dim = t.dims[3].value;
+      *out = index;
+      has_role[index] = true;
+    }
+    roles.layers.push_back(layer);
+  }
+  for (size_t i = 0; i < has_role.size(); ++i)
+    if (!has_role[i])
+      return InvalidArgument("plan input '" + tensors[plan.inputs()[i]].name +
+                             "' has no ragged role, so the engine cannot bind it");
+  return roles;
+}
+
+TensorView View(std::vector<int64_t> &buf, Shape shape) {
+  return TensorView{DType::kI64, std::move(shape), buf.data()};
+}
+
+} // namespace
+
+StatusOr<int64_t> PlanModelRunner::BytesPerBlock(const Plan &plan, int64_t block_size) {
+  KILN_ASSIGN_OR_RETURN(Roles roles, ReadRoles(plan));
+  if (block_size < 1)
+    return InvalidArgument("block_size must be >= 1, got " + std::to_string(block_size));
+  int64_t bytes = 0;
+  for (const Roles::Layer &l : roles.layers)
+    bytes += l.kv_heads * block_size * (l.key_dim + l.value_dim) * 4;
+  return bytes;
+}
+
+StatusOr<std::unique_ptr<PlanModelRunner>> PlanModelRunner::Create(const Plan &plan,
+                                                                   int64_t num_blocks,
+                                                                   int64_t block_size) {
+  KILN_ASSIGN_OR_RETURN(Roles roles, ReadRoles(plan));
+  if (num_blocks < 1 || block_size < 1)
+    return InvalidArgument("the KV cache needs num_blocks >= 1 and block_size >= 1, got " +
+                           std::to_string(num_blocks) + " and " + std::to_string(block_size));
+  std::unique_ptr<PlanModelRunner> r(new PlanModelRunner(plan, num_blocks, block_size));
+  r->ids_ = roles.ids;
+  r->pos_ = roles.pos;
+  r->slots_ = roles.slots;
+  r->qstart_ = roles.qstart;
+  r->ctx_ = roles.ctx;
+  r->tables_ = roles.tables;
+  r->rows_ = roles.rows;
+  r->logits_ = roles.logits;
+  r->vocab_ = roles.vocab;
+  for (const Roles::Layer &l : roles.layers) {
+    Cache c;
+    c.key_input = l.key;
+    c.value_input = l.value;
+    c.key_shape = {num_blocks, l.kv_heads, block_size, l.key_dim};
+    c.value_shape = {num_blocks, l.kv_heads, block_size, l.value_dim};
+    c.key.assign(static_cast<size_t>(num_blocks * l.kv_heads * block_size * l.key_dim), 0.0f);
+    c.value.assign(static_cast<size_t>(num_blocks * l.kv_heads * block_size * l.value_dim), 0.0f);
+    r->caches_.push_back(std::move(c));
+  }
+  KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan));
+  return r;
+}
+
+Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
+  const int64_t T = step.num_tokens;
+  const int64_t N = static_cast<int64_t>(step.chunks.size());
+  if (T < 1 || N < 1)
+    return InvalidArgument("an empty step has nothing to run");
+  int64_t max_blocks = 1;
+  for (const ScheduledChunk &c : step.chunks)
+    max_blocks = std::max(max_blocks, (c.start + c.num_tokens + block_size_ - 1) / block_size_);
+
+  ids_buf_.clear();
+  pos_buf_.clear();
+  slots_buf_.clear();
+  rows_buf_.clear();
+  qstart_buf_.assign(1, 0);
+  ctx_buf_.clear();
+  tables_buf_.assign(static_cast<size_t>(N * max_blocks), 0);
+  for (int64_t s = 0; s < N; ++s) {
+    const ScheduledChunk &c = step.chunks[s];
+    const Sequence &seq = *c.seq;
+    const int64_t end = c.start + c.num_tokens;
+    if (static_cast<int64_t>(seq.block_table.size()) * block_size_ < end)
+      return Internal("sequence " + std::to_string(seq.id) + " has blocks for " +
+                      std::to_string(seq.block_table.size() * block_size_) +
+                      " tokens but the step computes up to position " + std::to_string(end));
+    for (int64_t p = c.start; p < end; ++p) {
+      ids_buf_.push_back(seq.TokenAt(p));
+      pos_buf_.push_back(p);
+      slots_buf_.push_back(int64_t{seq.block_table[p / block_size_]} * block_size_ +
+                           p % block_size_);
+    }
+    qstart_buf_.push_back(static_cast<int64_t>(ids_buf_.size()));
+    ctx_buf_.push_back(end);
+    const int64_t used = (end + block_size_ - 1) / block_size_;
+    for (int64_t j = 0; j < used; ++j)
+      tables_buf_[s * max_blocks + j] = seq.block_table[j];
+    if (c.samples)
+      rows_buf_.push_back(static_cast<int64_t>(ids_buf_.size()) - 1);
+  }
+  if (static_cast<int64_t>(ids_buf_.size()) != T)
+    return Internal("step says " + std::to_string(T) + " tokens but its chunks hold " +
+                    std::to_string(ids_buf_.size()));
+  const int64_t L = static_cast<int64_t>(rows_buf_.size());
+  logits.clear();
+  if (L == 0) {
+    // Nothing samples (every chunk is a middle piece of a prompt), but the
+    // KV must still be written: run the LM head over one row and drop it.
+    rows_buf_.push_back(0);
+  }
+
+  std::vector<TensorView> inputs(plan_.inputs().size());
+  inputs[ids_] = View(ids_buf_, {1, T});
+  inputs[pos_] = View(pos_buf_, {1, T});
+  inputs[slots_] = View(slots_buf_, {T});
+  inputs[qstart_] = View(qstart_buf_, {N + 1});
+  inputs[ctx_] = View(ctx_buf_, {N});
+  inputs[tables_] = View(tables_buf_, {N, max_blocks});
+  inputs[rows_] = View(rows_buf_, {static_cast<int64_t>(rows_buf_.size())});
+  for (Cache &c : caches_) {
+    inputs[c.key_input] = TensorView{DType::kF32, c.key_shape, c.key.data()};
+    inputs[c.value_input] = TensorView{DType::kF32, c.value_shape, c.value.data()};
+  }
+  KILN_RETURN_IF_ERROR(executor_->Bind(inputs));
+  KILN_RETURN_IF_ERROR(executor_->Run());
+  if (L == 0)
+    return Status::Ok();
+  const TensorView &out = executor_->output(logits_);
+  if (out.dtype != DType::kF32 || out.numel() != L * vocab_)
+    return Internal("the plan's logits are " + ShapeToString(out.shape) + " for " +
+                    std::to_string(L) + " sampled rows of vocab " + std::to_string(vocab_));
+  logits.assign(out.as<float>(), out.as<float>() + L * vocab_);
+  return Status::Ok();
+}
+
+} // namespace kiln::engine

@@ -1,0 +1,54 @@
+// The ModelRunner of a plan with the ragged interface (Plan.ragged, written
+// by kiln-ragged): owns the paged KV cache tensors and turns each scheduled
+// Step into the plan's flat-batch inputs, then runs the executor.
+#pragma once
+
+#include "engine/model_runner.h"
+#include "kiln/executor.h"
+#include "kiln/plan.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace kiln::engine {
+
+class PlanModelRunner : public ModelRunner {
+public:
+  // Bytes of KV cache one block of `block_size` tokens takes over all
+  // layers. InvalidArgument when the plan has no ragged interface or its
+  // roles are malformed (what Create checks).
+  static StatusOr<int64_t> BytesPerBlock(const Plan &plan, int64_t block_size);
+
+  // Allocates `num_blocks` blocks of `block_size` tokens per layer, zeroed.
+  // `plan` must outlive the runner.
+  static StatusOr<std::unique_ptr<PlanModelRunner>> Create(const Plan &plan, int64_t num_blocks,
+                                                           int64_t block_size);
+
+  int64_t vocab_size() const override { return vocab_; }
+  Status Run(const Step &step, std::vector<float> &logits) override;
+
+private:
+  struct Layout; // the plan's input positions and cache dims
+  PlanModelRunner(const Plan &plan, int64_t num_blocks, int64_t block_size)
+      : plan_(plan), num_blocks_(num_blocks), block_size_(block_size) {}
+
+  const Plan &plan_;
+  int64_t num_blocks_, block_size_;
+  int64_t vocab_ = 0;
+  std::unique_ptr<Executor> executor_;
+  // Position in plan.inputs() of each role, and of each layer's caches.
+  int ids_ = -1, pos_ = -1, slots_ = -1, qstart_ = -1, ctx_ = -1, tables_ = -1, rows_ = -1;
+  int logits_ = -1; // position in plan.outputs()
+  struct Cache {
+    int key_input = -1, value_input = -1;
+    Shape key_shape, value_shape; // [num_blocks, kv_heads, block_size, head_dim]
+    std::vector<float> key, value;
+  };
+  std::vector<Cache> caches_;
+  // Per-step inputs, kept alive from Bind through Run.
+  std::vector<int64_t> ids_buf_, pos_buf_, slots_buf_, qstart_buf_, ctx_buf_, tables_buf_,
+      rows_buf_;
+};
+
+} // namespace kiln::engine

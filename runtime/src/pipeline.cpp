@@ -1,0 +1,200 @@
+// Pipeline: request checking, tokenization and ids in front of an engine
+// (batched for ragged plans, serial for dense ones).
+#include "kiln/pipeline.h"
+
+#include "engine/engine.h"
+#include "kiln_schema/plan_generated.h"
+
+#include <algorithm>
+#include <map>
+
+namespace kiln {
+
+const char *ResponseFinishName(ResponseFinish f) {
+  switch (f) {
+  case ResponseFinish::kStop:
+    return "stop";
+  case ResponseFinish::kLength:
+    return "length";
+  case ResponseFinish::kCancelled:
+    return "cancelled";
+  }
+  return "?";
+}
+
+struct Pipeline::Impl {
+  std::unique_ptr<Plan> owned_plan;
+  const Plan *plan = nullptr;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<engine::Engine> engine;
+  engine::CancelList cancels;
+  bool batched = false;
+  int64_t context_length = 0;
+  std::vector<int64_t> eos_ids;
+  int64_t next_id = 1;
+};
+
+namespace {
+
+Status ValidateOptions(const PipelineOptions &o) {
+  auto bad = [](const std::string &what) { return InvalidArgument("pipeline option " + what); };
+  if (o.kv_cache_bytes < 0)
+    return bad("kv_cache_bytes must be >= 0 (0: the default), got " +
+               std::to_string(o.kv_cache_bytes));
+  if (o.block_size < 1 || o.block_size > 1024)
+    return bad("block_size must be in [1, 1024], got " + std::to_string(o.block_size));
+  if (o.max_seqs < 1)
+    return bad("max_seqs must be >= 1, got " + std::to_string(o.max_seqs));
+  if (o.max_batched_tokens < o.max_seqs)
+    return bad("max_batched_tokens (" + std::to_string(o.max_batched_tokens) +
+               ") must be >= max_seqs (" + std::to_string(o.max_seqs) +
+               "), so every running sequence can decode in one step");
+  if (o.max_tracked < o.max_seqs)
+    return bad("max_tracked (" + std::to_string(o.max_tracked) + ") must be >= max_seqs (" +
+               std::to_string(o.max_seqs) + ")");
+  return Status::Ok();
+}
+
+} // namespace
+
+Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Pipeline::~Pipeline() = default;
+
+StatusOr<std::unique_ptr<Pipeline>> Pipeline::Open(const std::string &plan_path,
+                                                   const PipelineOptions &options) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(plan_path));
+  const Plan &ref = *plan;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> p, Create(ref, options));
+  p->impl_->owned_plan = std::move(plan);
+  return p;
+}
+
+StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
+                                                     const PipelineOptions &options) {
+  KILN_RETURN_IF_ERROR(ValidateOptions(options));
+  auto impl = std::make_unique<Impl>();
+  impl->plan = &plan;
+  const fb::Plan &f = plan.fb();
+  if (const auto *tj = f.tokenizer_json(); tj && tj->size() > 0) {
+    auto t = Tokenizer::FromJson(std::string_view(tj->c_str(), tj->size()));
+    if (!t.ok())
+      return InvalidArgument("the plan's tokenizer: " + t.status().message());
+    impl->tokenizer = std::move(*t);
+  }
+  if (const fb::ModelMetadata *m = f.metadata()) {
+    impl->context_length = std::max<int64_t>(0, m->context_length());
+    if (m->eos_token_ids())
+      impl->eos_ids.assign(m->eos_token_ids()->begin(), m->eos_token_ids()->end());
+  }
+  impl->batched = f.ragged() != nullptr;
+  if (impl->batched) {
+    KILN_ASSIGN_OR_RETURN(impl->engine,
+                          engine::CreateBatchedEngine(plan, impl->tokenizer.get(), options,
+                                                      impl->context_length));
+  } else {
+    KILN_ASSIGN_OR_RETURN(impl->engine, engine::CreateSerialEngine(plan, impl->tokenizer.get()));
+  }
+  impl->engine->set_cancel_list(&impl->cancels);
+  return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+RequestParams Pipeline::DefaultParams() const {
+  RequestParams p;
+  if (const fb::GenerationDefaults *g = impl_->plan->fb().generation()) {
+    p.max_new_tokens = g->max_new_tokens();
+    p.sampling.temperature = g->temperature();
+    p.sampling.top_k = g->top_k();
+    p.sampling.top_p = g->top_p();
+    p.sampling.repetition_penalty = g->repetition_penalty();
+  }
+  return p;
+}
+
+StatusOr<int64_t> Pipeline::Submit(const Request &request, StreamCallback on_token) {
+  KILN_RETURN_IF_ERROR(ValidateRequestParams(request.params));
+  engine::Admitted a;
+  if (!request.prompt_ids.empty()) {
+    a.prompt = request.prompt_ids;
+  } else {
+    if (!impl_->tokenizer)
+      return InvalidArgument("the plan has no tokenizer: give the prompt as token ids");
+    KILN_ASSIGN_OR_RETURN(a.prompt, impl_->tokenizer->Encode(request.prompt, true));
+  }
+  if (a.prompt.empty())
+    return InvalidArgument("the prompt is empty");
+  KILN_RETURN_IF_ERROR(
+      CheckPromptLength(static_cast<int64_t>(a.prompt.size()), impl_->context_length));
+  if (!request.params.stop.empty() && !impl_->tokenizer)
+    return InvalidArgument("stop strings need the plan's tokenizer, and the plan has none");
+  a.id = impl_->next_id;
+  a.params = request.params;
+  a.eos_ids = impl_->eos_ids;
+  a.on_token = std::move(on_token);
+  a.submitted = engine::Clock::now();
+  KILN_RETURN_IF_ERROR(impl_->engine->Submit(std::move(a)));
+  return impl_->next_id++;
+}
+
+Status Pipeline::Step() {
+  for (int64_t id : impl_->cancels.Drain())
+    impl_->engine->Cancel(id);
+  return impl_->engine->Step();
+}
+
+bool Pipeline::HasUnfinished() const { return impl_->engine->HasUnfinished(); }
+std::vector<Response> Pipeline::TakeFinished() { return impl_->engine->TakeFinished(); }
+void Pipeline::Cancel(int64_t request_id) { impl_->cancels.Add(request_id); }
+void Pipeline::set_logits_hook(LogitsHook hook) { impl_->engine->set_logits_hook(std::move(hook)); }
+bool Pipeline::batched() const { return impl_->batched; }
+const Plan &Pipeline::plan() const { return *impl_->plan; }
+const Tokenizer *Pipeline::tokenizer() const { return impl_->tokenizer.get(); }
+int64_t Pipeline::context_length() const { return impl_->context_length; }
+Pipeline::Stats Pipeline::stats() const { return impl_->engine->stats(); }
+
+StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<std::string> &prompts,
+                                                   const RequestParams &params,
+                                                   const StreamCallback &on_token) {
+  std::vector<Request> requests(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    requests[i].prompt = prompts[i];
+    requests[i].params = params;
+  }
+  return Generate(requests, on_token);
+}
+
+StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<Request> &requests,
+                                                   const StreamCallback &on_token) {
+  if (HasUnfinished())
+    return InvalidArgument("Generate needs an idle pipeline; finish the submitted requests first");
+  // Check every request before running any, so a bad one fails the call cleanly.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Status s = ValidateRequestParams(requests[i].params);
+    if (!s.ok())
+      return InvalidArgument("request " + std::to_string(i) + ": " + s.message());
+  }
+  std::map<int64_t, size_t> order; // request id -> position
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto id = Submit(requests[i], on_token);
+    if (!id.ok()) {
+      for (const auto &[queued, pos] : order)
+        Cancel(queued);
+      while (HasUnfinished())
+        if (!Step().ok())
+          break;
+      (void)TakeFinished();
+      return Status(id.status().code(),
+                    "request " + std::to_string(i) + ": " + id.status().message());
+    }
+    order[*id] = i;
+  }
+  while (HasUnfinished())
+    KILN_RETURN_IF_ERROR(Step());
+  std::vector<Response> out = TakeFinished();
+  std::stable_sort(out.begin(), out.end(), [&](const Response &a, const Response &b) {
+    size_t pa = order[a.request_id], pb = order[b.request_id];
+    return pa != pb ? pa < pb : a.completion < b.completion;
+  });
+  return out;
+}
+
+} // namespace kiln

@@ -1,0 +1,46 @@
+// Options shared by `kiln run` and `kiln bench`: request parameters from
+// flags or from a JSON object, engine (pipeline) settings, and small writers.
+#pragma once
+
+#include "cli_args.h"
+#include "kiln/pipeline.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+// Value options and flags of the request parameters (--max-new-tokens,
+// --temperature, ...) and of the engine (--kv-cache-mb, --max-seqs, ...).
+extern const std::vector<std::string> kRequestOptions, kRequestFlags;
+extern const std::vector<std::string> kEngineOptions, kEngineFlags;
+// --help text of the engine options.
+extern const char kEngineUsage[];
+
+// "1,2,3" as token ids; InvalidArgument naming `flag` otherwise.
+Status ParseIds(const std::string &text, const std::string &flag, std::vector<int32_t> *ids);
+// Overrides `params` with the request flags given, then validates.
+Status ApplyRequestFlags(const ParsedArgs &a, RequestParams *params);
+// Overrides `options` with the engine flags given.
+Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *options);
+// --threads N; no-op when absent.
+Status ApplyThreads(const ParsedArgs &a);
+
+// One JSONL request: "prompt" (text) or "prompt_ids", plus any of the
+// request keys (max_new_tokens, temperature, top_k, top_p, min_p, seed,
+// repetition_penalty, presence_penalty, frequency_penalty, stop,
+// stop_token_ids, min_new_tokens, ignore_eos, n, logprobs) over `defaults`.
+// InvalidArgument naming the key for unknown keys and wrong types.
+StatusOr<Request> RequestFromJson(const nlohmann::json &j, const RequestParams &defaults);
+
+// {"token": id, "logprob": lp, "top": [[id, lp], ...]}; -inf as null.
+nlohmann::ordered_json LogprobJson(const SampledToken &s);
+
+// NumPy .npy v1.0 float32 [rows, cols].
+Status WriteNpy(const std::string &path, const std::vector<float> &data, int64_t rows,
+                int64_t cols);
+Status WriteText(const std::string &path, const std::string &text);
+
+} // namespace kiln::cli
