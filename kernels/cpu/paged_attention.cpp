@@ -1,10 +1,12 @@
 #include "cpu/paged_attention.h"
 
+#include "cpu/fast_math.h"
 #include "cpu/gemm.h"
 #include "cpu/softmax.h"
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace kiln::kernels {
@@ -103,6 +105,53 @@ void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
   }
 }
 
+// Few new tokens (decode): each query row reads its keys and values in place
+// through the block table. Gathering the context and two small GEMMs would
+// cost more than the arithmetic.
+constexpr int64_t kDirectMaxTokens = 4;
+
+void AttendDirect(const float *q, const float *k_cache, const float *v_cache,
+                  const int64_t *table, int64_t t0, int64_t n, int64_t ctx, float *out,
+                  const PagedAttentionDims &d, float scale, Scratch &w) {
+  const int64_t D = d.head_dim, Dv = d.v_dim, T = d.tokens, BS = d.block_size;
+  const int64_t group = d.q_heads / d.kv_heads;
+  float *p = Grow(w.scores, ctx);
+  float *acc = Grow(w.out, Dv);
+  for (int64_t h = 0; h < d.q_heads; ++h) {
+    const int64_t g = h / group;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = t0 + i, seen = ctx - n + i + 1;
+      const float *qr = q + (h * T + t) * D;
+      float best = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < seen; ++j) {
+        const float *kr = k_cache + ((table[j / BS] * d.kv_heads + g) * BS + j % BS) * D;
+        float dot = 0;
+        for (int64_t c = 0; c < D; ++c)
+          dot += qr[c] * kr[c];
+        p[j] = dot * scale;
+        best = std::max(best, p[j]);
+      }
+      for (int64_t j = 0; j < seen; ++j)
+        p[j] -= best;
+      ExpF32(p, p, seen);
+      float sum = 0;
+      for (int64_t j = 0; j < seen; ++j)
+        sum += p[j];
+      std::fill(acc, acc + Dv, 0.0f);
+      for (int64_t j = 0; j < seen; ++j) {
+        const float *vr = v_cache + ((table[j / BS] * d.kv_heads + g) * BS + j % BS) * Dv;
+        const float pj = p[j];
+        for (int64_t c = 0; c < Dv; ++c)
+          acc[c] += pj * vr[c];
+      }
+      float *o = out + (h * T + t) * Dv;
+      const float inv = 1.0f / sum;
+      for (int64_t c = 0; c < Dv; ++c)
+        o[c] = acc[c] * inv;
+    }
+  }
+}
+
 } // namespace
 
 void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
@@ -119,8 +168,13 @@ void PagedAttention(const float *q, const float *k_new, const float *v_new, floa
     const int64_t t0 = batch.query_start[s], n = batch.query_start[s + 1] - t0;
     if (n == 0)
       continue;
-    AttendSequence(q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0, n,
-                   batch.context_lens[s], out, dims, scale, scratch);
+    const int64_t *table = batch.block_tables + s * dims.max_blocks;
+    if (n <= kDirectMaxTokens)
+      AttendDirect(q, k_cache, v_cache, table, t0, n, batch.context_lens[s], out, dims, scale,
+                   scratch);
+    else
+      AttendSequence(q, k_cache, v_cache, table, t0, n, batch.context_lens[s], out, dims, scale,
+                     scratch);
   }
 }
 

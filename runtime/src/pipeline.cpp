@@ -30,6 +30,7 @@ struct Pipeline::Impl {
   engine::CancelList cancels;
   bool batched = false;
   int64_t context_length = 0;
+  int64_t vocab_size = 0; // 0: unknown
   std::vector<int64_t> eos_ids;
   int64_t next_id = 1;
 };
@@ -83,6 +84,7 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
   }
   if (const fb::ModelMetadata *m = f.metadata()) {
     impl->context_length = std::max<int64_t>(0, m->context_length());
+    impl->vocab_size = std::max<int64_t>(0, m->vocab_size());
     if (m->eos_token_ids())
       impl->eos_ids.assign(m->eos_token_ids()->begin(), m->eos_token_ids()->end());
   }
@@ -122,10 +124,13 @@ StatusOr<int64_t> Pipeline::Submit(const Request &request, StreamCallback on_tok
   }
   if (a.prompt.empty())
     return InvalidArgument("the prompt is empty");
+  for (int32_t id : a.prompt)
+    if (id < 0 || (impl_->vocab_size > 0 && id >= impl_->vocab_size))
+      return InvalidArgument("prompt token id " + std::to_string(id) +
+                             " is outside the vocabulary [0, " +
+                             std::to_string(impl_->vocab_size) + ")");
   KILN_RETURN_IF_ERROR(
       CheckPromptLength(static_cast<int64_t>(a.prompt.size()), impl_->context_length));
-  if (!request.params.stop.empty() && !impl_->tokenizer)
-    return InvalidArgument("stop strings need the plan's tokenizer, and the plan has none");
   a.id = impl_->next_id;
   a.params = request.params;
   a.eos_ids = impl_->eos_ids;
@@ -166,11 +171,17 @@ StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<Request> &r
                                                    const StreamCallback &on_token) {
   if (HasUnfinished())
     return InvalidArgument("Generate needs an idle pipeline; finish the submitted requests first");
-  // Check every request before running any, so a bad one fails the call cleanly.
+  // Check every request before running any, so a bad one fails the call
+  // cleanly; with several, the message says which.
+  auto which = [&](size_t i, const Status &s) {
+    return requests.size() == 1 ? s
+                                : Status(s.code(), "request " + std::to_string(i) + ": " +
+                                                       s.message());
+  };
   for (size_t i = 0; i < requests.size(); ++i) {
     Status s = ValidateRequestParams(requests[i].params);
     if (!s.ok())
-      return InvalidArgument("request " + std::to_string(i) + ": " + s.message());
+      return which(i, s);
   }
   std::map<int64_t, size_t> order; // request id -> position
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -182,8 +193,7 @@ StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<Request> &r
         if (!Step().ok())
           break;
       (void)TakeFinished();
-      return Status(id.status().code(),
-                    "request " + std::to_string(i) + ": " + id.status().message());
+      return which(i, id.status());
     }
     order[*id] = i;
   }

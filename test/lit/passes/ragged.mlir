@@ -68,3 +68,26 @@ func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"}, %pos: tensor<?x
   %o = kiln.attention %q, %k, %k {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x4x?x4xf32>, tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<1x4x?x4xf32>
   return %o : tensor<1x4x?x4xf32>
 }
+
+// -----
+
+// Near-miss: the attention_mask also feeds the output, so dropping it would
+// change the model; the function is left exactly as it was.
+// CHECK-LABEL: module attributes {kiln.ragged_skipped = "the attention_mask feeds more than attention
+// CHECK: func.func @main
+// CHECK-SAME: kiln.name = "attention_mask"
+// CHECK: kiln.attention
+// CHECK-NOT: kiln.paged_attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %mask: tensor<?x?xi64> {kiln.name = "attention_mask"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}, tensor<?x?xi64> {kiln.name = "mask_out"}) {
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %o3, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %l, %mask : tensor<?x?x8xf32>, tensor<?x?xi64>
+}

@@ -178,6 +178,8 @@ TEST(PagedAttention, FixedBatches) {
       {"empty sequences", {2, 2, 8, 8, 4, {0, 2, 0}, {5, 6, 0}}},
       {"padding slots", {4, 4, 8, 8, 4, {3, 1, 4}, {3, 8, 10}, 0.5}},
       {"dv != d, mqa decode", {6, 1, 8, 3, 16, {1, 1}, {17, 40}}},
+      // Up to 4 new tokens read the cache in place; 5 gather it first.
+      {"direct and gathered chunks", {4, 2, 8, 8, 4, {2, 4, 5, 3}, {10, 4, 12, 3}}},
   };
   for (const auto &[name, sp] : cases)
     CheckBatch(sp, rng, name);
