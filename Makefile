@@ -4,7 +4,7 @@ GEN := -G Ninja
 PY := .venv/bin/python
 DEMO_PROMPT ?= The meaning of
 
-.PHONY: setup build demo test clean bench
+.PHONY: setup build demo test clean bench bench-offline
 
 setup:
 	./tools/setup.sh
@@ -37,6 +37,20 @@ bench: build
 	$(PY) -c "import onnxruntime" 2>/dev/null || .venv/bin/pip install -q onnxruntime
 	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln --repeats 5 \
 	    test/fixtures/demo test/fixtures/llama-optimum test/fixtures/gpt2-optimum
+
+# Continuous batching on the demo model: kiln at several concurrencies, ONNX
+# Runtime serving the same requests one at a time, and a plot (docs/benchmarks.md).
+bench-offline: build
+	$(PY) -c "import onnxruntime, matplotlib" 2>/dev/null || .venv/bin/pip install -q -r tools/requirements-bench.txt
+	mkdir -p build/bench
+	./build/release/tools/kiln/kiln build test/fixtures/demo/model.onnx -o build/bench/demo.plan -q
+	./build/release/tools/kiln/kiln bench offline build/bench/demo.plan --num-prompts 64 --input-len 64 \
+	    --output-len 64 --concurrency 1,2,4,8,16,32 --threads 2 --json build/bench/kiln.json \
+	    --write-requests build/bench/requests.jsonl
+	$(PY) tools/bench_offline_ort.py --onnx test/fixtures/demo/model.onnx \
+	    --requests build/bench/requests.jsonl --threads 2 --out build/bench/ort.json
+	$(PY) tools/plot_bench.py --kiln build/bench/kiln.json --ort build/bench/ort.json \
+	    --out build/bench/bench-offline-demo.png
 
 clean:
 	rm -rf build

@@ -13,7 +13,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "passes/Passes.h"
 
-
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -172,28 +171,28 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     Value slots = add(vec, "kv_slots", {"num_tokens"});
     Value queryStart = add(vec, "query_start", {"num_seqs + 1"});
     Value contextLens = add(vec, "context_lens", {"num_seqs"});
-    Value blockTables = add(RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64),
-                            "block_tables", {"num_seqs", "max_blocks"});
+    Value blockTables =
+        add(RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic}, i64),
+            "block_tables", {"num_seqs", "max_blocks"});
     Value logitsIndices = add(vec, "logits_indices", {"num_logits"});
 
     OpBuilder b(ctx);
     for (auto [i, layer] : llvm::enumerate(layers)) {
       auto cacheType = [&](Value fresh) {
         auto t = cast<RankedTensorType>(fresh.getType());
-        return t.clone({ShapedType::kDynamic, t.getDimSize(1), ShapedType::kDynamic,
-                        t.getDimSize(3)});
+        return t.clone(
+            {ShapedType::kDynamic, t.getDimSize(1), ShapedType::kDynamic, t.getDimSize(3)});
       };
       std::string prefix = "kv_cache." + std::to_string(i);
-      Value kCache = add(cacheType(layer.kNew), prefix + ".key",
-                         {"num_blocks", "", "block_size", ""});
-      Value vCache = add(cacheType(layer.vNew), prefix + ".value",
-                         {"num_blocks", "", "block_size", ""});
+      Value kCache =
+          add(cacheType(layer.kNew), prefix + ".key", {"num_blocks", "", "block_size", ""});
+      Value vCache =
+          add(cacheType(layer.vNew), prefix + ".value", {"num_blocks", "", "block_size", ""});
       AttentionOp a = layer.attention;
       b.setInsertionPoint(a);
-      auto paged = b.create<PagedAttentionOp>(a.getLoc(), a.getOutput().getType(), a.getQ(),
-                                              layer.kNew, layer.vNew, kCache, vCache, slots,
-                                              queryStart, contextLens, blockTables,
-                                              a.getScaleAttr());
+      auto paged = b.create<PagedAttentionOp>(
+          a.getLoc(), a.getOutput().getType(), a.getQ(), layer.kNew, layer.vNew, kCache, vCache,
+          slots, queryStart, contextLens, blockTables, a.getScaleAttr());
       a.getOutput().replaceAllUsesWith(paged.getOutput());
       a.erase();
     }

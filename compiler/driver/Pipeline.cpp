@@ -14,9 +14,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
@@ -234,8 +234,7 @@ loadPassPlugins(const std::vector<std::string> &paths) {
     plugin->registerPassRegistryCallbacks();
     const mlir::PassInfo *info = mlir::PassInfo::lookup(plugin->getPluginName());
     if (!info)
-      return inputError("--pass-plugin " + path + ": the plugin '" +
-                        plugin->getPluginName().str() +
+      return inputError("--pass-plugin " + path + ": the plugin '" + plugin->getPluginName().str() +
                         "' registered no pass of that name (kiln runs the pass named after "
                         "the plugin)");
     passes.push_back(info);

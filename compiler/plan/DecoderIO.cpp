@@ -80,11 +80,13 @@ llvm::Expected<DecoderDesc> detectDecoderIO(const GraphDesc &graph) {
 llvm::Expected<RaggedDesc> detectRaggedIO(const GraphDesc &graph) {
   RaggedDesc r;
   std::map<KVSlot, int32_t> cache;
-  const std::pair<const char *, int32_t *> roles[] = {
-      {"input_ids", &r.inputIds},       {"position_ids", &r.positionIds},
-      {"kv_slots", &r.kvSlots},         {"query_start", &r.queryStart},
-      {"context_lens", &r.contextLens}, {"block_tables", &r.blockTables},
-      {"logits_indices", &r.logitsIndices}};
+  const std::pair<const char *, int32_t *> roles[] = {{"input_ids", &r.inputIds},
+                                                      {"position_ids", &r.positionIds},
+                                                      {"kv_slots", &r.kvSlots},
+                                                      {"query_start", &r.queryStart},
+                                                      {"context_lens", &r.contextLens},
+                                                      {"block_tables", &r.blockTables},
+                                                      {"logits_indices", &r.logitsIndices}};
   for (int32_t id : graph.inputs) {
     const std::string &name = graph.tensors[id].name;
     for (auto [role, slot] : roles)

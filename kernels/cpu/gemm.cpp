@@ -1,5 +1,7 @@
 #include "cpu/gemm.h"
 
+#include "cpu/gemm_small_m.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -62,6 +64,12 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
       for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // A few rows (a batched decode step): BLAS would repack all of B.
+    if (!trans_a && !trans_b && m >= 2 &&
+        SmallMGemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+      return;
   }
   if (beta == T(0)) {
     // Some BLAS builds compute 0 * C, which keeps NaN garbage from a reused

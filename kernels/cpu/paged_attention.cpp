@@ -2,6 +2,7 @@
 
 #include "cpu/fast_math.h"
 #include "cpu/gemm.h"
+#include "cpu/parallel.h"
 #include "cpu/softmax.h"
 
 #include <algorithm>
@@ -110,44 +111,85 @@ void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
 // cost more than the arithmetic.
 constexpr int64_t kDirectMaxTokens = 4;
 
-void AttendDirect(const float *q, const float *k_cache, const float *v_cache,
-                  const int64_t *table, int64_t t0, int64_t n, int64_t ctx, float *out,
-                  const PagedAttentionDims &d, float scale, Scratch &w) {
+// q . k over D floats in 16 independent lanes (vectorizable without
+// reassociating a reduction), then the lanes summed.
+inline __attribute__((always_inline)) float Dot(const float *q, const float *k, int64_t D) {
+  float lane[16] = {};
+  int64_t c = 0;
+  for (; c + 16 <= D; c += 16)
+    for (int l = 0; l < 16; ++l)
+      lane[l] += q[c + l] * k[c + l];
+  for (; c < D; ++c)
+    lane[c % 16] += q[c] * k[c];
+  float sum = 0;
+  for (float v : lane)
+    sum += v;
+  return sum;
+}
+
+// Compiled for AVX-512, AVX2 and the baseline; the loader picks one.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+AttendDirect(const float *q, const float *k_cache, const float *v_cache, const int64_t *table,
+             int64_t t0, int64_t n, int64_t ctx, float *out, const PagedAttentionDims &d,
+             float scale, Scratch &w) {
   const int64_t D = d.head_dim, Dv = d.v_dim, T = d.tokens, BS = d.block_size;
   const int64_t group = d.q_heads / d.kv_heads;
-  float *p = Grow(w.scores, ctx);
-  float *acc = Grow(w.out, Dv);
-  for (int64_t h = 0; h < d.q_heads; ++h) {
-    const int64_t g = h / group;
+  // The query heads of one KV head share every K and V row they read, so
+  // each row is loaded once for the whole group: p is [group, ctx] and acc
+  // [group, Dv].
+  float *p = Grow(w.scores, group * ctx);
+  float *acc = Grow(w.out, group * Dv);
+  for (int64_t g = 0; g < d.kv_heads; ++g) {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = t0 + i, seen = ctx - n + i + 1;
-      const float *qr = q + (h * T + t) * D;
-      float best = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < seen; ++j) {
-        const float *kr = k_cache + ((table[j / BS] * d.kv_heads + g) * BS + j % BS) * D;
-        float dot = 0;
-        for (int64_t c = 0; c < D; ++c)
-          dot += qr[c] * kr[c];
-        p[j] = dot * scale;
-        best = std::max(best, p[j]);
+      // Block by block: a block holds BS consecutive positions of head g.
+      for (int64_t j0 = 0, b = 0; j0 < seen; j0 += BS, ++b) {
+        const float *kb = k_cache + (table[b] * d.kv_heads + g) * BS * D;
+        const int64_t rows = std::min(BS, seen - j0);
+        for (int64_t o = 0; o < rows; ++o)
+          for (int64_t r = 0; r < group; ++r)
+            p[r * ctx + j0 + o] = Dot(q + ((g * group + r) * T + t) * D, kb + o * D, D) * scale;
       }
-      for (int64_t j = 0; j < seen; ++j)
-        p[j] -= best;
-      ExpF32(p, p, seen);
-      float sum = 0;
-      for (int64_t j = 0; j < seen; ++j)
-        sum += p[j];
-      std::fill(acc, acc + Dv, 0.0f);
-      for (int64_t j = 0; j < seen; ++j) {
-        const float *vr = v_cache + ((table[j / BS] * d.kv_heads + g) * BS + j % BS) * Dv;
-        const float pj = p[j];
+      std::vector<float> &inv = w.q; // 1 / sum of each row
+      Grow(inv, group);
+      for (int64_t r = 0; r < group; ++r) {
+        float *pr = p + r * ctx;
+        const float best = *std::max_element(pr, pr + seen);
+        for (int64_t j = 0; j < seen; ++j)
+          pr[j] -= best;
+        ExpF32(pr, pr, seen);
+        float sum = 0;
+        for (int64_t j = 0; j < seen; ++j)
+          sum += pr[j];
+        inv[r] = 1.0f / sum;
+      }
+      // acc[r] = sum_j p[r, j] v_j, 16 columns at a time so the running sum
+      // stays in a register instead of going through memory per position.
+      for (int64_t r = 0; r < group; ++r)
+        for (int64_t c0 = 0; c0 < Dv; c0 += 16) {
+          const int64_t width = std::min<int64_t>(16, Dv - c0);
+          float lane[16] = {};
+          for (int64_t j0 = 0, b = 0; j0 < seen; j0 += BS, ++b) {
+            const float *vb = v_cache + (table[b] * d.kv_heads + g) * BS * Dv + c0;
+            const float *pr = p + r * ctx + j0;
+            const int64_t rows = std::min(BS, seen - j0);
+            if (width == 16) {
+              for (int64_t o = 0; o < rows; ++o)
+                for (int l = 0; l < 16; ++l)
+                  lane[l] += pr[o] * vb[o * Dv + l];
+            } else {
+              for (int64_t o = 0; o < rows; ++o)
+                for (int64_t l = 0; l < width; ++l)
+                  lane[l] += pr[o] * vb[o * Dv + l];
+            }
+          }
+          std::copy(lane, lane + width, acc + r * Dv + c0);
+        }
+      for (int64_t r = 0; r < group; ++r) {
+        float *o = out + ((g * group + r) * T + t) * Dv;
         for (int64_t c = 0; c < Dv; ++c)
-          acc[c] += pj * vr[c];
+          o[c] = acc[r * Dv + c] * inv[r];
       }
-      float *o = out + (h * T + t) * Dv;
-      const float inv = 1.0f / sum;
-      for (int64_t c = 0; c < Dv; ++c)
-        o[c] = acc[c] * inv;
     }
   }
 }
@@ -163,18 +205,28 @@ void PagedAttention(const float *q, const float *k_new, const float *v_new, floa
   // reads back through its block table.
   StoreSlots(k_new, k_cache, dims.head_dim, batch.slots, dims);
   StoreSlots(v_new, v_cache, dims.v_dim, batch.slots, dims);
+  // Decode-sized sequences spread over threads (each range its own scratch);
+  // longer chunks, whose products go to BLAS, run on this thread.
+  std::vector<int64_t> direct;
+  for (int64_t s = 0; s < dims.num_seqs; ++s) {
+    const int64_t n = batch.query_start[s + 1] - batch.query_start[s];
+    if (n > 0 && n <= kDirectMaxTokens)
+      direct.push_back(s);
+  }
+  ParallelFor(static_cast<int64_t>(direct.size()), 4, [&](int64_t begin, int64_t end) {
+    Scratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t s = direct[i], t0 = batch.query_start[s];
+      AttendDirect(q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0,
+                   batch.query_start[s + 1] - t0, batch.context_lens[s], out, dims, scale, scratch);
+    }
+  });
   Scratch scratch;
   for (int64_t s = 0; s < dims.num_seqs; ++s) {
     const int64_t t0 = batch.query_start[s], n = batch.query_start[s + 1] - t0;
-    if (n == 0)
-      continue;
-    const int64_t *table = batch.block_tables + s * dims.max_blocks;
-    if (n <= kDirectMaxTokens)
-      AttendDirect(q, k_cache, v_cache, table, t0, n, batch.context_lens[s], out, dims, scale,
-                   scratch);
-    else
-      AttendSequence(q, k_cache, v_cache, table, t0, n, batch.context_lens[s], out, dims, scale,
-                     scratch);
+    if (n > kDirectMaxTokens)
+      AttendSequence(q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0, n,
+                     batch.context_lens[s], out, dims, scale, scratch);
   }
 }
 

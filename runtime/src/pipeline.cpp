@@ -90,9 +90,8 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
   }
   impl->batched = f.ragged() != nullptr;
   if (impl->batched) {
-    KILN_ASSIGN_OR_RETURN(impl->engine,
-                          engine::CreateBatchedEngine(plan, impl->tokenizer.get(), options,
-                                                      impl->context_length));
+    KILN_ASSIGN_OR_RETURN(impl->engine, engine::CreateBatchedEngine(plan, impl->tokenizer.get(),
+                                                                    options, impl->context_length));
   } else {
     KILN_ASSIGN_OR_RETURN(impl->engine, engine::CreateSerialEngine(plan, impl->tokenizer.get()));
   }
@@ -127,8 +126,8 @@ StatusOr<int64_t> Pipeline::Submit(const Request &request, StreamCallback on_tok
   for (int32_t id : a.prompt)
     if (id < 0 || (impl_->vocab_size > 0 && id >= impl_->vocab_size))
       return InvalidArgument("prompt token id " + std::to_string(id) +
-                             " is outside the vocabulary [0, " +
-                             std::to_string(impl_->vocab_size) + ")");
+                             " is outside the vocabulary [0, " + std::to_string(impl_->vocab_size) +
+                             ")");
   KILN_RETURN_IF_ERROR(
       CheckPromptLength(static_cast<int64_t>(a.prompt.size()), impl_->context_length));
   a.id = impl_->next_id;
@@ -174,9 +173,9 @@ StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<Request> &r
   // Check every request before running any, so a bad one fails the call
   // cleanly; with several, the message says which.
   auto which = [&](size_t i, const Status &s) {
-    return requests.size() == 1 ? s
-                                : Status(s.code(), "request " + std::to_string(i) + ": " +
-                                                       s.message());
+    return requests.size() == 1
+               ? s
+               : Status(s.code(), "request " + std::to_string(i) + ": " + s.message());
   };
   for (size_t i = 0; i < requests.size(); ++i) {
     Status s = ValidateRequestParams(requests[i].params);

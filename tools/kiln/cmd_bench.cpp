@@ -4,8 +4,8 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cmd_run_batch.h"
-#include "run_options.h"
 #include "kiln_schema/plan_generated.h"
+#include "run_options.h"
 
 #include <nlohmann/json.hpp>
 
@@ -77,8 +77,7 @@ StatusOr<Level> RunLevel(const Plan &plan, PipelineOptions options, int concurre
     level.output_tokens += r.generated_length;
     level.ttft_ms.push_back(r.ttft_seconds * 1e3);
     if (r.generated_length > 1)
-      level.tpot_ms.push_back((r.total_seconds - r.ttft_seconds) * 1e3 /
-                              (r.generated_length - 1));
+      level.tpot_ms.push_back((r.total_seconds - r.ttft_seconds) * 1e3 / (r.generated_length - 1));
   }
   level.steps = pipe->stats().steps;
   level.preemptions = pipe->stats().preemptions;
@@ -141,8 +140,8 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
     for (Request &r : requests) {
       if (r.prompt_ids.empty())
         return InvalidArgument("--write-requests needs token-id prompts");
-      lines += nlohmann::json({{"prompt_ids", r.prompt_ids},
-                               {"max_new_tokens", r.params.max_new_tokens}})
+      lines += nlohmann::json(
+                   {{"prompt_ids", r.prompt_ids}, {"max_new_tokens", r.params.max_new_tokens}})
                    .dump() +
                "\n";
     }
@@ -203,8 +202,8 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
 
 int BenchMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::set<std::string> values = {"--num-prompts", "--input-len",      "--output-len",
-                                  "--requests",    "--concurrency",    "--seed",
+  std::set<std::string> values = {"--num-prompts", "--input-len",     "--output-len",
+                                  "--requests",    "--concurrency",   "--seed",
                                   "--json",        "--write-requests"};
   values.insert(kEngineOptions.begin(), kEngineOptions.end());
   std::set<std::string> flags(kEngineFlags.begin(), kEngineFlags.end());

@@ -100,8 +100,16 @@ Json Report(const Plan &plan, bool with_ops) {
     outputs.push_back(TensorJson(plan, id));
   r["inputs"] = inputs;
   r["outputs"] = outputs;
+  auto name = [&](int id) {
+    return id >= 0 && id < static_cast<int>(plan.tensors().size()) ? Json(plan.tensors()[id].name)
+                                                                   : Json(nullptr);
+  };
+  // Which interface the runtime drives: the engine batches ragged plans.
+  r["interface"] = f.ragged() ? "ragged" : "dense";
+  if (const fb::RaggedIO *g = f.ragged())
+    r["ragged"] = {{"kv_caches", g->kv_cache() ? g->kv_cache()->size() : 0},
+                   {"logits", name(g->logits())}};
   if (const fb::DecoderIO *d = f.decoder()) {
-    auto name = [&](int id) { return id >= 0 ? Json(plan.tensors()[id].name) : Json(nullptr); };
     r["decoder"] = {{"input_ids", name(d->input_ids())},
                     {"attention_mask", name(d->attention_mask())},
                     {"position_ids", name(d->position_ids())},
@@ -233,6 +241,12 @@ void PrintText(const Json &r) {
     std::printf("  %-40s %s\n", t["name"].get<std::string>().c_str(), ShapeText(t).c_str());
   if (r.contains("decoder"))
     std::printf("decoder     %s\n", D(r["decoder"]).c_str());
+  std::printf("interface   %s%s\n", r["interface"].get<std::string>().c_str(),
+              r.contains("ragged")
+                  ? (" (continuous batching over a paged KV cache, " +
+                     std::to_string(r["ragged"]["kv_caches"].get<size_t>()) + " layers)")
+                        .c_str()
+                  : " (requests run one at a time)");
 
   std::printf("ops         %s\n", D(r["num_ops"]).c_str());
   for (auto &[type, n] : r["op_counts"].items())

@@ -10,14 +10,24 @@
 
 namespace kiln::cli {
 
-const std::vector<std::string> kRequestOptions = {
-    "--max-new-tokens",   "--temperature",       "--top-k", "--top-p", "--min-p",
-    "--repetition-penalty", "--presence-penalty", "--frequency-penalty", "--seed", "--stop",
-    "--stop-token-id",    "--min-new-tokens",    "--logprobs", "--n"};
+const std::vector<std::string> kRequestOptions = {"--max-new-tokens",
+                                                  "--temperature",
+                                                  "--top-k",
+                                                  "--top-p",
+                                                  "--min-p",
+                                                  "--repetition-penalty",
+                                                  "--presence-penalty",
+                                                  "--frequency-penalty",
+                                                  "--seed",
+                                                  "--stop",
+                                                  "--stop-token-id",
+                                                  "--min-new-tokens",
+                                                  "--logprobs",
+                                                  "--n"};
 const std::vector<std::string> kRequestFlags = {"--ignore-eos"};
-const std::vector<std::string> kEngineOptions = {"--kv-cache-mb", "--block-size",
+const std::vector<std::string> kEngineOptions = {"--kv-cache-mb",        "--block-size",
                                                  "--max-batched-tokens", "--max-seqs",
-                                                 "--max-tracked", "--threads"};
+                                                 "--max-tracked",        "--threads"};
 const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 
 const char kEngineUsage[] =
@@ -149,8 +159,8 @@ StatusOr<Request> RequestFromJson(const nlohmann::json &j, const RequestParams &
   auto integer = [](const json &v, const std::string &key, long long lo, long long hi,
                     long long *out) -> Status {
     if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > hi)
-      return InvalidArgument("\"" + key + "\" must be an integer in [" + std::to_string(lo) +
-                             ", " + std::to_string(hi) + "]");
+      return InvalidArgument("\"" + key + "\" must be an integer in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
     *out = v.get<long long>();
     return Status::Ok();
   };

@@ -54,8 +54,8 @@ public:
       return InvalidArgument("kv_cache_bytes " + std::to_string(budget) + " holds no KV block of " +
                              std::to_string(per_block) + " bytes (" +
                              std::to_string(options.block_size) + " tokens over every layer)");
-    KILN_ASSIGN_OR_RETURN(blocks_, BlockManager::Create(*blocks, options.block_size,
-                                                        options.prefix_caching));
+    KILN_ASSIGN_OR_RETURN(
+        blocks_, BlockManager::Create(*blocks, options.block_size, options.prefix_caching));
     SchedulerConfig config;
     config.max_batched_tokens = options.max_batched_tokens;
     config.max_seqs_per_step = options.max_seqs;
@@ -88,10 +88,11 @@ public:
     }
     if (scheduler_->NumWaiting() + scheduler_->NumRunning() + params.n >
         scheduler_->config().max_tracked_seqs)
-      return Status(StatusCode::kResourceExhausted, "the engine already tracks " +
-                               std::to_string(scheduler_->NumWaiting() + scheduler_->NumRunning()) +
-                               " sequences (max_tracked " +
-                               std::to_string(scheduler_->config().max_tracked_seqs) + ")");
+      return Status(StatusCode::kResourceExhausted,
+                    "the engine already tracks " +
+                        std::to_string(scheduler_->NumWaiting() + scheduler_->NumRunning()) +
+                        " sequences (max_tracked " +
+                        std::to_string(scheduler_->config().max_tracked_seqs) + ")");
     auto entry = std::make_unique<StreamCallback>(std::move(request.on_token));
     std::vector<int64_t> ids;
     for (auto &c : made) {
@@ -144,8 +145,8 @@ public:
       const Sequence &seq = *chunk.seq;
       history_.assign(seq.prompt.begin(), seq.prompt.end());
       history_.insert(history_.end(), seq.output.begin(), seq.output.end());
-      samples_.push_back(c.sampler->Sample(l, vocab, history_, seq.prompt.size(),
-                                           c.stop->Suppressed()));
+      samples_.push_back(
+          c.sampler->Sample(l, vocab, history_, seq.prompt.size(), c.stop->Suppressed()));
       sampled_.push_back(samples_.back().token);
     }
     KILN_RETURN_IF_ERROR(scheduler_->Update(step, sampled_));
@@ -202,8 +203,8 @@ private:
     event.completion = c.index;
     event.token = sample.token;
     event.text = c.stop->Append(sample.token);
-    const bool context_full = !c.stop->finished() && context_length_ > 0 && seq &&
-                              seq->NumTokens() >= context_length_;
+    const bool context_full =
+        !c.stop->finished() && context_length_ > 0 && seq && seq->NumTokens() >= context_length_;
     if (context_full)
       event.text += c.stop->Flush();
     event.sample = &sample;
@@ -230,8 +231,9 @@ private:
     c.ended = true;
     c.detail = reason;
     // Ok when the scheduler already finished it (it reached max_new_tokens).
-    (void)scheduler_->Finish(id, reason == kiln::FinishReason::kCancelled ? engine::FinishReason::kCancelled
-                                                                    : engine::FinishReason::kStop);
+    (void)scheduler_->Finish(id, reason == kiln::FinishReason::kCancelled
+                                     ? engine::FinishReason::kCancelled
+                                     : engine::FinishReason::kStop);
   }
 
   // Turns the scheduler's finished sequences into responses.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace kiln::engine {
@@ -39,8 +40,7 @@ StatusOr<Roles> ReadRoles(const Plan &plan) {
     const PlanTensor &t = tensors[id];
     if (t.dtype != DType::kI64 || static_cast<int>(t.dims.size()) != rank)
       return InvalidArgument(std::string("ragged input ") + role + " is " + DTypeName(t.dtype) +
-                             t.DimsToString() + "; expected i64 of rank " +
-                             std::to_string(rank));
+                             t.DimsToString() + "; expected i64 of rank " + std::to_string(rank));
     has_role[index] = true;
     *out = index;
     return Status::Ok();
@@ -54,14 +54,15 @@ StatusOr<Roles> ReadRoles(const Plan &plan) {
   KILN_RETURN_IF_ERROR(input(r->logits_indices(), "logits_indices", 1, &roles.rows));
 
   int logits = r->logits();
-  roles.logits = logits >= 0 && logits < static_cast<int>(tensors.size()) ? plan.OutputIndex(logits)
-                                                                          : -1;
+  roles.logits =
+      logits >= 0 && logits < static_cast<int>(tensors.size()) ? plan.OutputIndex(logits) : -1;
   if (roles.logits < 0)
     return InvalidArgument("the plan's ragged logits are not a graph output");
   const PlanTensor &lt = tensors[logits];
   if (lt.dtype != DType::kF32 || lt.dims.size() != 3 || lt.dims[2].value <= 0)
     return InvalidArgument("ragged logits are " + std::string(DTypeName(lt.dtype)) +
-                           lt.DimsToString() + "; expected f32 [1, rows, vocab] with a static vocab");
+                           lt.DimsToString() +
+                           "; expected f32 [1, rows, vocab] with a static vocab");
   roles.vocab = lt.dims[2].value;
 
   if (!r->kv_cache() || r->kv_cache()->size() == 0)
@@ -112,9 +113,8 @@ StatusOr<int64_t> PlanModelRunner::BytesPerBlock(const Plan &plan, int64_t block
   return bytes;
 }
 
-StatusOr<std::unique_ptr<PlanModelRunner>> PlanModelRunner::Create(const Plan &plan,
-                                                                   int64_t num_blocks,
-                                                                   int64_t block_size) {
+StatusOr<std::unique_ptr<PlanModelRunner>>
+PlanModelRunner::Create(const Plan &plan, int64_t num_blocks, int64_t block_size) {
   KILN_ASSIGN_OR_RETURN(Roles roles, ReadRoles(plan));
   if (num_blocks < 1 || block_size < 1)
     return InvalidArgument("the KV cache needs num_blocks >= 1 and block_size >= 1, got " +
@@ -135,8 +135,17 @@ StatusOr<std::unique_ptr<PlanModelRunner>> PlanModelRunner::Create(const Plan &p
     c.value_input = l.value;
     c.key_shape = {num_blocks, l.kv_heads, block_size, l.key_dim};
     c.value_shape = {num_blocks, l.kv_heads, block_size, l.value_dim};
-    c.key.assign(static_cast<size_t>(num_blocks * l.kv_heads * block_size * l.key_dim), 0.0f);
-    c.value.assign(static_cast<size_t>(num_blocks * l.kv_heads * block_size * l.value_dim), 0.0f);
+    // Not zeroed: attention reads only positions its sequence wrote, and
+    // untouched pages cost no memory until a block is first used.
+    const int64_t key_floats = num_blocks * l.kv_heads * block_size * l.key_dim;
+    const int64_t value_floats = num_blocks * l.kv_heads * block_size * l.value_dim;
+    c.key.reset(new (std::nothrow) float[static_cast<size_t>(key_floats)]);
+    c.value.reset(new (std::nothrow) float[static_cast<size_t>(value_floats)]);
+    if (!c.key || !c.value)
+      return Status(StatusCode::kResourceExhausted,
+                    "cannot allocate a KV cache of " +
+                        std::to_string((key_floats + value_floats) * 4 >> 20) +
+                        " MiB for one layer; lower the KV cache budget");
     r->caches_.push_back(std::move(c));
   }
   KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan));
@@ -201,8 +210,8 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   inputs[tables_] = View(tables_buf_, {N, max_blocks});
   inputs[rows_] = View(rows_buf_, {static_cast<int64_t>(rows_buf_.size())});
   for (Cache &c : caches_) {
-    inputs[c.key_input] = TensorView{DType::kF32, c.key_shape, c.key.data()};
-    inputs[c.value_input] = TensorView{DType::kF32, c.value_shape, c.value.data()};
+    inputs[c.key_input] = TensorView{DType::kF32, c.key_shape, c.key.get()};
+    inputs[c.value_input] = TensorView{DType::kF32, c.value_shape, c.value.get()};
   }
   KILN_RETURN_IF_ERROR(executor_->Bind(inputs));
   KILN_RETURN_IF_ERROR(executor_->Run());

@@ -20,7 +20,8 @@ public:
   // roles are malformed (what Create checks).
   static StatusOr<int64_t> BytesPerBlock(const Plan &plan, int64_t block_size);
 
-  // Allocates `num_blocks` blocks of `block_size` tokens per layer, zeroed.
+  // Allocates `num_blocks` blocks of `block_size` tokens per layer;
+  // ResourceExhausted when the memory is not there.
   // `plan` must outlive the runner.
   static StatusOr<std::unique_ptr<PlanModelRunner>> Create(const Plan &plan, int64_t num_blocks,
                                                            int64_t block_size);
@@ -43,7 +44,7 @@ private:
   struct Cache {
     int key_input = -1, value_input = -1;
     Shape key_shape, value_shape; // [num_blocks, kv_heads, block_size, head_dim]
-    std::vector<float> key, value;
+    std::unique_ptr<float[]> key, value;
   };
   std::vector<Cache> caches_;
   // Per-step inputs, kept alive from Bind through Run.

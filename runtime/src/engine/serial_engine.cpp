@@ -47,11 +47,11 @@ public:
       }
       bool first = true;
       Clock::time_point first_token = Clock::now();
-      session_->set_logits_hook(hook_ ? DecoderSession::LogitsHook(
-                                            [&](const float *logits, int64_t vocab) {
-                                              hook_(request.id, i, logits, vocab);
-                                            })
-                                      : DecoderSession::LogitsHook());
+      session_->set_logits_hook(
+          hook_ ? DecoderSession::LogitsHook([&](const float *logits, int64_t vocab) {
+            hook_(request.id, i, logits, vocab);
+          })
+                : DecoderSession::LogitsHook());
       auto on_step = [&](const GenerateStep &step) {
         if (first) {
           first = false;
@@ -79,7 +79,7 @@ public:
       r.logprobs = std::move(result->logprobs);
       r.generated_length = static_cast<int>(r.tokens.size());
       r.detail = result->finish == kiln::FinishReason::kCallback ? kiln::FinishReason::kCancelled
-                                                           : result->finish;
+                                                                 : result->finish;
       r.finish_reason = CoarseFinish(r.detail);
       r.ttft_seconds = first ? 0 : SecondsBetween(request.submitted, first_token);
       r.total_seconds = SecondsBetween(request.submitted, Clock::now());

@@ -1,6 +1,6 @@
 // The pipeline's batching must not change what a request generates. Each
 // test runs real plans (built by the test harness from the fixtures; paths in
-// KILN_TEST_PLANS as "name=path;name=path") and compares a request's output
+// KILN_TEST_PLANS as "name=path,name=path") and compares a request's output
 // inside a batch with the same request alone: concurrency, chunked prompts,
 // prefix-cache hits, forced preemption, seeded sampling, cancellation.
 #include "engine/plan_runner.h"
@@ -26,7 +26,7 @@ std::vector<NamedPlan> Plans() {
   const char *env = std::getenv("KILN_TEST_PLANS");
   std::stringstream ss(env ? env : "");
   std::string item;
-  while (std::getline(ss, item, ';')) {
+  while (std::getline(ss, item, ',')) {
     size_t eq = item.find('=');
     if (eq != std::string::npos)
       out.push_back({item.substr(0, eq), item.substr(eq + 1)});
@@ -128,9 +128,8 @@ TEST_P(PipelineTest, ChunkedPromptEqualsUnchunked) {
     o.max_batched_tokens = budget;
     o.max_seqs = 1;
     auto pipe = Make(*plan, o);
-    pipe->set_logits_hook([&](int64_t, int, const float *l, int64_t v) {
-      logits->emplace_back(l, l + v);
-    });
+    pipe->set_logits_hook(
+        [&](int64_t, int, const float *l, int64_t v) { logits->emplace_back(l, l + v); });
     auto out = pipe->Generate({r});
     EXPECT_TRUE(out.ok()) << out.status().message();
     EXPECT_EQ(pipe->stats().steps, budget >= 100 ? 6 : (100 + budget - 1) / budget + 5);
@@ -315,11 +314,11 @@ TEST_P(PipelineTest, StreamedTextAddsUpToGeneratedText) {
   p.max_new_tokens = 24;
   p.ignore_eos = true;
   std::map<int64_t, std::string> streamed;
-  auto out = pipe->Generate({"The meaning of", "Once upon a time", "1 2 3"}, p,
-                            [&](const StreamEvent &e) {
-                              streamed[e.request_id] += e.text;
-                              return true;
-                            });
+  auto out =
+      pipe->Generate({"The meaning of", "Once upon a time", "1 2 3"}, p, [&](const StreamEvent &e) {
+        streamed[e.request_id] += e.text;
+        return true;
+      });
   ASSERT_TRUE(out.ok()) << out.status().message();
   for (const Response &r : *out) {
     EXPECT_EQ(streamed[r.request_id], r.generated_text);

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
+#include <vector>
 
 namespace kiln::test {
 namespace {
@@ -160,6 +162,41 @@ TEST(GemmKernel, ZeroBetaIgnoresGarbageAndZeroK) {
   std::vector<float> c3 = {nan, nan};
   kernels::Gemm<float>(false, false, 1, 2, 0, 1.0f, a.data(), 0, b.data(), 2, 0.0f, c3.data(), 2);
   EXPECT_EQ(c3, (std::vector<float>{0, 0}));
+}
+
+// The few-row path (SmallMGemm, AVX-512 when the CPU has it) against a plain
+// double-precision product: every row count it takes, column counts around
+// its 16- and 64-wide tiles, strided operands, alpha and beta.
+TEST(GemmKernel, FewRowsMatchReference) {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t m : {2, 3, 5, 6, 7, 12, 13, 16, 31, 32, 33})
+    for (int64_t n : {1, 15, 16, 17, 63, 64, 65, 130})
+      for (int64_t k : {1, 7, 64}) {
+        const int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
+        std::vector<float> a(m * lda), b(k * ldb), c(m * ldc);
+        for (float &v : a) v = u(rng);
+        for (float &v : b) v = u(rng);
+        for (float &v : c) v = u(rng);
+        const float alpha = 0.5f, beta = (n % 2) ? 0.0f : 2.0f;
+        std::vector<float> before = c;
+        if (beta == 0.0f) // beta 0 must ignore C, NaN included
+          for (int64_t i = 0; i < m; ++i) c[i * ldc] = std::nanf("");
+        kernels::Gemm<float>(false, false, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
+                             c.data(), ldc);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double want = beta * double(before[i * ldc + j]);
+            for (int64_t p = 0; p < k; ++p)
+              want += alpha * double(a[i * lda + p]) * double(b[p * ldb + j]);
+            ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + k))
+                << "m " << m << " n " << n << " k " << k << " at " << i << "," << j;
+          }
+          // Padding between rows of C is never written.
+          for (int64_t j = n; j < ldc && i + 1 < m; ++j)
+            ASSERT_EQ(c[i * ldc + j], before[i * ldc + j]) << "wrote past column n";
+        }
+      }
 }
 
 } // namespace

@@ -1,0 +1,110 @@
+// ParallelFor's pool: workers start on first use and live for the process.
+#include "cpu/parallel.h"
+
+#include "cpu/gemm.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln::kernels {
+namespace {
+
+thread_local bool t_in_range = false;
+
+class Pool {
+public:
+  explicit Pool(int workers) : workers_(workers) {
+    for (int i = 0; i < workers; ++i)
+      std::thread([this] { Work(); }).detach();
+  }
+  int workers() const { return workers_; }
+
+  // Runs ranges 1..count-1 of the job on workers while the caller runs 0.
+  // False, running nothing, when another thread's job holds the pool.
+  bool TryRun(int count, const std::function<void(int)> &range) {
+    std::unique_lock<std::mutex> busy(run_mu_, std::try_to_lock);
+    if (!busy.owns_lock())
+      return false;
+    std::unique_lock<std::mutex> lock(mu_);
+    job_ = &range;
+    next_ = 1;
+    count_ = count;
+    pending_ = count - 1;
+    ++generation_;
+    lock.unlock();
+    wake_.notify_all();
+    t_in_range = true;
+    range(0);
+    t_in_range = false;
+    lock.lock();
+    done_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+    return true;
+  }
+
+private:
+  void Work() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return generation_ != seen && job_ && next_ < count_; });
+      seen = generation_;
+      while (job_ && next_ < count_) {
+        const int index = next_++;
+        const std::function<void(int)> *job = job_;
+        lock.unlock();
+        t_in_range = true;
+        (*job)(index);
+        t_in_range = false;
+        lock.lock();
+        if (--pending_ == 0)
+          done_.notify_one();
+      }
+    }
+  }
+
+  const int workers_;
+  std::mutex run_mu_; // one job at a time
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)> *job_ = nullptr;
+  int next_ = 0, count_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+};
+
+Pool *GetPool() {
+  // Never destroyed: detached workers may still wait on it at exit.
+  static Pool *pool =
+      new Pool(std::max(0, static_cast<int>(std::thread::hardware_concurrency()) - 1));
+  return pool;
+}
+
+} // namespace
+
+void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn) {
+  if (n <= 0)
+    return;
+  int64_t parts = std::min<int64_t>(GemmThreads(), n / std::max<int64_t>(grain, 1));
+  if (parts <= 1 || t_in_range) {
+    fn(0, n);
+    return;
+  }
+  Pool *pool = GetPool();
+  parts = std::min<int64_t>(parts, pool->workers() + 1);
+  if (parts <= 1) {
+    fn(0, n);
+    return;
+  }
+  auto range = [&](int i) {
+    const int64_t begin = n * i / parts, end = n * (i + 1) / parts;
+    if (begin < end)
+      fn(begin, end);
+  };
+  if (!pool->TryRun(static_cast<int>(parts), range))
+    fn(0, n); // another thread's job has the workers
+}
+
+} // namespace kiln::kernels
