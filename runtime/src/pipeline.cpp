@@ -196,8 +196,20 @@ StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<Request> &r
     }
     order[*id] = i;
   }
-  while (HasUnfinished())
-    KILN_RETURN_IF_ERROR(Step());
+  while (HasUnfinished()) {
+    Status step = Step();
+    if (!step.ok()) {
+      // Leave the pipeline idle and usable: cancel what is left (cancels
+      // apply before the model runs) and drop the partial responses.
+      for (const auto &[id, pos] : order)
+        Cancel(id);
+      while (HasUnfinished())
+        if (!Step().ok())
+          break;
+      (void)TakeFinished();
+      return step;
+    }
+  }
   std::vector<Response> out = TakeFinished();
   std::stable_sort(out.begin(), out.end(), [&](const Response &a, const Response &b) {
     size_t pa = order[a.request_id], pb = order[b.request_id];

@@ -67,6 +67,17 @@ def main():
                                capture_output=True, text=True)
             check(a.returncode == 0 and json.loads(ids.read_text()) == finals[i]["tokens"],
                   f"request {i}: batch tokens equal the request alone")
+        # An engine config file sets the engine; its concurrency shows in the step count.
+        cfg = Path(tmp) / "engine.json"
+        cfg.write_text(json.dumps({"max_seqs": 1, "prefix_caching": False, "kv_cache_mb": 4}))
+        r1 = subprocess.run(base + ["--engine-config", str(cfg)], capture_output=True, text=True)
+        m1 = re.search(r"(\d+) requests, (\d+) steps", r1.stderr)
+        check(r1.returncode == 0 and m1 is not None and m is not None and int(m1[2]) > int(m[2]),
+              f"--engine-config max_seqs 1: {m1[2] if m1 else '?'} steps, more than batched")
+        cfg.write_text(json.dumps({"max_seq": 1}))
+        r1 = subprocess.run(base + ["--engine-config", str(cfg)], capture_output=True, text=True)
+        check(r1.returncode == 2 and 'unknown key "max_seq"' in r1.stderr,
+              f"--engine-config with a bad key: exit {r1.returncode}, {r1.stderr.strip()}")
         r = subprocess.run(base + ["--no-stream"], capture_output=True, text=True)
         order = [json.loads(x)["index"] for x in r.stdout.splitlines()]
         check(r.returncode == 0 and order == list(range(len(prompts) + 1)),

@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace kiln::cli {
 
@@ -25,13 +27,16 @@ const std::vector<std::string> kRequestOptions = {"--max-new-tokens",
                                                   "--logprobs",
                                                   "--n"};
 const std::vector<std::string> kRequestFlags = {"--ignore-eos"};
-const std::vector<std::string> kEngineOptions = {"--kv-cache-mb",        "--block-size",
-                                                 "--max-batched-tokens", "--max-seqs",
-                                                 "--max-tracked",        "--threads"};
+const std::vector<std::string> kEngineOptions = {
+    "--engine-config", "--kv-cache-mb", "--block-size", "--max-batched-tokens",
+    "--max-seqs",      "--max-tracked", "--threads"};
 const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 
 const char kEngineUsage[] =
     "engine options (plans with the ragged interface batch requests; docs/engine.md):\n"
+    "  --engine-config FILE     JSON with any of kv_cache_mb, block_size,\n"
+    "                           max_batched_tokens, max_seqs, max_tracked, prefix_caching;\n"
+    "                           the flags below override it\n"
     "  --kv-cache-mb N          KV cache memory budget in MiB (default: room for\n"
     "                           --max-seqs sequences of the full context, at most 1024)\n"
     "  --block-size N           tokens per KV block (default 16)\n"
@@ -114,7 +119,61 @@ Status ApplyRequestFlags(const ParsedArgs &a, RequestParams *o) {
   return ValidateRequestParams(*o);
 }
 
+namespace {
+
+// The keys of --engine-config, each set only when present; the flags given
+// then override them.
+Status ApplyEngineConfig(const std::string &path, PipelineOptions *o, bool *tracked_set,
+                         bool *budget_set) {
+  std::ifstream file(path);
+  if (!file)
+    return InvalidArgument("cannot open --engine-config '" + path + "'");
+  std::stringstream text;
+  text << file.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument(path + ": not a JSON object");
+  for (const auto &[key, v] : j.items()) {
+    auto integer = [&](long long lo, long long hi, auto *out) -> Status {
+      if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > hi)
+        return InvalidArgument(path + ": \"" + key + "\" must be an integer in [" +
+                               std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      *out = static_cast<std::remove_pointer_t<decltype(out)>>(v.get<long long>());
+      return Status::Ok();
+    };
+    if (key == "kv_cache_mb") {
+      int64_t mb = 0;
+      KILN_RETURN_IF_ERROR(integer(1, 1 << 24, &mb));
+      o->kv_cache_bytes = mb << 20;
+    } else if (key == "block_size") {
+      KILN_RETURN_IF_ERROR(integer(1, 1024, &o->block_size));
+    } else if (key == "max_batched_tokens") {
+      KILN_RETURN_IF_ERROR(integer(1, 1 << 24, &o->max_batched_tokens));
+      *budget_set = true;
+    } else if (key == "max_seqs") {
+      KILN_RETURN_IF_ERROR(integer(1, 1 << 16, &o->max_seqs));
+    } else if (key == "max_tracked") {
+      KILN_RETURN_IF_ERROR(integer(1, 1 << 24, &o->max_tracked));
+      *tracked_set = true;
+    } else if (key == "prefix_caching") {
+      if (!v.is_boolean())
+        return InvalidArgument(path + ": \"prefix_caching\" must be true or false");
+      o->prefix_caching = v.get<bool>();
+    } else {
+      return InvalidArgument(path + ": unknown key \"" + key +
+                             "\" (known: kv_cache_mb, block_size, max_batched_tokens, "
+                             "max_seqs, max_tracked, prefix_caching)");
+    }
+  }
+  return Status::Ok();
+}
+
+} // namespace
+
 Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *o) {
+  bool tracked_set = a.Has("--max-tracked"), budget_set = a.Has("--max-batched-tokens");
+  if (a.Has("--engine-config"))
+    KILN_RETURN_IF_ERROR(ApplyEngineConfig(a.Get("--engine-config"), o, &tracked_set, &budget_set));
   int64_t mb = -1;
   KILN_RETURN_IF_ERROR(ParseIntOption(a, "--kv-cache-mb", 1, 1 << 24, &mb));
   if (mb > 0)
@@ -124,10 +183,11 @@ Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *o) {
       ParseIntOption(a, "--max-batched-tokens", 1, 1 << 24, &o->max_batched_tokens));
   KILN_RETURN_IF_ERROR(ParseIntOption(a, "--max-seqs", 1, 1 << 16, &o->max_seqs));
   KILN_RETURN_IF_ERROR(ParseIntOption(a, "--max-tracked", 1, 1 << 24, &o->max_tracked));
-  // A small --max-seqs also lowers the defaults it must not exceed.
-  if (!a.Has("--max-tracked"))
+  // A large max_seqs raises the defaults that must be at least as large;
+  // values the user set are kept (and checked by the pipeline).
+  if (!tracked_set)
     o->max_tracked = std::max(o->max_tracked, o->max_seqs);
-  if (!a.Has("--max-batched-tokens"))
+  if (!budget_set)
     o->max_batched_tokens = std::max<int64_t>(o->max_batched_tokens, o->max_seqs);
   if (a.Has("--no-prefix-caching"))
     o->prefix_caching = false;

@@ -68,6 +68,7 @@ public:
   }
 
   Status Submit(Admitted request) override {
+    Collect(); // so the scheduler's finished list holds only what this call adds
     const RequestParams &params = request.params;
     // The context caps the output as well as max_new_tokens does.
     int max_new = params.max_new_tokens;
