@@ -22,24 +22,24 @@ public:
   }
   int workers() const { return workers_; }
 
-  // Runs ranges 1..count-1 of the job on workers while the caller runs 0.
-  // False, running nothing, when another thread's job holds the pool.
+  // Runs ranges 0..count-1 of the job. The caller takes ranges too, one at a
+  // time from a shared counter, so a worker that is slow to wake (a busy
+  // machine) only delays the range it claimed, never the others. False,
+  // running nothing, when another thread's job holds the pool.
   bool TryRun(int count, const std::function<void(int)> &range) {
     std::unique_lock<std::mutex> busy(run_mu_, std::try_to_lock);
     if (!busy.owns_lock())
       return false;
     std::unique_lock<std::mutex> lock(mu_);
     job_ = &range;
-    next_ = 1;
+    next_ = 0;
     count_ = count;
-    pending_ = count - 1;
+    pending_ = count;
     ++generation_;
     lock.unlock();
     wake_.notify_all();
-    t_in_range = true;
-    range(0);
-    t_in_range = false;
     lock.lock();
+    RunClaimed(lock);
     done_.wait(lock, [&] { return pending_ == 0; });
     job_ = nullptr;
     return true;
@@ -52,17 +52,22 @@ private:
     for (;;) {
       wake_.wait(lock, [&] { return generation_ != seen && job_ && next_ < count_; });
       seen = generation_;
-      while (job_ && next_ < count_) {
-        const int index = next_++;
-        const std::function<void(int)> *job = job_;
-        lock.unlock();
-        t_in_range = true;
-        (*job)(index);
-        t_in_range = false;
-        lock.lock();
-        if (--pending_ == 0)
-          done_.notify_one();
-      }
+      RunClaimed(lock);
+    }
+  }
+
+  // Claims and runs ranges until none is left; `lock` holds mu_.
+  void RunClaimed(std::unique_lock<std::mutex> &lock) {
+    while (job_ && next_ < count_) {
+      const int index = next_++;
+      const std::function<void(int)> *job = job_;
+      lock.unlock();
+      t_in_range = true;
+      (*job)(index);
+      t_in_range = false;
+      lock.lock();
+      if (--pending_ == 0)
+        done_.notify_all();
     }
   }
 
@@ -87,17 +92,15 @@ Pool *GetPool() {
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn) {
   if (n <= 0)
     return;
-  int64_t parts = std::min<int64_t>(GemmThreads(), n / std::max<int64_t>(grain, 1));
-  if (parts <= 1 || t_in_range) {
+  const int64_t threads = std::min<int64_t>(GemmThreads(), GetPool()->workers() + 1);
+  // A few ranges per thread, so whoever is running takes up the slack of
+  // whoever is not; none smaller than the grain.
+  const int64_t parts = std::min<int64_t>(4 * threads, n / std::max<int64_t>(grain, 1));
+  if (threads <= 1 || parts <= 1 || t_in_range) {
     fn(0, n);
     return;
   }
   Pool *pool = GetPool();
-  parts = std::min<int64_t>(parts, pool->workers() + 1);
-  if (parts <= 1) {
-    fn(0, n);
-    return;
-  }
   auto range = [&](int i) {
     const int64_t begin = n * i / parts, end = n * (i + 1) / parts;
     if (begin < end)

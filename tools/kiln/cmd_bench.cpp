@@ -5,6 +5,7 @@
 #include "cli_args.h"
 #include "cmd_run_batch.h"
 #include "kiln_schema/plan_generated.h"
+#include "png_chart.h"
 #include "run_options.h"
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -38,9 +40,13 @@ const char kUsage[] =
     "  --json FILE              write the results (and the command) as JSON\n"
     "  --write-requests FILE    write the requests run as JSONL, for a peer to replay\n"
     "                           (tools/bench_offline_ort.py)\n"
+    "  --plot FILE.png          draw output tokens/s against concurrency as a PNG\n"
+    "  --peer-json FILE         with --plot: a peer's results JSON (results[0].\n"
+    "                           output_tokens_per_s, e.g. from tools/bench_offline_ort.py),\n"
+    "                           drawn as a dashed level\n"
     "\n"
     "Random prompts draw token ids uniformly below the vocabulary size, so no two\n"
-    "share a prefix. Plot the JSON with tools/plot_bench.py.\n"
+    "share a prefix. tools/plot_bench.py draws a fuller plot from the JSON.\n"
     "Exit status: 0 ok, 2 bad arguments or plan, 1 internal error.\n";
 
 double Percentile(std::vector<double> v, double p) {
@@ -52,6 +58,22 @@ double Percentile(std::vector<double> v, double p) {
   size_t lo = static_cast<size_t>(pos);
   size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+// results[0].output_tokens_per_s of a peer's results JSON.
+StatusOr<double> PeerTokensPerSecond(const std::string &path) {
+  std::ifstream file(path);
+  if (!file)
+    return InvalidArgument("cannot open --peer-json '" + path + "'");
+  std::stringstream text;
+  text << file.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("results") || !j["results"].is_array() ||
+      j["results"].empty() || !j["results"][0].is_object() ||
+      !j["results"][0].contains("output_tokens_per_s") ||
+      !j["results"][0]["output_tokens_per_s"].is_number())
+    return InvalidArgument(path + ": expected {\"results\": [{\"output_tokens_per_s\": N}, ...]}");
+  return j["results"][0]["output_tokens_per_s"].get<double>();
 }
 
 struct Level {
@@ -183,6 +205,19 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
     std::fflush(stdout);
     results.push_back(j);
   }
+  if (a.Has("--plot")) {
+    ChartSeries kiln_series;
+    for (const auto &j : results) {
+      kiln_series.x.push_back(j["concurrency"].get<double>());
+      kiln_series.y.push_back(j["output_tokens_per_s"].get<double>());
+    }
+    std::vector<ChartSeries> series = {kiln_series};
+    if (a.Has("--peer-json")) {
+      KILN_ASSIGN_OR_RETURN(double peer, PeerTokensPerSecond(a.Get("--peer-json")));
+      series.push_back({{1.0}, {peer}, 0xd62728, true});
+    }
+    KILN_RETURN_IF_ERROR(WriteLineChartPng(a.Get("--plot"), series));
+  }
   if (a.Has("--json")) {
     nlohmann::ordered_json doc = {{"command", command},
                                   {"plan", a.positional[1]},
@@ -202,9 +237,9 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
 
 int BenchMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::set<std::string> values = {"--num-prompts", "--input-len",     "--output-len",
-                                  "--requests",    "--concurrency",   "--seed",
-                                  "--json",        "--write-requests"};
+  std::set<std::string> values = {
+      "--num-prompts", "--input-len", "--output-len",     "--requests", "--concurrency",
+      "--seed",        "--json",      "--write-requests", "--plot",     "--peer-json"};
   values.insert(kEngineOptions.begin(), kEngineOptions.end());
   std::set<std::string> flags(kEngineFlags.begin(), kEngineFlags.end());
   std::string err = ParseArgs(args, values, flags, {}, &a);
