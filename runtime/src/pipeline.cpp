@@ -56,6 +56,17 @@ Status ValidateOptions(const PipelineOptions &o) {
   return Status::Ok();
 }
 
+// Leaves the pipeline idle and usable after a failed Generate: cancels the
+// requests (cancels apply before the model runs) and drops their responses.
+void Abandon(Pipeline &pipe, const std::map<int64_t, size_t> &requests) {
+  for (const auto &[id, pos] : requests)
+    pipe.Cancel(id);
+  while (pipe.HasUnfinished())
+    if (!pipe.Step().ok())
+      break;
+  (void)pipe.TakeFinished();
+}
+
 } // namespace
 
 Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -186,12 +197,7 @@ StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<Request> &r
   for (size_t i = 0; i < requests.size(); ++i) {
     auto id = Submit(requests[i], on_token);
     if (!id.ok()) {
-      for (const auto &[queued, pos] : order)
-        Cancel(queued);
-      while (HasUnfinished())
-        if (!Step().ok())
-          break;
-      (void)TakeFinished();
+      Abandon(*this, order);
       return which(i, id.status());
     }
     order[*id] = i;
@@ -199,14 +205,7 @@ StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<Request> &r
   while (HasUnfinished()) {
     Status step = Step();
     if (!step.ok()) {
-      // Leave the pipeline idle and usable: cancel what is left (cancels
-      // apply before the model runs) and drop the partial responses.
-      for (const auto &[id, pos] : order)
-        Cancel(id);
-      while (HasUnfinished())
-        if (!Step().ok())
-          break;
-      (void)TakeFinished();
+      Abandon(*this, order);
       return step;
     }
   }

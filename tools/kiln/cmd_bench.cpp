@@ -62,15 +62,9 @@ double Percentile(std::vector<double> v, double p) {
 
 // results[0].output_tokens_per_s of a peer's results JSON.
 StatusOr<double> PeerTokensPerSecond(const std::string &path) {
-  std::ifstream file(path);
-  if (!file)
-    return InvalidArgument("cannot open --peer-json '" + path + "'");
-  std::stringstream text;
-  text << file.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("results") || !j["results"].is_array() ||
-      j["results"].empty() || !j["results"][0].is_object() ||
-      !j["results"][0].contains("output_tokens_per_s") ||
+  KILN_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonObject(path, "--peer-json"));
+  if (!j.contains("results") || !j["results"].is_array() || j["results"].empty() ||
+      !j["results"][0].is_object() || !j["results"][0].contains("output_tokens_per_s") ||
       !j["results"][0]["output_tokens_per_s"].is_number())
     return InvalidArgument(path + ": expected {\"results\": [{\"output_tokens_per_s\": N}, ...]}");
   return j["results"][0]["output_tokens_per_s"].get<double>();

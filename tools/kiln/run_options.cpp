@@ -125,14 +125,7 @@ namespace {
 // then override them.
 Status ApplyEngineConfig(const std::string &path, PipelineOptions *o, bool *tracked_set,
                          bool *budget_set) {
-  std::ifstream file(path);
-  if (!file)
-    return InvalidArgument("cannot open --engine-config '" + path + "'");
-  std::stringstream text;
-  text << file.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    return InvalidArgument(path + ": not a JSON object");
+  KILN_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonObject(path, "--engine-config"));
   for (const auto &[key, v] : j.items()) {
     auto integer = [&](long long lo, long long hi, auto *out) -> Status {
       if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > hi)
@@ -335,6 +328,18 @@ Status WriteNpy(const std::string &path, const std::vector<float> &data, int64_t
   bytes += dict;
   bytes.append(reinterpret_cast<const char *>(data.data()), data.size() * sizeof(float));
   return WriteText(path, bytes);
+}
+
+StatusOr<nlohmann::json> ReadJsonObject(const std::string &path, const std::string &flag) {
+  std::ifstream file(path);
+  if (!file)
+    return InvalidArgument("cannot open " + flag + " '" + path + "'");
+  std::stringstream text;
+  text << file.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument(flag + " " + path + ": not a JSON object");
+  return j;
 }
 
 Status WriteText(const std::string &path, const std::string &text) {

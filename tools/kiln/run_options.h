@@ -42,5 +42,8 @@ nlohmann::ordered_json LogprobJson(const SampledToken &s);
 Status WriteNpy(const std::string &path, const std::vector<float> &data, int64_t rows,
                 int64_t cols);
 Status WriteText(const std::string &path, const std::string &text);
+// The JSON object in file `path`; InvalidArgument naming `flag` and the
+// file when it cannot be read or is not a JSON object.
+StatusOr<nlohmann::json> ReadJsonObject(const std::string &path, const std::string &flag);
 
 } // namespace kiln::cli
