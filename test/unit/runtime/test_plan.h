@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace kiln::test {
 
@@ -186,10 +189,26 @@ private:
   int next_slot_ = 0;
 };
 
-// A path under the test's temp dir, unique per name.
+// A path under the test's temp dir, unique per name and per process: ctest
+// runs each test in its own process, several at once, and tests that share
+// a fixture file would otherwise race on it. The process's folder is
+// removed when it exits.
 inline std::string TempPath(const std::string &name) {
-  const char *dir = std::getenv("TMPDIR");
-  return std::string(dir && *dir ? dir : "/tmp") + "/kiln_rt_test_" + name;
+  struct Folder {
+    std::filesystem::path path;
+    Folder() {
+      const char *dir = std::getenv("TMPDIR");
+      path = std::filesystem::path(dir && *dir ? dir : "/tmp") /
+             ("kiln_rt_test_" + std::to_string(static_cast<long>(getpid())));
+      std::filesystem::create_directories(path);
+    }
+    ~Folder() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static Folder folder;
+  return (folder.path / name).string();
 }
 
 } // namespace kiln::test
