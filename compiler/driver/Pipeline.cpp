@@ -320,6 +320,19 @@ llvm::Expected<std::string> Build::runRagged() {
                        "interface)");
   if (!config.kernel_inject)
     return std::string("skipped: the ragged interface needs injected attention");
+  // paged_attention has no window: a model whose window is shorter than its
+  // context would attend too far back once sequences outgrow the window.
+  const int64_t window = modelInfo.slidingWindow, span = modelInfo.contextLength;
+  if (window > 0 && (span <= 0 || window < span)) {
+    std::string reason = llvm::formatv("the model uses sliding-window attention (window {0}, "
+                                       "context {1}), which paged_attention does not apply",
+                                       window, span)
+                             .str();
+    log << "warning: the plan keeps the model's dense interface, so the engine runs its "
+           "requests one at a time: "
+        << reason << "\n";
+    return "skipped: " + reason;
+  }
   if (llvm::Error e = runPasses(context, *module, diags, Phase::Ragged,
                                 [](mlir::PassManager &pm) { pm.addPass(createKilnRagged()); }))
     return std::move(e);

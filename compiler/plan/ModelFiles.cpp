@@ -102,6 +102,11 @@ llvm::Error readConfig(const json &j, const std::string &file, ModelInfo &info) 
     return e;
   if (auto e = readInt(j, {"num_hidden_layers", "n_layer", "num_layers"}, file, layers))
     return e;
+  // null or absent: no window. Qwen2 keeps a window size it does not use.
+  if (j.contains("sliding_window") && j["sliding_window"].is_number_integer() &&
+      !(j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
+        !j["use_sliding_window"].get<bool>()))
+    info.slidingWindow = std::max<int64_t>(0, j["sliding_window"].get<int64_t>());
   info.numLayers = static_cast<int32_t>(layers);
   if (auto e = readInt(j, {"hidden_size", "n_embd", "d_model"}, file, info.hiddenSize))
     return e;

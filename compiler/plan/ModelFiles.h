@@ -30,6 +30,9 @@ struct ModelInfo {
   std::string modelName;    // _name_or_path, else architectures[0]
   int64_t vocabSize = 0;
   int64_t contextLength = 0;
+  // Sliding-window attention span (config sliding_window, unless
+  // use_sliding_window is false); 0: every position sees the whole context.
+  int64_t slidingWindow = 0;
   int32_t numLayers = 0;
   int64_t hiddenSize = 0;
   int64_t bosTokenId = -1;
