@@ -385,11 +385,17 @@ llvm::Expected<std::string> Build::writePlanFile() {
       shared += static_cast<uint64_t>(b);
     arena = megabytes(shared) + " (" + megabytes(mp.unsharedStaticBytes) + " without reuse)";
   }
-  return llvm::formatv("{0}: {1} ops, {2} weights ({3}), {4} arena slots, arena {5}, "
-                       "{6} KV pairs, file {7}",
+  // The ragged interface has runtime-owned paged caches instead of KV pairs.
+  const std::string kv =
+      summary->ragged.present
+          ? llvm::formatv("ragged interface, {0} paged KV layers", summary->ragged.kvCache.size())
+                .str()
+          : llvm::formatv("{0} KV pairs", summary->decoder.kv.size()).str();
+  return llvm::formatv("{0}: {1} ops, {2} weights ({3}), {4} arena slots, arena {5}, {6}, "
+                       "file {7}",
                        request.outputPath, summary->numOps, summary->numWeights,
-                       megabytes(summary->weightBytes), mp.numSlots, arena,
-                       summary->decoder.kv.size(), megabytes(summary->fileBytes))
+                       megabytes(summary->weightBytes), mp.numSlots, arena, kv,
+                       megabytes(summary->fileBytes))
       .str();
 }
 
