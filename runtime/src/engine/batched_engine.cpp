@@ -29,6 +29,7 @@ struct Completion {
   std::string text;
   std::vector<SampledToken> logprobs;
   bool want_logprobs = false;
+  bool uses_history = false; // a penalty is on, so the sampler reads prompt + output
 };
 
 class BatchedEngine : public Engine {
@@ -83,6 +84,9 @@ public:
       c->prompt_length = static_cast<int>(request.prompt.size());
       c->submitted = request.submitted;
       c->want_logprobs = params.sampling.logprobs > 0;
+      const SamplingParams &sp = params.sampling;
+      c->uses_history = sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f ||
+                        sp.frequency_penalty != 0.0f;
       KILN_ASSIGN_OR_RETURN(c->sampler, Sampler::Create(CompletionSampling(params, i)));
       KILN_ASSIGN_OR_RETURN(c->stop, StopChecker::Create(params, request.eos_ids, tokenizer_));
       made.push_back(std::move(c));
@@ -144,8 +148,12 @@ public:
       if (hook_)
         hook_(c.request_id, c.index, l, vocab);
       const Sequence &seq = *chunk.seq;
-      history_.assign(seq.prompt.begin(), seq.prompt.end());
-      history_.insert(history_.end(), seq.output.begin(), seq.output.end());
+      // Only the penalties read the history; skip the copy without them.
+      history_.clear();
+      if (c.uses_history) {
+        history_.assign(seq.prompt.begin(), seq.prompt.end());
+        history_.insert(history_.end(), seq.output.begin(), seq.output.end());
+      }
       samples_.push_back(
           c.sampler->Sample(l, vocab, history_, seq.prompt.size(), c.stop->Suppressed()));
       sampled_.push_back(samples_.back().token);

@@ -237,6 +237,35 @@ TEST_P(PipelineTest, SeededSamplingAloneEqualsInBatch) {
   EXPECT_NE(Alone(*plan, other), (*out)[0].tokens);
 }
 
+// Penalties read each request's own prompt and output: greedy requests with
+// repetition, presence and frequency penalties give the same tokens alone
+// and in a batch, and the penalties change what they generate.
+TEST_P(PipelineTest, PenaltiesAloneEqualInBatch) {
+  auto plan = Load(GetParam());
+  ASSERT_TRUE(plan);
+  std::mt19937 rng(31);
+  std::vector<Request> requests;
+  for (int i = 0; i < 5; ++i) {
+    Request r = Greedy(RandomIds(rng, 4 + 2 * i, Vocab(*plan)), 24);
+    r.params.sampling.repetition_penalty = 1.5f;
+    r.params.sampling.presence_penalty = 1.0f;
+    r.params.sampling.frequency_penalty = 0.5f;
+    requests.push_back(r);
+  }
+  PipelineOptions o;
+  o.max_seqs = 8;
+  auto pipe = Make(*plan, o);
+  auto out = pipe->Generate(requests);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  int changed = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ((*out)[i].tokens, Alone(*plan, requests[i])) << "request " << i;
+    Request plain = Greedy(requests[i].prompt_ids, 24);
+    changed += Alone(*plan, plain) != (*out)[i].tokens;
+  }
+  EXPECT_GT(changed, 0) << "the penalties changed no request's tokens";
+}
+
 // n = 2: two completions, the first with the request's own seed.
 TEST_P(PipelineTest, TwoCompletionsPerRequest) {
   auto plan = Load(GetParam());

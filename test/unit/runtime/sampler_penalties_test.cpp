@@ -3,6 +3,7 @@
 // log-softmax. The logprobs show the processed logits directly: with every
 // token listed, logprob differences are logit differences.
 #include "kiln/sampler.h"
+#include "sampler_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -12,12 +13,6 @@
 
 namespace kiln {
 namespace {
-
-std::unique_ptr<Sampler> Make(SamplingParams p) {
-  auto s = Sampler::Create(p);
-  EXPECT_TRUE(s.ok()) << s.status().message();
-  return s.ok() ? std::move(*s) : nullptr;
-}
 
 // log-softmax(x / t) in double, the obvious way.
 std::vector<double> NaiveLogSoftmax(const std::vector<float> &x, double t) {
@@ -34,8 +29,8 @@ std::vector<double> NaiveLogSoftmax(const std::vector<float> &x, double t) {
 std::vector<double> ProcessedLogprobs(SamplingParams p, const std::vector<float> &logits,
                                       const std::vector<int32_t> &history, size_t prompt_len) {
   p.logprobs = static_cast<int>(logits.size());
-  SampledToken t =
-      Make(p)->Sample(logits.data(), static_cast<int64_t>(logits.size()), history, prompt_len);
+  SampledToken t = MakeSampler(p)->Sample(logits.data(), static_cast<int64_t>(logits.size()),
+                                          history, prompt_len);
   std::vector<double> by_id(logits.size(), std::nan(""));
   for (const TokenLogprob &lp : t.top)
     by_id[lp.token] = lp.logprob;
@@ -92,15 +87,15 @@ TEST(SamplerPenalties, ChangeTheGreedyChoice) {
   std::vector<float> logits = {3.0f, 2.9f, 0.0f};
   SamplingParams p;
   p.repetition_penalty = 1.2f; // 3 / 1.2 = 2.5 < 2.9
-  auto s = Make(p);
+  auto s = MakeSampler(p);
   EXPECT_EQ(s->Sample(logits.data(), 3), 0); // no history, no penalty
   EXPECT_EQ(s->Sample(logits.data(), 3, {0}, 1).token, 1);
   // A tie made by the penalty goes to the lower id: 4 / 2 = 2.
   std::vector<float> tie = {2.0f, 4.0f, 2.0f};
   p.repetition_penalty = 2.0f;
-  EXPECT_EQ(Make(p)->Sample(tie.data(), 3, {1}, 1).token, 0);
+  EXPECT_EQ(MakeSampler(p)->Sample(tie.data(), 3, {1}, 1).token, 0);
   // Out-of-range ids in the history are ignored, not a crash.
-  EXPECT_EQ(Make(p)->Sample(tie.data(), 3, {-5, 7, 1}, 1).token, 0);
+  EXPECT_EQ(MakeSampler(p)->Sample(tie.data(), 3, {-5, 7, 1}, 1).token, 0);
 }
 
 TEST(SamplerLogprobs, MatchANaiveLogSoftmaxAfterTemperature) {
@@ -112,7 +107,7 @@ TEST(SamplerLogprobs, MatchANaiveLogSoftmaxAfterTemperature) {
   // top-k and top-p restrict the draw but not the reported distribution.
   SamplingParams p{0.7f, 5, 0.9f, 3};
   p.logprobs = 20;
-  auto s = Make(p);
+  auto s = MakeSampler(p);
   std::vector<double> naive = NaiveLogSoftmax(logits, 0.7);
   for (int trial = 0; trial < 20; ++trial) {
     SampledToken t = s->Sample(logits.data(), 50, {}, 0);
@@ -139,7 +134,7 @@ TEST(SamplerLogprobs, SumToOneAndBreakTiesByLowerId) {
     logits[i] = static_cast<float>((i * 7) % 5); // many ties
   SamplingParams p;                              // greedy: logprobs at temperature 1
   p.logprobs = 20;
-  SampledToken t = Make(p)->Sample(logits.data(), 20, {}, 0);
+  SampledToken t = MakeSampler(p)->Sample(logits.data(), 20, {}, 0);
   double mass = 0;
   for (const TokenLogprob &lp : t.top)
     mass += std::exp(lp.logprob);
@@ -157,7 +152,7 @@ TEST(SamplerLogprobs, FewerThanAskedAndSpecialValues) {
   std::vector<float> logits = {nan, 1.0f, -inf, 1.0f};
   SamplingParams p;
   p.logprobs = 5;
-  SampledToken t = Make(p)->Sample(logits.data(), 4, {}, 0);
+  SampledToken t = MakeSampler(p)->Sample(logits.data(), 4, {}, 0);
   ASSERT_EQ(t.top.size(), 3u); // NaN is not a candidate
   EXPECT_EQ(t.token, 1);
   EXPECT_NEAR(t.logprob, std::log(0.5), 1e-6);
@@ -166,11 +161,11 @@ TEST(SamplerLogprobs, FewerThanAskedAndSpecialValues) {
   EXPECT_EQ(t.top[2].token, 2);
   EXPECT_EQ(t.top[2].logprob, -inf);
   // Suppressed ids get logprob -inf: the distribution is the processed one.
-  t = Make(p)->Sample(logits.data(), 4, {}, 0, {1});
+  t = MakeSampler(p)->Sample(logits.data(), 4, {}, 0, {1});
   EXPECT_EQ(t.token, 3);
   EXPECT_NEAR(t.logprob, 0.0, 1e-6);
   // No logprobs asked: none computed.
-  t = Make({})->Sample(logits.data(), 4, {}, 0);
+  t = MakeSampler({})->Sample(logits.data(), 4, {}, 0);
   EXPECT_TRUE(t.top.empty());
 }
 

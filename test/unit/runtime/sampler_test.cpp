@@ -3,6 +3,7 @@
 // picked, seeds reproduce per request, and bad parameters are refused.
 // Penalties and logprobs: sampler_penalties_test.cpp.
 #include "kiln/sampler.h"
+#include "sampler_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -13,14 +14,8 @@
 namespace kiln {
 namespace {
 
-std::unique_ptr<Sampler> Make(SamplingParams p) {
-  auto s = Sampler::Create(p);
-  EXPECT_TRUE(s.ok()) << s.status().message();
-  return s.ok() ? std::move(*s) : nullptr;
-}
-
 TEST(Sampler, GreedyIsArgmax) {
-  auto s = Make({});
+  auto s = MakeSampler({});
   std::vector<float> logits = {0.1f, 3.0f, -1.0f, 2.9f};
   EXPECT_EQ(s->Sample(logits.data(), 4), 1);
   // Ties go to the lowest id; NaN never wins.
@@ -31,7 +26,7 @@ TEST(Sampler, GreedyIsArgmax) {
 TEST(Sampler, TopK1IsGreedyAtAnyTemperature) {
   std::mt19937 gen(3);
   std::normal_distribution<float> n;
-  auto s = Make({2.0f, 1, 1.0f, 42});
+  auto s = MakeSampler({2.0f, 1, 1.0f, 42});
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<float> logits(50);
     for (float &l : logits)
@@ -46,7 +41,7 @@ TEST(Sampler, SameSeedSameTokens) {
   for (int i = 0; i < 100; ++i)
     logits[i] = std::sin(i * 0.37f) * 2;
   auto draw = [&](uint64_t seed) {
-    auto s = Make({1.0f, 0, 0.9f, seed});
+    auto s = MakeSampler({1.0f, 0, 0.9f, seed});
     std::vector<int32_t> out;
     for (int i = 0; i < 64; ++i)
       out.push_back(s->Sample(logits.data(), 100));
@@ -58,7 +53,7 @@ TEST(Sampler, SameSeedSameTokens) {
 
 TEST(Sampler, TopKAndTopPRestrictTheDraw) {
   std::vector<float> logits = {4.0f, 3.9f, 3.8f, 0.0f, -1.0f, 1.0f};
-  auto k = Make({1.0f, 3, 1.0f, 1});
+  auto k = MakeSampler({1.0f, 3, 1.0f, 1});
   std::map<int32_t, int> seen;
   for (int i = 0; i < 2000; ++i)
     ++seen[k->Sample(logits.data(), 6)];
@@ -67,7 +62,7 @@ TEST(Sampler, TopKAndTopPRestrictTheDraw) {
 
   // p(0) ~ 0.9: a nucleus of 0.5 holds only id 0.
   std::vector<float> peaked = {5.0f, 2.0f, 1.0f, 0.0f};
-  auto p = Make({1.0f, 0, 0.5f, 1});
+  auto p = MakeSampler({1.0f, 0, 0.5f, 1});
   for (int i = 0; i < 500; ++i)
     ASSERT_EQ(p->Sample(peaked.data(), 4), 0);
 }
@@ -75,7 +70,7 @@ TEST(Sampler, TopKAndTopPRestrictTheDraw) {
 TEST(Sampler, TemperatureFollowsTheSoftmax) {
   // Two tokens with logits differing by ln(3): at T=1, p = 3/4 and 1/4.
   std::vector<float> logits = {std::log(3.0f), 0.0f};
-  auto s = Make({1.0f, 0, 1.0f, 99});
+  auto s = MakeSampler({1.0f, 0, 1.0f, 99});
   int first = 0;
   const int n = 20000;
   for (int i = 0; i < n; ++i)
@@ -86,7 +81,7 @@ TEST(Sampler, TemperatureFollowsTheSoftmax) {
 TEST(Sampler, InfiniteLogitsAreHandled) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> l = {-inf, inf, 0.0f};
-  auto s = Make({1.0f, 0, 1.0f, 0});
+  auto s = MakeSampler({1.0f, 0, 1.0f, 0});
   EXPECT_EQ(s->Sample(l.data(), 3), 1);
   std::vector<float> all_neg = {-inf, -inf};
   EXPECT_EQ(s->Sample(all_neg.data(), 2), 0);
@@ -122,7 +117,7 @@ TEST(Sampler, MinPCutsRelativeToTheBest) {
   std::vector<float> logits = LogOf({0.5, 0.3, 0.15, 0.05});
   SamplingParams p{1.0f, 0, 1.0f, 5};
   p.min_p = 0.2f; // floor 0.1: id 3 (0.05) goes, the rest renormalize over 0.95
-  auto s = Make(p);
+  auto s = MakeSampler(p);
   auto f = Frequencies(*s, logits, 4000);
   EXPECT_EQ(f.count(3), 0u);
   EXPECT_NEAR(f[0], 0.5 / 0.95, 0.03);
@@ -130,20 +125,20 @@ TEST(Sampler, MinPCutsRelativeToTheBest) {
   EXPECT_NEAR(f[2], 0.15 / 0.95, 0.03);
 
   p.min_p = 0.5f; // floor 0.25: only ids 0 and 1
-  f = Frequencies(*Make(p), logits, 2000);
+  f = Frequencies(*MakeSampler(p), logits, 2000);
   EXPECT_EQ(f.size(), 2u);
   EXPECT_NEAR(f[0], 0.5 / 0.8, 0.03);
 
   // After temperature 2 the probabilities go as sqrt(p): ratios to the best
   // 1, 0.77, 0.55, 0.32, so min_p 0.5 keeps three.
   p.temperature = 2.0f;
-  f = Frequencies(*Make(p), logits, 2000);
+  f = Frequencies(*MakeSampler(p), logits, 2000);
   EXPECT_EQ(f.size(), 3u);
   EXPECT_EQ(f.count(3), 0u);
 
   p.min_p = 1.0f; // only the best survives
   p.temperature = 1.0f;
-  f = Frequencies(*Make(p), logits, 200);
+  f = Frequencies(*MakeSampler(p), logits, 200);
   EXPECT_EQ(f.size(), 1u);
   EXPECT_EQ(f.count(0), 1u);
 }
@@ -152,14 +147,14 @@ TEST(Sampler, TopKCutsBeforeTopP) {
   // p = 0.4, 0.3, 0.2, 0.1. top_p 0.75 alone keeps 0..2 (0.4+0.3 < 0.75).
   // After top_k 3 the nucleus sees 0.44, 0.33, 0.22: two reach 0.75.
   std::vector<float> logits = LogOf({0.4, 0.3, 0.2, 0.1});
-  auto f = Frequencies(*Make({1.0f, 0, 0.75f, 11}), logits, 4000);
+  auto f = Frequencies(*MakeSampler({1.0f, 0, 0.75f, 11}), logits, 4000);
   EXPECT_EQ(f.size(), 3u);
   EXPECT_NEAR(f[2], 0.2 / 0.9, 0.03);
-  f = Frequencies(*Make({1.0f, 3, 0.75f, 11}), logits, 4000);
+  f = Frequencies(*MakeSampler({1.0f, 3, 0.75f, 11}), logits, 4000);
   EXPECT_EQ(f.size(), 2u);
   EXPECT_NEAR(f[0], 0.4 / 0.7, 0.03);
   // top_k 2 renormalizes to 0.57, 0.43: the nucleus needs both.
-  f = Frequencies(*Make({1.0f, 2, 0.75f, 11}), logits, 4000);
+  f = Frequencies(*MakeSampler({1.0f, 2, 0.75f, 11}), logits, 4000);
   EXPECT_EQ(f.size(), 2u);
 }
 
@@ -167,22 +162,22 @@ TEST(Sampler, NanLogitsAreNeverChosen) {
   const float nan = std::nanf("");
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> logits = {nan, 1.0f, nan, 1.0f, -inf};
-  auto f = Frequencies(*Make({1.0f, 0, 1.0f, 3}), logits, 2000);
+  auto f = Frequencies(*MakeSampler({1.0f, 0, 1.0f, 3}), logits, 2000);
   EXPECT_EQ(f.size(), 2u);
   EXPECT_NEAR(f[1], 0.5, 0.05);
   EXPECT_NEAR(f[3], 0.5, 0.05);
-  EXPECT_EQ(Make({})->Sample(logits.data(), 5), 1); // greedy: first of the tied maxima
+  EXPECT_EQ(MakeSampler({})->Sample(logits.data(), 5), 1); // greedy: first of the tied maxima
   std::vector<float> all_nan = {nan, nan};
-  EXPECT_EQ(Make({})->Sample(all_nan.data(), 2), 0);
-  EXPECT_EQ(Make({1.0f, 0, 1.0f, 0})->Sample(all_nan.data(), 2), 0);
+  EXPECT_EQ(MakeSampler({})->Sample(all_nan.data(), 2), 0);
+  EXPECT_EQ(MakeSampler({1.0f, 0, 1.0f, 0})->Sample(all_nan.data(), 2), 0);
 }
 
 TEST(Sampler, SuppressedIdsAreNeverChosen) {
   std::vector<float> logits = {5.0f, 1.0f, 1.0f, -2.0f};
   std::vector<int32_t> none, eos = {0, 99}; // 99 is out of range: ignored
-  auto greedy = Make({});
+  auto greedy = MakeSampler({});
   EXPECT_EQ(greedy->Sample(logits.data(), 4, none, 0, eos).token, 1); // tie: lower id
-  auto s = Make({1.0f, 0, 1.0f, 8});
+  auto s = MakeSampler({1.0f, 0, 1.0f, 8});
   for (int i = 0; i < 500; ++i)
     ASSERT_NE(s->Sample(logits.data(), 4, none, 0, eos).token, 0);
 }
@@ -201,7 +196,7 @@ TEST(Sampler, EachRequestHasItsOwnRandomStream) {
   a.repetition_penalty = b.repetition_penalty = 1.2f;
   a.min_p = 0.05f;
   auto alone = [&](const SamplingParams &p) {
-    auto s = Make(p);
+    auto s = MakeSampler(p);
     std::vector<int32_t> history = {1, 2}, out;
     for (int step = 0; step < 40; ++step)
       out.push_back(run(*s, history, step));
@@ -211,7 +206,7 @@ TEST(Sampler, EachRequestHasItsOwnRandomStream) {
   EXPECT_EQ(alone(a), want_a);
   EXPECT_NE(want_a, want_b);
   // Interleaved, as a batch would step them, each gives what it gave alone.
-  auto sa = Make(a), sb = Make(b);
+  auto sa = MakeSampler(a), sb = MakeSampler(b);
   std::vector<int32_t> ha = {1, 2}, hb = {1, 2}, got_a, got_b;
   for (int step = 0; step < 40; ++step) {
     got_b.push_back(run(*sb, hb, step));
@@ -220,7 +215,7 @@ TEST(Sampler, EachRequestHasItsOwnRandomStream) {
   EXPECT_EQ(got_a, want_a);
   EXPECT_EQ(got_b, want_b);
   // However many draws its batch neighbour makes.
-  auto sa2 = Make(a), busy = Make(b);
+  auto sa2 = MakeSampler(a), busy = MakeSampler(b);
   std::vector<int32_t> ha2 = {1, 2}, hbusy = {1, 2}, got_a2;
   for (int step = 0; step < 40; ++step) {
     for (int extra = 0; extra < step % 4; ++extra)
