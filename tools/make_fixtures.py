@@ -27,6 +27,20 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
                                     lm_head untied)
     bert-optimum                    BERT encoder (post-LN, GELU (erf), token types);
                                     task feature-extraction, output last_hidden_state
+    qwen3-optimum                   Qwen3 (GQA 4/2, head_dim 16, per-head q_norm/k_norm
+                                    RMSNorm before rotary)
+
+Unit variants (*-unit): the model as transformers initializes it, with every
+norm weight exactly 1 and every bias exactly 0 (how many real checkpoints start,
+and what kiln's cleanup folds away: x * 1, x + 0). Each shares the tokenizer of
+its sibling fixture (copied from the committed tokenizer.json, so no text source
+is needed):
+
+    llama-optimum-unit, mistral-optimum-unit, qwen2-optimum-unit,
+    qwen3-optimum-unit, phi3-optimum-unit
+    gpt2-torch14-unit               GPT-2 from TorchScript at opset 14, where
+                                    LayerNorm is decomposed (no LayerNormalization)
+    bert-optimum-unit               BERT with zero LayerNorm biases
 
 For each it writes test/fixtures/<name>/:
 
@@ -115,6 +129,12 @@ ARCHS = {
         special=["<pad>", "<eos>", "<bos>", "<unk>"], bos="<bos>", eos="<eos>", unk="<unk>",
         pad="<pad>", prepend_bos=True, optimum_opset=18,
     ),
+    "qwen3": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum",
+    ),
     "bert": dict(
         vocab_size=512,
         special=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], bos=None, eos=None,
@@ -139,7 +159,30 @@ FIXTURES = {
     "opt-optimum": ("opt", "optimum"),
     "gemma-optimum": ("gemma", "optimum"),
     "bert-optimum": ("bert", "optimum"),
+    "qwen3-optimum": ("qwen3", "optimum"),
+    "llama-optimum-unit": ("llama", "optimum"),
+    "mistral-optimum-unit": ("mistral", "optimum"),
+    "qwen2-optimum-unit": ("qwen2", "optimum"),
+    "qwen3-optimum-unit": ("qwen3", "optimum"),
+    "phi3-optimum-unit": ("phi3", "optimum"),
+    "gpt2-torch14-unit": ("gpt2", "torch14"),
+    "bert-optimum-unit": ("bert", "optimum"),
 }
+
+# Fixtures whose norm weights and biases keep transformers' init (1 and 0).
+UNIT = {n for n in FIXTURES if n.endswith("-unit")}
+UNIT_NOTE = ("transformers' own initialization, not perturbed: every norm weight is exactly "
+             "1 and every bias exactly 0, so cleanup folds x * 1 and x + 0 away before "
+             "injection runs")
+
+# The committed fixture each new fixture takes its tokenizer.json from (the
+# original fixtures train theirs on the text source; these reuse the result,
+# so they regenerate without it).
+def tokenizer_source(name: str) -> str | None:
+    arch = FIXTURES[name][0]
+    if name in UNIT:
+        return ARCHS[arch].get("tokenizer_from") or f"{arch}-optimum"
+    return ARCHS[arch].get("tokenizer_from")
 
 
 def build_tokenizer(arch: str, text: str):
@@ -160,12 +203,14 @@ def hf_tokenizer(arch: str, tok, model_max_length: int = 128):
                                 model_max_length=model_max_length, **extra)
 
 
-def build_model(arch: str, tok):
+def build_model(arch: str, tok, perturb: bool = True):
+    """`perturb`: move norm weights and biases off transformers' 1 / 0 init
+    (False for the *-unit fixtures)."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
     if arch not in ("gpt2", "llama"):
-        return build_new_model(arch, tok)
+        return build_new_model(arch, tok, perturb)
     a = ARCHS[arch]
     bos, eos = tok.token_to_id(a["bos"]), tok.token_to_id(a["eos"])
     torch.manual_seed(SEED)
@@ -184,10 +229,24 @@ def build_model(arch: str, tok):
         model = LlamaForCausalLM(cfg)
         # RMSNorm weights init to 1; perturb them so a wrong norm weight shows up.
         with torch.no_grad():
+            if not perturb:
+                return model.eval()
             for n, p in model.named_parameters():
                 if n.endswith("norm.weight"):
                     p.add_(0.1 * torch.randn_like(p))
     return model.eval()
+
+
+def check_unit_init(model) -> None:
+    """A *-unit fixture is only worth having if its norm weights are exactly 1
+    and its biases exactly 0."""
+    import torch
+    for n, p in model.named_parameters():
+        is_norm = "norm" in n.lower() or n.split(".")[-2].startswith("ln_")
+        if n.endswith(".bias"):
+            assert torch.all(p == 0), f"{n} is not all zeros"
+        elif is_norm and n.endswith(".weight"):
+            assert torch.all(p == 1), f"{n} is not all ones"
 
 
 # Notes recorded in reference.json ("model" -> "features") for the new families.
@@ -210,6 +269,9 @@ FEATURES = {
              "lm_head untied, unlike real Gemma: with tied random weights and the x8 input "
              "scaling, greedy decoding only ever repeats its input token (the export "
              "stores a tied matrix twice anyway, so the graph has the same shape)",
+    "qwen3": "GQA (4 query / 2 KV heads), head_dim 16, per-head RMSNorm of q and k "
+             "(q_norm / k_norm over head_dim, before rotary), no q/k/v bias, RoPE theta 1e6, "
+             "RMSNorm, SwiGLU",
     "bert": "encoder (BertModel): word + learned position + token type embeddings, "
             "post-LN (LayerNorm after each residual add), GELU (erf), bidirectional "
             "attention with padding mask; byte-level BPE tokenizer (not WordPiece) with "
@@ -217,7 +279,7 @@ FEATURES = {
 }
 
 
-def build_new_model(arch: str, tok):
+def build_new_model(arch: str, tok, perturb: bool = True):
     """The families added after gpt2/llama: tiny configs, random weights, init range
     0.1; every bias and every norm weight perturbed by 0.1 * N(0, 1) (HF inits them
     to 0 / 1 / 0, which would hide a wrong or missing bias or norm weight)."""
@@ -242,6 +304,12 @@ def build_new_model(arch: str, tok):
                              bos_token_id=tid("<|endoftext|>"),
                              eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
         model = tf.Qwen2ForCausalLM(cfg)
+    elif arch == "qwen3":
+        cfg = tf.Qwen3Config(**common, hidden_size=64, intermediate_size=128,
+                             num_key_value_heads=2, head_dim=16, rope_theta=1e6,
+                             use_sliding_window=False, bos_token_id=tid("<|endoftext|>"),
+                             eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.Qwen3ForCausalLM(cfg)
     elif arch == "phi3":
         cfg = tf.Phi3Config(**common, hidden_size=64, intermediate_size=128,
                             num_key_value_heads=4, original_max_position_embeddings=128,
@@ -280,6 +348,8 @@ def build_new_model(arch: str, tok):
         model = tf.BertModel(cfg)
     else:
         raise ValueError(arch)
+    if not perturb:
+        return model.eval()
     with torch.no_grad():
         for n, p in model.named_parameters():
             if n.endswith(".bias") or ("norm" in n.lower() and n.endswith(".weight")):
@@ -354,13 +424,15 @@ def export(name: str, arch: str, exporter: str, model, hf_dir: Path, work: Path)
     raise ValueError(exporter)
 
 
-def model_manifest(arch: str, cfg, dims: dict) -> dict:
+def model_manifest(arch: str, cfg, dims: dict, unit: bool = False) -> dict:
     d = {"model_type": cfg.model_type if arch not in ("gpt2", "llama") else arch, **dims,
          "bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id,
          "seed": SEED,
          "initializer_range": getattr(cfg, "initializer_range", None) or getattr(cfg, "init_std")}
     if arch in FEATURES:
         d["features"] = FEATURES[arch]
+    if unit:
+        d["init"] = UNIT_NOTE
     return d
 
 
@@ -472,7 +544,7 @@ def make_fixture(name: str, arch: str, exporter: str, tok, model, hf_dir: Path,
         "exporter": exp_desc,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
-        "model": model_manifest(arch, model.config, dims),
+        "model": model_manifest(arch, model.config, dims, name in UNIT),
         "onnx": {
             "file": "model.onnx", "ir_version": m.ir_version, "opset_import": fc.opsets(m),
             "op_types": ops, "num_nodes": len(m.graph.node),
@@ -637,7 +709,7 @@ def make_encoder_fixture(name, arch, exp_desc, tok, model, hf_dir, out, work, m,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
         "task": "feature-extraction",
-        "model": model_manifest(arch, model.config, dims),
+        "model": model_manifest(arch, model.config, dims, name in UNIT),
         "onnx": {
             "file": "model.onnx", "ir_version": m.ir_version, "opset_import": fc.opsets(m),
             "op_types": ops, "num_nodes": len(m.graph.node),
@@ -677,25 +749,38 @@ def main() -> None:
 
     names = [n for n in FIXTURES if not args.only or n in args.only.split(",")]
     out_root = Path(args.out)
-    text = fc.load_corpus(max_chars=3_000_000)
+    # Only the original fixtures train tokenizers on the text source.
+    text = None
+    if any(tokenizer_source(n) is None for n in names):
+        text = fc.load_corpus(max_chars=3_000_000)
     work = Path(tempfile.mkdtemp(prefix="kiln-fixtures-"))
     summary = {}
     try:
         built = {}
         for name in names:
             arch, exporter = FIXTURES[name]
-            if arch not in built:
-                tok = build_tokenizer(arch, text)
-                model = build_model(arch, tok)
-                hf_dir = work / f"hf-{arch}"
+            key = (arch, name in UNIT)
+            if key not in built:
+                source = tokenizer_source(name)
+                if source is None:
+                    tok = build_tokenizer(arch, text)
+                else:
+                    from tokenizers import Tokenizer
+                    tok = Tokenizer.from_file(str(REPO / "test" / "fixtures" / source /
+                                                  "tokenizer.json"))
+                    assert tok.get_vocab_size() == ARCHS[arch]["vocab_size"], source
+                model = build_model(arch, tok, perturb=name not in UNIT)
+                if name in UNIT:
+                    check_unit_init(model)
+                hf_dir = work / f"hf-{arch}{'-unit' if name in UNIT else ''}"
                 model.save_pretrained(str(hf_dir))
                 if arch in ("gpt2", "llama"):
                     a = ARCHS[arch]
                     fc.wrap_hf_tokenizer(tok, a["bos"], a["eos"], unk=a.get("unk")).save_pretrained(str(hf_dir))
                 else:
                     hf_tokenizer(arch, tok).save_pretrained(str(hf_dir))
-                built[arch] = (tok, model, hf_dir)
-            tok, model, hf_dir = built[arch]
+                built[key] = (tok, model, hf_dir)
+            tok, model, hf_dir = built[key]
             man = make_fixture(name, arch, exporter, tok, model, hf_dir, out_root, work)
             summary[name] = man
             size = (out_root / name / "model.onnx").stat().st_size
