@@ -58,14 +58,23 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
     auto fail = [&](const char *why) {
       return rewriter.notifyMatchFailure(mean, std::string("expanded LayerNorm: ") + why);
     };
-    auto addEps = userOf<AddOp>(var.getC(), [](AddOp) { return true; });
-    std::optional<double> eps =
-        addEps ? scalarConstant(otherOperand(addEps, var.getC())) : std::nullopt;
-    if (!eps)
-      return fail("the variance is not followed by '+ epsilon' (a scalar constant)");
-    auto sqrt = userOf<SqrtOp>(addEps.getC(), [](SqrtOp) { return true; });
+    // Cleanup folds `+ 0`, `* 1` and `+ 0` away: an epsilon of 0 leaves the
+    // variance going straight into Sqrt, a scale of ones leaves no Mul (a
+    // unit scale), a zero bias leaves no Add. A scale or bias that was a
+    // constant is a folded Flatten: [1, N] or [N] instead of Flatten(W, 0).
+    double eps = 0.0;
+    Value stdArg = var.getC();
+    if (auto addEps = userOf<AddOp>(var.getC(), [&](AddOp op) {
+          return scalarConstant(otherOperand(op, var.getC())).has_value();
+        })) {
+      eps = *scalarConstant(otherOperand(addEps, var.getC()));
+      stdArg = addEps.getC();
+    }
+    auto sqrt = userOf<SqrtOp>(stdArg, [](SqrtOp) { return true; });
     if (!sqrt)
-      return fail("variance + epsilon is not followed by Sqrt");
+      return fail("the variance (+ a scalar constant epsilon) is not followed by Sqrt");
+    if (eps < 0.0)
+      return fail("epsilon is negative");
     auto dev = userOf<SubOp>(m, [&](SubOp op) { return op.getA() == x2 && op.getB() == m; });
     auto norm = dev ? userOf<DivOp>(dev.getC(), [&](DivOp op) { return op.getB() == sqrt.getY(); })
                     : nullptr;
@@ -78,13 +87,25 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
         break;
       n = cast.getOutput();
     }
-    auto scale = dyn_cast_or_null<MulOp>(soleUser(n));
-    Value w = scale ? unflatten0(otherOperand(scale, n)) : nullptr;
-    if (!w)
-      return fail("the normalized value is not multiplied by Flatten(scale, 0)");
-    Value last = scale.getC(), b;
+    int64_t cols = dimOf(x2, 1);
+    // Flatten(W, 0), or the [1, N] / [N] constant it folded to.
+    auto flatParam = [&](Value v) -> Value {
+      if (!v)
+        return nullptr;
+      if (Value p = unflatten0(v))
+        return p;
+      return cols > 0 && isPerChannelConstant(v, cols, 2) && dimOf(v, -1) == cols ? v : nullptr;
+    };
+    Value last = n, w, b;
+    if (auto scale = dyn_cast_or_null<MulOp>(soleUser(n))) {
+      w = flatParam(otherOperand(scale, n));
+      if (!w)
+        return fail("the normalized value is multiplied by something other than Flatten(scale, "
+                    "0) or a [1, N] constant");
+      last = scale.getC();
+    }
     if (auto bias = dyn_cast_or_null<AddOp>(soleUser(last)))
-      if ((b = unflatten0(otherOperand(bias, last))))
+      if ((b = flatParam(otherOperand(bias, last))))
         last = bias.getC();
     auto reshape = dyn_cast_or_null<ReshapeOp>(soleUser(last));
     auto flat = skipCasts(x2).getDefiningOp<FlattenOp>();
@@ -102,15 +123,38 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
     if (!xType || !xType.hasStaticShape() || replaced.getType() != xType)
       return fail("the input's shape is not static, or the result is not reshaped to it");
     auto suffix = xType.getShape().drop_front(axis);
+    auto suffixType = RankedTensorType::get(suffix, xType.getElementType());
     for (Value p : {w, b}) {
-      auto pType = p ? dyn_cast<RankedTensorType>(p.getType()) : nullptr;
-      if (p && (!pType || pType.getShape() != suffix))
+      if (!p)
+        continue;
+      // A constant is reshaped to the normalized dims below (Flatten(W, 0)
+      // reads W in row-major order, as a reshape does).
+      auto pType = dyn_cast<RankedTensorType>(p.getType());
+      bool shapeOk =
+          pType && (isConstant(p) ? isa<DenseElementsAttr, DenseResourceElementsAttr>(
+                                        p.getDefiningOp<ConstantOp>().getValue()) &&
+                                        pType.hasStaticShape() &&
+                                        pType.getNumElements() == suffixType.getNumElements()
+                                  : pType.getShape() == suffix);
+      if (!shapeOk)
         return fail("scale or bias does not have the normalized dims' shape");
+      if (pType.getElementType() != xType.getElementType())
+        return fail("scale or bias is not of the input's element type");
     }
     rewriter.setInsertionPoint(replaced.getDefiningOp());
+    // Folded constants take the normalized dims' shape; a missing scale is ones.
+    auto toSuffix = [&](Value p) -> Value {
+      if (!p || !isConstant(p) || p.getType() == suffixType)
+        return p;
+      return reshapedConstant(rewriter, mean.getLoc(), p, suffixType);
+    };
+    w = w ? toSuffix(w)
+          : splatConstant(rewriter, mean.getLoc(), suffixType, 1.0,
+                          locName(mean.getLoc()) + ".unit_scale");
+    b = toSuffix(b);
     auto ln = rewriter.create<LayerNormalizationOp>(
         mean.getLoc(), xType, x, w, b, rewriter.getI64IntegerAttr(axis),
-        rewriter.getF32FloatAttr(static_cast<float>(*eps)), rewriter.getI64IntegerAttr(1));
+        rewriter.getF32FloatAttr(static_cast<float>(eps)), rewriter.getI64IntegerAttr(1));
     rewriter.replaceOp(replaced.getDefiningOp(), ln.getY());
     return success();
   }

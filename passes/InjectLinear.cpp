@@ -188,7 +188,6 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
       auto l = dyn_cast<LinearOp>(u);
       if (!l || l.getActivation() != "none" || !isConstant(l.getW()) ||
           l.getW().getType().getElementType() != root.getW().getType().getElementType() ||
-          static_cast<bool>(l.getBias()) != static_cast<bool>(root.getBias()) ||
           (l.getBias() && !isConstant(l.getBias())) || l->getBlock() != root->getBlock())
         continue;
       group.push_back(l);
@@ -203,20 +202,29 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
       return failure();
     SmallVector<Value> ws, bs;
     SmallVector<int64_t> sizes;
+    bool anyBias = false;
     for (LinearOp l : group) {
       // Checked before anything is created: a failed match changes nothing.
       if (!isStaticF32(l.getW(), 2) || (l.getBias() && !isStaticF32(l.getBias(), 1)))
         return failure();
       ws.push_back(l.getW());
       sizes.push_back(dimOf(l.getW(), 1));
-      if (l.getBias())
-        bs.push_back(l.getBias());
+      anyBias |= static_cast<bool>(l.getBias());
     }
     rewriter.setInsertionPoint(root);
     std::string name = constantName(root.getW()) + ".fused";
     auto w = concatColumns(rewriter, root.getLoc(), ws, name);
     if (failed(w))
       return failure();
+    // Cleanup folds a zero bias away, so siblings may differ in having one
+    // (a k_proj whose bias is all zeros); the missing ones are zeros.
+    if (anyBias)
+      for (LinearOp l : group)
+        bs.push_back(l.getBias() ? l.getBias()
+                                 : splatConstant(rewriter, l.getLoc(),
+                                                 RankedTensorType::get({dimOf(l.getW(), 1)},
+                                                                       rewriter.getF32Type()),
+                                                 0.0, constantName(l.getW()) + ".zero_bias"));
     Value bias;
     if (!bs.empty()) {
       auto b = concat1D(rewriter, root.getLoc(), bs, name + ".bias");

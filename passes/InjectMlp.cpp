@@ -203,11 +203,27 @@ LinearOp halfOf(Value v, int half) {
   return nullptr;
 }
 
+/// Whether `v` is an activation's output: a linear with its activation
+/// folded in, GELU, SiLU (x * sigmoid(x)), or an activation op left unfused.
+bool isActivated(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (auto linear = dyn_cast_or_null<LinearOp>(op))
+    return linear.getActivation() != "none";
+  Value input;
+  return activationOf(op, input) || isa_and_nonnull<SigmoidOp, ReluOp, GeluOp, TanhOp>(op);
+}
+
 struct GatedMlp : OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearOp down, PatternRewriter &rewriter) const override {
     auto mul = down.getX().getDefiningOp<MulOp>();
     if (!mul || down.getActivation() != "none")
+      return failure();
+    // Only a product with an activated factor is a gated MLP that failed. Any
+    // other linear of a product (a projection of an unfused norm's x * inv,
+    // say) is not an MLP at all: blaming the MLP there would hide the part
+    // of the layer that really failed, which reports its own reason.
+    if (!isActivated(mul.getA()) && !isActivated(mul.getB()))
       return failure();
     if (down.getBias())
       return rewriter.notifyMatchFailure(down, "gated MLP: the down projection has a bias");

@@ -38,7 +38,9 @@ Value squaredOperand(Value v) {
 /// From `mean` (a ReduceMean over the last dim with keepdims), follows
 /// `+ eps`, `sqrt` and the inverse to the tensor `base * inv` or
 /// `base / sqrt`; returns that product and eps. `base` is the value being
-/// normalized (x for RMSNorm, x - mean for LayerNorm).
+/// normalized (x for RMSNorm, x - mean for LayerNorm). An epsilon of 0 is
+/// no Add at all once cleanup has folded `+ 0`: the mean goes straight into
+/// the Sqrt.
 FailureOr<std::pair<Value, double>> matchInverseStd(ReduceMeanOp mean, Value base,
                                                     std::string &why) {
   auto fail = [&](const char *reason) -> FailureOr<std::pair<Value, double>> {
@@ -50,28 +52,31 @@ FailureOr<std::pair<Value, double>> matchInverseStd(ReduceMeanOp mean, Value bas
   if (!mean.getAxes() || !isLastAxis(mean.getAxes(), rankOf(mean.getData())))
     return fail("the mean is not over the last dim only");
   Operation *user = soleUser(mean.getReduced());
-  if (auto sqrt = dyn_cast_or_null<SqrtOp>(user)) {
-    Operation *after = soleUser(sqrt.getY());
-    if (isa_and_nonnull<AddOp>(after))
+  double eps = 0.0;
+  SqrtOp sqrt = dyn_cast_or_null<SqrtOp>(user);
+  if (sqrt) {
+    if (isa_and_nonnull<AddOp>(soleUser(sqrt.getY())))
       return fail("epsilon is added after the square root (sqrt(mean) + eps), not inside it");
-    return fail("no epsilon is added to the mean before the square root");
+  } else if (auto addEps = dyn_cast_or_null<AddOp>(user)) {
+    std::optional<double> c = scalarConstant(otherOperand(addEps, mean.getReduced()));
+    if (!c)
+      return fail("epsilon is not a scalar constant");
+    eps = *c;
+    sqrt = dyn_cast_or_null<SqrtOp>(soleUser(addEps.getC()));
+    if (!sqrt)
+      return fail("mean + epsilon is not followed by Sqrt");
+  } else {
+    return fail("the mean is followed by neither '+ epsilon' nor Sqrt");
   }
-  auto addEps = dyn_cast_or_null<AddOp>(user);
-  if (!addEps)
-    return fail("the mean is not followed by '+ epsilon'");
-  std::optional<double> eps = scalarConstant(otherOperand(addEps, mean.getReduced()));
-  if (!eps)
-    return fail("epsilon is not a scalar constant");
-  auto sqrt = dyn_cast_or_null<SqrtOp>(soleUser(addEps.getC()));
-  if (!sqrt)
-    return fail("mean + epsilon is not followed by Sqrt");
+  if (eps < 0.0)
+    return fail("epsilon is negative");
   Operation *inv = soleUser(sqrt.getY());
   Value invValue;
   if (auto div = dyn_cast_or_null<DivOp>(inv)) {
     if (div.getB() != sqrt.getY())
       return fail("the square root is a numerator");
     if (skipCasts(div.getA()) == base)
-      return std::pair<Value, double>(div.getC(), *eps);
+      return std::pair<Value, double>(div.getC(), eps);
     std::optional<double> one = scalarConstant(div.getA());
     if (!one || *one != 1.0)
       return fail("the square root divides neither 1 nor the normalized input");
@@ -87,13 +92,28 @@ FailureOr<std::pair<Value, double>> matchInverseStd(ReduceMeanOp mean, Value bas
   Value other = otherOperand(mul, invValue);
   if (!other || skipCasts(other) != base)
     return fail("the inverse square root multiplies something other than the normalized input");
-  return std::pair<Value, double>(mul.getC(), *eps);
+  return std::pair<Value, double>(mul.getC(), eps);
 }
 
-/// `normalized` (through casts) times a 1-D constant scale; returns the Mul
-/// and the scale (Gemma's `* (1 + w)` becomes a new weight).
-FailureOr<std::pair<MulOp, Value>> matchScale(PatternRewriter &rewriter, Value normalized,
-                                              std::string &why) {
+/// How a norm ends, found before anything is created (a failed match must
+/// leave the IR as it was).
+struct ScaleMatch {
+  Value result;                 // what the fused norm replaces
+  Value weight;                 // a per-channel constant, or null: a unit scale
+  std::optional<double> offset; // Gemma's `* (1 + w)`: added to weight
+};
+
+/// `normalized` (through casts) times a per-channel constant scale, or
+/// `normalized` itself with a unit scale. Cleanup folds `x * 1` away, so a
+/// norm whose weights are all ones (how transformers initializes them, and
+/// how some exports look) has no scale Mul left; accepting the normalization
+/// alone, rather than keeping cleanup from folding, also covers exporters
+/// and ONNX optimizers that drop the Mul themselves. A Mul by a value that
+/// is not a constant (a gate, a dequantized weight) stays after the norm; a
+/// Mul by a constant that does not broadcast per channel is refused, since
+/// the norm could then be mistaken for a different computation.
+FailureOr<ScaleMatch> matchScale(Value normalized, std::string &why) {
+  int64_t n = dimOf(normalized, -1), rank = rankOf(normalized);
   Value v = normalized;
   while (Operation *u = soleUser(v)) {
     auto cast = dyn_cast<CastOp>(u);
@@ -102,31 +122,48 @@ FailureOr<std::pair<MulOp, Value>> matchScale(PatternRewriter &rewriter, Value n
     v = cast.getOutput();
   }
   auto mul = dyn_cast_or_null<MulOp>(soleUser(v));
-  if (!mul) {
-    why = "the normalized value is not multiplied by a scale";
-    return failure();
-  }
-  Value w = otherOperand(mul, v);
+  Value w = mul ? otherOperand(mul, v) : nullptr;
   if (auto add = w ? w.getDefiningOp<AddOp>() : nullptr) {
     Value base = isConstant(add.getA()) && !scalarConstant(add.getA()) ? add.getA() : add.getB();
     std::optional<double> offset = scalarConstant(otherOperand(add, base));
-    auto data = readF32Weight(base);
-    if (offset && data && rankOf(base) == 1) {
-      for (float &f : *data)
-        f += static_cast<float>(*offset);
-      w = makeF32Weight(rewriter, add.getLoc(), cast<RankedTensorType>(base.getType()), *data,
-                        constantName(base) + ".plus_offset");
+    if (offset && isStaticF32(base, 1) && dimOf(base, 0) == n && readF32Weight(base))
+      return ScaleMatch{mul.getC(), base, offset};
+  }
+  if (w && isConstant(w)) {
+    if (!isPerChannelConstant(w, n, rank)) {
+      why = "the normalized value is multiplied by a constant that is not a per-channel scale "
+            "(shape [D] or broadcast to it, D the normalized dim)";
+      return failure();
     }
+    return ScaleMatch{mul.getC(), w, std::nullopt};
   }
-  if (!w || !isConstant(w) || rankOf(w) != 1) {
-    why = "the scale is not a 1-D constant";
+  if (n <= 0) {
+    why = "no constant scale follows and the normalized dim is not static (for a unit scale)";
     return failure();
   }
-  if (dimOf(w, 0) != dimOf(normalized, -1)) {
-    why = "the scale's length is not the normalized dim";
-    return failure();
+  return ScaleMatch{normalized, Value(), std::nullopt};
+}
+
+/// The 1-D scale of `match`, created before `match.result`'s op.
+Value materializeScale(PatternRewriter &rewriter, const ScaleMatch &match, Type elementType,
+                       Location loc) {
+  int64_t n = dimOf(match.result, -1);
+  if (match.offset) {
+    std::vector<float> data = *readF32Weight(match.weight);
+    for (float &f : data)
+      f += static_cast<float>(*match.offset);
+    return makeF32Weight(rewriter, loc, cast<RankedTensorType>(match.weight.getType()), data,
+                         constantName(match.weight) + ".plus_offset");
   }
-  return std::make_pair(mul, w);
+  if (!match.weight)
+    return splatConstant(rewriter, loc, RankedTensorType::get({n}, elementType), 1.0,
+                         locName(loc) + ".unit_scale");
+  return perChannelWeight(rewriter, loc, match.weight, n);
+}
+
+/// The element type of a per-channel constant, or `fallback` for none.
+Type elementTypeOr(Value v, Type fallback) {
+  return v ? cast<TensorType>(v.getType()).getElementType() : fallback;
 }
 
 struct NormPattern : OpRewritePattern<ReduceMeanOp> {
@@ -159,23 +196,23 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
     auto inv = matchInverseStd(mean, x, why);
     if (failed(inv))
       return rewriter.notifyMatchFailure(mean, "RMSNorm: " + why);
-    auto scaled = matchScale(rewriter, inv->first, why);
+    auto scaled = matchScale(inv->first, why);
     if (failed(scaled))
       return rewriter.notifyMatchFailure(mean, "RMSNorm: " + why);
-    auto [mul, w] = *scaled;
-    Type resultType = mul.getC().getType();
-    if (cast<TensorType>(resultType).getElementType() !=
-        cast<TensorType>(x.getType()).getElementType())
+    Type resultType = scaled->result.getType();
+    Type et = cast<TensorType>(x.getType()).getElementType();
+    if (cast<TensorType>(resultType).getElementType() != et)
       return rewriter.notifyMatchFailure(mean,
                                          "RMSNorm: the input and output element types differ");
-    if (cast<TensorType>(w.getType()).getElementType() !=
-        cast<TensorType>(x.getType()).getElementType())
+    if (elementTypeOr(scaled->weight, et) != et)
       return rewriter.notifyMatchFailure(mean,
                                          "RMSNorm: the scale's element type is not the input's");
-    rewriter.setInsertionPoint(mul);
+    Operation *last = scaled->result.getDefiningOp();
+    rewriter.setInsertionPoint(last);
+    Value w = materializeScale(rewriter, *scaled, et, mean.getLoc());
     auto norm = rewriter.create<RmsNormOp>(
         mean.getLoc(), resultType, x, w, rewriter.getF32FloatAttr(static_cast<float>(inv->second)));
-    rewriter.replaceOp(mul, norm.getY());
+    rewriter.replaceOp(last, norm.getY());
     return success();
   }
 
@@ -203,22 +240,31 @@ struct NormPattern : OpRewritePattern<ReduceMeanOp> {
     auto inv = matchInverseStd(var, sub.getC(), why);
     if (failed(inv))
       return rewriter.notifyMatchFailure(mean, "LayerNorm: " + why);
-    auto scaled = matchScale(rewriter, inv->first, why);
+    auto scaled = matchScale(inv->first, why);
     if (failed(scaled))
       return rewriter.notifyMatchFailure(mean, "LayerNorm: " + why);
-    auto [mul, w] = *scaled;
-    Value bias;
-    Operation *last = mul;
-    if (auto add = dyn_cast_or_null<AddOp>(soleUser(mul.getC()))) {
-      Value b = otherOperand(add, mul.getC());
-      if (b && isConstant(b) && rankOf(b) == 1 && dimOf(b, 0) == dimOf(x, -1)) {
+    Type et = cast<TensorType>(x.getType()).getElementType();
+    if (!isKernelFloat(x) || elementTypeOr(scaled->weight, et) != et)
+      return rewriter.notifyMatchFailure(
+          mean, "LayerNorm: not f32, f16 or bf16, or the scale's element type is not the input's");
+    // The bias: an Add of a per-channel constant (cleanup folds a zero bias
+    // away, which leaves none). An Add of anything else stays after the norm.
+    Value bias, result = scaled->result;
+    if (auto add = dyn_cast_or_null<AddOp>(soleUser(result))) {
+      Value b = otherOperand(add, result);
+      if (b && isPerChannelConstant(b, dimOf(x, -1), rankOf(x)) && elementTypeOr(b, et) == et &&
+          add.getC().getType() == result.getType()) {
         bias = b;
-        last = add;
+        result = add.getC();
       }
     }
+    Operation *last = result.getDefiningOp();
     rewriter.setInsertionPoint(last);
+    Value w = materializeScale(rewriter, *scaled, et, mean.getLoc());
+    if (bias)
+      bias = perChannelWeight(rewriter, mean.getLoc(), bias, dimOf(x, -1));
     auto norm = rewriter.create<LayerNormalizationOp>(
-        mean.getLoc(), last->getResult(0).getType(), x, w, bias, rewriter.getI64IntegerAttr(-1),
+        mean.getLoc(), result.getType(), x, w, bias, rewriter.getI64IntegerAttr(-1),
         rewriter.getF32FloatAttr(static_cast<float>(inv->second)), rewriter.getI64IntegerAttr(1));
     rewriter.replaceOp(last, norm.getY());
     return success();

@@ -183,6 +183,43 @@ FailureOr<Value> transposeWeight(PatternRewriter &rewriter, Location loc, Value 
   return makeF32Weight(rewriter, loc, type, out, constantName(w) + ".T");
 }
 
+bool isPerChannelConstant(Value v, int64_t n, int64_t rank) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!isConstant(v) || !type || !type.hasStaticShape() ||
+      type.getRank() > std::max<int64_t>(rank, 1) ||
+      !isa<DenseElementsAttr, DenseResourceElementsAttr>(v.getDefiningOp<ConstantOp>().getValue()))
+    return false;
+  if (type.getNumElements() == 1)
+    return scalarConstant(v).has_value();
+  return n > 0 && type.getShape().back() == n && type.getNumElements() == n;
+}
+
+Value perChannelWeight(PatternRewriter &rewriter, Location loc, Value v, int64_t n) {
+  auto type = cast<RankedTensorType>(v.getType());
+  auto flat = RankedTensorType::get({n}, type.getElementType());
+  if (type == flat)
+    return v;
+  if (type.getNumElements() == 1)
+    return splatConstant(rewriter, loc, flat, *scalarConstant(v), constantName(v));
+  return reshapedConstant(rewriter, loc, v, flat);
+}
+
+Value reshapedConstant(PatternRewriter &rewriter, Location loc, Value v, RankedTensorType type) {
+  ElementsAttr value = v.getDefiningOp<ConstantOp>().getValue(), out;
+  if (auto dense = dyn_cast<DenseElementsAttr>(value))
+    out = dense.reshape(type);
+  else
+    out =
+        DenseResourceElementsAttr::get(type, cast<DenseResourceElementsAttr>(value).getRawHandle());
+  return rewriter.create<ConstantOp>(loc, type, out, rewriter.getStringAttr(constantName(v)));
+}
+
+Value splatConstant(PatternRewriter &rewriter, Location loc, RankedTensorType type, double value,
+                    StringRef name) {
+  auto attr = DenseElementsAttr::get(type, rewriter.getFloatAttr(type.getElementType(), value));
+  return rewriter.create<ConstantOp>(loc, type, attr, rewriter.getStringAttr(name));
+}
+
 std::string constantName(Value v) {
   if (auto constant = v.getDefiningOp<ConstantOp>())
     if (auto name = constant.getName())

@@ -77,6 +77,27 @@ mlir::FailureOr<mlir::Value> concat1D(mlir::PatternRewriter &rewriter, mlir::Loc
 mlir::FailureOr<mlir::Value> transposeWeight(mlir::PatternRewriter &rewriter, mlir::Location loc,
                                              mlir::Value w);
 
+/// True when the constant `v` broadcasts per channel over a last dim of `n`
+/// for a value of rank `rank`: shape [n], [1, n], [1, 1, n], ... (rank at
+/// most `rank`), or a single element. A norm's scale and bias take these.
+bool isPerChannelConstant(mlir::Value v, int64_t n, int64_t rank);
+
+/// The per-channel constant `v` (isPerChannelConstant) as a 1-D [n]
+/// constant: `v` itself when it already is one, else a reshape or a splat of
+/// its one element, created at the rewriter's insertion point.
+mlir::Value perChannelWeight(mlir::PatternRewriter &rewriter, mlir::Location loc, mlir::Value v,
+                             int64_t n);
+
+/// The constant `v` (dense or dense_resource) reinterpreted as `type`, which
+/// has as many elements: the same bytes, a resource keeps sharing its blob.
+mlir::Value reshapedConstant(mlir::PatternRewriter &rewriter, mlir::Location loc, mlir::Value v,
+                             mlir::RankedTensorType type);
+
+/// A constant of `type` with every element `value` (a unit scale cleanup
+/// folded away, a zero bias), named `name`.
+mlir::Value splatConstant(mlir::PatternRewriter &rewriter, mlir::Location loc,
+                          mlir::RankedTensorType type, double value, llvm::StringRef name);
+
 /// A constant's name attribute, or "".
 std::string constantName(mlir::Value v);
 
