@@ -73,8 +73,6 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
     auto sqrt = userOf<SqrtOp>(stdArg, [](SqrtOp) { return true; });
     if (!sqrt)
       return fail("the variance (+ a scalar constant epsilon) is not followed by Sqrt");
-    if (eps < 0.0)
-      return fail("epsilon is negative");
     auto dev = userOf<SubOp>(m, [&](SubOp op) { return op.getA() == x2 && op.getB() == m; });
     auto norm = dev ? userOf<DivOp>(dev.getC(), [&](DivOp op) { return op.getB() == sqrt.getY(); })
                     : nullptr;
@@ -100,8 +98,8 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
     if (auto scale = dyn_cast_or_null<MulOp>(soleUser(n))) {
       w = flatParam(otherOperand(scale, n));
       if (!w)
-        return fail("the normalized value is multiplied by something other than Flatten(scale, "
-                    "0) or a [1, N] constant");
+        return fail("the normalized value is not multiplied by Flatten(scale, 0) (or the "
+                    "[1, N] constant it folds to)");
       last = scale.getC();
     }
     if (auto bias = dyn_cast_or_null<AddOp>(soleUser(last)))
@@ -149,8 +147,7 @@ struct ExpandedLayerNorm : OpRewritePattern<ReduceMeanOp> {
       return reshapedConstant(rewriter, mean.getLoc(), p, suffixType);
     };
     w = w ? toSuffix(w)
-          : splatConstant(rewriter, mean.getLoc(), suffixType, 1.0,
-                          locName(mean.getLoc()) + ".unit_scale");
+          : splatConstant(rewriter, mean.getLoc(), suffixType, 1.0, unitScaleName(mean.getLoc()));
     b = toSuffix(b);
     auto ln = rewriter.create<LayerNormalizationOp>(
         mean.getLoc(), xType, x, w, b, rewriter.getI64IntegerAttr(axis),

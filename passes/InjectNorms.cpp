@@ -68,8 +68,6 @@ FailureOr<std::pair<Value, double>> matchInverseStd(ReduceMeanOp mean, Value bas
   } else {
     return fail("the mean is followed by neither '+ epsilon' nor Sqrt");
   }
-  if (eps < 0.0)
-    return fail("epsilon is negative");
   Operation *inv = soleUser(sqrt.getY());
   Value invValue;
   if (auto div = dyn_cast_or_null<DivOp>(inv)) {
@@ -157,7 +155,7 @@ Value materializeScale(PatternRewriter &rewriter, const ScaleMatch &match, Type 
   }
   if (!match.weight)
     return splatConstant(rewriter, loc, RankedTensorType::get({n}, elementType), 1.0,
-                         locName(loc) + ".unit_scale");
+                         unitScaleName(loc));
   return perChannelWeight(rewriter, loc, match.weight, n);
 }
 

@@ -220,6 +220,11 @@ Value splatConstant(PatternRewriter &rewriter, Location loc, RankedTensorType ty
   return rewriter.create<ConstantOp>(loc, type, attr, rewriter.getStringAttr(name));
 }
 
+std::string unitScaleName(Location loc) {
+  std::string node = locName(loc);
+  return (node.empty() ? std::string("norm") : node) + ".unit_scale";
+}
+
 std::string constantName(Value v) {
   if (auto constant = v.getDefiningOp<ConstantOp>())
     if (auto name = constant.getName())

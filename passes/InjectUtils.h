@@ -98,6 +98,10 @@ mlir::Value reshapedConstant(mlir::PatternRewriter &rewriter, mlir::Location loc
 mlir::Value splatConstant(mlir::PatternRewriter &rewriter, mlir::Location loc,
                           mlir::RankedTensorType type, double value, llvm::StringRef name);
 
+/// The name of a unit scale made for the norm at `loc`:
+/// "<ONNX node>.unit_scale", or "norm.unit_scale" without a node name.
+std::string unitScaleName(mlir::Location loc);
+
 /// A constant's name attribute, or "".
 std::string constantName(mlir::Value v);
 
