@@ -246,6 +246,34 @@ func.func @attention_folded_sqrt_scale(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x
 
 // -----
 
+// GELU after a linear whose bias is all zeros, with its constants computed
+// from others (0.5 as 1 / 2, 1/sqrt(2) as Reciprocal(Sqrt(2))): cleanup
+// folds the bias Add away and the constants to their values; the linear has
+// no bias and the GELU folds into it.
+// CHECK-LABEL: func @gelu_after_zero_bias
+// CHECK: %[[Y:.*]] = kiln.linear %arg0, %{{[0-9]+}} {activation = "gelu"} : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+// CHECK-NOT: kiln.erf
+// CHECK: return %[[Y]]
+func.func @gelu_after_zero_bias(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %w = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %b = kiln.constant dense<0.0> : tensor<2xf32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %half = kiln.div %one, %two : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %sq2 = kiln.sqrt %two : (tensor<f32>) -> tensor<f32>
+  %isq2 = kiln.reciprocal %sq2 : (tensor<f32>) -> tensor<f32>
+  %m = kiln.matmul %x, %w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %h = kiln.add %m, %b : (tensor<?x2xf32>, tensor<2xf32>) -> tensor<?x2xf32>
+  %d = kiln.mul %h, %isq2 : (tensor<?x2xf32>, tensor<f32>) -> tensor<?x2xf32>
+  %e = kiln.erf %d : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  %a = kiln.add %e, %one : (tensor<?x2xf32>, tensor<f32>) -> tensor<?x2xf32>
+  %hx = kiln.mul %h, %half : (tensor<?x2xf32>, tensor<f32>) -> tensor<?x2xf32>
+  %y = kiln.mul %hx, %a : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
+
+// -----
+
 // Sibling projections where only some biases survive cleanup (k's bias is
 // all zeros and folds away): they still fuse, with zeros for k's part.
 // CHECK-LABEL: func @siblings_zero_bias
