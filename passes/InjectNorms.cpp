@@ -139,7 +139,9 @@ FailureOr<ScaleMatch> matchScale(Value normalized, std::string &why) {
     why = "no constant scale follows and the normalized dim is not static (for a unit scale)";
     return failure();
   }
-  return ScaleMatch{normalized, Value(), std::nullopt};
+  // The norm replaces the casts too (back to the input's type in a
+  // mixed-precision graph), as it does when a scale Mul follows them.
+  return ScaleMatch{v, Value(), std::nullopt};
 }
 
 /// The 1-D scale of `match`, created before `match.result`'s op.

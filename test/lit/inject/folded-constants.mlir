@@ -54,6 +54,32 @@ func.func @rms_eps_zero(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
 
 // -----
 
+// Mixed precision (an f16 model computing its norms in f32) with a weight of
+// ones: the norm replaces the casts too and keeps the f16 input's type; its
+// unit scale is f16.
+// CHECK-LABEL: func @rms_unit_scale_f16
+// CHECK: %[[W:.*]] = kiln.constant {name = "norm.unit_scale"} dense<1.000000e+00> : tensor<4xf16>
+// CHECK: %[[Y:.*]] = kiln.rms_norm %arg0, %[[W]] {epsilon = 9.99999997E-7 : f32} : (tensor<2x4xf16>, tensor<4xf16>) -> tensor<2x4xf16>
+// CHECK-NOT: kiln.cast
+// CHECK: return %[[Y]]
+func.func @rms_unit_scale_f16(%x: tensor<2x4xf16>) -> tensor<2x4xf16> {
+  %w = kiln.constant dense<1.0> : tensor<4xf16>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %axes = kiln.constant dense<[-1]> : tensor<1xi64>
+  %eps = kiln.constant dense<1.0e-6> : tensor<f32>
+  %xc = kiln.cast %x {to = 1 : i64} : (tensor<2x4xf16>) -> tensor<2x4xf32>
+  %sq = kiln.pow %xc, %two : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %m = kiln.reduce_mean %sq, %axes {keepdims = 1 : i64, noop_with_empty_axes = 0 : i64} : (tensor<2x4xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %e = kiln.add %m, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %s = kiln.sqrt %e : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = kiln.div %xc, %s : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  %nc = kiln.cast %n {to = 2 : i64} : (tensor<2x4xf32>) -> tensor<2x4xf16>
+  %y = kiln.mul %w, %nc : (tensor<4xf16>, tensor<2x4xf16>) -> tensor<2x4xf16>
+  return %y : tensor<2x4xf16>
+}
+
+// -----
+
 // A scale that broadcasts per channel from a higher rank ([1, 1, 4], as an
 // Unsqueezed weight folds) becomes the 1-D weight.
 // CHECK-LABEL: func @rms_scale_broadcast
