@@ -175,10 +175,12 @@ UNIT_NOTE = ("transformers' own initialization, not perturbed: every norm weight
              "1 and every bias exactly 0, so cleanup folds x * 1 and x + 0 away before "
              "injection runs")
 
-# The committed fixture each new fixture takes its tokenizer.json from (the
-# original fixtures train theirs on the text source; these reuse the result,
-# so they regenerate without it).
+
+
 def tokenizer_source(name: str) -> str | None:
+    """The committed fixture whose tokenizer.json `name` reuses, or None when
+    it trains its own on the text source (the original fixtures do; the unit
+    variants and qwen3 reuse that result, so they regenerate without it)."""
     arch = FIXTURES[name][0]
     if name in UNIT:
         return ARCHS[arch].get("tokenizer_from") or f"{arch}-optimum"
@@ -228,12 +230,11 @@ def build_model(arch: str, tok, perturb: bool = True):
                           pad_token_id=None, initializer_range=0.1, tie_word_embeddings=False)
         model = LlamaForCausalLM(cfg)
         # RMSNorm weights init to 1; perturb them so a wrong norm weight shows up.
-        with torch.no_grad():
-            if not perturb:
-                return model.eval()
-            for n, p in model.named_parameters():
-                if n.endswith("norm.weight"):
-                    p.add_(0.1 * torch.randn_like(p))
+        if perturb:
+            with torch.no_grad():
+                for n, p in model.named_parameters():
+                    if n.endswith("norm.weight"):
+                        p.add_(0.1 * torch.randn_like(p))
     return model.eval()
 
 
