@@ -538,3 +538,15 @@ def export_dynamo_no_past(model, path: Path, opset: int = 18, example_len: int =
     for n in m.graph.node:
         del n.metadata_props[:]
     onnx.save_model(m, str(path), save_as_external_data=False)
+
+
+def check_unit_init(model) -> None:
+    """A *-unit fixture is only worth having if its norm weights are exactly 1
+    and its biases exactly 0."""
+    import torch
+    for n, p in model.named_parameters():
+        is_norm = "norm" in n.lower() or n.split(".")[-2].startswith("ln_")
+        if n.endswith(".bias"):
+            assert torch.all(p == 0), f"{n} is not all zeros"
+        elif is_norm and n.endswith(".weight"):
+            assert torch.all(p == 1), f"{n} is not all ones"

@@ -238,18 +238,6 @@ def build_model(arch: str, tok, perturb: bool = True):
     return model.eval()
 
 
-def check_unit_init(model) -> None:
-    """A *-unit fixture is only worth having if its norm weights are exactly 1
-    and its biases exactly 0."""
-    import torch
-    for n, p in model.named_parameters():
-        is_norm = "norm" in n.lower() or n.split(".")[-2].startswith("ln_")
-        if n.endswith(".bias"):
-            assert torch.all(p == 0), f"{n} is not all zeros"
-        elif is_norm and n.endswith(".weight"):
-            assert torch.all(p == 1), f"{n} is not all ones"
-
-
 # Notes recorded in reference.json ("model" -> "features") for the new families.
 FEATURES = {
     "mistral": "GQA (4 query / 2 KV heads), RoPE, RMSNorm, SwiGLU; sliding_window 4096 "
@@ -772,7 +760,7 @@ def main() -> None:
                     assert tok.get_vocab_size() == ARCHS[arch]["vocab_size"], source
                 model = build_model(arch, tok, perturb=name not in UNIT)
                 if name in UNIT:
-                    check_unit_init(model)
+                    fc.check_unit_init(model)
                 hf_dir = work / f"hf-{arch}{'-unit' if name in UNIT else ''}"
                 model.save_pretrained(str(hf_dir))
                 if arch in ("gpt2", "llama"):
