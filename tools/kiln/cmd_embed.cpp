@@ -199,8 +199,8 @@ public:
     const TensorView &states = exec_.output(io_.hidden_output);
     if (states.dtype != DType::kF32 || states.shape.size() != 3 || states.shape[0] != rows ||
         states.shape[1] != len)
-      return InvalidArgument("the plan's token-state output is " + std::string(DTypeName(
-                                 states.dtype)) + ShapeToString(states.shape) +
+      return InvalidArgument("the plan's token-state output is " +
+                             std::string(DTypeName(states.dtype)) + ShapeToString(states.shape) +
                              ", not float32 [batch, sequence, hidden]");
     *hidden = states.shape[2];
     const float *data = states.as<const float>();
@@ -241,7 +241,7 @@ private:
 };
 
 StatusOr<std::vector<std::vector<int32_t>>> Tokenize(const Plan &plan,
-                                                      const std::vector<std::string> &texts) {
+                                                     const std::vector<std::string> &texts) {
   const auto *tj = plan.fb().tokenizer_json();
   if (tj == nullptr || tj->size() == 0)
     return InvalidArgument("the plan has no tokenizer, so it cannot embed text");
@@ -279,8 +279,8 @@ std::string EmbeddingsJson(const Pooling &p, int64_t hidden,
     j["token_counts"].push_back(v.size());
   j["embeddings"] = nlohmann::json::array();
   for (size_t i = 0; i < ids.size(); ++i)
-    j["embeddings"].push_back(std::vector<float>(vectors.begin() + i * hidden,
-                                                 vectors.begin() + (i + 1) * hidden));
+    j["embeddings"].push_back(
+        std::vector<float>(vectors.begin() + i * hidden, vectors.begin() + (i + 1) * hidden));
   return j.dump() + "\n";
 }
 
@@ -321,8 +321,9 @@ Status Embed(const ParsedArgs &a) {
 
 int EmbedMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::string err = ParseArgs(args, {"--text", "--texts-file", "--npy", "--batch-size", "--threads"},
-                              {"--normalize"}, {}, &a);
+  std::string err =
+      ParseArgs(args, {"--text", "--texts-file", "--npy", "--batch-size", "--threads"},
+                {"--normalize"}, {}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

@@ -133,9 +133,10 @@ Status RefuseEncoder(const Plan &plan, const std::string &path) {
   const fb::Plan &f = plan.fb();
   if (f.ragged() != nullptr || (f.decoder() != nullptr && f.decoder()->logits() >= 0))
     return Status::Ok();
-  return InvalidArgument(path + " is an encoder plan: it outputs token states, not logits, so "
-                         "it cannot generate text. Embed texts with it: kiln embed " + path +
-                         " --text TEXT (see kiln embed --help)");
+  return InvalidArgument(path +
+                         " is an encoder plan: it outputs token states, not logits, so "
+                         "it cannot generate text. Embed texts with it: kiln embed " +
+                         path + " --text TEXT (see kiln embed --help)");
 }
 
 Status Run(const ParsedArgs &a) {

@@ -44,16 +44,12 @@ void StripAccents(std::vector<char32_t> *cps) {
 
 bool InRanges(const CodepointRange *ranges, size_t count, char32_t cp) {
   const CodepointRange *end = ranges + count;
-  const CodepointRange *it =
-      std::upper_bound(ranges, end, cp, [](char32_t c, const CodepointRange &r) {
-        return c < r.first;
-      });
+  const CodepointRange *it = std::upper_bound(
+      ranges, end, cp, [](char32_t c, const CodepointRange &r) { return c < r.first; });
   return it != ranges && cp <= (it - 1)->last;
 }
 
-bool IsBertWhitespace(char32_t cp) {
-  return InRanges(kBertWhitespace, kBertWhitespaceCount, cp);
-}
+bool IsBertWhitespace(char32_t cp) { return InRanges(kBertWhitespace, kBertWhitespaceCount, cp); }
 
 bool IsBertPunctuation(char32_t cp) {
   return InRanges(kBertPunctuation, kBertPunctuationCount, cp);

@@ -16,8 +16,8 @@ void ReplaceAll(std::string *s, std::string_view from, std::string_view to) {
 // HF's clean-up of tokenization spaces, replacement by replacement in its order.
 void CleanUp(std::string *s) {
   static const std::pair<std::string_view, std::string_view> kRules[] = {
-      {" .", "."},   {" ?", "?"},   {" !", "!"},     {" ,", ","},
-      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"},
+      {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
       {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (const auto &[from, to] : kRules)
     ReplaceAll(s, from, to);

@@ -26,7 +26,7 @@ public:
 private:
   struct Step {
     bool byte_level = false;
-    bool bert = false; // BertPreTokenizer: split on whitespace, isolate punctuation
+    bool bert = false;            // BertPreTokenizer: split on whitespace, isolate punctuation
     std::unique_ptr<Regex> regex; // Split's pattern, or ByteLevel's (null: use_regex false)
     SplitBehavior behavior = SplitBehavior::kIsolated;
     bool invert = false;

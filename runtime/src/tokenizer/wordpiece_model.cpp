@@ -14,14 +14,13 @@ StatusOr<std::unique_ptr<WordPieceModel>> WordPieceModel::FromJson(const Json &m
   if (FindField(model, "unk_token") != nullptr)
     KILN_RETURN_IF_ERROR(ReadString(model, "unk_token", "model", &wp->unk_token_));
   if (FindField(model, "continuing_subword_prefix") != nullptr) {
-    KILN_RETURN_IF_ERROR(
-        ReadString(model, "continuing_subword_prefix", "model", &wp->prefix_));
+    KILN_RETURN_IF_ERROR(ReadString(model, "continuing_subword_prefix", "model", &wp->prefix_));
   }
   if (const Json *max = FindField(model, "max_input_chars_per_word")) {
     if (!max->is_number_unsigned())
       return FieldError("model.max_input_chars_per_word", "expected a non-negative integer");
-    wp->max_input_chars_per_word_ = static_cast<int64_t>(
-        std::min<uint64_t>(max->get<uint64_t>(), uint64_t{1} << 62));
+    wp->max_input_chars_per_word_ =
+        static_cast<int64_t>(std::min<uint64_t>(max->get<uint64_t>(), uint64_t{1} << 62));
   }
   wp->unk_id_ = wp->vocab_.TokenToId(wp->unk_token_);
   return wp;

@@ -409,8 +409,8 @@ TEST_F(PlanWriterTest, BrokenPoolingFilesAreErrors) {
   std::ofstream(path("modules.json"))
       << R"([{"type": "sentence_transformers.models.Pooling", "path": "p"}])";
   llvm::sys::fs::create_directory(path("p"));
-  for (const char *config : {R"({"pooling_mode_mean_tokens": false})",
-                             R"({"pooling_mode_mean_tokens": "yes"})"}) {
+  for (const char *config :
+       {R"({"pooling_mode_mean_tokens": false})", R"({"pooling_mode_mean_tokens": "yes"})"}) {
     std::ofstream(path("p/config.json")) << config;
     auto info = readModelFiles(tmp, "");
     ASSERT_FALSE(info) << config;

@@ -60,8 +60,8 @@ std::string Differences(const Tokenizer &tok, const std::string &text, const Cas
     diff += "\n  decode:      want " + Escape(e.decode) + "\n               got  " + Escape(d);
   const std::string ds = tok.Decode(e.ids_special, /*skip_special_tokens=*/true);
   if (ds != e.decode_skip) {
-    diff += "\n  decode_skip: want " + Escape(e.decode_skip) + "\n               got  " +
-            Escape(ds);
+    diff +=
+        "\n  decode_skip: want " + Escape(e.decode_skip) + "\n               got  " + Escape(ds);
   }
   return diff;
 }
@@ -103,8 +103,7 @@ TEST_P(WordPieceReferenceTest, EveryLineMatchesHf) {
         first_failure = "line " + std::to_string(i + 1) + " " + Escape(lines[i]) + diff;
       }
     }
-    std::printf("[ tokenizer] %-28s %zu/%zu lines match HF\n", name.c_str(), passed,
-                lines.size());
+    std::printf("[ tokenizer] %-28s %zu/%zu lines match HF\n", name.c_str(), passed, lines.size());
     EXPECT_EQ(passed, lines.size()) << name << ": first differing " << first_failure;
   }
 }
@@ -177,8 +176,8 @@ TEST(WordPieceUnicodeTest, BertNormalizerAndPreTokenizerOnEveryCodepoint) {
     for (size_t b = 0; b < blocks.size(); ++b) {
       if (Fnv1a((*normalizer)->Normalize(blocks[b])) != hashes[b].get<std::string>() &&
           bad++ == 0) {
-        ADD_FAILURE() << config.dump() << ": first differing block " << b << " (from U+"
-                      << std::hex << b * 256 << ")";
+        ADD_FAILURE() << config.dump() << ": first differing block " << b << " (from U+" << std::hex
+                      << b * 256 << ")";
       }
     }
     EXPECT_EQ(bad, 0u) << config.dump();
@@ -229,7 +228,8 @@ TEST(WordPieceErrorTest, MalformedFieldsAreInvalidArgument) {
     EXPECT_NE(tok.status().message().find(field), std::string::npos) << tok.status().message();
   }
   json config = UncasedFixture();
-  config["post_processor"] = {{"type", "BertProcessing"}, {"sep", {"[SEP]"}}, {"cls", {"[CLS]", 2}}};
+  config["post_processor"] = {
+      {"type", "BertProcessing"}, {"sep", {"[SEP]"}}, {"cls", {"[CLS]", 2}}};
   auto tok = Tokenizer::FromJson(config.dump());
   ASSERT_FALSE(tok.ok());
   EXPECT_NE(tok.status().message().find("post_processor.sep"), std::string::npos);
