@@ -16,7 +16,8 @@ Checks:
     pooling without modules.json;
   - a pooling mode kiln cannot apply: the build warns, kiln embed exits 2;
   - a tokenizer the runtime cannot run: the build warns, naming the feature;
-  - kiln run on the encoder exits 2 and points to kiln embed;
+  - kiln run on the encoder exits 2 and points to kiln embed; kiln embed on a
+    decoder plan (gpt2-optimum beside the fixture) exits 2;
   - bad arguments exit 2 with a message.
 """
 import argparse
@@ -176,6 +177,14 @@ def check_defaults_and_refusals(kiln, builder, fixture, texts, states, tmp):
     check("warning" in log and "NFKC" in log, f"NFKC normalizer: build warns naming it: {log}")
 
 
+def check_decoder_refused(kiln, builder, decoder_dir, tmp):
+    """A decoder plan is not an encoder: kiln embed names the input it cannot fill."""
+    build(builder, decoder_dir, tmp / "decoder.plan")
+    r = run([kiln, "embed", tmp / "decoder.plan", "--text", "hello"])
+    check(r.returncode == 2 and "encoder" in r.stderr,
+          f"kiln embed on a decoder plan: exit {r.returncode}: {r.stderr.strip()}")
+
+
 def check_errors(kiln, plan):
     r = run([kiln, "run", plan, "--prompt-ids", "1,2,3"])
     check(r.returncode == 2 and "encoder" in r.stderr and "kiln embed" in r.stderr,
@@ -213,6 +222,7 @@ def main():
         check_cls_normalize(args.kiln, args.builder, fixture, texts, states, tmp)
         check_defaults_and_refusals(args.kiln, args.builder, fixture, texts, states, tmp)
         check_errors(args.kiln, plan)
+        check_decoder_refused(args.kiln, args.builder, fixture.parent / "gpt2-optimum", tmp)
     print(f"{len(failures)} failures")
     sys.exit(1 if failures else 0)
 
