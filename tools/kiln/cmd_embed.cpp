@@ -10,6 +10,7 @@
 #include "kiln_schema/plan_generated.h"
 #include "run_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>

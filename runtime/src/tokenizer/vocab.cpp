@@ -19,6 +19,7 @@ Status Vocab::Parse(const Json &vocab, const std::string &path) {
                         "expected an id in [0, " + std::to_string(kMaxId) + ")");
     }
     token_to_id_[token] = static_cast<int32_t>(id.get<int64_t>());
+    max_token_bytes_ = std::max(max_token_bytes_, token.size());
     max_id = std::max(max_id, id.get<int64_t>());
   }
   id_to_token_.resize(static_cast<size_t>(max_id + 1));

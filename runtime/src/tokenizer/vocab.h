@@ -21,11 +21,13 @@ public:
   int32_t TokenToId(std::string_view token) const; // -1 if absent
   const std::string *IdToToken(int32_t id) const;  // nullptr if absent
   int32_t max_id() const { return static_cast<int32_t>(id_to_token_.size()) - 1; }
+  size_t max_token_bytes() const { return max_token_bytes_; } // the longest token
 
 private:
   std::unordered_map<std::string, int32_t> token_to_id_;
   std::vector<std::string> id_to_token_;
   std::vector<bool> has_id_;
+  size_t max_token_bytes_ = 0;
 };
 
 } // namespace kiln::tokenizer

@@ -1,8 +1,16 @@
 #include "tokenizer/wordpiece_model.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "tokenizer/utf8.h"
 
 namespace kiln::tokenizer {
+namespace {
+
+bool IsContinuation(char c) { return (static_cast<uint8_t>(c) & 0xC0) == 0x80; }
+
+} // namespace
 
 StatusOr<std::unique_ptr<WordPieceModel>> WordPieceModel::FromJson(const Json &model) {
   auto wp = std::unique_ptr<WordPieceModel>(new WordPieceModel());
@@ -47,7 +55,14 @@ Status WordPieceModel::Encode(const std::string &word, std::vector<int32_t> *ids
   std::string candidate;
   size_t start = 0;
   while (start < word.size()) {
-    size_t end = word.size();
+    // No piece is longer than the longest token, so the search starts there
+    // (on a character boundary): the result is HF's, without its quadratic
+    // cost on a long word when max_input_chars_per_word is raised.
+    const size_t marker = start > 0 ? prefix_.size() : 0;
+    const size_t longest = vocab_.max_token_bytes();
+    size_t end = longest > marker ? std::min(word.size(), start + longest - marker) : start;
+    while (end > start && end < word.size() && IsContinuation(word[end]))
+      --end;
     int32_t found = -1;
     while (start < end) {
       candidate.assign(start > 0 ? prefix_ : std::string());
@@ -58,7 +73,7 @@ Status WordPieceModel::Encode(const std::string &word, std::vector<int32_t> *ids
       // Drop the last character of the piece.
       do {
         --end;
-      } while (end > start && (static_cast<uint8_t>(word[end]) & 0xC0) == 0x80);
+      } while (end > start && IsContinuation(word[end]));
     }
     if (found < 0)
       return Unknown(word, ids);

@@ -213,6 +213,22 @@ TEST(WordPieceErrorTest, MissingUnkFailsOnlyWhenNeeded) {
   EXPECT_NE(bad.status().message().find("[NOPE]"), std::string::npos) << bad.status().message();
 }
 
+// With the word-length cap lifted, a long word is still cut in time linear in
+// its length, and its pieces decode back to it.
+TEST(WordPieceTest, LongWordWithoutLengthCap) {
+  json config = UncasedFixture();
+  config["model"]["max_input_chars_per_word"] = int64_t{1} << 40;
+  auto tok = Tokenizer::FromJson(config.dump());
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  std::string word;
+  while (word.size() < 200000)
+    word += "thefunction";
+  auto ids = (*tok)->Encode(word, false);
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  EXPECT_GT(ids->size(), 10000u);
+  EXPECT_EQ((*tok)->Decode(*ids, false), word);
+}
+
 TEST(WordPieceErrorTest, MalformedFieldsAreInvalidArgument) {
   for (const auto &[field, value] :
        std::vector<std::pair<std::string, json>>{{"max_input_chars_per_word", -1},
