@@ -7,7 +7,8 @@ FIXTURE_DIR is test/fixtures/bert-st: a BERT encoder with a WordPiece
 tokenizer and a sentence-transformers mean-pooling config, and, per text, the
 HF tokenizer's ids and ONNX Runtime's token states for the text run alone.
 Checks:
-  - kiln build stores the pooling config and warns about nothing;
+  - kiln build stores the pooling config (kiln inspect shows it) and warns
+    about nothing;
   - every text of different lengths, embedded in one padded batch, equals
     numpy's mean over ORT's token states; --normalize gives unit vectors in
     the same directions; --batch-size 2 and each text alone give the same;
@@ -90,6 +91,10 @@ def copy_fixture(src, dst, pooling=None, modules=True, tokenizer_patch=None):
 
 def check_mean(kiln, plan, texts, states, ids, log):
     check(log == "", f"build without warnings: {log}")
+    r = run([kiln, "inspect", plan, "--json"])
+    pooling = json.loads(r.stdout).get("pooling") if r.returncode == 0 else None
+    check(pooling == {"mode": "mean", "normalize": False},
+          f"the plan stores the pooling config (kiln inspect): {pooling}")
     want = np.stack([s.mean(axis=0) for s in states])
     out = embed(kiln, plan, texts, "--batch-size", "64")
     if out is None:
@@ -140,6 +145,9 @@ def check_cls_normalize(kiln, builder, fixture, texts, states, tmp):
                     "type": "sentence_transformers.models.Normalize"})
     (d / "modules.json").write_text(json.dumps(modules))
     build(builder, d, tmp / "cls.plan")
+    r = run([kiln, "inspect", tmp / "cls.plan", "--json"])
+    pooling = json.loads(r.stdout).get("pooling") if r.returncode == 0 else None
+    check(pooling == {"mode": "cls", "normalize": True}, f"CLS plan's pooling: {pooling}")
     out = embed(kiln, tmp / "cls.plan", texts)
     if out:
         want = l2(np.stack([s[0] for s in states]))
