@@ -11,7 +11,7 @@ namespace kiln {
 
 inline constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 inline constexpr uint32_t kPlanFormatMajor = 1;
-inline constexpr uint32_t kPlanFormatMinor = 1; // 1: Plan.ragged
+inline constexpr uint32_t kPlanFormatMinor = 2; // 1: Plan.ragged, 2: Plan.pooling
 inline constexpr uint64_t kPlanHeaderSize = 64;
 inline constexpr uint64_t kSectionAlign = 4096;
 inline constexpr uint64_t kTensorAlign = 64;

@@ -17,6 +17,9 @@ renumbers every id):
            (test/tokenizer/unicode_refs.json), and the generated C++ tables
            runtime/src/tokenizer/{nfc,regex}_tables.cpp that reproduce them
 
+WordPiece (BERT-family) data comes from tools/make_wordpiece_refs.py, which
+reuses this file's corpus and helpers.
+
 Usage: python3 -m venv .venv-tok && .venv-tok/bin/pip install tokenizers
        .venv-tok/bin/python tools/make_tokenizer_refs.py [train] [corpus] [refs] [unicode]
 """

@@ -413,6 +413,8 @@ llvm::Error Build::run() {
     if (!request.quiet)
       for (const std::string &f : modelInfo.filesUsed)
         log << "using " << f << "\n";
+    for (const std::string &w : modelInfo.warnings)
+      log << "warning: " << w << "\n";
   }
   for (int i = 0; i < kNumPhases; ++i) {
     Phase phase = kPhases[i];

@@ -2,6 +2,7 @@
 
 #include "compiler/plan/ModelFiles.h"
 
+#include "kiln/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -182,6 +183,93 @@ std::string join(const std::string &dir, const char *name) {
   return std::string(p);
 }
 
+/// sentence-transformers' pooling flags, by the name kiln uses for each mode.
+constexpr std::pair<const char *, const char *> kPoolingModes[] = {
+    {"pooling_mode_cls_token", "cls"},
+    {"pooling_mode_mean_tokens", "mean"},
+    {"pooling_mode_max_tokens", "max"},
+    {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len"},
+    {"pooling_mode_weightedmean_tokens", "weightedmean"},
+    {"pooling_mode_lasttoken", "lasttoken"},
+};
+
+/// The Pooling module's config.json: the modes switched on, joined by '+'
+/// (sentence-transformers concatenates several).
+llvm::Error readPoolingConfig(const json &j, const std::string &file, ModelInfo &info) {
+  std::string mode;
+  for (const auto &[key, name] : kPoolingModes) {
+    if (!j.contains(key) || j[key].is_null())
+      continue;
+    if (!j[key].is_boolean())
+      return err(file + ": \"" + key + "\" must be true or false");
+    if (j[key].get<bool>())
+      mode += (mode.empty() ? "" : "+") + std::string(name);
+  }
+  if (mode.empty())
+    return err(file + ": no pooling_mode_* is true");
+  info.poolingMode = mode;
+  if (mode != "mean" && mode != "cls")
+    info.warnings.push_back(file + ": pooling '" + mode +
+                            "' is stored, but kiln embed pools only 'mean' or 'cls' and will "
+                            "refuse this plan");
+  return llvm::Error::success();
+}
+
+/// modules.json of a sentence-transformers export: a list of modules run in
+/// order. kiln embed applies the transformer, the pooling and a Normalize;
+/// any other module after the transformer (Dense, ...) would change the
+/// vectors, so it is reported.
+llvm::Error readModules(const std::string &modelDir, ModelInfo &info) {
+  const std::string file = join(modelDir, "modules.json");
+  auto text = readIfExists(file);
+  if (!text)
+    return text.takeError();
+  if (!*text)
+    return llvm::Error::success();
+  json modules = json::parse(**text, nullptr, /*allow_exceptions=*/false);
+  if (modules.is_discarded() || !modules.is_array())
+    return err(file + ": not a JSON list (expected sentence-transformers modules)");
+  info.filesUsed.push_back(file);
+  std::string poolingPath;
+  for (const json &m : modules) {
+    if (!m.is_object() || !m.contains("type") || !m["type"].is_string())
+      return err(file + ": every module needs a \"type\" string");
+    const std::string type = m["type"].get<std::string>();
+    const std::string name = type.substr(type.rfind('.') + 1);
+    if (name == "Pooling") {
+      if (!m.contains("path") || !m["path"].is_string())
+        return err(file + ": the Pooling module needs a \"path\" string");
+      poolingPath = m["path"].get<std::string>();
+    } else if (name == "Normalize") {
+      info.poolingNormalize = true;
+    } else if (name != "Transformer") {
+      info.warnings.push_back(file + ": module '" + type +
+                              "' is not applied by kiln embed, so its vectors will differ "
+                              "from sentence-transformers'");
+    }
+  }
+  if (poolingPath.empty())
+    return llvm::Error::success();
+  const std::string config = join(join(modelDir, poolingPath.c_str()), "config.json");
+  auto j = readJsonIfExists(config);
+  if (!j)
+    return j.takeError();
+  if (!*j)
+    return err(config + ": not found (modules.json names a Pooling module there)");
+  info.filesUsed.push_back(config);
+  return readPoolingConfig(**j, config, info);
+}
+
+/// A tokenizer the runtime cannot load is still stored (another runtime may
+/// use it), but the build says so, naming what is unsupported.
+void checkTokenizerRuns(const std::string &file, ModelInfo &info) {
+  auto tokenizer = kiln::Tokenizer::FromJson(info.tokenizerJson);
+  if (!tokenizer.ok())
+    info.warnings.push_back(file + ": kiln's runtime cannot run this tokenizer (" +
+                            tokenizer.status().message() +
+                            "); it is stored, but kiln run and kiln embed will refuse the plan");
+}
+
 } // namespace
 
 llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
@@ -224,9 +312,12 @@ llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
       return err(tokFile + ": not a JSON object (expected a Hugging Face tokenizer.json)");
     info.tokenizerJson = std::move(**tok);
     info.filesUsed.push_back(tokFile);
+    checkTokenizerRuns(tokFile, info);
   }
   if (auto e =
           apply(join(tokDir.empty() ? "." : tokDir, "tokenizer_config.json"), readTokenizerConfig))
+    return std::move(e);
+  if (auto e = readModules(modelDir, info))
     return std::move(e);
   return info;
 }

@@ -50,6 +50,15 @@ struct ModelInfo {
   std::string tokenizerJson; // tokenizer.json contents
   std::string chatTemplate;  // tokenizer_config.json chat_template
 
+  // sentence-transformers pooling (modules.json, <Pooling path>/config.json):
+  // "mean", "cls", another of its modes, or empty without a config.
+  std::string poolingMode;
+  bool poolingNormalize = false; // a Normalize module follows the pooling
+
+  /// What the build should warn about: a tokenizer the runtime cannot run,
+  /// a pooling config kiln embed cannot apply.
+  std::vector<std::string> warnings;
+
   /// Paths that contributed, for the build's progress output.
   std::vector<std::string> filesUsed;
 };

@@ -47,6 +47,13 @@ Offset<fb::Op> buildOp(FlatBufferBuilder &b, const OpDesc &op) {
                       b.CreateVector(op.inputs), b.CreateVector(op.outputs), attrVec);
 }
 
+/// Absent unless the model came with a sentence-transformers pooling config.
+Offset<fb::Pooling> buildPooling(FlatBufferBuilder &b, const ModelInfo &m) {
+  if (m.poolingMode.empty())
+    return 0;
+  return fb::CreatePooling(b, b.CreateString(m.poolingMode), m.poolingNormalize);
+}
+
 Offset<fb::ModelMetadata> buildMetadata(FlatBufferBuilder &b, const PlanExtras &x) {
   const ModelInfo &m = x.model;
   return fb::CreateModelMetadata(b, b.CreateString(m.architecture), b.CreateString(m.modelName),
@@ -116,7 +123,7 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
       generation, b.CreateString(extras.buildConfigJson), b.CreateString(extras.injectionReport),
       b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(graph.inputs),
       b.CreateVector(graph.outputs), memory, b.CreateVector(sections), buildDecoder(b, decoder),
-      buildRagged(b, ragged));
+      buildRagged(b, ragged), buildPooling(b, m));
   fb::FinishPlanBuffer(b, plan);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

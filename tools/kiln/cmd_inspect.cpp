@@ -19,7 +19,8 @@ using Json = nlohmann::ordered_json;
 const char kUsage[] = "usage: kiln inspect model.plan [--ops] [--json]\n"
                       "\n"
                       "Prints a plan's format version, model metadata, tokenizer, generation\n"
-                      "defaults, build config, injection report, graph inputs and outputs with\n"
+                      "defaults, an encoder's pooling (kiln embed), build config, injection\n"
+                      "report, graph inputs and outputs with\n"
                       "their symbolic shapes, op counts by type, memory plan and weight sections.\n"
                       "The plan is fully verified (checksums, structure) before anything prints.\n"
                       "\n"
@@ -84,6 +85,8 @@ Json Report(const Plan &plan, bool with_ops) {
   }
   r["tokenizer"] = TokenizerJson(S(f.tokenizer_json()));
   r["chat_template"] = f.chat_template() && f.chat_template()->size() > 0;
+  if (const fb::Pooling *p = f.pooling()) // encoders: how kiln embed pools
+    r["pooling"] = {{"mode", S(p->mode())}, {"normalize", p->normalize()}};
   if (const fb::GenerationDefaults *g = f.generation())
     r["generation"] = {{"max_new_tokens", g->max_new_tokens()},
                        {"temperature", g->temperature()},
@@ -223,6 +226,9 @@ void PrintText(const Json &r) {
   }
   std::printf("chat        %s\n",
               r["chat_template"].get<bool>() ? "template present" : "no template");
+  if (r.contains("pooling"))
+    std::printf("pooling     %s%s (kiln embed)\n", r["pooling"]["mode"].get<std::string>().c_str(),
+                r["pooling"]["normalize"].get<bool>() ? ", normalized" : "");
   if (r.contains("generation"))
     std::printf("generation  %s\n", D(r["generation"]).c_str());
   std::printf("build       %s\n", r["build_config"].get<std::string>().empty()

@@ -4,6 +4,8 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cmd_run_batch.h"
+#include "kiln/plan.h"
+#include "kiln_schema/plan_generated.h"
 #include "run_options.h"
 
 #include <algorithm>
@@ -125,6 +127,18 @@ Status RunOne(const ParsedArgs &a, Pipeline &pipe, Request request) {
   return Status::Ok();
 }
 
+// A plan without logits (a BERT-family encoder) cannot generate; say where
+// its use is instead of failing on the missing decoder interface.
+Status RefuseEncoder(const Plan &plan, const std::string &path) {
+  const fb::Plan &f = plan.fb();
+  if (f.ragged() != nullptr || (f.decoder() != nullptr && f.decoder()->logits() >= 0))
+    return Status::Ok();
+  return InvalidArgument(path +
+                         " is an encoder plan: it outputs token states, not logits, so "
+                         "it cannot generate text. Embed texts with it: kiln embed " +
+                         path + " --text TEXT (see kiln embed --help)");
+}
+
 Status Run(const ParsedArgs &a) {
   const int sources = a.Has("--prompt") + a.Has("--prompt-ids") + a.Has("--prompts-file");
   if (sources != 1)
@@ -135,7 +149,10 @@ Status Run(const ParsedArgs &a) {
   KILN_RETURN_IF_ERROR(ApplyThreads(a));
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Open(a.positional[0], options));
+  // The plan outlives the pipeline that reads it.
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
+  KILN_RETURN_IF_ERROR(RefuseEncoder(*plan, a.positional[0]));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Create(*plan, options));
   RequestParams params = pipe->DefaultParams();
   KILN_RETURN_IF_ERROR(ApplyRequestFlags(a, &params));
   if (a.Has("--prompts-file"))

@@ -20,6 +20,7 @@ const Command kCommands[] = {
 #endif
     {"run", "generate text from a plan", kiln::cli::RunMain},
     {"exec", "run a plan's graph once on TensorProto inputs", kiln::cli::ExecMain},
+    {"embed", "embed texts with an encoder plan (one pooled vector each)", kiln::cli::EmbedMain},
     {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
     {"bench", "benchmark the engine: `kiln bench offline` (throughput, latency)", kiln::cli::BenchMain},
 };

@@ -1,15 +1,18 @@
 // The runtime's tokenizer: reads a Hugging Face tokenizer.json with a byte-level
-// BPE model (as GPT-2, Llama-3 and Qwen2 ship) and agrees with the HF
-// `tokenizers` library id for id, so a plan needs no Python to serve text.
+// BPE model (as GPT-2, Llama-3 and Qwen2 ship) or a WordPiece model (BERT and
+// its family) and agrees with the HF `tokenizers` library id for id, so a plan
+// needs no Python to serve text.
 //
 // Supported components (anything else is rejected with kUnimplemented):
-//   normalizer      null, NFC, Sequence of those
-//   pre_tokenizer   ByteLevel, Split (Regex or String, every behavior, invert),
+//   normalizer      null, NFC, NFD, Lowercase, BertNormalizer (every option),
 //                   Sequence of those
+//   pre_tokenizer   ByteLevel, Split (Regex or String, every behavior, invert),
+//                   BertPreTokenizer, Sequence of those
 //   model           BPE (byte_fallback false, no subword prefix/suffix, no dropout),
-//                   ignore_merges, unk_token
-//   post_processor  null, ByteLevel, TemplateProcessing, Sequence of those
-//   decoder         null, ByteLevel
+//                   ignore_merges, unk_token; WordPiece (every option)
+//   post_processor  null, ByteLevel, TemplateProcessing, BertProcessing,
+//                   RobertaProcessing, Sequence of those (single sequences)
+//   decoder         null, ByteLevel, WordPiece
 //   added_tokens    special or not, lstrip, rstrip, single_word, normalized
 #pragma once
 

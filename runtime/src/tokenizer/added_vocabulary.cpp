@@ -115,7 +115,11 @@ Status AddedVocabulary::Parse(const Json *added_tokens, const Normalizer &normal
     const AddedToken &t = tokens_[i];
     // Normalized tokens are looked for in normalized text, so normalize them too.
     if (t.normalized) {
-      normalized_.Insert(normalizer.Normalize(t.content), static_cast<int>(i));
+      // A token that normalizes to nothing (e.g. only control characters under
+      // BertNormalizer) can never match.
+      const std::string pattern = normalizer.Normalize(t.content);
+      if (!pattern.empty())
+        normalized_.Insert(pattern, static_cast<int>(i));
     } else {
       raw_.Insert(t.content, static_cast<int>(i));
     }

@@ -9,8 +9,6 @@ namespace {
 
 constexpr size_t kCacheCapacity = 1 << 16;
 constexpr size_t kMaxCachedWordBytes = 256; // long words are rare; do not let them fill the cache
-// Ids index dense tables; a hostile file must not make us allocate gigabytes.
-constexpr int64_t kMaxId = 1 << 24;
 
 uint64_t PairKey(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -42,21 +40,12 @@ Status CheckUnsupported(const Json &model) {
 } // namespace
 
 StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json &model) {
-  if (!model.is_object())
-    return FieldError("model", "expected an object");
-  std::string type = "BPE"; // older files leave the type out
-  if (FindField(model, "type") != nullptr)
-    KILN_RETURN_IF_ERROR(ReadType(model, "model", &type));
-  if (type != "BPE") {
-    return Unimplemented("tokenizer.json: model type '" + type +
-                         "' is not supported (supported: BPE)");
-  }
   KILN_RETURN_IF_ERROR(CheckUnsupported(model));
   auto bpe = std::unique_ptr<BpeModel>(new BpeModel());
   const Json *vocab = FindField(model, "vocab");
-  if (vocab == nullptr || !vocab->is_object())
+  if (vocab == nullptr)
     return FieldError("model.vocab", "expected an object");
-  KILN_RETURN_IF_ERROR(bpe->ParseVocab(*vocab));
+  KILN_RETURN_IF_ERROR(bpe->vocab_.Parse(*vocab, "model.vocab"));
   const Json *merges = FindField(model, "merges");
   if (merges == nullptr || !merges->is_array()) {
     return FieldError("model.merges", "expected an array");
@@ -73,25 +62,6 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json &model) {
     }
   }
   return bpe;
-}
-
-Status BpeModel::ParseVocab(const Json &vocab) {
-  int64_t max_id = -1;
-  for (const auto &[token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxId) {
-      return FieldError("model.vocab[\"" + token + "\"]",
-                        "expected an id in [0, " + std::to_string(kMaxId) + ")");
-    }
-    vocab_[token] = static_cast<int32_t>(id.get<int64_t>());
-    max_id = std::max(max_id, id.get<int64_t>());
-  }
-  id_to_token_.resize(static_cast<size_t>(max_id + 1));
-  has_id_.resize(id_to_token_.size());
-  for (const auto &[token, id] : vocab_) {
-    id_to_token_[id] = token;
-    has_id_[id] = true;
-  }
-  return Status::Ok();
 }
 
 Status BpeModel::ParseMerges(const Json &merges) {
@@ -129,28 +99,17 @@ Status BpeModel::AddMerge(const std::string &a, const std::string &b, uint32_t r
   return Status::Ok();
 }
 
-int32_t BpeModel::TokenToId(std::string_view token) const {
-  const auto it = vocab_.find(std::string(token));
-  return it == vocab_.end() ? -1 : it->second;
-}
-
-const std::string *BpeModel::IdToToken(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id])
-    return nullptr;
-  return &id_to_token_[id];
-}
-
 const BpeModel::Merge *BpeModel::FindMerge(int32_t a, int32_t b) const {
   const auto it = merges_.find(PairKey(a, b));
   return it == merges_.end() ? nullptr : &it->second;
 }
 
-void BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) const {
+Status BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) const {
   if (ignore_merges_) { // Llama-3: a word that is itself a token is not merged
     const int32_t id = TokenToId(word);
     if (id >= 0) {
       ids->push_back(id);
-      return;
+      return Status::Ok();
     }
   }
   const bool cacheable = word.size() <= kMaxCachedWordBytes;
@@ -159,7 +118,7 @@ void BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) const 
     const auto it = cache_.find(word);
     if (it != cache_.end()) {
       ids->insert(ids->end(), it->second.begin(), it->second.end());
-      return;
+      return Status::Ok();
     }
   }
   std::vector<int32_t> result;
@@ -171,6 +130,7 @@ void BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) const 
       cache_.clear();
     cache_.emplace(word, std::move(result));
   }
+  return Status::Ok();
 }
 
 void BpeModel::MergeWord(const std::string &word, std::vector<int32_t> *ids) const {

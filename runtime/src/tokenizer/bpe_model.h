@@ -10,38 +10,36 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tokenizer/json_util.h"
+#include "tokenizer/model.h"
+#include "tokenizer/vocab.h"
 
 namespace kiln::tokenizer {
 
-class BpeModel {
+class BpeModel : public Model {
 public:
   static StatusOr<std::unique_ptr<BpeModel>> FromJson(const Json &model);
 
   // Appends the ids of `word` (one pre-tokenized word) to *ids. Characters
   // missing from the vocabulary become unk_token, or are dropped without one,
   // as in HF.
-  void Encode(const std::string &word, std::vector<int32_t> *ids) const;
+  Status Encode(const std::string &word, std::vector<int32_t> *ids) const override;
 
-  int32_t TokenToId(std::string_view token) const; // -1 if absent
-  const std::string *IdToToken(int32_t id) const;  // nullptr if absent
-  int32_t max_id() const { return static_cast<int32_t>(id_to_token_.size()) - 1; }
+  int32_t TokenToId(std::string_view token) const override { return vocab_.TokenToId(token); }
+  const std::string *IdToToken(int32_t id) const override { return vocab_.IdToToken(id); }
+  int32_t max_id() const override { return vocab_.max_id(); }
 
 private:
   struct Merge {
     uint32_t rank;
     int32_t new_id;
   };
-  Status ParseVocab(const Json &vocab);
   Status ParseMerges(const Json &merges);
   Status AddMerge(const std::string &a, const std::string &b, uint32_t rank,
                   const std::string &path);
   void MergeWord(const std::string &word, std::vector<int32_t> *ids) const;
   const Merge *FindMerge(int32_t a, int32_t b) const;
 
-  std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<std::string> id_to_token_;
-  std::vector<bool> has_id_;
+  Vocab vocab_;
   std::unordered_map<uint64_t, Merge> merges_; // key: left id << 32 | right id
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false;

@@ -138,6 +138,15 @@ bool TriviallyNfc(std::string_view text) {
 
 } // namespace
 
+void NfdInPlace(std::vector<char32_t> *cps) {
+  std::vector<char32_t> out;
+  out.reserve(cps->size());
+  for (char32_t cp : *cps)
+    Decompose(cp, &out);
+  ReorderMarks(&out);
+  cps->swap(out);
+}
+
 std::string NfcNormalize(std::string_view text) {
   if (TriviallyNfc(text))
     return std::string(text);

@@ -23,6 +23,18 @@ Status SpecialIds(const Json &config, const std::string &name, const std::string
   return Status::Ok();
 }
 
+// BertProcessing's "cls"/"sep": ["[CLS]", 101].
+Status TokenPairId(const Json &config, const char *key, const std::string &path, int32_t *id) {
+  const Json *pair = FindField(config, key);
+  if (pair == nullptr || !pair->is_array() || pair->size() != 2 || !(*pair)[0].is_string() ||
+      !(*pair)[1].is_number_integer() || (*pair)[1].get<int64_t>() < 0 ||
+      (*pair)[1].get<int64_t>() >= (1 << 24)) {
+    return FieldError(path + "." + key, "expected [\"token\", id]");
+  }
+  *id = static_cast<int32_t>((*pair)[1].get<int64_t>());
+  return Status::Ok();
+}
+
 } // namespace
 
 Status PostProcessor::Parse(const Json *config) {
@@ -36,6 +48,8 @@ Status PostProcessor::ParseOne(const Json &config, const std::string &path) {
     return Status::Ok(); // trims offsets; kiln keeps none
   if (type == "TemplateProcessing")
     return ParseTemplate(config, path);
+  if (type == "BertProcessing" || type == "RobertaProcessing")
+    return ParseClsSep(config, path);
   if (type == "Sequence") {
     const Json *list = FindField(config, "processors");
     if (list == nullptr || !list->is_array()) {
@@ -47,7 +61,21 @@ Status PostProcessor::ParseOne(const Json &config, const std::string &path) {
     return Status::Ok();
   }
   return Unimplemented("tokenizer.json: " + path + ": post_processor type '" + type +
-                       "' is not supported (supported: ByteLevel, TemplateProcessing, Sequence)");
+                       "' is not supported (supported: ByteLevel, TemplateProcessing, "
+                       "BertProcessing, RobertaProcessing, Sequence)");
+}
+
+// A single sequence becomes cls $A sep; RoBERTa's other fields only move offsets.
+Status PostProcessor::ParseClsSep(const Json &config, const std::string &path) {
+  if (has_template_)
+    return Unimplemented("tokenizer.json: " + path + ": a second template");
+  int32_t cls, sep;
+  KILN_RETURN_IF_ERROR(TokenPairId(config, "cls", path, &cls));
+  KILN_RETURN_IF_ERROR(TokenPairId(config, "sep", path, &sep));
+  before_ = {cls};
+  after_ = {sep};
+  has_template_ = true;
+  return Status::Ok();
 }
 
 Status PostProcessor::ParseTemplate(const Json &config, const std::string &path) {

@@ -11,8 +11,8 @@ namespace kiln::tokenizer {
 
 class PostProcessor {
 public:
-  // Accepts null, ByteLevel (offsets only, no ids), TemplateProcessing, and
-  // Sequence of those.
+  // Accepts null, ByteLevel (offsets only, no ids), TemplateProcessing,
+  // BertProcessing, RobertaProcessing, and Sequence of those.
   Status Parse(const Json *config);
   // Wraps the ids of one sequence in the template's special tokens.
   std::vector<int32_t> Apply(std::vector<int32_t> ids) const;
@@ -20,6 +20,7 @@ public:
 private:
   Status ParseOne(const Json &config, const std::string &path);
   Status ParseTemplate(const Json &config, const std::string &path);
+  Status ParseClsSep(const Json &config, const std::string &path);
 
   bool has_template_ = false;
   std::vector<int32_t> before_, after_; // the single-sequence template around $A

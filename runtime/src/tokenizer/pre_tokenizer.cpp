@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "tokenizer/bert_normalizer.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
 
 namespace kiln::tokenizer {
 namespace {
@@ -115,6 +117,12 @@ Status PreTokenizer::AddSteps(const Json &config, const std::string &path) {
     return AddSplit(config, path);
   if (type == "ByteLevel")
     return AddByteLevel(config, path);
+  if (type == "BertPreTokenizer") {
+    Step step;
+    step.bert = true;
+    steps_.push_back(std::move(step));
+    return Status::Ok();
+  }
   if (type == "Sequence") {
     const Json *list = FindField(config, "pretokenizers");
     if (list == nullptr || !list->is_array()) {
@@ -127,7 +135,8 @@ Status PreTokenizer::AddSteps(const Json &config, const std::string &path) {
     return Status::Ok();
   }
   return Unimplemented("tokenizer.json: " + path + ": pre_tokenizer type '" + type +
-                       "' is not supported (supported: ByteLevel, Split, Sequence)");
+                       "' is not supported (supported: ByteLevel, Split, BertPreTokenizer, "
+                       "Sequence)");
 }
 
 Status PreTokenizer::AddSplit(const Json &config, const std::string &path) {
@@ -168,8 +177,31 @@ Status PreTokenizer::AddByteLevel(const Json &config, const std::string &path) {
   return Status::Ok();
 }
 
+// Whitespace ends a word and is dropped; each punctuation character is a word.
+void PreTokenizer::BertSplit(const std::string &piece, std::vector<std::string> *out) {
+  size_t word = 0, i = 0;
+  while (i < piece.size()) {
+    const size_t begin = i;
+    const char32_t cp = NextCodepoint(piece, &i);
+    const bool space = IsBertWhitespace(cp);
+    if (!space && !IsBertPunctuation(cp))
+      continue;
+    if (word < begin)
+      out->push_back(piece.substr(word, begin - word));
+    if (!space)
+      out->push_back(piece.substr(begin, i - begin));
+    word = i;
+  }
+  if (word < piece.size())
+    out->push_back(piece.substr(word));
+}
+
 Status PreTokenizer::RunStep(const Step &step, const std::string &piece,
                              std::vector<std::string> *out) {
+  if (step.bert) {
+    BertSplit(piece, out);
+    return Status::Ok();
+  }
   std::string prefixed;
   std::string_view text = piece;
   // ByteLevel prefixes every piece it receives, not just the first of the text,

@@ -1,5 +1,5 @@
 // The tokenizer.json "pre_tokenizer": cuts normalized text into the words that
-// the BPE model encodes one by one, and maps them to the byte-level alphabet.
+// the model encodes one by one (for byte-level BPE, mapped to its alphabet).
 #pragma once
 
 #include <memory>
@@ -17,7 +17,8 @@ enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWith
 
 class PreTokenizer {
 public:
-  // Accepts null (the text is one word), ByteLevel, Split, and Sequence of those.
+  // Accepts null (the text is one word), ByteLevel, Split, BertPreTokenizer,
+  // and Sequence of those.
   static StatusOr<std::unique_ptr<PreTokenizer>> FromJson(const Json *config);
   // Appends the non-empty words of `text` (valid UTF-8) to *words.
   Status Split(std::string_view text, std::vector<std::string> *words) const;
@@ -25,6 +26,7 @@ public:
 private:
   struct Step {
     bool byte_level = false;
+    bool bert = false;            // BertPreTokenizer: split on whitespace, isolate punctuation
     std::unique_ptr<Regex> regex; // Split's pattern, or ByteLevel's (null: use_regex false)
     SplitBehavior behavior = SplitBehavior::kIsolated;
     bool invert = false;
@@ -33,6 +35,7 @@ private:
   Status AddSteps(const Json &config, const std::string &path);
   Status AddSplit(const Json &config, const std::string &path);
   Status AddByteLevel(const Json &config, const std::string &path);
+  static void BertSplit(const std::string &piece, std::vector<std::string> *out);
   static Status RunStep(const Step &step, const std::string &piece, std::vector<std::string> *out);
 
   std::vector<Step> steps_;

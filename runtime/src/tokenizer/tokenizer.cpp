@@ -8,24 +8,6 @@
 
 namespace kiln {
 namespace tokenizer {
-namespace {
-
-Status ParseDecoder(const Json *config, bool *byte_level) {
-  *byte_level = false;
-  if (config == nullptr)
-    return Status::Ok();
-  std::string type;
-  KILN_RETURN_IF_ERROR(ReadType(*config, "decoder", &type));
-  if (type != "ByteLevel") {
-    return Unimplemented("tokenizer.json: decoder type '" + type +
-                         "' is not supported (supported: ByteLevel)");
-  }
-  *byte_level = true;
-  return Status::Ok();
-}
-
-} // namespace
-
 StatusOr<std::unique_ptr<TokenizerImpl>> TokenizerImpl::FromJson(std::string_view json) {
   auto impl = std::unique_ptr<TokenizerImpl>(new TokenizerImpl());
   // nlohmann reports bad JSON (including invalid UTF-8) by exception; none may
@@ -45,11 +27,11 @@ Status TokenizerImpl::Build(const Json &root) {
   const Json *model = FindField(root, "model");
   if (model == nullptr)
     return FieldError("model", "missing");
-  KILN_ASSIGN_OR_RETURN(model_, BpeModel::FromJson(*model));
+  KILN_ASSIGN_OR_RETURN(model_, Model::FromJson(*model));
   KILN_ASSIGN_OR_RETURN(normalizer_, Normalizer::FromJson(FindField(root, "normalizer")));
   KILN_ASSIGN_OR_RETURN(pre_tokenizer_, PreTokenizer::FromJson(FindField(root, "pre_tokenizer")));
   KILN_RETURN_IF_ERROR(post_processor_.Parse(FindField(root, "post_processor")));
-  KILN_RETURN_IF_ERROR(ParseDecoder(FindField(root, "decoder"), &byte_level_decoder_));
+  KILN_RETURN_IF_ERROR(decoder_.Parse(FindField(root, "decoder")));
   KILN_RETURN_IF_ERROR(added_.Parse(FindField(root, "added_tokens"), *normalizer_));
 
   int64_t size = int64_t{model_->max_id()} + 1;
@@ -63,7 +45,7 @@ Status TokenizerImpl::Build(const Json &root) {
     const std::string *token = added ? &added->content : model_->IdToToken(id);
     if (token == nullptr)
       continue;
-    decoded_[id] = byte_level_decoder_ ? ByteLevelDecodeToken(*token) : *token;
+    decoded_[id] = decoder_.byte_level() ? ByteLevelDecodeToken(*token) : *token;
     kind_[id] = added && added->special ? Kind::kSpecial : Kind::kNormal;
   }
   return Status::Ok();
@@ -91,7 +73,7 @@ Status TokenizerImpl::EncodeText(std::string_view text, std::vector<int32_t> *id
       KILN_RETURN_IF_ERROR(pre_tokenizer_->Split(
           std::string_view(normalized).substr(s.begin, s.end - s.begin), &words));
       for (const std::string &w : words)
-        model_->Encode(w, ids);
+        KILN_RETURN_IF_ERROR(model_->Encode(w, ids));
     }
   }
   return Status::Ok();
@@ -114,9 +96,7 @@ bool TokenizerImpl::AppendDecoded(int32_t id, bool skip_special_tokens, bool fir
     return false;
   if (skip_special_tokens && kind_[id] == Kind::kSpecial)
     return false;
-  if (!byte_level_decoder_ && !first)
-    out->push_back(' ');
-  out->append(decoded_[id]);
+  decoder_.Append(decoded_[id], first, out);
   return true;
 }
 

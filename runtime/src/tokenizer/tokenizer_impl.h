@@ -1,6 +1,6 @@
 // The pipeline behind kiln::Tokenizer, in HF's order: added tokens are cut out,
 // the rest is normalized, added tokens are cut out again, then pre-tokenized,
-// BPE-encoded, and wrapped by the post-processor.
+// encoded by the model (BPE or WordPiece), and wrapped by the post-processor.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,8 @@
 
 #include "kiln/status.h"
 #include "tokenizer/added_vocabulary.h"
-#include "tokenizer/bpe_model.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/model.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -23,8 +24,8 @@ public:
   static StatusOr<std::unique_ptr<TokenizerImpl>> FromJson(std::string_view json);
 
   StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const;
-  // Appends the bytes `id` decodes to, preceded by the null decoder's " "
-  // separator unless `first`. False (nothing appended) for an unknown id or a
+  // Appends the bytes `id` decodes to, as the decoder joins it after earlier
+  // tokens (none when `first`). False (nothing appended) for an unknown id or a
   // special token being skipped.
   bool AppendDecoded(int32_t id, bool skip_special_tokens, bool first, std::string *out) const;
   std::string Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const;
@@ -41,10 +42,10 @@ private:
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
-  std::unique_ptr<BpeModel> model_;
+  std::unique_ptr<Model> model_;
   AddedVocabulary added_;
   PostProcessor post_processor_;
-  bool byte_level_decoder_ = false; // else HF's default: tokens joined by spaces
+  Decoder decoder_;
 
   // Per id, what Decode emits, so decoding is a table lookup.
   enum class Kind : uint8_t { kUnknown, kNormal, kSpecial };

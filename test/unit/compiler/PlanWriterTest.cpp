@@ -12,6 +12,7 @@
 #include "kiln/executor.h"
 #include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
+#include "plan_format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -341,6 +342,100 @@ TEST_F(PlanWriterTest, BrokenSideFilesAreErrors) {
   info = readModelFiles(tmp, path("missing/tokenizer.json"));
   ASSERT_FALSE(info);
   EXPECT_NE(llvm::toString(info.takeError()).find("not found"), std::string::npos);
+}
+
+// A sentence-transformers export's pooling reaches the plan; a Normalize
+// module sets normalize, and a module kiln embed does not apply is a warning.
+TEST_F(PlanWriterTest, PoolingConfigIsStored) {
+  std::ofstream(path("modules.json"))
+      << R"([{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            {"idx": 3, "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+  llvm::sys::fs::create_directory(path("1_Pooling"));
+  std::ofstream(path("1_Pooling/config.json"))
+      << R"({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false})";
+  auto info = readModelFiles(tmp, "");
+  ASSERT_TRUE(static_cast<bool>(info)) << llvm::toString(info.takeError());
+  EXPECT_EQ(info->poolingMode, "cls");
+  EXPECT_TRUE(info->poolingNormalize);
+  ASSERT_EQ(info->warnings.size(), 1u);
+  EXPECT_NE(info->warnings[0].find("models.Dense"), std::string::npos) << info->warnings[0];
+  PlanExtras extras;
+  extras.model = *info;
+  ASSERT_TRUE(static_cast<bool>(build(kDecoder, path("pool.plan"), extras)));
+  auto plan = load(path("pool.plan"));
+  ASSERT_TRUE(plan);
+  ASSERT_NE(plan->fb().pooling(), nullptr);
+  EXPECT_EQ(plan->fb().pooling()->mode()->str(), "cls");
+  EXPECT_TRUE(plan->fb().pooling()->normalize());
+  EXPECT_EQ(plan->fb().format_minor(), kPlanFormatMinor);
+
+  // Two modes at once (sentence-transformers concatenates them): stored, warned.
+  std::ofstream(path("1_Pooling/config.json"))
+      << R"({"pooling_mode_cls_token": true, "pooling_mode_max_tokens": true})";
+  info = readModelFiles(tmp, "");
+  ASSERT_TRUE(static_cast<bool>(info)) << llvm::toString(info.takeError());
+  EXPECT_EQ(info->poolingMode, "cls+max");
+  EXPECT_NE(info->warnings.back().find("'cls+max'"), std::string::npos);
+}
+
+TEST_F(PlanWriterTest, NoPoolingConfigNoPoolingTable) {
+  auto info = readModelFiles(tmp, "");
+  ASSERT_TRUE(static_cast<bool>(info));
+  EXPECT_TRUE(info->poolingMode.empty());
+  PlanExtras extras;
+  extras.model = *info;
+  ASSERT_TRUE(static_cast<bool>(build(kDecoder, path("nopool.plan"), extras)));
+  auto plan = load(path("nopool.plan"));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->fb().pooling(), nullptr);
+}
+
+TEST_F(PlanWriterTest, BrokenPoolingFilesAreErrors) {
+  const std::pair<const char *, const char *> cases[] = {
+      {R"({"not": "a list"})", "not a JSON list"},
+      {R"([{"path": "x"}])", "\"type\""},
+      {R"([{"type": "sentence_transformers.models.Pooling"}])", "\"path\""},
+      {R"([{"type": "sentence_transformers.models.Pooling", "path": "nowhere"}])", "not found"},
+  };
+  for (const auto &[modules, needle] : cases) {
+    std::ofstream(path("modules.json")) << modules;
+    auto info = readModelFiles(tmp, "");
+    ASSERT_FALSE(info) << modules;
+    const std::string message = llvm::toString(info.takeError());
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+  }
+  std::ofstream(path("modules.json"))
+      << R"([{"type": "sentence_transformers.models.Pooling", "path": "p"}])";
+  llvm::sys::fs::create_directory(path("p"));
+  for (const char *config :
+       {R"({"pooling_mode_mean_tokens": false})", R"({"pooling_mode_mean_tokens": "yes"})"}) {
+    std::ofstream(path("p/config.json")) << config;
+    auto info = readModelFiles(tmp, "");
+    ASSERT_FALSE(info) << config;
+    EXPECT_NE(llvm::toString(info.takeError()).find("p/config.json"), std::string::npos);
+  }
+}
+
+// The build loads the tokenizer with the runtime's own code and warns, naming
+// the unsupported feature, when it cannot run; a supported one gives no warning.
+TEST_F(PlanWriterTest, TokenizerTheRuntimeCannotRunIsAWarning) {
+  std::ofstream(path("tokenizer.json"))
+      << R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}})";
+  auto info = readModelFiles(tmp, "");
+  ASSERT_TRUE(static_cast<bool>(info)) << llvm::toString(info.takeError());
+  ASSERT_EQ(info->warnings.size(), 1u);
+  EXPECT_NE(info->warnings[0].find("'Unigram'"), std::string::npos) << info->warnings[0];
+  EXPECT_FALSE(info->tokenizerJson.empty()); // still stored
+  std::ofstream(path("tokenizer.json"))
+      << R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}},
+            "normalizer": {"type": "BertNormalizer", "lowercase": true},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true}})";
+  info = readModelFiles(tmp, "");
+  ASSERT_TRUE(static_cast<bool>(info)) << llvm::toString(info.takeError());
+  EXPECT_TRUE(info->warnings.empty()) << info->warnings[0];
 }
 
 TEST_F(PlanWriterTest, MaxNewTokensPrecedence) {
