@@ -3,6 +3,7 @@
 #include "compiler/importer/TensorImport.h"
 
 #include "compiler/importer/ModelLoader.h"
+#include "compiler/plan/SourcePages.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -72,7 +73,17 @@ FailureOr<ArrayRef<char>> TensorImporter::readExternal(const onnx::TensorProto &
       files.erase(path);
       return failure();
     }
-    file = std::move(*buffer);
+    // A mapped file is registered so that readers can drop its pages from
+    // RSS once they copied a weight out (plan/SourcePages.h).
+    bool mapped = (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
+    if (mapped)
+      plan::registerMappedFile((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+    file = std::shared_ptr<llvm::MemoryBuffer>(buffer->release(), [mapped](llvm::MemoryBuffer *b) {
+      if (mapped)
+        plan::unregisterMappedFile(b->getBufferStart());
+      delete b;
+    });
+    externalFiles.push_back(rel.str());
   }
   uint64_t size = file->getBufferSize();
   uint64_t bytes = length.value_or(offset <= size ? size - offset : 0);

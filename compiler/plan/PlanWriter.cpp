@@ -6,6 +6,8 @@
 #include "compiler/plan/DecoderIO.h"
 #include "compiler/plan/GraphCollector.h"
 #include "compiler/plan/PlanSerializer.h"
+#include "compiler/plan/SourcePages.h"
+#include "compiler/plan/WeightBytes.h"
 #include "plan_file.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -40,20 +42,43 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
   auto graph = collectGraph(*func);
   if (!graph)
     return graph.takeError();
-  auto decoder = detectDecoderIO(*graph);
+  // Whatever earlier phases read of the model files is not needed resident
+  // any more; the writer touches each weight once and releases it again.
+  releaseAllSourcePages();
+  auto decoder = detectDecoderIO(graph->graph);
   if (!decoder)
     return decoder.takeError();
-  auto ragged = detectRaggedIO(*graph);
+  auto ragged = detectRaggedIO(graph->graph);
   if (!ragged)
     return ragged.takeError();
 
-  std::vector<SectionBlob> sections;
-  if (!graph->weights.empty())
-    sections.push_back({graph->weights.data(), graph->weights.size()});
+  // Section 0 streams every weight from where its value lives (a mapped
+  // model file, a blob a pass made) straight to the file, so the build never
+  // holds a copy of the weights.
+  const CollectedGraph &g = *graph;
+  std::vector<SectionSource> sections;
+  if (g.graph.weightBytes > 0)
+    sections.push_back({g.graph.weightBytes, [&g](SectionWriter &out) -> std::string {
+                          for (const WeightSource &w : g.weights) {
+                            const TensorDesc &t = g.graph.tensors[w.tensor];
+                            if (!out.WriteZeros(t.offset - out.written()))
+                              return "write of the plan's weights failed (disk full?)";
+                            bool ok = true;
+                            llvm::Error e = streamWeightBytes(
+                                w.value, [&](const void *data, uint64_t size) {
+                                  return ok = out.Write(data, size);
+                                });
+                            if (e)
+                              return (ok ? "weight '" + t.name + "': " : std::string()) +
+                                     llvm::toString(std::move(e)) +
+                                     (ok ? "" : " (disk full?)");
+                          }
+                          return "";
+                        }});
   std::string error = WritePlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
-        return serializePlan(*graph, *decoder, *ragged, extras, placements);
+        return serializePlan(g.graph, *decoder, *ragged, extras, placements);
       },
       sections);
   // The only failures left are file system ones (a bad -o path, a full
@@ -62,13 +87,13 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
     return compiler::inputError(error);
 
   PlanSummary s;
-  s.numTensors = graph->tensors.size();
-  s.numOps = graph->ops.size();
-  for (const TensorDesc &t : graph->tensors)
+  s.numTensors = g.graph.tensors.size();
+  s.numOps = g.graph.ops.size();
+  for (const TensorDesc &t : g.graph.tensors)
     if (t.kind == TensorKind::Weight)
       ++s.numWeights;
-  s.weightBytes = graph->weights.size();
-  s.memory = graph->memory;
+  s.weightBytes = g.graph.weightBytes;
+  s.memory = g.graph.memory;
   s.decoder = *decoder;
   s.ragged = *ragged;
   uint64_t size = 0;
