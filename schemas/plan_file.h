@@ -182,8 +182,8 @@ struct SectionSource {
 // and written last at its place. Gaps between regions are zero, which the
 // loader checks so that no byte of the file escapes verification. Returns ""
 // on success, else a message naming what failed.
-inline std::string WritePlanFile(const std::string &path, const PlanFlatBufferBuilder &build,
-                                 const std::vector<SectionSource> &sections) {
+inline std::string StreamPlanFile(const std::string &path, const PlanFlatBufferBuilder &build,
+                                  const std::vector<SectionSource> &sections) {
   using namespace plan_file_detail;
   std::vector<uint64_t> sizes;
   for (const SectionSource &s : sections)
@@ -271,7 +271,7 @@ inline std::string WritePlanFile(const std::string &path, const PlanFlatBufferBu
                                                                 : std::string("write failed");
                        }});
   }
-  return WritePlanFile(path, build, sources);
+  return StreamPlanFile(path, build, sources);
 }
 
 // Accumulates one section's tensors, each at a multiple of kTensorAlign, as

@@ -75,7 +75,7 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
                           }
                           return "";
                         }});
-  std::string error = WritePlanFile(
+  std::string error = StreamPlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
         return serializePlan(g.graph, *decoder, *ragged, extras, placements);

@@ -18,5 +18,6 @@ int RunMain(const std::vector<std::string> &args);     // cmd_run.cpp
 int ExecMain(const std::vector<std::string> &args);    // cmd_exec.cpp
 int InspectMain(const std::vector<std::string> &args); // cmd_inspect.cpp
 int BenchMain(const std::vector<std::string> &args);   // cmd_bench.cpp
+int VerifyMain(const std::vector<std::string> &args);  // cmd_verify.cpp
 
 }  // namespace kiln::cli

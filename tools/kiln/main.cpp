@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"run", "generate text from a plan", kiln::cli::RunMain},
     {"exec", "run a plan's graph once on TensorProto inputs", kiln::cli::ExecMain},
     {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
+    {"verify", "recheck a plan's checksums and, given the ONNX, its source", kiln::cli::VerifyMain},
     {"bench", "benchmark the engine: `kiln bench offline` (throughput, latency)", kiln::cli::BenchMain},
 };
 
