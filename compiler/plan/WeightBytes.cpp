@@ -36,6 +36,8 @@ namespace {
 
 /// Bytes per piece when a value must be converted on its way out.
 constexpr uint64_t kChunkBytes = 1 << 20;
+/// Bytes of a mapped weight passed on (and released) at a time.
+constexpr uint64_t kReleaseBytes = 64 << 20;
 
 llvm::Error sinkFailed() { return err("writing the weight's bytes failed"); }
 
@@ -62,14 +64,21 @@ llvm::Error streamResource(mlir::DenseResourceElementsAttr resource, uint64_t si
   if (data.size() != size)
     return err("weight data '" + resource.getRawHandle().getKey() + "' has " +
                llvm::Twine(data.size()) + " bytes, but its type needs " + llvm::Twine(size));
-  llvm::Error e = llvm::Error::success();
-  if (isBool)
-    e = streamNormalizedBools(data.data(), size, sink);
-  else if (size > 0 && !sink(data.data(), size))
-    e = sinkFailed();
+  if (isBool) {
+    llvm::Error e = streamNormalizedBools(data.data(), size, sink);
+    releaseSourcePages(data.data(), size);
+    return e;
+  }
   // Read once, done: a mapped model file's pages need not stay resident.
-  releaseSourcePages(data.data(), data.size());
-  return e;
+  // Pieces bound the resident pages even for one multi-GB weight.
+  for (uint64_t pos = 0; pos < size; pos += kReleaseBytes) {
+    uint64_t n = std::min(kReleaseBytes, size - pos);
+    bool ok = sink(data.data() + pos, n);
+    releaseSourcePages(data.data() + pos, n);
+    if (!ok)
+      return sinkFailed();
+  }
+  return llvm::Error::success();
 }
 
 llvm::Error streamDense(mlir::DenseElementsAttr dense, mlir::Type elementType, uint64_t size,
