@@ -383,8 +383,8 @@ std::string buildInputsJson(const BuildRequest &request) {
   j["config"] = nlohmann::json::parse(request.config.ToJson());
   j["tokenizer"] = request.tokenizerPath.empty() ? nlohmann::json(nullptr)
                                                  : nlohmann::json(request.tokenizerPath);
-  j["patterns"] = request.patternsFile.empty() ? nlohmann::json(nullptr)
-                                               : nlohmann::json(request.patternsFile);
+  j["patterns"] =
+      request.patternsFile.empty() ? nlohmann::json(nullptr) : nlohmann::json(request.patternsFile);
   j["pass_plugins"] = request.passPlugins;
   return j.dump(2);
 }

@@ -103,8 +103,7 @@ int32_t effectiveMaxNewTokens(const PlanExtras &extras) {
 }
 
 std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &decoder,
-                                   const RaggedDesc &ragged,
-                                   const PlanExtras &extras,
+                                   const RaggedDesc &ragged, const PlanExtras &extras,
                                    const std::vector<SectionPlacement> &placements) {
   FlatBufferBuilder b(1 << 16);
   std::vector<Offset<fb::Tensor>> tensors;

@@ -64,14 +64,13 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
                             if (!out.WriteZeros(t.offset - out.written()))
                               return "write of the plan's weights failed (disk full?)";
                             bool ok = true;
-                            llvm::Error e = streamWeightBytes(
-                                w.value, [&](const void *data, uint64_t size) {
+                            llvm::Error e =
+                                streamWeightBytes(w.value, [&](const void *data, uint64_t size) {
                                   return ok = out.Write(data, size);
                                 });
                             if (e)
                               return (ok ? "weight '" + t.name + "': " : std::string()) +
-                                     llvm::toString(std::move(e)) +
-                                     (ok ? "" : " (disk full?)");
+                                     llvm::toString(std::move(e)) + (ok ? "" : " (disk full?)");
                           }
                           return "";
                         }});

@@ -48,8 +48,7 @@ llvm::Error SourceHasher::wait(SourceFileDesc &model, std::vector<SourceFileDesc
     return compiler::internalError("the model's files were never hashed");
   Result r = pending.get();
   if (!r.error.empty())
-    return compiler::inputError("hashing the model's files for the plan's provenance: " +
-                                r.error);
+    return compiler::inputError("hashing the model's files for the plan's provenance: " + r.error);
   model = std::move(r.model);
   externalData = std::move(r.externalData);
   return llvm::Error::success();

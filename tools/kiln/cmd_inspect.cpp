@@ -91,11 +91,10 @@ void PrintProvenance(const Json &p) {
     std::printf("provenance  none (the plan predates format 1.2)\n");
     return;
   }
-  std::printf("provenance  kiln %s, commit %s, built on %s at %s\n",
-              p["kiln_version"].get<std::string>().c_str(),
-              p["source_commit"].get<std::string>().c_str(),
-              p["build_host"].get<std::string>().c_str(),
-              p["build_time"].get<std::string>().c_str());
+  std::printf(
+      "provenance  kiln %s, commit %s, built on %s at %s\n",
+      p["kiln_version"].get<std::string>().c_str(), p["source_commit"].get<std::string>().c_str(),
+      p["build_host"].get<std::string>().c_str(), p["build_time"].get<std::string>().c_str());
   auto file = [](const char *role, const Json &f) {
     std::printf("  %-14s %s  %s (%s bytes)\n", role, f["sha256"].get<std::string>().c_str(),
                 f["path"].get<std::string>().c_str(), D(f["bytes"]).c_str());

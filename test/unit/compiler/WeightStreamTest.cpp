@@ -63,8 +63,8 @@ TEST(WeightStream, ResourceBoolsAreNormalizedAndEmptyWeightsPassNothing) {
       type, "mask", mlir::HeapAsmResourceBlob::allocateAndCopyWithAlign(raw, 1));
   EXPECT_EQ(stream(attr).bytes, (std::vector<uint8_t>{0, 1, 0, 1, 1}));
 
-  auto empty = mlir::DenseElementsAttr::get(
-      mlir::RankedTensorType::get({0, 4}, b.getF32Type()), llvm::ArrayRef<float>());
+  auto empty = mlir::DenseElementsAttr::get(mlir::RankedTensorType::get({0, 4}, b.getF32Type()),
+                                            llvm::ArrayRef<float>());
   Collected c = stream(empty);
   EXPECT_EQ(c.pieces, 0);
   EXPECT_TRUE(c.bytes.empty());

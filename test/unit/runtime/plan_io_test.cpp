@@ -109,12 +109,13 @@ TEST(PlanFile, StreamedSectionLoads) {
   auto fbBytes = [&](const std::vector<SectionPlacement> &placements) {
     return p.FlatBuffer(placements);
   };
-  SectionSource source{section.size(), [&](SectionWriter &out) {
-                         for (size_t i = 0; i < section.size(); i += 5)
-                           if (!out.Write(section.data() + i, std::min<size_t>(5, section.size() - i)))
-                             return std::string("write failed");
-                         return std::string();
-                       }};
+  SectionSource source{
+      section.size(), [&](SectionWriter &out) {
+        for (size_t i = 0; i < section.size(); i += 5)
+          if (!out.Write(section.data() + i, std::min<size_t>(5, section.size() - i)))
+            return std::string("write failed");
+        return std::string();
+      }};
   ASSERT_EQ(StreamPlanFile(streamed, fbBytes, std::vector<SectionSource>{source}), "");
   auto plan = LoadPlan(streamed);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
