@@ -182,8 +182,13 @@ struct SectionSource {
 // and written last at its place. Gaps between regions are zero, which the
 // loader checks so that no byte of the file escapes verification. Returns ""
 // on success, else a message naming what failed.
+//
+// `sections_written`, when given, runs after the sections and before the final
+// FlatBuffer is built (e.g. to wait for hashes computed meanwhile); what it
+// changes must not make the FlatBuffer larger. A non-empty result aborts.
 inline std::string StreamPlanFile(const std::string &path, const PlanFlatBufferBuilder &build,
-                                  const std::vector<SectionSource> &sections) {
+                                  const std::vector<SectionSource> &sections,
+                                  const std::function<std::string()> &sections_written = {}) {
   using namespace plan_file_detail;
   std::vector<uint64_t> sizes;
   for (const SectionSource &s : sections)
@@ -233,11 +238,16 @@ inline std::string StreamPlanFile(const std::string &path, const PlanFlatBufferB
     placements[i].checksum = out.checksum();
     pos = placements[i].offset + sections[i].size;
   }
-  if (!sections.empty()) {
+  if (sections_written) {
+    std::string error = sections_written();
+    if (!error.empty())
+      return fail(error);
+  }
+  if (!sections.empty() || sections_written) {
     fb = build(placements);
     if (fb.empty())
       return fail("plan FlatBuffer builder returned no bytes");
-    if (kPlanHeaderSize + fb.size() > placements[0].offset)
+    if (!sections.empty() && kPlanHeaderSize + fb.size() > placements[0].offset)
       return fail("plan FlatBuffer grew past its reserved room when its checksums were filled in");
   }
   uint64_t file_size = sections.empty() ? kPlanHeaderSize + fb.size() : pos;

@@ -389,6 +389,7 @@ std::string buildInputsJson(const BuildRequest &request) {
   return j.dump(2);
 }
 
+/// The provenance with placeholder file hashes (see completeProvenance).
 llvm::Expected<plan::ProvenanceDesc> Build::provenance() {
   plan::ProvenanceDesc p;
   p.present = true;
@@ -397,8 +398,7 @@ llvm::Expected<plan::ProvenanceDesc> Build::provenance() {
   p.buildHost = plan::buildHostName();
   p.buildTime = plan::utcTimestamp();
   p.buildConfigJson = buildInputsJson(request);
-  if (llvm::Error e = hasher.wait(p.model, p.externalData))
-    return std::move(e);
+  hasher.placeholders(p.model, p.externalData);
   return p;
 }
 
@@ -408,6 +408,11 @@ llvm::Expected<std::string> Build::writePlanFile() {
   if (!prov)
     return prov.takeError();
   extras.provenance = std::move(*prov);
+  // The hashes run while the weights are written; the plan waits for them
+  // only before its FlatBuffer is final.
+  extras.completeProvenance = [this](plan::ProvenanceDesc &p) {
+    return hasher.wait(p.model, p.externalData);
+  };
   extras.compilerVersion = request.compilerVersion;
   extras.model = modelInfo;
   mlir::ModuleOp m = *module;

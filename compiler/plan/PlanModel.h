@@ -14,7 +14,10 @@
 
 #include "compiler/plan/ModelFiles.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,6 +129,10 @@ struct PlanExtras {
   /// From the build config; overrides the model's generation default.
   std::optional<int64_t> maxOutTokens;
   ProvenanceDesc provenance;
+  /// When set, called once the weights are written and before the plan's
+  /// FlatBuffer is final, to replace `provenance`'s placeholder hashes (of
+  /// the same width) with the real ones, which are computed meanwhile.
+  std::function<llvm::Error(ProvenanceDesc &)> completeProvenance;
 };
 
 } // namespace kiln::plan

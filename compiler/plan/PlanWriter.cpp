@@ -74,12 +74,20 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
                           }
                           return "";
                         }});
+  // The provenance's hashes may still be computing: the plan is laid out
+  // with placeholders and they are filled in after the weights are written.
+  PlanExtras x = extras;
+  auto completeProvenance = [&x]() -> std::string {
+    if (llvm::Error e = x.completeProvenance(x.provenance))
+      return llvm::toString(std::move(e));
+    return "";
+  };
   std::string error = StreamPlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
-        return serializePlan(g.graph, *decoder, *ragged, extras, placements);
+        return serializePlan(g.graph, *decoder, *ragged, x, placements);
       },
-      sections);
+      sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr);
   // The only failures left are file system ones (a bad -o path, a full
   // disk): the user's to fix.
   if (!error.empty())

@@ -22,6 +22,8 @@ SourceHasher::~SourceHasher() {
 
 void SourceHasher::start(const std::string &modelPath,
                          const std::vector<std::string> &externalData) {
+  modelName = llvm::sys::path::filename(modelPath).str();
+  locations = externalData;
   pending = std::async(std::launch::async, [this, modelPath, externalData] {
     Result r;
     auto hash = [&](const std::string &path, const std::string &recorded, SourceFileDesc &out) {
@@ -41,6 +43,16 @@ void SourceHasher::start(const std::string &modelPath,
     }
     return r;
   });
+}
+
+void SourceHasher::placeholders(SourceFileDesc &model,
+                                std::vector<SourceFileDesc> &externalData) const {
+  // Nonzero sizes: a zero would be left out of the FlatBuffer as a default,
+  // so the real value can only take the same room or less.
+  model = {modelName, ~0ULL, std::string(64, '0')};
+  externalData.clear();
+  for (const std::string &location : locations)
+    externalData.push_back({location, ~0ULL, std::string(64, '0')});
 }
 
 llvm::Error SourceHasher::wait(SourceFileDesc &model, std::vector<SourceFileDesc> &externalData) {

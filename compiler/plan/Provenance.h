@@ -37,6 +37,10 @@ public:
   /// `externalData`.
   void start(const std::string &modelPath, const std::vector<std::string> &externalData);
 
+  /// The files start() hashes, with placeholder hashes and sizes as wide
+  /// as the real ones, so a plan can be laid out before wait() returns.
+  void placeholders(SourceFileDesc &model, std::vector<SourceFileDesc> &externalData) const;
+
   /// Waits for the hashes: the ONNX file (path = its file name) and the
   /// external-data files (path = location as given). An unreadable file is
   /// an error naming it.
@@ -48,6 +52,8 @@ private:
     SourceFileDesc model;
     std::vector<SourceFileDesc> externalData;
   };
+  std::string modelName;
+  std::vector<std::string> locations;
   std::atomic<bool> cancel{false};
   std::future<Result> pending;
 };

@@ -141,5 +141,43 @@ TEST(PlanFile, StreamedSectionErrorsLeaveNoFile) {
   EXPECT_NE(::stat((path + ".tmp").c_str(), &st), 0);
 }
 
+// The hook between the sections and the final FlatBuffer: what it changes
+// (here a string of the same width, as the plan writer's hashes) is what the
+// file holds; its error aborts the write.
+TEST(PlanFile, SectionsWrittenHookFillsTheFinalFlatBuffer) {
+  Mlp m;
+  test::TestPlan p = m.Build();
+  p.build_config_json = std::string(64, '0');
+  auto fbBytes = [&](const std::vector<SectionPlacement> &pl) { return p.FlatBuffer(pl); };
+  std::vector<uint8_t> w(1000, 7);
+  std::vector<SectionSource> sources = {
+      {w.size(), [&](SectionWriter &out) { return out.Write(w.data(), w.size()) ? "" : "io"; }}};
+  std::string path = TempPath("hook.plan");
+  std::string final(64, 'f');
+  ASSERT_EQ(StreamPlanFile(path, fbBytes, sources,
+                           [&] {
+                             p.build_config_json = final;
+                             return std::string();
+                           }),
+            "");
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  // This section does not hold the MLP's tensors, so the loader would refuse
+  // the graph: check the framing, the string and the section checksum.
+  PlanHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  EXPECT_EQ(h.file_size, bytes.size());
+  EXPECT_EQ(PlanChecksum(bytes.data() + kPlanHeaderSize, h.flatbuffer_size), h.flatbuffer_checksum);
+  const auto *f = fb::GetPlan(bytes.data() + kPlanHeaderSize);
+  EXPECT_EQ(f->build_config_json()->str(), final);
+  EXPECT_EQ(f->sections()->Get(0)->checksum(), PlanChecksum(w.data(), w.size()));
+
+  std::string err = StreamPlanFile(path + "2", fbBytes, sources,
+                                   [] { return std::string("hashing 'x' failed"); });
+  EXPECT_EQ(err, "hashing 'x' failed");
+  struct stat st;
+  EXPECT_NE(::stat((path + "2").c_str(), &st), 0);
+}
+
 } // namespace
 } // namespace kiln
