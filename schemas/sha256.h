@@ -2,7 +2,7 @@
 // (which records the source model's hashes) and the runtime-only `kiln
 // verify` (which rechecks them) share one implementation without OpenSSL.
 // Streaming: Update() any number of times, then HexDigest() once. On x86-64
-// CPUs with the SHA extensions the block function uses them (about 5x the
+// CPUs with the SHA extensions the block function uses them (3 to 5 times the
 // portable speed, which matters for multi-GB models); results are identical.
 #pragma once
 
