@@ -10,7 +10,6 @@
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/PlanWriter.h"
 #include "compiler/plan/Provenance.h"
-#include "compiler/plan/SourcePages.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -159,7 +158,7 @@ private:
   llvm::Expected<std::string> runRagged();
   /// Starts hashing the model's files (once import named them).
   void startHashing();
-  llvm::Expected<plan::ProvenanceDesc> provenance();
+  plan::ProvenanceDesc provenance();
   /// The inject phase's report, stored in the plan.
   std::string injectionReport;
 
@@ -390,7 +389,7 @@ std::string buildInputsJson(const BuildRequest &request) {
 }
 
 /// The provenance with placeholder file hashes (see completeProvenance).
-llvm::Expected<plan::ProvenanceDesc> Build::provenance() {
+plan::ProvenanceDesc Build::provenance() {
   plan::ProvenanceDesc p;
   p.present = true;
   p.kilnVersion = request.compilerVersion;
@@ -404,10 +403,7 @@ llvm::Expected<plan::ProvenanceDesc> Build::provenance() {
 
 llvm::Expected<std::string> Build::writePlanFile() {
   plan::PlanExtras extras;
-  auto prov = provenance();
-  if (!prov)
-    return prov.takeError();
-  extras.provenance = std::move(*prov);
+  extras.provenance = provenance();
   // The hashes run while the weights are written; the plan waits for them
   // only before its FlatBuffer is final.
   extras.completeProvenance = [this](plan::ProvenanceDesc &p) {

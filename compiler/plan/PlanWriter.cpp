@@ -34,6 +34,33 @@ llvm::Expected<mlir::func::FuncOp> findGraphFunction(mlir::ModuleOp module) {
                                               "named 'main'");
 }
 
+namespace {
+
+/// Section 0: every weight streamed from where its value lives (a mapped
+/// model file, a blob a pass made) straight to the file at its offset, so the
+/// build never holds a copy of the weights.
+SectionSource weightSection(const CollectedGraph &g) {
+  return {g.graph.weightBytes, [&g](SectionWriter &out) -> std::string {
+            const std::string writeFailed = "write of the plan's weights failed (disk full?)";
+            for (const WeightSource &w : g.weights) {
+              const TensorDesc &t = g.graph.tensors[w.tensor];
+              if (!out.WriteZeros(t.offset - out.written()))
+                return writeFailed;
+              bool written = true;
+              llvm::Error e = streamWeightBytes(w.value, [&](const void *data, uint64_t size) {
+                return written = out.Write(data, size);
+              });
+              if (e) {
+                std::string why = llvm::toString(std::move(e));
+                return written ? "weight '" + t.name + "': " + why : writeFailed;
+              }
+            }
+            return "";
+          }};
+}
+
+} // namespace
+
 llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &extras,
                                       const std::string &path) {
   auto func = findGraphFunction(module);
@@ -52,28 +79,10 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
   if (!ragged)
     return ragged.takeError();
 
-  // Section 0 streams every weight from where its value lives (a mapped
-  // model file, a blob a pass made) straight to the file, so the build never
-  // holds a copy of the weights.
   const CollectedGraph &g = *graph;
   std::vector<SectionSource> sections;
   if (g.graph.weightBytes > 0)
-    sections.push_back({g.graph.weightBytes, [&g](SectionWriter &out) -> std::string {
-                          for (const WeightSource &w : g.weights) {
-                            const TensorDesc &t = g.graph.tensors[w.tensor];
-                            if (!out.WriteZeros(t.offset - out.written()))
-                              return "write of the plan's weights failed (disk full?)";
-                            bool ok = true;
-                            llvm::Error e =
-                                streamWeightBytes(w.value, [&](const void *data, uint64_t size) {
-                                  return ok = out.Write(data, size);
-                                });
-                            if (e)
-                              return (ok ? "weight '" + t.name + "': " : std::string()) +
-                                     llvm::toString(std::move(e)) + (ok ? "" : " (disk full?)");
-                          }
-                          return "";
-                        }});
+    sections.push_back(weightSection(g));
   // The provenance's hashes may still be computing: the plan is laid out
   // with placeholders and they are filled in after the weights are written.
   PlanExtras x = extras;
@@ -88,8 +97,8 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
         return serializePlan(g.graph, *decoder, *ragged, x, placements);
       },
       sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr);
-  // The only failures left are file system ones (a bad -o path, a full
-  // disk): the user's to fix.
+  // The failures left are the user's to fix: file system ones (a bad -o
+  // path, a full disk), a weight without data, an unreadable model file.
   if (!error.empty())
     return compiler::inputError(error);
 
