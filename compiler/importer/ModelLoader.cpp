@@ -2,6 +2,8 @@
 
 #include "compiler/importer/ModelLoader.h"
 
+#include "compiler/importer/EmbeddedWeights.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -23,6 +25,10 @@
 using namespace mlir;
 
 namespace kiln::onnx_import {
+
+/// Embedded initializers at least this large are served from the file;
+/// smaller ones are not worth a mapping.
+constexpr uint64_t kMinMovedBytes = 64 * 1024;
 
 std::shared_ptr<onnx::ModelProto> parseModelFile(llvm::StringRef path, std::string &error) {
   // Read through a plain file stream, not a mapping: the weights embedded in
@@ -50,12 +56,14 @@ std::shared_ptr<onnx::ModelProto> parseModelFile(llvm::StringRef path, std::stri
   auto model = std::make_shared<onnx::ModelProto>();
   bool parsed = false;
   {
-    // A CodedInputStream with the total-bytes limit raised to the protobuf
-    // maximum: the default limit of older protobuf releases (64 MB) rejects
-    // ordinary models with embedded weights.
+    // A CodedInputStream with the total-bytes limit at the file's size: the
+    // default limit of older protobuf releases (64 MB) rejects ordinary
+    // models with embedded weights, and with a limit below INT_MAX protobuf
+    // reserves each bytes field at its size instead of growing it (which
+    // would hold up to twice the largest weight while parsing).
     google::protobuf::io::FileInputStream raw(fd, 1 << 20);
     google::protobuf::io::CodedInputStream coded(&raw);
-    coded.SetTotalBytesLimit(INT_MAX);
+    coded.SetTotalBytesLimit(static_cast<int>(st.st_size));
     parsed = model->ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
   }
   ::close(fd);
@@ -69,6 +77,9 @@ std::shared_ptr<onnx::ModelProto> parseModelFile(llvm::StringRef path, std::stri
     error = "'" + name + "' is not a valid ONNX model (it has no graph)";
     return nullptr;
   }
+  // Large embedded weights are served from the file from here on, so the
+  // message stops holding a copy of them (EmbeddedWeights.h).
+  moveEmbeddedWeightsToFile(*model, path, kMinMovedBytes);
   return model;
 }
 
