@@ -9,6 +9,7 @@
 #include "compiler/plan/ModelFiles.h"
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/PlanWriter.h"
+#include "compiler/plan/Provenance.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,6 +20,8 @@
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+
+#include "nlohmann/json.hpp"
 
 #include <chrono>
 
@@ -153,6 +156,9 @@ private:
   llvm::Expected<std::string> writePlanFile();
   llvm::Expected<std::string> runInject();
   llvm::Expected<std::string> runRagged();
+  /// Starts hashing the model's files (once import named them).
+  void startHashing();
+  plan::ProvenanceDesc provenance();
   /// The inject phase's report, stored in the plan.
   std::string injectionReport;
 
@@ -163,6 +169,7 @@ private:
   DiagnosticPrinter diags;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   plan::ModelInfo modelInfo;
+  plan::SourceHasher hasher;
 };
 
 llvm::Expected<std::string> Build::runPhase(Phase phase) {
@@ -177,6 +184,8 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
       return internalError("import of '" + request.modelPath + "' failed without a diagnostic");
     }
     module = std::move(*imported);
+    if (!request.compileTo)
+      startHashing();
     if (config.dtype_explicit)
       if (llvm::Error e = checkDtype(*module, config))
         return std::move(e);
@@ -358,8 +367,48 @@ llvm::Expected<std::string> Build::runRagged() {
   return llvm::formatv("{0} attention layers over a paged KV cache", layers).str();
 }
 
+void Build::startHashing() {
+  std::vector<std::string> external;
+  if (auto files = (*module)->getAttrOfType<mlir::ArrayAttr>("kiln.external_data"))
+    for (mlir::Attribute f : files)
+      external.push_back(mlir::cast<mlir::StringAttr>(f).str());
+  (*module)->removeAttr("kiln.external_data");
+  hasher.start(request.modelPath, external);
+}
+
+/// The build's inputs besides the model: everything that shapes the plan.
+std::string buildInputsJson(const BuildRequest &request) {
+  nlohmann::json j = nlohmann::json::object();
+  j["config"] = nlohmann::json::parse(request.config.ToJson());
+  j["tokenizer"] = request.tokenizerPath.empty() ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(request.tokenizerPath);
+  j["patterns"] =
+      request.patternsFile.empty() ? nlohmann::json(nullptr) : nlohmann::json(request.patternsFile);
+  j["pass_plugins"] = request.passPlugins;
+  return j.dump(2);
+}
+
+/// The provenance with placeholder file hashes (see completeProvenance).
+plan::ProvenanceDesc Build::provenance() {
+  plan::ProvenanceDesc p;
+  p.present = true;
+  p.kilnVersion = request.compilerVersion;
+  p.sourceCommit = request.sourceCommit.empty() ? "unknown" : request.sourceCommit;
+  p.buildHost = plan::buildHostName();
+  p.buildTime = plan::utcTimestamp();
+  p.buildConfigJson = buildInputsJson(request);
+  hasher.placeholders(p.model, p.externalData);
+  return p;
+}
+
 llvm::Expected<std::string> Build::writePlanFile() {
   plan::PlanExtras extras;
+  extras.provenance = provenance();
+  // The hashes run while the weights are written; the plan waits for them
+  // only before its FlatBuffer is final.
+  extras.completeProvenance = [this](plan::ProvenanceDesc &p) {
+    return hasher.wait(p.model, p.externalData);
+  };
   extras.compilerVersion = request.compilerVersion;
   extras.model = modelInfo;
   mlir::ModuleOp m = *module;

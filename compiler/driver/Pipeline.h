@@ -41,8 +41,11 @@ struct BuildRequest {
   /// Stop after this phase and print the IR to `out` instead of writing.
   std::optional<Phase> compileTo;
   BuildConfig config;
-  /// Recorded in the plan (Plan.compiler_version).
+  /// Recorded in the plan (Plan.compiler_version, Plan.provenance).
   std::string compilerVersion;
+  /// The git commit kiln was built from ("unknown" without git), for the
+  /// plan's provenance.
+  std::string sourceCommit = "unknown";
   /// Suppresses progress lines (errors and warnings still go to `log`).
   bool quiet = false;
   /// Prints the injection report (per layer, what fused and why not) to

@@ -270,6 +270,12 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::run() {
   builder.create<func::ReturnOp>(fileLoc, results);
   func.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);
+  // The files the weights came from, for the plan's provenance.
+  SmallVector<Attribute> externalFiles;
+  for (const std::string &f : tensors->externalDataFiles())
+    externalFiles.push_back(builder.getStringAttr(f));
+  if (!externalFiles.empty())
+    (*module)->setAttr("kiln.external_data", builder.getArrayAttr(externalFiles));
   if (failed(verify(*module)))
     return failure();
   return module;

@@ -2,54 +2,84 @@
 
 #include "compiler/importer/ModelLoader.h"
 
+#include "compiler/importer/EmbeddedWeights.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unordered_set>
 
 using namespace mlir;
 
 namespace kiln::onnx_import {
 
+/// Embedded initializers at least this large are served from the file;
+/// smaller ones are not worth a mapping.
+constexpr uint64_t kMinMovedBytes = 64 * 1024;
+
 std::shared_ptr<onnx::ModelProto> parseModelFile(llvm::StringRef path, std::string &error) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    error = "cannot read ONNX model '" + path.str() + "': " + buffer.getError().message();
+  // Read through a plain file stream, not a mapping: the weights embedded in
+  // the model then live once, in the parsed message, instead of also as
+  // resident file pages while it parses (twice the weights at the peak).
+  std::string name = path.str();
+  int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fd = -1;
+    errno = EISDIR;
+  }
+  if (fd < 0) {
+    error = "cannot read ONNX model '" + name + "': " + std::strerror(errno);
     return nullptr;
   }
-  size_t size = (*buffer)->getBufferSize();
-  if (size > size_t(INT_MAX)) {
-    error = "ONNX model '" + path.str() + "' is " + std::to_string(size) +
+  if (uint64_t(st.st_size) > uint64_t(INT_MAX)) {
+    ::close(fd);
+    error = "ONNX model '" + name + "' is " + std::to_string(st.st_size) +
             " bytes; protobuf files stop at 2 GB, so larger models must keep their weights "
             "in external data";
     return nullptr;
   }
-  // A CodedInputStream with the total-bytes limit raised to the protobuf
-  // maximum: the default limit of older protobuf releases (64 MB) rejects
-  // ordinary models with embedded weights.
-  google::protobuf::io::ArrayInputStream raw((*buffer)->getBufferStart(), int(size));
-  google::protobuf::io::CodedInputStream coded(&raw);
-  coded.SetTotalBytesLimit(INT_MAX);
   auto model = std::make_shared<onnx::ModelProto>();
-  if (!model->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-    error = "'" + path.str() +
+  bool parsed = false;
+  {
+    // A CodedInputStream with the total-bytes limit at the file's size: the
+    // default limit of older protobuf releases (64 MB) rejects ordinary
+    // models with embedded weights, and with a limit below INT_MAX protobuf
+    // reserves each bytes field at its size instead of growing it (which
+    // would hold up to twice the largest weight while parsing).
+    google::protobuf::io::FileInputStream raw(fd, 1 << 20);
+    google::protobuf::io::CodedInputStream coded(&raw);
+    coded.SetTotalBytesLimit(static_cast<int>(st.st_size));
+    parsed = model->ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+  }
+  ::close(fd);
+  if (!parsed) {
+    error = "'" + name +
             "' is not a valid ONNX model (the protobuf does not parse; is "
             "the file truncated or corrupt?)";
     return nullptr;
   }
   if (!model->has_graph()) {
-    error = "'" + path.str() + "' is not a valid ONNX model (it has no graph)";
+    error = "'" + name + "' is not a valid ONNX model (it has no graph)";
     return nullptr;
   }
+  // Large embedded weights are served from the file from here on, so the
+  // message stops holding a copy of them (EmbeddedWeights.h).
+  moveEmbeddedWeightsToFile(*model, path, kMinMovedBytes);
   return model;
 }
 

@@ -2,7 +2,9 @@
 
 #include "compiler/importer/TensorImport.h"
 
+#include "compiler/importer/EmbeddedWeights.h"
 #include "compiler/importer/ModelLoader.h"
+#include "compiler/plan/SourcePages.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -36,6 +38,7 @@ FailureOr<ArrayRef<char>> TensorImporter::readExternal(const onnx::TensorProto &
                                                        std::shared_ptr<llvm::MemoryBuffer> &owner,
                                                        std::string &error) {
   std::string location;
+  bool embedded = false; // the ONNX file itself (EmbeddedWeights.h)
   uint64_t offset = 0;
   std::optional<uint64_t> length;
   for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
@@ -43,6 +46,8 @@ FailureOr<ArrayRef<char>> TensorImporter::readExternal(const onnx::TensorProto &
     bool isNumber = !llvm::StringRef(entry.value()).getAsInteger(10, value);
     if (entry.key() == "location") {
       location = entry.value();
+    } else if (entry.key() == kEmbeddedKey) {
+      embedded = true;
     } else if (entry.key() == "offset" || entry.key() == "length") {
       if (!isNumber) {
         error = "external data " + entry.key() + " '" + entry.value() + "' is not a number";
@@ -72,7 +77,18 @@ FailureOr<ArrayRef<char>> TensorImporter::readExternal(const onnx::TensorProto &
       files.erase(path);
       return failure();
     }
-    file = std::move(*buffer);
+    // A mapped file is registered so that readers can drop its pages from
+    // RSS once they copied a weight out (plan/SourcePages.h).
+    bool mapped = (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
+    if (mapped)
+      plan::registerMappedFile((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+    file = std::shared_ptr<llvm::MemoryBuffer>(buffer->release(), [mapped](llvm::MemoryBuffer *b) {
+      if (mapped)
+        plan::unregisterMappedFile(b->getBufferStart());
+      delete b;
+    });
+    if (!embedded)
+      externalFiles.push_back(rel.str());
   }
   uint64_t size = file->getBufferSize();
   uint64_t bytes = length.value_or(offset <= size ? size - offset : 0);
@@ -233,16 +249,15 @@ FailureOr<ElementsAttr> TensorImporter::importTensor(const onnx::TensorProto &te
     }
     return ElementsAttr(DenseElementsAttr::getFromRawBuffer(type, data));
   }
-  // Alias the bytes when they are aligned for the element type; otherwise
-  // (external data at an odd offset) copy once into an aligned blob.
-  AsmResourceBlob blob;
-  if (reinterpret_cast<uintptr_t>(data.data()) % width == 0) {
-    blob = AsmResourceBlob(
-        data, width, [owner](void *, size_t, size_t) mutable { owner.reset(); },
-        /*dataIsMutable=*/false);
-  } else {
-    blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(data, width);
-  }
+  // Alias the bytes, never copy them: a copy would put the weight in memory
+  // for the whole build. Data at an odd offset (external data, or a weight
+  // served from the ONNX file itself) is aliased with alignment 1; kiln reads
+  // resource blobs only by memcpy (plan::streamWeightBytes), never as typed
+  // arrays.
+  size_t alignment = reinterpret_cast<uintptr_t>(data.data()) % width == 0 ? width : 1;
+  AsmResourceBlob blob(
+      data, alignment, [owner](void *, size_t, size_t) mutable { owner.reset(); },
+      /*dataIsMutable=*/false);
   return ElementsAttr(DenseResourceElementsAttr::get(type, blobName(tensor), std::move(blob)));
 }
 

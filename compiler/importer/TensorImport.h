@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace onnx {
 class ModelProto;
@@ -37,6 +38,10 @@ public:
   mlir::FailureOr<mlir::ElementsAttr> importTensor(const onnx::TensorProto &tensor,
                                                    std::string &error);
 
+  /// The external-data files the tensors came from, as their locations
+  /// relative to the model's directory, in the order first used.
+  const std::vector<std::string> &externalDataFiles() const { return externalFiles; }
+
 private:
   /// The bytes of an external tensor, mapping its file once.
   mlir::FailureOr<llvm::ArrayRef<char>> readExternal(const onnx::TensorProto &tensor,
@@ -49,6 +54,7 @@ private:
   std::string modelDir;
   int64_t maxInlineElements;
   llvm::StringMap<std::shared_ptr<llvm::MemoryBuffer>> files;
+  std::vector<std::string> externalFiles;
 };
 
 } // namespace kiln::onnx_import

@@ -43,7 +43,7 @@ int fullArity(llvm::StringRef type) {
 class Collector {
 public:
   explicit Collector(mlir::func::FuncOp func) : func(func) {}
-  llvm::Expected<GraphDesc> run();
+  llvm::Expected<CollectedGraph> run();
 
 private:
   llvm::Error addInputs();
@@ -61,7 +61,7 @@ private:
   ShapeInferenceContext shapes;
   GraphDesc graph;
   llvm::DenseMap<mlir::Value, int32_t> ids;
-  std::vector<std::pair<int32_t, mlir::ElementsAttr>> weightValues;
+  CollectedGraph result; // its weights, as they are collected
 };
 
 llvm::Expected<int32_t> Collector::addTensor(mlir::Value v, std::string name, TensorKind kind,
@@ -117,11 +117,11 @@ llvm::Error Collector::addWeight(mlir::Operation *op) {
   if (name.empty())
     name = nodeName(op->getLoc());
   if (name.empty())
-    name = "constant" + std::to_string(weightValues.size());
+    name = "constant" + std::to_string(result.weights.size());
   auto id = addTensor(op->getResult(0), name, TensorKind::Weight, op);
   if (!id)
     return id.takeError();
-  weightValues.emplace_back(*id, value);
+  result.weights.push_back({*id, value});
   return llvm::Error::success();
 }
 
@@ -236,31 +236,27 @@ llvm::Error Collector::readMemoryPlan() {
   return llvm::Error::success();
 }
 
-/// Section 0 holds every weight at a multiple of kTensorAlign. Offsets are
-/// fixed first so the bytes are copied exactly once into one allocation.
+/// Section 0 holds every weight at a multiple of kTensorAlign. Only the
+/// offsets are fixed here; the writer streams the bytes (no copy of the
+/// section is ever held in memory).
 llvm::Error Collector::layOutWeights() {
   uint64_t end = 0;
-  for (auto &[id, value] : weightValues) {
-    auto size = weightByteSize(value);
+  for (const WeightSource &w : result.weights) {
+    auto size = weightByteSize(w.value);
     if (!size)
-      return inputError("weight '" + graph.tensors[id].name +
+      return inputError("weight '" + graph.tensors[w.tensor].name +
                         "': " + llvm::toString(size.takeError()));
-    TensorDesc &t = graph.tensors[id];
+    TensorDesc &t = graph.tensors[w.tensor];
     t.section = 0;
     t.offset = AlignUp(end, kTensorAlign);
     t.size = *size;
     end = t.offset + t.size;
   }
-  graph.weights.assign(end, 0);
-  for (auto &[id, value] : weightValues) {
-    const TensorDesc &t = graph.tensors[id];
-    if (llvm::Error e = writeWeightBytes(value, graph.weights.data() + t.offset))
-      return inputError("weight '" + t.name + "': " + llvm::toString(std::move(e)));
-  }
+  graph.weightBytes = end;
   return llvm::Error::success();
 }
 
-llvm::Expected<GraphDesc> Collector::run() {
+llvm::Expected<CollectedGraph> Collector::run() {
   if (func.isExternal())
     return inputError("the graph function has no body");
   // Symbols for dynamic dims. The cleanup phase already ran shape inference
@@ -290,11 +286,14 @@ llvm::Expected<GraphDesc> Collector::run() {
     return std::move(e);
   if (llvm::Error e = layOutWeights())
     return std::move(e);
-  return std::move(graph);
+  result.graph = std::move(graph);
+  return std::move(result);
 }
 
 } // namespace
 
-llvm::Expected<GraphDesc> collectGraph(mlir::func::FuncOp func) { return Collector(func).run(); }
+llvm::Expected<CollectedGraph> collectGraph(mlir::func::FuncOp func) {
+  return Collector(func).run();
+}
 
 } // namespace kiln::plan

@@ -14,7 +14,10 @@
 
 #include "compiler/plan/ModelFiles.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,7 +94,28 @@ struct GraphDesc {
   std::vector<int32_t> inputs;
   std::vector<int32_t> outputs;
   MemoryPlanDesc memory;
-  std::vector<uint8_t> weights; // section 0, tensors at kTensorAlign
+  /// Size of section 0, which holds every weight at kTensorAlign (where each
+  /// one's bytes come from is GraphCollector's CollectedGraph::weights).
+  uint64_t weightBytes = 0;
+};
+
+/// A file the plan was built from (fb::SourceFile).
+struct SourceFileDesc {
+  std::string path; // ONNX: file name; external data: location from the ONNX file's directory
+  uint64_t size = 0;
+  std::string sha256; // 64 lowercase hex digits
+};
+
+/// Where the plan came from (Plan.provenance); absent when `present` is false.
+struct ProvenanceDesc {
+  bool present = false;
+  std::string kilnVersion;
+  std::string sourceCommit; // "unknown" outside a git checkout
+  std::string buildHost;
+  std::string buildTime; // UTC, ISO 8601
+  std::string buildConfigJson;
+  SourceFileDesc model;
+  std::vector<SourceFileDesc> externalData;
 };
 
 /// Everything that is not the graph.
@@ -104,6 +128,11 @@ struct PlanExtras {
   std::string injectionReport;
   /// From the build config; overrides the model's generation default.
   std::optional<int64_t> maxOutTokens;
+  ProvenanceDesc provenance;
+  /// When set, called once the weights are written and before the plan's
+  /// FlatBuffer is final, to replace `provenance`'s placeholder hashes (of
+  /// the same width) with the real ones, which are computed meanwhile.
+  std::function<llvm::Error(ProvenanceDesc &)> completeProvenance;
 };
 
 } // namespace kiln::plan

@@ -80,6 +80,22 @@ Offset<fb::RaggedIO> buildRagged(FlatBufferBuilder &b, const RaggedDesc &r) {
                             r.blockTables, r.logitsIndices, r.logits, b.CreateVector(cache));
 }
 
+Offset<fb::SourceFile> buildSourceFile(FlatBufferBuilder &b, const SourceFileDesc &f) {
+  return fb::CreateSourceFile(b, b.CreateString(f.path), f.size, b.CreateString(f.sha256));
+}
+
+Offset<fb::Provenance> buildProvenance(FlatBufferBuilder &b, const ProvenanceDesc &p) {
+  if (!p.present)
+    return 0;
+  std::vector<Offset<fb::SourceFile>> external;
+  for (const SourceFileDesc &f : p.externalData)
+    external.push_back(buildSourceFile(b, f));
+  return fb::CreateProvenance(b, b.CreateString(p.kilnVersion), b.CreateString(p.sourceCommit),
+                              b.CreateString(p.buildHost), b.CreateString(p.buildTime),
+                              b.CreateString(p.buildConfigJson), buildSourceFile(b, p.model),
+                              b.CreateVector(external));
+}
+
 } // namespace
 
 int32_t effectiveMaxNewTokens(const PlanExtras &extras) {
@@ -94,8 +110,7 @@ int32_t effectiveMaxNewTokens(const PlanExtras &extras) {
 }
 
 std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &decoder,
-                                   const RaggedDesc &ragged,
-                                   const PlanExtras &extras,
+                                   const RaggedDesc &ragged, const PlanExtras &extras,
                                    const std::vector<SectionPlacement> &placements) {
   FlatBufferBuilder b(1 << 16);
   std::vector<Offset<fb::Tensor>> tensors;
@@ -123,7 +138,7 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
       generation, b.CreateString(extras.buildConfigJson), b.CreateString(extras.injectionReport),
       b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(graph.inputs),
       b.CreateVector(graph.outputs), memory, b.CreateVector(sections), buildDecoder(b, decoder),
-      buildRagged(b, ragged), buildPooling(b, m));
+      buildRagged(b, ragged), buildPooling(b, m), buildProvenance(b, extras.provenance));
   fb::FinishPlanBuffer(b, plan);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -6,6 +6,8 @@
 #include "compiler/plan/DecoderIO.h"
 #include "compiler/plan/GraphCollector.h"
 #include "compiler/plan/PlanSerializer.h"
+#include "compiler/plan/SourcePages.h"
+#include "compiler/plan/WeightBytes.h"
 #include "plan_file.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -32,6 +34,33 @@ llvm::Expected<mlir::func::FuncOp> findGraphFunction(mlir::ModuleOp module) {
                                               "named 'main'");
 }
 
+namespace {
+
+/// Section 0: every weight streamed from where its value lives (a mapped
+/// model file, a blob a pass made) straight to the file at its offset, so the
+/// build never holds a copy of the weights.
+SectionSource weightSection(const CollectedGraph &g) {
+  return {g.graph.weightBytes, [&g](SectionWriter &out) -> std::string {
+            const std::string writeFailed = "write of the plan's weights failed (disk full?)";
+            for (const WeightSource &w : g.weights) {
+              const TensorDesc &t = g.graph.tensors[w.tensor];
+              if (!out.WriteZeros(t.offset - out.written()))
+                return writeFailed;
+              bool written = true;
+              llvm::Error e = streamWeightBytes(w.value, [&](const void *data, uint64_t size) {
+                return written = out.Write(data, size);
+              });
+              if (e) {
+                std::string why = llvm::toString(std::move(e));
+                return written ? "weight '" + t.name + "': " + why : writeFailed;
+              }
+            }
+            return "";
+          }};
+}
+
+} // namespace
+
 llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &extras,
                                       const std::string &path) {
   auto func = findGraphFunction(module);
@@ -40,35 +69,47 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
   auto graph = collectGraph(*func);
   if (!graph)
     return graph.takeError();
-  auto decoder = detectDecoderIO(*graph);
+  // Whatever earlier phases read of the model files is not needed resident
+  // any more; the writer touches each weight once and releases it again.
+  releaseAllSourcePages();
+  auto decoder = detectDecoderIO(graph->graph);
   if (!decoder)
     return decoder.takeError();
-  auto ragged = detectRaggedIO(*graph);
+  auto ragged = detectRaggedIO(graph->graph);
   if (!ragged)
     return ragged.takeError();
 
-  std::vector<SectionBlob> sections;
-  if (!graph->weights.empty())
-    sections.push_back({graph->weights.data(), graph->weights.size()});
-  std::string error = WritePlanFile(
+  const CollectedGraph &g = *graph;
+  std::vector<SectionSource> sections;
+  if (g.graph.weightBytes > 0)
+    sections.push_back(weightSection(g));
+  // The provenance's hashes may still be computing: the plan is laid out
+  // with placeholders and they are filled in after the weights are written.
+  PlanExtras x = extras;
+  auto completeProvenance = [&x]() -> std::string {
+    if (llvm::Error e = x.completeProvenance(x.provenance))
+      return llvm::toString(std::move(e));
+    return "";
+  };
+  std::string error = StreamPlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
-        return serializePlan(*graph, *decoder, *ragged, extras, placements);
+        return serializePlan(g.graph, *decoder, *ragged, x, placements);
       },
-      sections);
-  // The only failures left are file system ones (a bad -o path, a full
-  // disk): the user's to fix.
+      sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr);
+  // The failures left are the user's to fix: file system ones (a bad -o
+  // path, a full disk), a weight without data, an unreadable model file.
   if (!error.empty())
     return compiler::inputError(error);
 
   PlanSummary s;
-  s.numTensors = graph->tensors.size();
-  s.numOps = graph->ops.size();
-  for (const TensorDesc &t : graph->tensors)
+  s.numTensors = g.graph.tensors.size();
+  s.numOps = g.graph.ops.size();
+  for (const TensorDesc &t : g.graph.tensors)
     if (t.kind == TensorKind::Weight)
       ++s.numWeights;
-  s.weightBytes = graph->weights.size();
-  s.memory = graph->memory;
+  s.weightBytes = g.graph.weightBytes;
+  s.memory = g.graph.memory;
   s.decoder = *decoder;
   s.ragged = *ragged;
   uint64_t size = 0;

@@ -3,12 +3,15 @@
 #include "compiler/plan/WeightBytes.h"
 
 #include "compiler/plan/PlanAttrs.h"
+#include "compiler/plan/SourcePages.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace kiln::plan {
 namespace {
@@ -29,53 +32,109 @@ llvm::Expected<uint64_t> weightByteSize(mlir::ElementsAttr value) {
          static_cast<uint64_t>(elementBytes(type.getElementType()));
 }
 
-llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out) {
+namespace {
+
+/// Bytes per piece when a value must be converted on its way out.
+constexpr uint64_t kChunkBytes = 1 << 20;
+/// Bytes of a mapped weight passed on (and released) at a time.
+constexpr uint64_t kReleaseBytes = 64 << 20;
+
+llvm::Error sinkFailed() { return err("writing the weight's bytes failed"); }
+
+/// Bools must be exactly 0 or 1: the runtime reads them as C++ bool.
+llvm::Error streamNormalizedBools(const char *data, uint64_t size, WeightSink sink) {
+  std::vector<uint8_t> chunk;
+  for (uint64_t pos = 0; pos < size; pos += kChunkBytes) {
+    uint64_t n = std::min(kChunkBytes, size - pos);
+    chunk.resize(n);
+    for (uint64_t i = 0; i < n; ++i)
+      chunk[i] = data[pos + i] != 0;
+    if (!sink(chunk.data(), n))
+      return sinkFailed();
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error streamResource(mlir::DenseResourceElementsAttr resource, uint64_t size, bool isBool,
+                           WeightSink sink) {
+  mlir::AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob)
+    return err("weight data '" + resource.getRawHandle().getKey() + "' is missing");
+  llvm::ArrayRef<char> data = blob->getData();
+  if (data.size() != size)
+    return err("weight data '" + resource.getRawHandle().getKey() + "' has " +
+               llvm::Twine(data.size()) + " bytes, but its type needs " + llvm::Twine(size));
+  if (isBool) {
+    llvm::Error e = streamNormalizedBools(data.data(), size, sink);
+    releaseSourcePages(data.data(), size);
+    return e;
+  }
+  // Read once, done: a mapped model file's pages need not stay resident.
+  // Pieces bound the resident pages even for one multi-GB weight.
+  for (uint64_t pos = 0; pos < size; pos += kReleaseBytes) {
+    uint64_t n = std::min(kReleaseBytes, size - pos);
+    bool ok = sink(data.data() + pos, n);
+    releaseSourcePages(data.data() + pos, n);
+    if (!ok)
+      return sinkFailed();
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error streamDense(mlir::DenseElementsAttr dense, mlir::Type elementType, uint64_t size,
+                        WeightSink sink) {
+  // MLIR packs i1 as bits, so bools go element by element.
+  if (elementType.isInteger(1)) {
+    std::vector<uint8_t> bytes;
+    bytes.reserve(size);
+    for (bool b : dense.getValues<bool>())
+      bytes.push_back(b ? 1 : 0);
+    if (bytes.size() != size)
+      return err("malformed bool constant");
+    return size == 0 || sink(bytes.data(), size) ? llvm::Error::success() : sinkFailed();
+  }
+  llvm::ArrayRef<char> raw = dense.getRawData();
+  uint64_t elemBytes = static_cast<uint64_t>(elementBytes(elementType));
+  if (dense.isSplat()) {
+    if (raw.size() < elemBytes)
+      return err("malformed splat constant");
+    // A splat can stand for gigabytes: expand it one chunk at a time.
+    uint64_t perChunk = std::max<uint64_t>(1, kChunkBytes / elemBytes) * elemBytes;
+    std::vector<char> chunk(std::min(perChunk, size));
+    for (uint64_t off = 0; off < chunk.size(); off += elemBytes)
+      std::memcpy(chunk.data() + off, raw.data(), elemBytes);
+    for (uint64_t pos = 0; pos < size; pos += chunk.size())
+      if (!sink(chunk.data(), std::min<uint64_t>(chunk.size(), size - pos)))
+        return sinkFailed();
+    return llvm::Error::success();
+  }
+  if (raw.size() != size)
+    return err("constant has " + llvm::Twine(raw.size()) + " bytes of data, but its type needs " +
+               llvm::Twine(size));
+  return size == 0 || sink(raw.data(), size) ? llvm::Error::success() : sinkFailed();
+}
+
+} // namespace
+
+llvm::Error streamWeightBytes(mlir::ElementsAttr value, WeightSink sink) {
   auto size = weightByteSize(value);
   if (!size)
     return size.takeError();
   auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
-  bool isBool = type.getElementType().isInteger(1);
+  if (auto resource = mlir::dyn_cast<mlir::DenseResourceElementsAttr>(value))
+    return streamResource(resource, *size, type.getElementType().isInteger(1), sink);
+  if (auto dense = mlir::dyn_cast<mlir::DenseElementsAttr>(value))
+    return streamDense(dense, type.getElementType(), *size, sink);
+  return err("unsupported constant attribute kind (expected dense or dense_resource)");
+}
 
-  if (auto resource = mlir::dyn_cast<mlir::DenseResourceElementsAttr>(value)) {
-    mlir::AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return err("weight data '" + resource.getRawHandle().getKey() + "' is missing");
-    llvm::ArrayRef<char> data = blob->getData();
-    if (data.size() != *size)
-      return err("weight data '" + resource.getRawHandle().getKey() + "' has " +
-                 llvm::Twine(data.size()) + " bytes, but its type needs " + llvm::Twine(*size));
-    std::memcpy(out, data.data(), data.size());
-    // Bools must be exactly 0 or 1: the runtime reads them as C++ bool.
-    if (isBool)
-      for (uint64_t i = 0; i < *size; ++i)
-        out[i] = out[i] != 0;
-    return llvm::Error::success();
-  }
-
-  auto dense = mlir::dyn_cast<mlir::DenseElementsAttr>(value);
-  if (!dense)
-    return err("unsupported constant attribute kind (expected dense or dense_resource)");
-  // MLIR packs i1 as bits, so bools go element by element.
-  if (isBool) {
-    uint64_t i = 0;
-    for (bool b : dense.getValues<bool>())
-      out[i++] = b ? 1 : 0;
-    return llvm::Error::success();
-  }
-  llvm::ArrayRef<char> raw = dense.getRawData();
-  uint64_t elemBytes = static_cast<uint64_t>(elementBytes(type.getElementType()));
-  if (dense.isSplat()) {
-    if (raw.size() < elemBytes)
-      return err("malformed splat constant");
-    for (uint64_t off = 0; off < *size; off += elemBytes)
-      std::memcpy(out + off, raw.data(), elemBytes);
-    return llvm::Error::success();
-  }
-  if (raw.size() != *size)
-    return err("constant has " + llvm::Twine(raw.size()) + " bytes of data, but its type needs " +
-               llvm::Twine(*size));
-  std::memcpy(out, raw.data(), raw.size());
-  return llvm::Error::success();
+llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out) {
+  // An empty weight passes no bytes, so a null `out` is never written.
+  return streamWeightBytes(value, [&out](const void *data, uint64_t size) {
+    std::memcpy(out, data, size);
+    out += size;
+    return true;
+  });
 }
 
 } // namespace kiln::plan

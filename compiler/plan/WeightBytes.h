@@ -12,6 +12,7 @@
 #define KILN_COMPILER_PLAN_WEIGHTBYTES_H
 
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -21,6 +22,17 @@ namespace kiln::plan {
 /// Byte size of `value` in the plan's layout, or an error when its type is
 /// not static or not a plan dtype.
 llvm::Expected<uint64_t> weightByteSize(mlir::ElementsAttr value);
+
+/// Receives a weight's bytes in order, piece by piece; false stops the
+/// stream with an error (a failed write).
+using WeightSink = llvm::function_ref<bool(const void *data, uint64_t size)>;
+
+/// Passes `value` in the plan's layout to `sink`, weightByteSize() bytes in
+/// all, without a copy of the whole value: a resource blob goes out as it
+/// is (its mapped file pages are released afterwards, see SourcePages.h),
+/// splats and bools through a small buffer. Fails when a resource blob is
+/// missing or has the wrong size.
+llvm::Error streamWeightBytes(mlir::ElementsAttr value, WeightSink sink);
 
 /// Writes `value` in the plan's layout to `out`, which has weightByteSize()
 /// bytes. Fails when a resource blob is missing or has the wrong size.

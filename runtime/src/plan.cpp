@@ -75,6 +75,39 @@ uint64_t Plan::weight_bytes() const {
   return total;
 }
 
+namespace {
+
+std::string Str(const flatbuffers::String *s) { return s ? s->str() : std::string(); }
+
+PlanSourceFile SourceFile(const fb::SourceFile *f) {
+  PlanSourceFile out;
+  if (f) {
+    out.path = Str(f->path());
+    out.size = f->size();
+    out.sha256 = Str(f->sha256());
+  }
+  return out;
+}
+
+} // namespace
+
+bool Plan::provenance(PlanProvenance *out) const {
+  const fb::Provenance *p = fb_ ? fb_->provenance() : nullptr;
+  if (!p)
+    return false;
+  out->kiln_version = Str(p->kiln_version());
+  out->source_commit = Str(p->source_commit());
+  out->build_host = Str(p->build_host());
+  out->build_time = Str(p->build_time());
+  out->build_config_json = Str(p->build_config_json());
+  out->model = SourceFile(p->model());
+  out->external_data.clear();
+  if (p->external_data())
+    for (const fb::SourceFile *f : *p->external_data())
+      out->external_data.push_back(SourceFile(f));
+  return true;
+}
+
 const char *TensorKindName(TensorKind k) {
   switch (k) {
   case TensorKind::kActivation:

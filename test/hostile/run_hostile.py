@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Hostile input: truncated and bit-flipped ONNX models, plans, tensors and
-configs fed to kiln build, inspect, exec and run.
+configs fed to kiln build, inspect, verify, exec and run.
 
 Every run must end with a clean exit: 2 (bad input, with a message on stderr)
 or, for an ONNX bit flip that leaves a valid model (a flipped weight bit), 0.
@@ -103,6 +103,7 @@ def main():
             bad = tmp / f"bad{i}.plan"
             bad.write_bytes(data)
             chk.run(f"inspect: plan {what}", [kiln, "inspect", str(bad)], {2})
+            chk.run(f"verify: plan {what}", [kiln, "verify", str(bad)], {2})
             chk.run(f"exec: plan {what}", [kiln, "exec", str(bad), *inputs, "--output-dir",
                                            str(tmp / "out")], {2})
             chk.run(f"run: plan {what}", [kiln, "run", str(bad), "-p", "hello",
@@ -129,7 +130,8 @@ def main():
                      ["run", str(good_plan), "-p", "x", "--top-p", "0"],
                      ["run", str(good_plan), "-p", "x", "--max-new-tokens", "abc"],
                      ["run", str(tmp / "missing.plan"), "-p", "x"],
-                     ["inspect"], ["exec", str(good_plan), "--input", "nonexistent=x.pb"],
+                     ["inspect"], ["verify"], ["verify", str(good_plan), "--onnx"],
+                     ["exec", str(good_plan), "--input", "nonexistent=x.pb"],
                      ["no-such-command"]) + ((["build", str(tmp / "missing.onnx"), "-o",
                                               str(tmp / "m.plan")],) if can_build else ()):
             chk.run("argv " + " ".join(argv[:1] + argv[2:]), [kiln, *argv], {2})

@@ -19,5 +19,6 @@ int ExecMain(const std::vector<std::string> &args);    // cmd_exec.cpp
 int InspectMain(const std::vector<std::string> &args); // cmd_inspect.cpp
 int BenchMain(const std::vector<std::string> &args);   // cmd_bench.cpp
 int EmbedMain(const std::vector<std::string> &args);   // cmd_embed.cpp
+int VerifyMain(const std::vector<std::string> &args);  // cmd_verify.cpp
 
 }  // namespace kiln::cli

@@ -7,6 +7,7 @@
 #include "compiler/driver/BuildConfig.h"
 #include "compiler/driver/BuildError.h"
 #include "compiler/driver/Pipeline.h"
+#include "kiln_source_commit.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -112,6 +113,7 @@ int BuildMain(const std::vector<std::string> &args) {
   request.printReport = parsed.Has("--report");
   request.passPlugins = parsed.All("--pass-plugin");
   request.compilerVersion = KILN_VERSION;
+  request.sourceCommit = KILN_SOURCE_COMMIT;
   std::string configPath, compileTo;
   if (!Single(parsed, "--output", &request.outputPath, &err) ||
       !Single(parsed, "--config", &configPath, &err) ||

@@ -19,8 +19,9 @@ using Json = nlohmann::ordered_json;
 const char kUsage[] = "usage: kiln inspect model.plan [--ops] [--json]\n"
                       "\n"
                       "Prints a plan's format version, model metadata, tokenizer, generation\n"
-                      "defaults, an encoder's pooling (kiln embed), build config, injection\n"
-                      "report, graph inputs and outputs with\n"
+                      "defaults, an encoder's pooling (kiln embed), build config, provenance\n"
+                      "(kiln version and commit, build host and time, SHA-256 of the source ONNX\n"
+                      "and external-data files), injection report, graph inputs and outputs with\n"
                       "their symbolic shapes, op counts by type, memory plan and weight sections.\n"
                       "The plan is fully verified (checksums, structure) before anything prints.\n"
                       "\n"
@@ -63,6 +64,47 @@ Json TokenizerJson(const std::string &text) {
   return out;
 }
 
+Json SourceFileJson(const PlanSourceFile &f) {
+  return Json{{"path", f.path}, {"bytes", f.size}, {"sha256", f.sha256}};
+}
+
+// Null for a plan built before provenance existed (format 1.0, 1.1).
+Json ProvenanceJson(const Plan &plan) {
+  PlanProvenance p;
+  if (!plan.provenance(&p))
+    return nullptr;
+  Json external = Json::array();
+  for (const PlanSourceFile &f : p.external_data)
+    external.push_back(SourceFileJson(f));
+  Json config = Json::parse(p.build_config_json, nullptr, /*allow_exceptions=*/false);
+  return Json{{"kiln_version", p.kiln_version},
+              {"source_commit", p.source_commit},
+              {"build_host", p.build_host},
+              {"build_time", p.build_time},
+              {"model", SourceFileJson(p.model)},
+              {"external_data", external},
+              {"build_inputs", config.is_discarded() ? Json(p.build_config_json) : config}};
+}
+
+void PrintProvenance(const Json &p) {
+  if (p.is_null()) {
+    std::printf("provenance  none (the plan predates format 1.2)\n");
+    return;
+  }
+  std::printf(
+      "provenance  kiln %s, commit %s, built on %s at %s\n",
+      p["kiln_version"].get<std::string>().c_str(), p["source_commit"].get<std::string>().c_str(),
+      p["build_host"].get<std::string>().c_str(), p["build_time"].get<std::string>().c_str());
+  auto file = [](const char *role, const Json &f) {
+    std::printf("  %-14s %s  %s (%s bytes)\n", role, f["sha256"].get<std::string>().c_str(),
+                f["path"].get<std::string>().c_str(), D(f["bytes"]).c_str());
+  };
+  file("model", p["model"]);
+  for (const Json &f : p["external_data"])
+    file("external data", f);
+  std::printf("  build inputs   %s\n", D(p["build_inputs"]).c_str());
+}
+
 Json Report(const Plan &plan, bool with_ops) {
   const fb::Plan &f = plan.fb();
   Json r;
@@ -94,6 +136,7 @@ Json Report(const Plan &plan, bool with_ops) {
                        {"top_p", g->top_p()},
                        {"repetition_penalty", g->repetition_penalty()}};
   r["build_config"] = S(f.build_config_json());
+  r["provenance"] = ProvenanceJson(plan);
   r["injection_report"] = S(f.injection_report());
 
   Json inputs = Json::array(), outputs = Json::array();
@@ -234,6 +277,7 @@ void PrintText(const Json &r) {
   std::printf("build       %s\n", r["build_config"].get<std::string>().empty()
                                       ? "(no build config)"
                                       : r["build_config"].get<std::string>().c_str());
+  PrintProvenance(r["provenance"]);
   std::string report = r["injection_report"];
   std::printf("injection   %s\n", report.empty() ? "(no report)" : "");
   if (!report.empty())

@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"exec", "run a plan's graph once on TensorProto inputs", kiln::cli::ExecMain},
     {"embed", "embed texts with an encoder plan (one pooled vector each)", kiln::cli::EmbedMain},
     {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
+    {"verify", "recheck a plan's checksums and, given the ONNX, its source", kiln::cli::VerifyMain},
     {"bench", "benchmark the engine: `kiln bench offline` (throughput, latency)", kiln::cli::BenchMain},
 };
 

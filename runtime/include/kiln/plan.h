@@ -55,6 +55,25 @@ struct PlanTensor {
   std::string DimsToString() const;
 };
 
+// A file a plan was built from (Plan.provenance in schemas/plan.fbs).
+struct PlanSourceFile {
+  std::string path; // ONNX: file name; external data: location from the ONNX file's directory
+  uint64_t size = 0;
+  std::string sha256; // 64 lowercase hex digits
+};
+
+// Where a plan came from: the kiln that built it, when and where, with which
+// config, from which files.
+struct PlanProvenance {
+  std::string kiln_version;
+  std::string source_commit;
+  std::string build_host;
+  std::string build_time; // UTC, ISO 8601
+  std::string build_config_json;
+  PlanSourceFile model;
+  std::vector<PlanSourceFile> external_data;
+};
+
 class Plan {
 public:
   ~Plan();
@@ -77,6 +96,8 @@ public:
   uint64_t file_size() const { return file_size_; }
   uint64_t weight_bytes() const;
   const std::string &source() const { return source_; }
+  // The plan's provenance; false when it has none (built before format 1.2).
+  bool provenance(PlanProvenance *out) const;
 
 private:
   friend class PlanLoader;

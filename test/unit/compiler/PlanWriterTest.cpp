@@ -314,6 +314,44 @@ TEST_F(PlanWriterTest, ModelFilesAreEmbedded) {
   EXPECT_EQ(f.build_config_json()->str(), R"({"dtype": "fp32"})");
 }
 
+TEST_F(PlanWriterTest, ProvenanceRoundTrips) {
+  PlanExtras extras;
+  ProvenanceDesc &p = extras.provenance;
+  p.present = true;
+  p.kilnVersion = "9.8.7";
+  p.sourceCommit = "0123456789abcdef0123456789abcdef01234567";
+  p.buildHost = "builder-1";
+  p.buildTime = "2026-12-03T07:37:41Z";
+  p.buildConfigJson = R"({"config": {"dtype": "model"}})";
+  p.model = {"model.onnx", 1234, std::string(64, 'a')};
+  p.externalData = {{"model.onnx_data", 1ull << 33, std::string(64, 'b')},
+                    {"sub/more.bin", 7, std::string(64, 'c')}};
+  auto summary = build(kDecoder, path("prov.plan"), extras);
+  ASSERT_TRUE(static_cast<bool>(summary)) << llvm::toString(summary.takeError());
+  auto plan = load(path("prov.plan"));
+  ASSERT_TRUE(plan);
+  PlanProvenance got;
+  ASSERT_TRUE(plan->provenance(&got));
+  EXPECT_EQ(got.kiln_version, "9.8.7");
+  EXPECT_EQ(got.source_commit, p.sourceCommit);
+  EXPECT_EQ(got.build_host, "builder-1");
+  EXPECT_EQ(got.build_time, "2026-12-03T07:37:41Z");
+  EXPECT_EQ(got.build_config_json, p.buildConfigJson);
+  EXPECT_EQ(got.model.path, "model.onnx");
+  EXPECT_EQ(got.model.size, 1234u);
+  EXPECT_EQ(got.model.sha256, std::string(64, 'a'));
+  ASSERT_EQ(got.external_data.size(), 2u);
+  EXPECT_EQ(got.external_data[0].size, 1ull << 33);
+  EXPECT_EQ(got.external_data[1].path, "sub/more.bin");
+  EXPECT_EQ(got.external_data[1].sha256, std::string(64, 'c'));
+
+  // Without provenance (e.g. a plan from an older kiln), the accessor says so.
+  ASSERT_TRUE(static_cast<bool>(build(kDecoder, path("plain.plan"))));
+  auto plain = load(path("plain.plan"));
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->provenance(&got));
+}
+
 TEST_F(PlanWriterTest, GreedyUnlessDoSample) {
   // Without do_sample, Hugging Face searches greedily whatever temperature
   // says; the repetition penalty still applies.
