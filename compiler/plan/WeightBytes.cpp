@@ -74,7 +74,8 @@ llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out) {
   if (raw.size() != *size)
     return err("constant has " + llvm::Twine(raw.size()) + " bytes of data, but its type needs " +
                llvm::Twine(*size));
-  std::memcpy(out, raw.data(), raw.size());
+  if (raw.size() > 0) // an empty weight may have null data and `out`
+    std::memcpy(out, raw.data(), raw.size());
   return llvm::Error::success();
 }
 
