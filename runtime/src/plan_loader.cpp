@@ -204,6 +204,7 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
         // An empty weight has no bytes to place, and a plan whose only
         // weights are empty has no section at all. Kernels may still pass
         // the pointer to memcpy with size 0, so it must not be null.
+        pt.section = -1;
         pt.data = p;
         continue;
       }

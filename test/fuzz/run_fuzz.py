@@ -64,7 +64,7 @@ def onnx_seeds(seeds):
 
 def tokenizer_seeds(seeds):
     texts = [json.loads(line) for line in
-             (ROOT / "test" / "tokenizer" / "corpus.jsonl").read_text().splitlines() if line]
+             (ROOT / "test" / "tokenizer" / "corpus.jsonl").read_text().split("\n") if line]
     docs = {}
     for p in sorted(FIXTURES.glob("*/tokenizer.json")) + \
             sorted((ROOT / "test" / "tokenizer").glob("[a-z]*[0-9].json")):
@@ -102,7 +102,7 @@ def run_target(target, fuzzer, work, seconds, max_runs, builder, extra):
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=ENV)
     wall = time.time() - t0
-    stats = dict(line.split(":", 1) for line in r.stderr.splitlines()
+    stats = dict(line.partition(": ")[::2] for line in r.stderr.splitlines()
                  if line.startswith("stat::"))
     execs = stats.get("stat::number_of_executed_units", "?").strip()
     cov = ""

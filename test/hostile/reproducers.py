@@ -85,6 +85,8 @@ def onnx_cases(tmp):
     cases.append(Case("empty weight builds",
                       ["build", str(tmp / "empty_weight.onnx"), "-o", str(tmp / "empty.plan"),
                        "-q"], 0, None))
+    cases.append(Case("empty weight inspects",
+                      ["inspect", "--json", "--ops", str(tmp / "empty.plan")], 0, '"empty"'))
     cases.append(Case("empty weight runs",
                       ["exec", str(tmp / "empty.plan"), "--input", f"x={tmp / 'x.pb'}",
                        "--output-dir", str(tmp / "empty_out")], 0, None))
