@@ -45,9 +45,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view input(reinterpret_cast<const char *>(data), size);
   size_t nul = input.find('\0');
   std::string_view json = input.substr(0, nul);
-  std::string_view text = nul == std::string_view::npos
-                              ? std::string_view("Hello, world! <|endoftext|> 12 ünïcödé 漢字 🙂")
-                              : input.substr(nul + 1);
+  std::string_view text =
+      nul == std::string_view::npos
+          ? std::string_view("Hello, world! <|endoftext|> 12 ünïcödé 漢字 🙂")
+          : input.substr(nul + 1);
   auto tok = kiln::Tokenizer::FromJson(json);
   if (!tok.ok()) {
     if (tok.status().message().empty())

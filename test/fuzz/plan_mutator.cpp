@@ -4,8 +4,12 @@
 #include "kiln_schema/plan_generated.h"
 #include "plan_format.h"
 
+#include <flatbuffers/reflection.h>
+
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -36,8 +40,7 @@ bool ReadHeader(const uint8_t *data, size_t size, PlanHeader *h) {
   if (size < kPlanHeaderSize)
     return false;
   std::memcpy(h, data, sizeof(*h));
-  return h->flatbuffer_offset == kPlanHeaderSize &&
-         h->flatbuffer_size <= size - kPlanHeaderSize;
+  return h->flatbuffer_offset == kPlanHeaderSize && h->flatbuffer_size <= size - kPlanHeaderSize;
 }
 
 // Where the weight sections begin (the end of the file when there are none):
@@ -77,6 +80,105 @@ size_t MutateFlatBuffer(uint8_t *data, size_t size, size_t max_size, const PlanH
   return size;
 }
 
+// plan.fbs compiled to a binary schema (KILN_PLAN_BFBS, made by flatc at
+// build time), for the field-aware mutation below.
+const reflection::Schema *PlanSchema() {
+  static const std::vector<uint8_t> bytes = [] {
+    std::ifstream in(KILN_PLAN_BFBS, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  }();
+  if (bytes.empty())
+    return nullptr;
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+  return reflection::VerifySchemaBuffer(verifier) ? reflection::GetSchema(bytes.data()) : nullptr;
+}
+
+// One integer stored in the FlatBuffer: a table field that is present, or an
+// element of a vector of integers.
+struct IntSlot {
+  uint8_t *at;
+  reflection::BaseType type;
+};
+
+// Collects every stored integer of `table` (an `object`) and of the tables
+// below it: slot numbers, tensor ids, dims, offsets, sizes, counts.
+void CollectInts(const reflection::Schema &schema, const reflection::Object &object,
+                 const flatbuffers::Table &table, std::vector<IntSlot> &out, int depth) {
+  if (depth > 8 || !object.fields())
+    return;
+  for (const reflection::Field *f : *object.fields()) {
+    reflection::BaseType type = f->type()->base_type();
+    if (flatbuffers::IsInteger(type) && table.CheckField(f->offset())) {
+      out.push_back({const_cast<uint8_t *>(table.GetAddressOf(f->offset())), type});
+    } else if (type == reflection::Obj) {
+      const reflection::Object *sub = schema.objects()->Get(f->type()->index());
+      if (const flatbuffers::Table *child = flatbuffers::GetFieldT(table, *f);
+          child && !sub->is_struct())
+        CollectInts(schema, *sub, *child, out, depth + 1);
+    } else if (type == reflection::Vector) {
+      reflection::BaseType elem = f->type()->element();
+      if (flatbuffers::IsInteger(elem)) {
+        if (flatbuffers::VectorOfAny *v = flatbuffers::GetFieldAnyV(table, *f))
+          for (uint32_t i = 0; i < v->size(); ++i)
+            out.push_back({v->Data() + i * flatbuffers::GetTypeSize(elem), elem});
+      } else if (elem == reflection::Obj) {
+        const reflection::Object *sub = schema.objects()->Get(f->type()->index());
+        auto *v =
+            table.GetPointer<const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::Table>> *>(
+                f->offset());
+        for (uint32_t i = 0; v && !sub->is_struct() && i < v->size(); ++i)
+          CollectInts(schema, *sub, *v->Get(i), out, depth + 1);
+      }
+    }
+  }
+}
+
+// Sets one stored integer of a verified FlatBuffer to a value that tends to
+// sit at a check's boundary: 0, +-1, extremes, a neighbour of its own value,
+// or another stored integer (+-1), which pairs a slot with num_slots, an id
+// with a tensor count, an offset with a size. Returns false when the
+// FlatBuffer does not verify or stores no integer.
+bool MutateOneInt(uint8_t *fb, size_t size, std::minstd_rand &rng) {
+  const reflection::Schema *schema = PlanSchema();
+  AlignedFlatBuffer fbuf(fb, size);
+  if (!schema || !VerifiedPlan(fbuf))
+    return false;
+  std::vector<IntSlot> ints;
+  CollectInts(*schema, *schema->root_table(), *flatbuffers::GetAnyRoot(fbuf.data()), ints, 0);
+  if (ints.empty())
+    return false;
+  const IntSlot &slot = ints[rng() % ints.size()];
+  int64_t old = flatbuffers::GetAnyValueI(slot.type, slot.at);
+  const IntSlot &other = ints[rng() % ints.size()];
+  // Offsets wrap (unsigned arithmetic): the extremes are boundaries too.
+  auto near = [&](int64_t base, unsigned span) {
+    return static_cast<int64_t>(static_cast<uint64_t>(base) + rng() % span - span / 2);
+  };
+  int64_t v;
+  switch (rng() % 8) {
+  case 0:
+    v = near(0, 3);
+    break;
+  case 1:
+    v = rng() % 2 ? INT64_MAX : INT64_MIN;
+    break;
+  case 2:
+    v = rng() % 2 ? INT32_MAX : INT32_MIN;
+    break;
+  case 3:
+    v = int64_t{1} << (rng() % 63);
+    break;
+  case 4:
+    v = near(old, 5);
+    break;
+  default:
+    v = near(flatbuffers::GetAnyValueI(other.type, other.at), 3);
+  }
+  flatbuffers::SetAnyValueI(slot.type, slot.at, v);
+  std::memcpy(fb, fbuf.data(), size);
+  return true;
+}
+
 } // namespace
 
 void ResealPlan(uint8_t *data, size_t size) {
@@ -110,9 +212,13 @@ size_t MutatePlan(uint8_t *data, size_t size, size_t max_size, unsigned seed) {
   PlanHeader h;
   size_t n;
   // One mutation in eight goes anywhere (header fields, section bytes,
-  // length); the rest go to the FlatBuffer, where the structure lives.
-  if (rng() % 8 == 0 || !ReadHeader(data, size, &h))
+  // length); the rest go to the FlatBuffer, where the structure lives: half
+  // of them to one stored integer, half to its bytes.
+  unsigned pick = rng() % 8;
+  if (pick == 0 || !ReadHeader(data, size, &h))
     n = LLVMFuzzerMutate(data, size, max_size);
+  else if (pick <= 4 && MutateOneInt(data + kPlanHeaderSize, h.flatbuffer_size, rng))
+    n = size;
   else
     n = MutateFlatBuffer(data, size, max_size, h);
   ResealPlan(data, n);

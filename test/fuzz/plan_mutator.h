@@ -16,7 +16,9 @@ void ResealPlan(uint8_t *data, size_t size);
 
 // One mutation of a plan in `data` (size bytes, room for max_size): mostly of
 // the FlatBuffer alone, keeping the weight sections where they are, at
-// times of the whole file (header fields, sections, length). Returns the new
+// times of the whole file (header fields, sections, length); half of the
+// FlatBuffer mutations set one stored integer (a field or a vector element,
+// found through the schema) to a boundary value. Returns the new
 // size; the result is resealed.
 size_t MutatePlan(uint8_t *data, size_t size, size_t max_size, unsigned seed);
 

@@ -30,8 +30,9 @@ HERE = Path(__file__).resolve().parent
 # Lit models that build to small plans (seeds with every table, few bytes).
 LIT_PLAN_MODELS = ["basic.onnx", "constants.onnx", "shape_chain.onnx", "index_ops.onnx",
                    "upgrades.onnx", "layernorm_mean.onnx"]
-# Fixture models small enough to import many times a second.
-FIXTURE_ONNX = ["gpt2-optimum"]
+# Small decoder-like graphs (a gated MLP layer each) beside the importer's
+# models; the fixtures' models are too large to import many times a second.
+INJECT_ONNX = ROOT / "test" / "lit" / "inject" / "Inputs"
 TARGETS = ["plan_loader", "tokenizer", "onnx_import"]
 
 ENV = dict(os.environ,
@@ -58,8 +59,28 @@ def plan_seeds(builder, seeds):
 def onnx_seeds(seeds):
     for p in sorted(LIT_ONNX.glob("*.onnx")):
         (seeds / p.name).write_bytes(p.read_bytes())
-    for name in FIXTURE_ONNX:
-        (seeds / f"{name}.onnx").write_bytes((FIXTURES / name / "model.onnx").read_bytes())
+    for p in sorted(INJECT_ONNX.glob("*.onnx")):
+        (seeds / p.name).write_bytes(p.read_bytes())
+
+
+def trimmed_tokenizer(doc, keep=384):
+    """The document with its vocabulary cut to `keep` entries (and the merges
+    among them): every component stays, and it parses a hundred times faster."""
+    tok = json.loads(doc)
+    model = tok.get("model") or {}
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or len(vocab) <= keep:
+        return doc
+    kept = dict(sorted(vocab.items(), key=lambda kv: kv[1])[:keep])
+    model["vocab"] = kept
+    if isinstance(model.get("merges"), list):
+        merges = []
+        for m in model["merges"]:
+            a, b = m.split(" ", 1) if isinstance(m, str) else m
+            if a in kept and b in kept and a + b in kept:
+                merges.append(m)
+        model["merges"] = merges
+    return json.dumps(tok, ensure_ascii=False).encode()
 
 
 def tokenizer_seeds(seeds):
@@ -71,7 +92,10 @@ def tokenizer_seeds(seeds):
         docs.setdefault(p.read_bytes(), p)  # fixtures share tokenizers
     for i, (doc, path) in enumerate(docs.items()):
         text = texts[(7 * i) % len(texts)] + " " + texts[(7 * i + 3) % len(texts)]
-        (seeds / f"{path.parent.name}-{path.stem}").write_bytes(doc + b"\0" + text.encode())
+        name = f"{path.parent.name}-{path.stem}"
+        (seeds / name).write_bytes(trimmed_tokenizer(doc) + b"\0" + text.encode())
+        if i == 0:  # one whole document, as shipped
+            (seeds / f"{name}-whole").write_bytes(doc + b"\0" + text.encode())
 
 
 def make_seeds(target, seeds, builder):
