@@ -94,7 +94,7 @@ def tokenizer_seeds(seeds):
         text = texts[(7 * i) % len(texts)] + " " + texts[(7 * i + 3) % len(texts)]
         name = f"{path.parent.name}-{path.stem}"
         (seeds / name).write_bytes(trimmed_tokenizer(doc) + b"\0" + text.encode())
-        if i == 0:  # one whole document, as shipped
+        if path.parent.name == "gpt2-optimum":  # one whole document, as shipped
             (seeds / f"{name}-whole").write_bytes(doc + b"\0" + text.encode())
 
 
