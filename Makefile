@@ -31,6 +31,30 @@ test: setup
 	cmake --build build/ci-runtime -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-asan --output-on-failure -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-runtime --output-on-failure -j $(JOBS)
+	$(MAKE) fuzz-build
+	$(PY) test/fuzz/run_fuzz.py --fuzz-dir build/fuzz/fuzz --builder build/ci-asan/tools/kiln/kiln \
+	    --seconds $(FUZZ_TEST_SECONDS)
+
+# libFuzzer targets (docs/testing.md): a clang build of their own, holding
+# only them and the libraries they link. `make test` runs each briefly;
+# `make fuzz FUZZ_SECONDS=3600 [FUZZ_TARGETS=plan_loader]` runs longer,
+# keeping the corpus in build/fuzz/fuzz/work between runs.
+FUZZ_TEST_SECONDS ?= 25
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= plan_loader,tokenizer,onnx_import
+
+.PHONY: fuzz fuzz-build
+
+build/fuzz/build.ninja:
+	CC=clang-19 CXX=clang++-19 cmake -S . -B build/fuzz $(GEN) -DCMAKE_BUILD_TYPE=Release \
+	    -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF
+
+fuzz-build: build/fuzz/build.ninja
+	cmake --build build/fuzz -j $(JOBS) --target kiln_fuzzers
+
+fuzz: build fuzz-build
+	$(PY) test/fuzz/run_fuzz.py --fuzz-dir build/fuzz/fuzz --builder build/release/tools/kiln/kiln \
+	    --seconds $(FUZZ_SECONDS) --targets $(FUZZ_TARGETS)
 
 # CPU benchmark against ONNX Runtime on the same ONNX files (docs/benchmarks.md).
 bench: build

@@ -15,11 +15,13 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <optional>
 
 namespace kiln {
 
@@ -41,19 +43,42 @@ struct SizeKey {
   }
 };
 
+/// Bytes of the static dims of `t` times its element size (the whole size
+/// when the shape is static), or std::nullopt when that exceeds int64.
+std::optional<int64_t> staticPartBytes(mlir::RankedTensorType t) {
+  if (llvm::is_contained(t.getShape(), 0))
+    return 0; // empty, however large the other dims
+  int64_t bytes = plan::elementBytes(t.getElementType());
+  for (int64_t d : t.getShape())
+    if (!mlir::ShapedType::isDynamic(d) && __builtin_mul_overflow(bytes, d, &bytes))
+      return std::nullopt;
+  return bytes;
+}
+
+/// Callers have checked with staticPartBytes that the size fits.
 SizeKey sizeKeyOf(mlir::Type type) {
-  SizeKey key;
   auto t = mlir::dyn_cast<mlir::RankedTensorType>(type);
   if (!t || !t.getElementType().isIntOrFloat())
     return {INT_MAX / 2, 0}; // unranked: huge
-  key.staticPartBytes = plan::elementBytes(t.getElementType());
-  for (int64_t d : t.getShape()) {
-    if (mlir::ShapedType::isDynamic(d))
-      ++key.dynamicDims;
-    else
-      key.staticPartBytes *= d;
+  return {static_cast<int>(t.getNumDynamicDims()), *staticPartBytes(t)};
+}
+
+/// Emits an error at every op result too large to address, e.g. a static
+/// f32[2^61] (2^63 bytes): slot sizes, the arena and the plan's byte counts
+/// are all int64.
+mlir::LogicalResult checkSizes(mlir::Block &body) {
+  bool ok = true;
+  for (mlir::Operation &op : body) {
+    for (mlir::OpResult r : op.getResults()) {
+      auto t = mlir::dyn_cast<mlir::RankedTensorType>(r.getType());
+      if (!t || !t.getElementType().isIntOrFloat() || staticPartBytes(t))
+        continue;
+      op.emitError() << "result " << r.getResultNumber() << " of type " << t
+                     << " needs more than 2^63 bytes; kiln cannot plan its memory";
+      ok = false;
+    }
   }
-  return key;
+  return mlir::success(ok);
 }
 
 struct Slot {
@@ -111,6 +136,8 @@ void MemoryPlanPass::runOnOperation() {
   if (func.isExternal())
     return;
   mlir::Block &body = func.getBody().front();
+  if (mlir::failed(checkSizes(body)))
+    return signalPassFailure();
 
   llvm::DenseMap<mlir::Operation *, int> position;
   int n = 0;
@@ -147,7 +174,8 @@ void MemoryPlanPass::runOnOperation() {
         int slot = allocator.allocate(r.getType());
         slots.push_back(slot);
         int64_t bytes = plan::staticBytes(r.getType());
-        unshared = (bytes < 0 || unshared < 0) ? -1 : unshared + bytes;
+        if (bytes < 0 || unshared < 0 || __builtin_add_overflow(unshared, bytes, &unshared))
+          unshared = -1; // dynamic, or more than int64 in all (then unknown too)
         int last = lastUse(r, pos);
         if (last != INT_MAX)
           expiring.emplace(last, slot);
@@ -164,8 +192,14 @@ void MemoryPlanPass::runOnOperation() {
 
   mlir::Builder b(&getContext());
   llvm::SmallVector<int64_t> slotBytes;
-  for (const Slot &s : allocator.slots())
+  int64_t arenaBytes = 0;
+  for (const Slot &s : allocator.slots()) {
     slotBytes.push_back(s.staticBytes);
+    if (s.staticBytes > 0 && __builtin_add_overflow(arenaBytes, s.staticBytes, &arenaBytes)) {
+      func.emitError() << "the arena's static slots need more than 2^63 bytes in all";
+      return signalPassFailure();
+    }
+  }
   func->setAttr(plan::kMemoryPlanAttr,
                 b.getDictionaryAttr({
                     b.getNamedAttr("num_slots", b.getI64IntegerAttr(allocator.slots().size())),

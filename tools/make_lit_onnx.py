@@ -198,6 +198,13 @@ def broken(out):
                [tensor("x", TensorProto.FLOAT, [2, 4]), tensor("s", TensorProto.FLOAT, [4])],
                [tensor("y", TensorProto.FLOAT, None), tensor("mean", TensorProto.FLOAT, None)]),
          "layernorm_mean.onnx", out)
+    # Axes just outside [-rank, rank) with Mean requested: refused by name.
+    for axis, name in ((-3, "layernorm_axis_minus3.onnx"), (2, "layernorm_axis_2.onnx")):
+        save(model([helper.make_node("LayerNormalization", ["x", "s"], ["y", "mean"], name="ln",
+                                     axis=axis)],
+                   [tensor("x", TensorProto.FLOAT, [2, 4]), tensor("s", TensorProto.FLOAT, [4])],
+                   [tensor("y", TensorProto.FLOAT, None), tensor("mean", TensorProto.FLOAT, None)]),
+             name, out)
     save(model([helper.make_node("Add", ["x", "y"], ["z"], name="bad_add")],
                [tensor("x", TensorProto.FLOAT, [2, 3]), tensor("y", TensorProto.FLOAT, [4])],
                [tensor("z", TensorProto.FLOAT, None)]), "bad_broadcast.onnx", out)

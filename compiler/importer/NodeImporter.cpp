@@ -110,18 +110,19 @@ Results layerNormStats(NodeContext &ctx, Value y, int64_t axis, float epsilon, i
   if (stash != 1)
     return ctx.error() << "Mean and InvStdDev outputs need stash_type 1 (float), got " << stash;
   Value x = ctx.input(0);
+  // The axes list has one entry per normalized dim, so the axis must be
+  // checked against the rank before it sizes anything: a file's axis of
+  // -2^38 would otherwise ask for a list of 2^38 entries.
+  auto ranked = dyn_cast<RankedTensorType>(x.getType());
+  if (!ranked)
+    return ctx.error() << "Mean and InvStdDev outputs need the input's rank";
+  int64_t rank = ranked.getRank();
+  if (axis < -rank || axis >= rank)
+    return ctx.error() << "axis " << axis << " is out of range for an input of rank " << rank
+                       << " (expected " << -rank << " to " << rank - 1 << ")";
   SmallVector<int64_t> axes;
-  if (axis < 0) {
-    for (int64_t a = axis; a < 0; ++a)
-      axes.push_back(a);
-  } else {
-    auto ranked = dyn_cast<RankedTensorType>(x.getType());
-    if (!ranked)
-      return ctx.error()
-             << "Mean and InvStdDev outputs with a non-negative axis need the input's rank";
-    for (int64_t a = axis; a < ranked.getRank(); ++a)
-      axes.push_back(a);
-  }
+  for (int64_t a = axis < 0 ? axis + rank : axis; a < rank; ++a)
+    axes.push_back(axis < 0 ? a - rank : a);
   Type f32 = ctx.f32();
   if (!elementTypeOf(x).isF32())
     x = ctx.create<CastOp>(1, f32, x, i64(ctx, /*kiln DType F32=*/1)).getResult();

@@ -54,6 +54,7 @@ private:
   static Status CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h);
   static Status CheckSections(const uint8_t *p, uint64_t size, const PlanHeader &h,
                               const fb::Plan &plan);
+  static Status CheckMemoryPlan(const fb::Plan &plan);
   static Status DecodeTensors(const uint8_t *p, Plan &plan);
   static Status CheckGraphIO(Plan &plan);
   static Status CheckOps(const Plan &plan);
@@ -128,6 +129,37 @@ Status PlanLoader::CheckSections(const uint8_t *p, uint64_t size, const PlanHead
   return Status::Ok();
 }
 
+// Runs before DecodeTensors, which indexes slot_static_bytes by the slots it
+// reads from the tensors: the table must already be known to cover num_slots.
+Status PlanLoader::CheckMemoryPlan(const fb::Plan &f) {
+  const fb::MemoryPlan *mp = f.memory_plan();
+  if (!mp)
+    return Status::Ok();
+  int64_t n = f.tensors() ? f.tensors()->size() : 0;
+  if (mp->num_slots() < 0 || mp->num_slots() > n)
+    return DataLoss("memory plan: " + std::to_string(mp->num_slots()) + " slots for " +
+                    std::to_string(n) + " tensors");
+  int a = mp->alignment();
+  if (a < 1 || a > 65536 || (a & (a - 1)) != 0)
+    return DataLoss("memory plan: alignment " + std::to_string(a) + " is not a power of two");
+  if (const auto *bytes = mp->slot_static_bytes()) {
+    if (bytes->size() != static_cast<uint32_t>(mp->num_slots()))
+      return DataLoss("memory plan: slot_static_bytes has " + std::to_string(bytes->size()) +
+                      " entries for " + std::to_string(mp->num_slots()) + " slots");
+    // The arena holds every slot at once, so their sum must be a size.
+    int64_t total = 0;
+    for (uint32_t i = 0; i < bytes->size(); ++i) {
+      int64_t b = bytes->Get(i);
+      if (b < -1)
+        return DataLoss("memory plan: slot " + std::to_string(i) + " has " + std::to_string(b) +
+                        " static bytes");
+      if (b > 0 && __builtin_add_overflow(total, b, &total))
+        return DataLoss("memory plan: the static slot sizes add up to more than 2^63 bytes");
+    }
+  }
+  return Status::Ok();
+}
+
 Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
   const fb::Plan &f = *plan.fb_;
   const auto *tensors = f.tensors();
@@ -167,6 +199,15 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
     if (pt.kind == TensorKind::kWeight) {
       if (bytes == UINT64_MAX)
         return DataLoss(label + ": a weight needs a static shape, got " + pt.DimsToString());
+      if (bytes == 0 && t->size() == 0 &&
+          (!sections || pt.section < 0 || static_cast<uint32_t>(pt.section) >= sections->size())) {
+        // An empty weight has no bytes to place, and a plan whose only
+        // weights are empty has no section at all. Kernels may still pass
+        // the pointer to memcpy with size 0, so it must not be null.
+        pt.section = -1;
+        pt.data = p;
+        continue;
+      }
       if (!sections || pt.section < 0 || static_cast<uint32_t>(pt.section) >= sections->size())
         return DataLoss(label + ": section " + std::to_string(pt.section) + " does not exist");
       const fb::Section *s = sections->Get(pt.section);
@@ -222,20 +263,6 @@ Status PlanLoader::CheckGraphIO(Plan &plan) {
         return DataLoss("graph output id " + std::to_string(id) + " is not a tensor");
       plan.outputs_.push_back(id);
     }
-  }
-  const fb::MemoryPlan *mp = f.memory_plan();
-  if (mp) {
-    if (mp->num_slots() < 0 || mp->num_slots() > n)
-      return DataLoss("memory plan: " + std::to_string(mp->num_slots()) + " slots for " +
-                      std::to_string(n) + " tensors");
-    int a = mp->alignment();
-    if (a < 1 || a > 65536 || (a & (a - 1)) != 0)
-      return DataLoss("memory plan: alignment " + std::to_string(a) + " is not a power of two");
-    if (mp->slot_static_bytes() &&
-        mp->slot_static_bytes()->size() != static_cast<uint32_t>(mp->num_slots()))
-      return DataLoss("memory plan: slot_static_bytes has " +
-                      std::to_string(mp->slot_static_bytes()->size()) + " entries for " +
-                      std::to_string(mp->num_slots()) + " slots");
   }
   return Status::Ok();
 }
@@ -382,6 +409,7 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan) {
                     std::to_string(h.format_major) + "." + std::to_string(h.format_minor));
 
   KILN_RETURN_IF_ERROR(CheckSections(p, size, h, f));
+  KILN_RETURN_IF_ERROR(CheckMemoryPlan(f));
   KILN_RETURN_IF_ERROR(DecodeTensors(p, *plan));
   KILN_RETURN_IF_ERROR(CheckGraphIO(*plan));
   KILN_RETURN_IF_ERROR(CheckOps(*plan));

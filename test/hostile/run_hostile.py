@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import reproducers
+
 ENV = dict(os.environ,
            ASAN_OPTIONS="detect_leaks=0:exitcode=86:abort_on_error=0",
            UBSAN_OPTIONS="halt_on_error=1:exitcode=87:print_stacktrace=1")
@@ -27,7 +29,8 @@ class Checker:
         self.failures = []
         self.verbose = verbose
 
-    def run(self, what, cmd, allowed):
+    def run(self, what, cmd, allowed, expect=None):
+        """Runs cmd; with `expect`, its output must also contain that text."""
         self.runs += 1
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
@@ -42,6 +45,9 @@ class Checker:
                                  f"{r.stderr.strip()[-800:]}")
         elif code == 2 and not r.stderr.strip():
             self.failures.append(f"{what}: exit 2 with no message")
+        elif expect and expect not in r.stderr + r.stdout:
+            self.failures.append(f"{what}: exit {code} without the expected message "
+                                 f"{expect!r}; stderr: {r.stderr.strip()[-800:]}")
         elif self.verbose:
             print(f"ok {what}: exit {code}: {r.stderr.strip().splitlines()[-1:] }")
 
@@ -61,6 +67,33 @@ def variants(data, rng, n_flips):
         yield f"bit flip at byte {pos}", bytes(b)
     yield "random bytes", bytes(rng.randrange(256) for _ in range(4096))
     yield "empty file", b""
+
+
+def run_reproducers(chk, kiln, builder, tmp):
+    """Fuzzing findings (reproducers.py): each must end as it now should."""
+    rdir = tmp / "repro"
+    rdir.mkdir()
+    if builder == kiln:
+        for case in reproducers.onnx_cases(rdir):
+            chk.run(f"reproducer: {case.what}", [kiln, *case.argv], {case.code}, case.expect)
+        problem = reproducers.check_empty_weight_output(rdir)
+        if problem:
+            chk.runs += 1
+            chk.failures.append(problem)
+    small_onnx = rdir / "chain.onnx"
+    reproducers.onnx.save(reproducers.small_chain_model(), small_onnx)
+    small_plan = rdir / "chain.plan"
+    r = subprocess.run([builder, "build", str(small_onnx), "-o", str(small_plan), "--quiet"],
+                       capture_output=True, text=True, env=ENV)
+    if r.returncode != 0:
+        chk.runs += 1
+        chk.failures.append(f"reproducers: cannot build the small plan: {r.stderr}")
+        return
+    for i, (what, data, msg) in enumerate(reproducers.plan_cases(small_plan.read_bytes())):
+        bad = rdir / f"repro{i}.plan"
+        bad.write_bytes(data)
+        for cmd in (["inspect", str(bad)], ["run", str(bad), "-p", "x", "--max-new-tokens", "1"]):
+            chk.run(f"reproducer: {cmd[0]}: plan with {what}", [kiln, *cmd], {2}, msg)
 
 
 def main():
@@ -135,6 +168,7 @@ def main():
                      ["no-such-command"]) + ((["build", str(tmp / "missing.onnx"), "-o",
                                               str(tmp / "m.plan")],) if can_build else ()):
             chk.run("argv " + " ".join(argv[:1] + argv[2:]), [kiln, *argv], {2})
+        run_reproducers(chk, kiln, builder, tmp)
 
     for f in chk.failures:
         print("FAIL", f)

@@ -204,7 +204,7 @@ Json Report(const Plan &plan, bool with_ops) {
   Json sections = Json::array();
   std::vector<int> tensors_in(f.sections() ? f.sections()->size() : 0, 0);
   for (const PlanTensor &t : plan.tensors())
-    if (t.kind == TensorKind::kWeight)
+    if (t.kind == TensorKind::kWeight && t.section >= 0) // -1: an empty weight
       ++tensors_in[t.section];
   for (uint32_t i = 0; f.sections() && i < f.sections()->size(); ++i) {
     const fb::Section *s = f.sections()->Get(i);

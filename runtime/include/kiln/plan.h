@@ -45,7 +45,8 @@ struct PlanTensor {
   TensorKind kind = TensorKind::kActivation;
   int slot = -1;
   bool host = false;
-  int section = -1;
+  int section = -1;           // weights: index in Plan.sections; -1 for an empty
+                              // weight in a plan without that section
   const void *data = nullptr; // weights: bytes inside the mapped section
   uint64_t size = 0;          // weights: byte size
 
