@@ -145,12 +145,16 @@ std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int6
                              &bytes) ||
       __builtin_mul_overflow(bytes, sizeof(float), &bytes) || bytes > (size_t{1} << 46))
     return nullptr;
-  const size_t alloc = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  auto *data = static_cast<float *>(std::aligned_alloc(kHugePage, alloc));
+  // Huge pages only for weights of a huge page or more; small ones would
+  // waste most of one.
+  const bool huge = bytes >= kHugePage;
+  const size_t align = huge ? kHugePage : 64;
+  const size_t alloc = (bytes + align - 1) / align * align;
+  auto *data = static_cast<float *>(std::aligned_alloc(align, alloc));
   if (data == nullptr)
     return nullptr;
-  // A hint: without huge pages the product is still right, only slower.
-  ::madvise(data, alloc, MADV_HUGEPAGE);
+  if (huge) // a hint: without huge pages the product is still right, only slower
+    ::madvise(data, alloc, MADV_HUGEPAGE);
   ParallelFor(k, kPackRowGrain, [&](int64_t p0, int64_t p1) {
     if (trans)
       PackRowsTransposed(b, n, ldb, k, p0, p1, data);
