@@ -6,6 +6,8 @@ tools/requirements-dev.txt):
 
     /path/to/venv/bin/python tools/make_big_llama.py [--out DIR] [--size 1.1b|tiny]
 
+`make bench` runs it (into build/big/llama-1.1b) when the model is missing.
+
 The default shape is TinyLlama's (1.1B parameters: hidden 2048, 22 layers, 32 query
 heads over 4 KV heads, MLP 5632, vocab 32000, untied LM head), 4.4 GB of fp32
 weights. The model is initialised by transformers with random weights, saved as a
@@ -116,8 +118,8 @@ def finish(out: Path, onnx_dir: Path, hf_dir: Path, size: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("/work/big/llama-1.1b"),
-                    help="output directory (default /work/big/llama-1.1b)")
+    ap.add_argument("--out", type=Path, default=REPO / "build" / "big" / "llama-1.1b",
+                    help="output directory (default build/big/llama-1.1b in the repository)")
     ap.add_argument("--size", choices=sorted(SIZES), default="1.1b")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--force", action="store_true", help="regenerate even if present")
@@ -136,9 +138,10 @@ def main() -> int:
     if (out / "model.onnx").exists() and not a.force:
         print(f"{out}/model.onnx exists (--force to regenerate)")
         return 0
-    if out.is_relative_to(REPO):
-        print(f"error: --out {out} is inside the repository; generated models are not committed",
-              file=sys.stderr)
+    if out.is_relative_to(REPO) and subprocess.run(
+            ["git", "-C", str(REPO), "check-ignore", "-q", str(out)]).returncode != 0:
+        print(f"error: --out {out} is inside the repository and not ignored by git; generated "
+              f"models are never committed (use a folder under build/)", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     work = out / "work"

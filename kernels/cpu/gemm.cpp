@@ -76,8 +76,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
       }
     }
     // A few rows (a batched decode step): BLAS would repack all of B.
-    if (!trans_a && !trans_b && m >= 2 &&
-        SmallMGemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    if (!trans_a && !trans_b && m >= 2 && SmallMGemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
       return;
   }
   if (beta == T(0)) {

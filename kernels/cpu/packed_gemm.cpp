@@ -74,8 +74,7 @@ void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &
 
 // Threads take whole panels; under ~0.5 MFLOP a range is not worth a
 // wake-up. Each thread then streams its own panels from memory.
-template <typename Panels>
-void ForPanels(int64_t m, const PackedMatrix &b, Panels &&panels) {
+template <typename Panels> void ForPanels(int64_t m, const PackedMatrix &b, Panels &&panels) {
   if (m <= 0)
     return;
   const int64_t grain =
@@ -96,8 +95,8 @@ void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, f
   });
 }
 
-void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b,
-                        float alpha, float beta, float *c, int64_t ldc) {
+void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                        float beta, float *c, int64_t ldc) {
   ForPanels(m, b, [&](int64_t j0, int64_t j1) {
     PanelsPortable(m, a, lda, b, j0, j1, alpha, beta, c, ldc);
   });

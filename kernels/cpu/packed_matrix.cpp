@@ -135,8 +135,8 @@ Registry &TheRegistry() {
 
 } // namespace
 
-std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int64_t n,
-                                                 int64_t ldb, bool trans) {
+std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                                 bool trans) {
   if (b == nullptr || k <= 0 || n <= 0 || ldb < (trans ? k : n))
     return nullptr;
   const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
@@ -166,8 +166,8 @@ std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int6
 
 PackedMatrix::~PackedMatrix() { std::free(data_); }
 
-std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n,
-                                                  int64_t ldb, bool trans) {
+std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                                  bool trans) {
   return TheRegistry().Acquire(b, k, n, ldb, trans);
 }
 

@@ -49,16 +49,16 @@ void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, f
 
 // PackedGemm's plain-loop path, which CPUs without AVX-512 take; declared
 // so that tests check it on every CPU.
-void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b,
-                        float alpha, float beta, float *c, int64_t ldc);
+void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                        float beta, float *c, int64_t ldc);
 
 // The packed form of the weight at `b` (op(B) [k, n] with leading dim ldb),
 // packing it on first use. Every holder of the returned pointer shares one
 // copy; while one is held, Gemm<float> finds the packed form by the
 // original's address and runs PackedGemm on it. Null when packing fails.
 // Callers guarantee that `b` stays valid and unchanged while they hold it.
-std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n,
-                                                  int64_t ldb, bool trans);
+std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                                  bool trans);
 
 // The held packed form of B = `b` with these dims, or null.
 const PackedMatrix *FindPacked(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans);

@@ -34,7 +34,8 @@ std::vector<size_t> ProductOperands(const std::string &type) {
 // The f32 2-D weights `op` reads as B, with how it reads them. Gemm's B is
 // transposed by its transB; a transposed A makes the kernel skip packed
 // weights, so such a gemm's B is not counted.
-std::vector<ProductWeight> ProductWeightsOf(const ExecOp &op, const std::vector<PlanTensor> &tensors) {
+std::vector<ProductWeight> ProductWeightsOf(const ExecOp &op,
+                                            const std::vector<PlanTensor> &tensors) {
   std::vector<ProductWeight> out;
   const std::string type = op.def->type;
   const bool gemm = type == "gemm";
@@ -95,8 +96,8 @@ void Executor::Impl::PackWeights() {
   std::vector<int> packed_reads(tensors.size(), 0);
   for (const ProductWeight &w : uses) {
     const PlanTensor &t = tensors[w.tensor];
-    auto held = kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb,
-                                       w.trans);
+    auto held =
+        kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
     if (!held)
       continue; // out of memory, or read two ways: the product reads the mapping
     ++packed_reads[w.tensor];

@@ -16,4 +16,4 @@ void SetCpuThreads(int threads);
 void SetCpuWeightPacking(bool enabled);
 bool CpuWeightPacking();
 
-}  // namespace kiln
+} // namespace kiln

@@ -18,4 +18,4 @@ void SetCpuWeightPacking(bool enabled) { g_weight_packing.store(enabled); }
 
 bool CpuWeightPacking() { return g_weight_packing.load(); }
 
-}  // namespace kiln
+} // namespace kiln

@@ -133,9 +133,9 @@ TEST(PackedGemm, GemmFindsHeldPackedWeightByAddress) {
   auto held = kernels::AcquirePacked(b.data(), k, n, n, false);
   ASSERT_TRUE(held);
   EXPECT_EQ(kernels::FindPacked(b.data(), k, n, n, false), held.get());
-  EXPECT_EQ(kernels::FindPacked(b.data(), k, n, n, true), nullptr);   // other reading
+  EXPECT_EQ(kernels::FindPacked(b.data(), k, n, n, true), nullptr);      // other reading
   EXPECT_EQ(kernels::FindPacked(b.data(), k, n - 1, n, false), nullptr); // other dims
-  EXPECT_EQ(kernels::AcquirePacked(b.data(), k, n, n, false), held); // shared
+  EXPECT_EQ(kernels::AcquirePacked(b.data(), k, n, n, false), held);     // shared
   for (float &v : b)
     v = 0.0f;
   for (int64_t rows : {int64_t{1}, m}) {

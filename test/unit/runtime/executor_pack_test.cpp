@@ -85,17 +85,17 @@ void ExpectSameOutputs(const Result &a, const Result &b) {
 TestPlan Products(int64_t k, int64_t n, int64_t f) {
   TestPlan p;
   int x = p.Input("x", DType::kF32, {"rows", static_cast<int>(k)});
-  int wm = p.Weight("wm", DType::kF32, {static_cast<int>(k), static_cast<int>(n)},
-                    Random(k * n, 1));
-  int wl = p.Weight("wl", DType::kF32, {static_cast<int>(k), static_cast<int>(n)},
-                    Random(k * n, 2));
+  int wm =
+      p.Weight("wm", DType::kF32, {static_cast<int>(k), static_cast<int>(n)}, Random(k * n, 1));
+  int wl =
+      p.Weight("wl", DType::kF32, {static_cast<int>(k), static_cast<int>(n)}, Random(k * n, 2));
   int bl = p.Weight("bl", DType::kF32, {static_cast<int>(n)}, Random(n, 3));
-  int wt = p.Weight("wt", DType::kF32, {static_cast<int>(n), static_cast<int>(k)},
-                    Random(n * k, 4));
+  int wt =
+      p.Weight("wt", DType::kF32, {static_cast<int>(n), static_cast<int>(k)}, Random(n * k, 4));
   int wgu = p.Weight("wgu", DType::kF32, {static_cast<int>(k), static_cast<int>(2 * f)},
                      Random(k * 2 * f, 5));
-  int wd = p.Weight("wd", DType::kF32, {static_cast<int>(f), static_cast<int>(n)},
-                    Random(f * n, 6));
+  int wd =
+      p.Weight("wd", DType::kF32, {static_cast<int>(f), static_cast<int>(n)}, Random(f * n, 6));
   const std::vector<DimSpec> rn = {"rows", static_cast<int>(n)};
   int ym = p.Act("ym", DType::kF32, rn), yl = p.Act("yl", DType::kF32, rn);
   int yt = p.Act("yt", DType::kF32, rn), yg = p.Act("yg", DType::kF32, rn);
