@@ -4,7 +4,7 @@ GEN := -G Ninja
 PY := .venv/bin/python
 DEMO_PROMPT ?= The meaning of
 
-.PHONY: setup build demo test clean bench bench-offline
+.PHONY: setup build demo test clean bench bench-big bench-offline
 
 setup:
 	./tools/setup.sh
@@ -56,11 +56,32 @@ fuzz: build fuzz-build
 	$(PY) test/fuzz/run_fuzz.py --fuzz-dir build/fuzz/fuzz --builder build/release/tools/kiln/kiln \
 	    --seconds $(FUZZ_SECONDS) --targets $(FUZZ_TARGETS)
 
-# CPU benchmark against ONNX Runtime on the same ONNX files (docs/benchmarks.md).
-bench: build
+# CPU benchmark against ONNX Runtime on the same ONNX files (docs/benchmarks.md):
+# the fixtures, and a 1.1B Llama with random weights that tools/make_big_llama.py
+# generates into BIG_LLAMA when it is missing (with DEV_PY, a Python that has
+# tools/requirements-dev.txt). BENCH_LOCK, when set, is a lock file held around
+# each process that loads the big model, on a machine whose memory is shared.
+BIG_LLAMA ?= build/big/llama-1.1b
+DEV_PY ?= .venv-dev/bin/python
+BENCH_LOCK ?=
+BENCH_REAL = --real-size $(BIG_LLAMA) $(if $(BENCH_LOCK),--mem-lock $(BENCH_LOCK))
+
+bench: build $(BIG_LLAMA)/model.onnx
 	$(PY) -c "import onnxruntime" 2>/dev/null || .venv/bin/pip install -q onnxruntime
-	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln --repeats 5 \
-	    test/fixtures/demo test/fixtures/llama-optimum test/fixtures/gpt2-optimum
+	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln --repeats 5 --threads 2 \
+	    test/fixtures/demo test/fixtures/llama-optimum test/fixtures/gpt2-optimum $(BENCH_REAL)
+
+# Only the real-size model: kiln against ONNX Runtime, decode and a 16-token prefill.
+bench-big: build $(BIG_LLAMA)/model.onnx
+	$(PY) -c "import onnxruntime" 2>/dev/null || .venv/bin/pip install -q onnxruntime
+	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln --repeats 5 --threads 2 \
+	    $(BENCH_REAL)
+
+$(BIG_LLAMA)/model.onnx:
+	@test -x $(DEV_PY) || { echo "make: generating $(BIG_LLAMA) needs torch, transformers and" \
+	    "optimum: set DEV_PY to a Python with tools/requirements-dev.txt, or BIG_LLAMA to a" \
+	    "folder made by tools/make_big_llama.py"; exit 2; }
+	$(if $(BENCH_LOCK),flock $(BENCH_LOCK)) $(DEV_PY) tools/make_big_llama.py --out $(BIG_LLAMA)
 
 # Continuous batching on the demo model: kiln at several concurrencies, ONNX
 # Runtime serving the same requests one at a time, and a plot (docs/benchmarks.md).

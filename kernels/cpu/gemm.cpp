@@ -1,6 +1,7 @@
 #include "cpu/gemm.h"
 
 #include "cpu/gemm_small_m.h"
+#include "cpu/packed_matrix.h"
 
 #include <cblas.h>
 
@@ -66,9 +67,16 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
+    // A weight packed at plan load (kernels/cpu/packed_matrix.h): read it
+    // there, for any number of rows.
+    if (!trans_a) {
+      if (const PackedMatrix *packed = FindPacked(b, k, n, ldb, trans_b)) {
+        PackedGemm(m, a, lda, *packed, alpha, beta, c, ldc);
+        return;
+      }
+    }
     // A few rows (a batched decode step): BLAS would repack all of B.
-    if (!trans_a && !trans_b && m >= 2 &&
-        SmallMGemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    if (!trans_a && !trans_b && m >= 2 && SmallMGemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
       return;
   }
   if (beta == T(0)) {

@@ -3,101 +3,15 @@
 // the rest of the library keeps its baseline ISA.
 #include "cpu/gemm_small_m.h"
 
+#include "cpu/gemm_tile.h"
 #include "cpu/parallel.h"
-
-#include <immintrin.h>
 
 #include <algorithm>
 
 namespace kiln::kernels {
 namespace {
 
-#define KILN_AVX512 __attribute__((target("avx512f,fma")))
-
-constexpr int kRowTile = 6; // rows of C per tile
-constexpr int kVecTile = 4; // 16-float vectors of C per tile row: 64 columns
-constexpr int64_t kPrefetchRows = 32;
-
-// One tile: MR rows by NV vectors of C; the last vector is masked by `tail`
-// (all ones for full vectors). 6 x 4 accumulators + 4 B vectors + 1 A
-// broadcast fit the 32 zmm registers.
-template <int MR, int NV>
-KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                      int64_t ldb, float beta, float *c, int64_t ldc, __mmask16 tail) {
-  // Every loop over MR or NV is unrolled, so the accumulators stay in
-  // registers (GCC spills an array it indexes in a loop).
-  __m512 acc[MR][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      acc[r][j] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < k; ++p) {
-    const float *brow = b + p * ldb;
-    // B's rows are ldb apart, often more than a page, where the hardware
-    // prefetcher stops; fetch a few rows ahead by hand.
-    if (p + kPrefetchRows < k)
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        _mm_prefetch(reinterpret_cast<const char *>(brow + kPrefetchRows * ldb + 16 * j),
-                     _MM_HINT_T0);
-    __m512 bv[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j)
-      bv[j] =
-          j == NV - 1 ? _mm512_maskz_loadu_ps(tail, brow + 16 * j) : _mm512_loadu_ps(brow + 16 * j);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r * lda + p]);
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j)
-        acc[r][j] = _mm512_fmadd_ps(av, bv[j], acc[r][j]);
-    }
-  }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      float *cp = c + r * ldc + 16 * j;
-      const __mmask16 mask = j == NV - 1 ? tail : __mmask16(0xffff);
-      __m512 out = _mm512_mul_ps(acc[r][j], va);
-      if (beta != 0.0f) // beta 0 ignores C, even NaN garbage in it
-        out = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, cp), out);
-      _mm512_mask_storeu_ps(cp, mask, out);
-    }
-}
-
-// Rows [0, m) of one column panel of NV vectors, in tiles of kRowTile rows.
-template <int NV>
-KILN_AVX512 void Panel(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                       __mmask16 tail) {
-  int64_t r = 0;
-  for (; r + kRowTile <= m; r += kRowTile)
-    Tile<kRowTile, NV>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, tail);
-  const float *ar = a + r * lda;
-  float *cr = c + r * ldc;
-  switch (m - r) {
-  case 5:
-    Tile<5, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
-    break;
-  case 4:
-    Tile<4, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
-    break;
-  case 3:
-    Tile<3, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
-    break;
-  case 2:
-    Tile<2, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
-    break;
-  case 1:
-    Tile<1, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
-    break;
-  default:
-    break;
-  }
-}
+using namespace tile;
 
 KILN_AVX512 void Product(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
@@ -111,11 +25,6 @@ KILN_AVX512 void Product(int64_t m, int64_t n, int64_t k, float alpha, const flo
     const __mmask16 tail = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
     Panel<1>(m, k, alpha, a, lda, b + j, ldb, beta, c + j, ldc, tail);
   }
-}
-
-bool HasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  return has;
 }
 
 } // namespace

@@ -109,6 +109,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
     op.out.resize(op.outputs.size());
     impl->ops.push_back(std::move(op));
   }
+  impl->PackWeights();
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }
 

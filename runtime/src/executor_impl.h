@@ -1,14 +1,17 @@
-// Private state of kiln::Executor, shared by executor.cpp (ops, Run) and
-// executor_bind.cpp (shape pass, arena layout, layout cache).
+// Private state of kiln::Executor, shared by executor.cpp (ops, Run),
+// executor_bind.cpp (shape pass, arena layout, layout cache) and
+// executor_pack.cpp (weights packed for the matrix products).
 #pragma once
 
 #include "cpu/op_registry.h"
+#include "cpu/packed_matrix.h"
 #include "kiln/executor.h"
 #include "op_attrs.h"
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +56,10 @@ struct Executor::Impl {
   std::deque<std::string> cache_order;
   static constexpr size_t kCacheEntries = 8;
 
+  // Packed copies of product weights, held for the executor's lifetime;
+  // products find them by the weight's address (kernels/cpu/gemm.cpp).
+  std::vector<std::shared_ptr<const kernels::PackedMatrix>> packed;
+
   Stats stats;
 
   ~Impl();
@@ -61,6 +68,7 @@ struct Executor::Impl {
   Status ShapePass();
   void LayoutArena();
   Status ApplyLayout();
+  void PackWeights();
 };
 
 } // namespace kiln

@@ -7,4 +7,13 @@ namespace kiln {
 // Small products always run on one thread (see kernels/cpu/gemm.h).
 void SetCpuThreads(int threads);
 
-}  // namespace kiln
+// Whether executors created from now on repack the weights that matrix
+// products read (on by default). Packing is a load-time choice of the
+// runtime, not of the plan: it copies each such weight once into the layout
+// the product kernels stream (kernels/cpu/packed_matrix.h) and hands the
+// plan's mapped pages of it back to the kernel. Off, products read the plan's
+// mapping in place.
+void SetCpuWeightPacking(bool enabled);
+bool CpuWeightPacking();
+
+} // namespace kiln

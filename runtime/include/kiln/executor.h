@@ -6,7 +6,9 @@
 // the slots out in one arena allocation, reused while it is large enough.
 // The result of that pass is cached per input signature. Run() then executes
 // the remaining ops in plan order. Weights are read in place from the plan's
-// mapping; nothing is copied.
+// mapping, except the right operands of matrix products, which Create packs
+// once into the layout the product kernels stream (SetCpuWeightPacking in
+// kiln/cpu.h turns that off).
 #pragma once
 
 #include "kiln/plan.h"
@@ -49,6 +51,9 @@ public:
     int arena_allocations = 0;   // times the arena was (re)allocated
     int shape_passes = 0;        // Bind()s that ran the shape pass
     int layout_cache_hits = 0;   // Bind()s served from the layout cache
+    int packed_weights = 0;      // weights packed for matrix products at Create
+    uint64_t packed_bytes = 0;   // bytes those packed copies hold
+    int released_weights = 0;    // of those, weights whose mapped pages were released
   };
   const Stats &stats() const;
   // The data pointer a tensor had in the last binding (for tests of slot

@@ -1,9 +1,21 @@
+// The CPU backend's process-wide settings (kiln/cpu.h).
 #include "kiln/cpu.h"
 
 #include "cpu/gemm.h"
 
+#include <atomic>
+
 namespace kiln {
+namespace {
+
+std::atomic<bool> g_weight_packing{true};
+
+} // namespace
 
 void SetCpuThreads(int threads) { kernels::SetGemmThreads(threads); }
 
-}  // namespace kiln
+void SetCpuWeightPacking(bool enabled) { g_weight_packing.store(enabled); }
+
+bool CpuWeightPacking() { return g_weight_packing.load(); }
+
+} // namespace kiln

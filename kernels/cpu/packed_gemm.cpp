@@ -1,0 +1,105 @@
+// PackedGemm: products whose right operand is a PackedMatrix. AVX-512 tiles
+// where the CPU has them (chosen at run time), portable loops otherwise.
+#include "cpu/gemm_tile.h"
+#include "cpu/packed_matrix.h"
+#include "cpu/parallel.h"
+
+#include <algorithm>
+
+namespace kiln::kernels {
+namespace {
+
+using namespace tile;
+
+// Rows of a panel per pass over the rows of C. With many rows of A every
+// tile re-reads the panel, so the block (128 KiB) must stay in L2; with
+// few rows the loop runs once per block and costs nothing.
+constexpr int64_t kDepthBlock = 512;
+
+// Panels [j0, j1) of C.
+KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const PackedMatrix &b,
+                              int64_t j0, int64_t j1, float alpha, float beta, float *c,
+                              int64_t ldc) {
+  const int64_t k = b.k(), n = b.n();
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t col = j * kPanelCols, cols = std::min(kPanelCols, n - col);
+    const int nv = static_cast<int>((cols + 15) / 16);
+    const int64_t last = cols - 16 * (nv - 1);
+    const __mmask16 tail = last == 16 ? __mmask16(0xffff) : __mmask16((1u << last) - 1);
+    for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
+      const int64_t depth = std::min(kDepthBlock, k - p0);
+      const float *bp = b.panel(j) + p0 * kPanelCols;
+      const float be = p0 == 0 ? beta : 1.0f; // later blocks accumulate
+      float *cp = c + col;
+      switch (nv) {
+      case 4:
+        Panel<4>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, cp, ldc, tail);
+        break;
+      case 3:
+        Panel<3>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, cp, ldc, tail);
+        break;
+      case 2:
+        Panel<2>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, cp, ldc, tail);
+        break;
+      default:
+        Panel<1>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, cp, ldc, tail);
+        break;
+      }
+    }
+  }
+}
+
+// The same panels with plain loops, for CPUs without AVX-512.
+void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, int64_t j0,
+                    int64_t j1, float alpha, float beta, float *c, int64_t ldc) {
+  const int64_t k = b.k(), n = b.n();
+  float acc[kPanelCols];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t col = j * kPanelCols, cols = std::min(kPanelCols, n - col);
+    const float *panel = b.panel(j);
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(acc, acc + kPanelCols, 0.0f);
+      for (int64_t p = 0; p < k; ++p) {
+        const float av = a[i * lda + p];
+        const float *row = panel + p * kPanelCols;
+        for (int64_t q = 0; q < kPanelCols; ++q)
+          acc[q] += av * row[q];
+      }
+      float *out = c + i * ldc + col;
+      for (int64_t q = 0; q < cols; ++q)
+        out[q] = alpha * acc[q] + (beta == 0.0f ? 0.0f : beta * out[q]);
+    }
+  }
+}
+
+// Threads take whole panels; under ~0.5 MFLOP a range is not worth a
+// wake-up. Each thread then streams its own panels from memory.
+template <typename Panels> void ForPanels(int64_t m, const PackedMatrix &b, Panels &&panels) {
+  if (m <= 0)
+    return;
+  const int64_t grain =
+      std::max<int64_t>(1, (int64_t{1} << 19) / (2 * std::min<int64_t>(m, 64) * b.k() * 64));
+  ParallelFor(b.panels(), grain, panels);
+}
+
+} // namespace
+
+void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                float beta, float *c, int64_t ldc) {
+  if (!HasAvx512()) {
+    PackedGemmPortable(m, a, lda, b, alpha, beta, c, ldc);
+    return;
+  }
+  ForPanels(m, b, [&](int64_t j0, int64_t j1) {
+    PanelsAvx512(m, a, lda, b, j0, j1, alpha, beta, c, ldc);
+  });
+}
+
+void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                        float beta, float *c, int64_t ldc) {
+  ForPanels(m, b, [&](int64_t j0, int64_t j1) {
+    PanelsPortable(m, a, lda, b, j0, j1, alpha, beta, c, ldc);
+  });
+}
+
+} // namespace kiln::kernels

@@ -1,0 +1,178 @@
+// PackedMatrix storage and packing, and the table of held packed weights
+// that Gemm<float> consults.
+#include "cpu/packed_matrix.h"
+
+#include "cpu/parallel.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <utility>
+
+namespace kiln::kernels {
+namespace {
+
+// Huge-page size on x86-64. Aligning the storage to it lets the kernel back
+// it with huge pages, so streaming a weight costs one TLB entry per 2 MiB.
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// Rows of op(B) per packing task: enough to amortise a task, few enough that
+// both threads get work on small weights.
+constexpr int64_t kPackRowGrain = 64;
+
+// Row-major B [k, n]: rows [p0, p1) of every panel. The source is read
+// front to back; each panel's rows are written in order.
+void PackRows(const float *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1,
+              float *dst) {
+  const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
+  for (int64_t p = p0; p < p1; ++p) {
+    const float *src = b + p * ldb;
+    for (int64_t j = 0; j < panels; ++j) {
+      float *out = dst + (j * k + p) * kPanelCols;
+      const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
+      std::memcpy(out, src + j * kPanelCols, static_cast<size_t>(cols) * sizeof(float));
+      std::fill(out + cols, out + kPanelCols, 0.0f);
+    }
+  }
+}
+
+// B stored [n, k] (op(B) = B^T): rows [p0, p1) of every panel, gathered a
+// column of op(B), i.e. a contiguous row of B, at a time.
+void PackRowsTransposed(const float *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1,
+                        float *dst) {
+  const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
+  for (int64_t j = 0; j < panels; ++j) {
+    float *out = dst + j * k * kPanelCols;
+    const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
+    for (int64_t p = p0; p < p1; ++p)
+      std::fill(out + p * kPanelCols + cols, out + (p + 1) * kPanelCols, 0.0f);
+    for (int64_t c = 0; c < cols; ++c) {
+      const float *src = b + (j * kPanelCols + c) * ldb;
+      for (int64_t p = p0; p < p1; ++p)
+        out[p * kPanelCols + c] = src[p];
+    }
+  }
+}
+
+// Packed weights by the address of the original and whether it is read
+// transposed. Entries live exactly as long as some holder keeps the packed
+// copy (the shared_ptr's deleter removes them).
+class Registry {
+public:
+  const PackedMatrix *Find(const float *b, bool trans, int64_t k, int64_t n, int64_t ldb) {
+    if (live_.load(std::memory_order_acquire) == 0)
+      return nullptr; // nothing packed: no lock on the product path
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = entries_.find({b, trans});
+    if (it == entries_.end())
+      return nullptr;
+    const Entry &e = it->second;
+    return e.packed->k() == k && e.packed->n() == n && e.ldb == ldb ? e.packed : nullptr;
+  }
+
+  std::shared_ptr<const PackedMatrix> Acquire(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                              bool trans) {
+    // One packer at a time, so two holders of one weight share one copy.
+    std::lock_guard<std::mutex> packing(pack_mu_);
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      auto it = entries_.find({b, trans});
+      if (it != entries_.end()) {
+        const Entry &e = it->second;
+        if (e.packed->k() != k || e.packed->n() != n || e.ldb != ldb)
+          return nullptr; // one address, two readings: leave it unpacked
+        if (auto held = e.holder.lock())
+          return held;
+      }
+    }
+    std::unique_ptr<PackedMatrix> packed = PackedMatrix::Pack(b, k, n, ldb, trans);
+    if (!packed)
+      return nullptr;
+    const Key key{b, trans};
+    std::shared_ptr<const PackedMatrix> held(packed.release(), [this, key](const PackedMatrix *p) {
+      Remove(key, p);
+      delete p;
+    });
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    entries_[key] = Entry{held.get(), held, ldb};
+    live_.store(static_cast<int>(entries_.size()), std::memory_order_release);
+    return held;
+  }
+
+private:
+  using Key = std::pair<const float *, bool>;
+  struct Entry {
+    const PackedMatrix *packed;
+    std::weak_ptr<const PackedMatrix> holder;
+    int64_t ldb;
+  };
+
+  void Remove(const Key &key, const PackedMatrix *p) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.packed == p)
+      entries_.erase(it);
+    live_.store(static_cast<int>(entries_.size()), std::memory_order_release);
+  }
+
+  std::mutex pack_mu_;
+  std::shared_mutex mu_;
+  std::map<Key, Entry> entries_;
+  std::atomic<int> live_{0};
+};
+
+Registry &TheRegistry() {
+  // Never destroyed: a holder may release its copy during static destruction.
+  static Registry *registry = new Registry();
+  return *registry;
+}
+
+} // namespace
+
+std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                                 bool trans) {
+  if (b == nullptr || k <= 0 || n <= 0 || ldb < (trans ? k : n))
+    return nullptr;
+  const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(panels * kPanelCols), static_cast<size_t>(k),
+                             &bytes) ||
+      __builtin_mul_overflow(bytes, sizeof(float), &bytes) || bytes > (size_t{1} << 46))
+    return nullptr;
+  // Huge pages only for weights of a huge page or more; small ones would
+  // waste most of one.
+  const bool huge = bytes >= kHugePage;
+  const size_t align = huge ? kHugePage : 64;
+  const size_t alloc = (bytes + align - 1) / align * align;
+  auto *data = static_cast<float *>(std::aligned_alloc(align, alloc));
+  if (data == nullptr)
+    return nullptr;
+  if (huge) // a hint: without huge pages the product is still right, only slower
+    ::madvise(data, alloc, MADV_HUGEPAGE);
+  ParallelFor(k, kPackRowGrain, [&](int64_t p0, int64_t p1) {
+    if (trans)
+      PackRowsTransposed(b, n, ldb, k, p0, p1, data);
+    else
+      PackRows(b, n, ldb, k, p0, p1, data);
+  });
+  return std::unique_ptr<PackedMatrix>(new PackedMatrix(data, bytes, k, n));
+}
+
+PackedMatrix::~PackedMatrix() { std::free(data_); }
+
+std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                                  bool trans) {
+  return TheRegistry().Acquire(b, k, n, ldb, trans);
+}
+
+const PackedMatrix *FindPacked(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans) {
+  return TheRegistry().Find(b, trans, k, n, ldb);
+}
+
+} // namespace kiln::kernels

@@ -1,0 +1,66 @@
+// Weights repacked once for the products that read them. A product of few
+// rows (decode, short prompts) is bound by reading its weight: row-major
+// [K, N] read in 64-column panels touches a new page every row, which costs
+// a TLB miss per row and defeats the hardware prefetcher. Packed, each panel
+// is one contiguous run of memory (on huge pages where the kernel allows),
+// read front to back by one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace kiln::kernels {
+
+// Columns per panel: 4 AVX-512 vectors, the width of SmallMGemm's tiles.
+inline constexpr int64_t kPanelCols = 64;
+
+// op(B) [k, n] as ceil(n / 64) panels, each k rows of 64 floats, contiguous;
+// columns past n are zero.
+class PackedMatrix {
+public:
+  // Packs op(B), where B is row-major with leading dim ldb: [k, n] when
+  // `trans` is false, [n, k] when true. Null when memory runs out or a size
+  // is not positive.
+  static std::unique_ptr<PackedMatrix> Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                            bool trans);
+  ~PackedMatrix();
+  PackedMatrix(const PackedMatrix &) = delete;
+  PackedMatrix &operator=(const PackedMatrix &) = delete;
+
+  int64_t k() const { return k_; }
+  int64_t n() const { return n_; }
+  int64_t panels() const { return (n_ + kPanelCols - 1) / kPanelCols; }
+  size_t bytes() const { return bytes_; }
+  const float *panel(int64_t j) const { return data_ + j * k_ * kPanelCols; }
+
+private:
+  PackedMatrix(float *data, size_t bytes, int64_t k, int64_t n)
+      : data_(data), bytes_(bytes), k_(k), n_(n) {}
+  float *data_;
+  size_t bytes_;
+  int64_t k_, n_;
+};
+
+// C[m, n] = alpha * A[m, k] @ B + beta * C for any m >= 0 (row-major A and
+// C); beta 0 ignores C, even NaN in it. Threads take whole panels.
+void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                float beta, float *c, int64_t ldc);
+
+// PackedGemm's plain-loop path, which CPUs without AVX-512 take; declared
+// so that tests check it on every CPU.
+void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                        float beta, float *c, int64_t ldc);
+
+// The packed form of the weight at `b` (op(B) [k, n] with leading dim ldb),
+// packing it on first use. Every holder of the returned pointer shares one
+// copy; while one is held, Gemm<float> finds the packed form by the
+// original's address and runs PackedGemm on it. Null when packing fails.
+// Callers guarantee that `b` stays valid and unchanged while they hold it.
+std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                                  bool trans);
+
+// The held packed form of B = `b` with these dims, or null.
+const PackedMatrix *FindPacked(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans);
+
+} // namespace kiln::kernels

@@ -1,0 +1,123 @@
+// Executor::Impl::PackWeights: at Create, the weights that matrix products
+// read as their right operand are packed once (kernels/cpu/packed_matrix.h),
+// and the plan's mapped pages of those that nothing else reads are handed
+// back to the kernel, so the process holds one copy of each weight.
+#include "executor_impl.h"
+
+#include "kiln/cpu.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace kiln {
+namespace {
+
+// One weight read as op(B) [k, n] of a product, with B's leading dim.
+struct ProductWeight {
+  int tensor;
+  int64_t k, n, ldb;
+  bool trans;
+};
+
+// The operand positions of an op type that the CPU kernels pass to
+// kernels::Gemm as B (never transposed A), with B = the whole 2-D tensor.
+std::vector<size_t> ProductOperands(const std::string &type) {
+  if (type == "matmul" || type == "linear" || type == "gemm")
+    return {1};
+  if (type == "gated_mlp")
+    return {1, 2};
+  return {};
+}
+
+// The f32 2-D weights `op` reads as B, with how it reads them. Gemm's B is
+// transposed by its transB; a transposed A makes the kernel skip packed
+// weights, so such a gemm's B is not counted.
+std::vector<ProductWeight> ProductWeightsOf(const ExecOp &op,
+                                            const std::vector<PlanTensor> &tensors) {
+  std::vector<ProductWeight> out;
+  const std::string type = op.def->type;
+  const bool gemm = type == "gemm";
+  if (gemm && op.attrs.Int("transA", 0) != 0)
+    return out;
+  const bool trans = gemm && op.attrs.Int("transB", 0) != 0;
+  for (size_t pos : ProductOperands(type)) {
+    if (pos >= op.inputs.size() || op.inputs[pos] < 0)
+      continue;
+    const PlanTensor &t = tensors[op.inputs[pos]];
+    if (t.kind != TensorKind::kWeight || t.dtype != DType::kF32 || !t.IsStatic() ||
+        t.dims.size() != 2 || t.data == nullptr)
+      continue;
+    const int64_t rows = t.dims[0].value, cols = t.dims[1].value;
+    out.push_back({op.inputs[pos], trans ? cols : rows, trans ? rows : cols, cols, trans});
+  }
+  return out;
+}
+
+// Asks the kernel to drop the pages of [data, data + size) from this process.
+// MADV_PAGEOUT keeps the contents (unlike MADV_DONTNEED on private memory),
+// so a read later, or a plan held in memory rather than mapped, is still
+// right; for a file mapping the pages are simply re-read if ever touched.
+void ReleasePages(const void *data, uint64_t size) {
+#ifdef MADV_PAGEOUT
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(data) + size) / page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)data;
+  (void)size;
+#endif
+}
+
+} // namespace
+
+void Executor::Impl::PackWeights() {
+  if (!CpuWeightPacking())
+    return;
+  const auto &tensors = plan->tensors();
+  // Every read of each tensor, to tell the weights only products read.
+  std::vector<int> reads(tensors.size(), 0), product_reads(tensors.size(), 0);
+  std::vector<ProductWeight> uses;
+  for (const ExecOp &op : ops) {
+    for (int t : op.inputs)
+      if (t >= 0)
+        ++reads[t];
+    for (const ProductWeight &w : ProductWeightsOf(op, tensors)) {
+      ++product_reads[w.tensor];
+      uses.push_back(w);
+    }
+  }
+  for (int t : plan->outputs())
+    ++reads[t];
+  // A weight counts as packed when every product reading of it got a copy.
+  std::vector<int> packed_reads(tensors.size(), 0);
+  for (const ProductWeight &w : uses) {
+    const PlanTensor &t = tensors[w.tensor];
+    auto held =
+        kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
+    if (!held)
+      continue; // out of memory, or read two ways: the product reads the mapping
+    ++packed_reads[w.tensor];
+    bool seen = false;
+    for (const auto &p : packed)
+      seen = seen || p == held;
+    if (!seen) {
+      stats.packed_bytes += held->bytes();
+      packed.push_back(std::move(held));
+    }
+  }
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (packed_reads[t] == 0 || packed_reads[t] != product_reads[t])
+      continue;
+    ++stats.packed_weights;
+    if (product_reads[t] != reads[t])
+      continue; // another op reads the original
+    ReleasePages(tensors[t].data, tensors[t].size);
+    ++stats.released_weights;
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,162 @@
+// Weights packed at Executor::Create (executor_pack.cpp): which weights are
+// packed, which have their plan pages released, and that every product gives
+// the same numbers packed or not.
+#include "kiln/cpu.h"
+#include "kiln/executor.h"
+#include "test_models.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace kiln {
+namespace {
+
+using test::AInt;
+using test::AttrSpec;
+using test::DimSpec;
+using test::TempPath;
+using test::TestPlan;
+
+AttrSpec AString(std::string name, std::string value) {
+  AttrSpec a;
+  a.name = std::move(name);
+  a.kind = fb::AttrKind::String;
+  a.s = std::move(value);
+  return a;
+}
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+// Sets packing for one scope and restores the default (on) after.
+class Packing {
+public:
+  explicit Packing(bool on) { SetCpuWeightPacking(on); }
+  ~Packing() { SetCpuWeightPacking(true); }
+};
+
+struct Result {
+  Executor::Stats stats;
+  std::vector<std::vector<float>> outputs;
+};
+
+// Loads `p`, runs it once on `x` [rows, k] with packing on or off.
+Result RunPlan(TestPlan p, const std::string &name, std::vector<float> x, int64_t rows, int64_t k,
+               bool packing) {
+  Packing scope(packing);
+  const std::string path = TempPath(name);
+  EXPECT_EQ(p.Write(path), "");
+  auto plan = LoadPlan(path);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  Result r;
+  if (!plan.ok())
+    return r;
+  auto exec = Executor::Create(**plan);
+  EXPECT_TRUE(exec.ok()) << exec.status().message();
+  if (!exec.ok())
+    return r;
+  EXPECT_TRUE((*exec)->Bind({TensorView{DType::kF32, {rows, k}, x.data()}}).ok());
+  Status st = (*exec)->Run();
+  EXPECT_TRUE(st.ok()) << st.message();
+  r.stats = (*exec)->stats();
+  for (const TensorView &v : (*exec)->outputs())
+    r.outputs.emplace_back(v.as<float>(), v.as<float>() + v.numel());
+  return r;
+}
+
+void ExpectSameOutputs(const Result &a, const Result &b) {
+  ASSERT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    ASSERT_EQ(a.outputs[i].size(), b.outputs[i].size());
+    for (size_t j = 0; j < a.outputs[i].size(); ++j)
+      ASSERT_NEAR(a.outputs[i][j], b.outputs[i][j], 1e-4f) << "output " << i << " at " << j;
+  }
+}
+
+// One product of each kind that reads a weight as its right operand:
+// matmul, linear with bias, gemm with transB, and a gated MLP (two weights).
+TestPlan Products(int64_t k, int64_t n, int64_t f) {
+  TestPlan p;
+  int x = p.Input("x", DType::kF32, {"rows", static_cast<int>(k)});
+  int wm =
+      p.Weight("wm", DType::kF32, {static_cast<int>(k), static_cast<int>(n)}, Random(k * n, 1));
+  int wl =
+      p.Weight("wl", DType::kF32, {static_cast<int>(k), static_cast<int>(n)}, Random(k * n, 2));
+  int bl = p.Weight("bl", DType::kF32, {static_cast<int>(n)}, Random(n, 3));
+  int wt =
+      p.Weight("wt", DType::kF32, {static_cast<int>(n), static_cast<int>(k)}, Random(n * k, 4));
+  int wgu = p.Weight("wgu", DType::kF32, {static_cast<int>(k), static_cast<int>(2 * f)},
+                     Random(k * 2 * f, 5));
+  int wd =
+      p.Weight("wd", DType::kF32, {static_cast<int>(f), static_cast<int>(n)}, Random(f * n, 6));
+  const std::vector<DimSpec> rn = {"rows", static_cast<int>(n)};
+  int ym = p.Act("ym", DType::kF32, rn), yl = p.Act("yl", DType::kF32, rn);
+  int yt = p.Act("yt", DType::kF32, rn), yg = p.Act("yg", DType::kF32, rn);
+  p.Op("matmul", {x, wm}, {ym});
+  p.Op("linear", {x, wl, bl}, {yl}, {AString("activation", "silu")});
+  p.Op("gemm", {x, wt}, {yt}, {AInt("transB", 1)});
+  p.Op("gated_mlp", {x, wgu, wd}, {yg}, {AString("activation", "silu")});
+  for (int y : {ym, yl, yt, yg})
+    p.Output(y);
+  return p;
+}
+
+TEST(ExecutorPacking, EveryProductWeightIsPackedAndGivesTheSameNumbers) {
+  const int64_t rows = 5, k = 37, n = 70, f = 20;
+  std::vector<float> x = Random(rows * k, 9);
+  Result on = RunPlan(Products(k, n, f), "pack_on.plan", x, rows, k, true);
+  Result off = RunPlan(Products(k, n, f), "pack_off.plan", x, rows, k, false);
+  // wm, wl, wt, wgu, wd; not the bias, which no product reads as B.
+  EXPECT_EQ(on.stats.packed_weights, 5);
+  EXPECT_EQ(on.stats.released_weights, 5);
+  // Panels of 64 columns: n = 70 -> 2 panels, 2f = 40 -> 1 panel.
+  const uint64_t panel = 64 * sizeof(float);
+  EXPECT_EQ(on.stats.packed_bytes, panel * (2 * k * 3 + 1 * k + 2 * f));
+  EXPECT_EQ(off.stats.packed_weights, 0);
+  EXPECT_EQ(off.stats.packed_bytes, 0u);
+  ExpectSameOutputs(on, off);
+}
+
+TEST(ExecutorPacking, OneRowAndManyRowsAgree) {
+  for (int64_t rows : {1, 70}) {
+    std::vector<float> x = Random(rows * 16, 11);
+    Result on = RunPlan(Products(16, 130, 8), "pack_rows_on.plan", x, rows, 16, true);
+    Result off = RunPlan(Products(16, 130, 8), "pack_rows_off.plan", x, rows, 16, false);
+    EXPECT_EQ(on.stats.packed_weights, 5);
+    ExpectSameOutputs(on, off);
+  }
+}
+
+// A weight that another op also reads is packed for the product, and its
+// plan pages stay (the other op reads them); a gemm with transA reads its B
+// through BLAS, so its weight is not packed at all.
+TEST(ExecutorPacking, WeightsReadElsewhereKeepTheirPages) {
+  TestPlan p;
+  int x = p.Input("x", DType::kF32, {"rows", 4});
+  int w = p.Weight("w", DType::kF32, {4, 4}, Random(16, 7));
+  int wa = p.Weight("wa", DType::kF32, {4, 4}, Random(16, 8));
+  int y = p.Act("y", DType::kF32, {"rows", 4});
+  int sq = p.Act("sq", DType::kF32, {4, 4});
+  int ta = p.Act("ta", DType::kF32, {4, 4});
+  p.Op("matmul", {x, w}, {y});
+  p.Op("mul", {w, w}, {sq});
+  p.Op("gemm", {wa, wa}, {ta}, {AInt("transA", 1)});
+  for (int t : {y, sq, ta})
+    p.Output(t);
+  std::vector<float> xv = Random(3 * 4, 12);
+  Result on = RunPlan(p, "pack_shared.plan", xv, 3, 4, true);
+  EXPECT_EQ(on.stats.packed_weights, 1);
+  EXPECT_EQ(on.stats.released_weights, 0);
+  Result off = RunPlan(p, "pack_shared_off.plan", xv, 3, 4, false);
+  ExpectSameOutputs(on, off);
+}
+
+} // namespace
+} // namespace kiln
