@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from checks import Checks
 
 DIM = 1024
 TABLES = 8
@@ -71,12 +72,8 @@ def main():
     ap.add_argument("--builder", required=True, help="kiln with the compiler")
     ap.add_argument("--kiln", required=True, help="kiln to run the plan with")
     args = ap.parse_args()
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    check = Checks()
+    failures = check.failures
 
     rng = np.random.default_rng(5)
     with tempfile.TemporaryDirectory(prefix="kiln-embedded-") as tmp:

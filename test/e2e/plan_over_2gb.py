@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from checks import Checks
 
 DIM = 1024
 ROWS = (2**31 + 2**20) // (DIM * 4)  # table bytes: 2 GiB + 1 MiB
@@ -93,12 +94,8 @@ def main():
     ap.add_argument("--builder", required=True, help="kiln with the compiler")
     ap.add_argument("--kiln", required=True, help="kiln to verify and run the plan with")
     args = ap.parse_args()
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    check = Checks()
+    failures = check.failures
 
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="kiln-2gb-") as tmp:

@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 import onnx
+from checks import Checks
 
 
 def sha256(path):
@@ -42,12 +43,8 @@ def main():
     ap.add_argument("fixture", help="a fixture folder with model.onnx")
     ap.add_argument("other", help="another model.onnx (not the plan's source)")
     args = ap.parse_args()
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    check = Checks()
+    failures = check.failures
 
     def verify(plan, *extra):
         return subprocess.run([args.kiln, "verify", str(plan), *extra], capture_output=True,

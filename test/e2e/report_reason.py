@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import numpy_helper
+from checks import Checks
 
 
 def main():
@@ -32,12 +33,8 @@ def main():
     ap.add_argument("--builder", required=True, help="kiln with the compiler")
     ap.add_argument("fixture", help="a Llama-style 2-layer fixture folder with unit norm weights")
     args = ap.parse_args()
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    check = Checks()
+    failures = check.failures
 
     with tempfile.TemporaryDirectory(prefix="kiln-reason-") as tmp:
         for f in Path(args.fixture).iterdir():

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import onnx
+from checks import Checks
 
 
 def main():
@@ -27,12 +28,8 @@ def main():
     ap.add_argument("--builder", required=True, help="kiln with the compiler")
     ap.add_argument("fixture", help="a fixture folder with a 2-layer decoder model.onnx")
     args = ap.parse_args()
-    failures = []
-
-    def check(ok, what):
-        print(("ok   " if ok else "FAIL ") + what)
-        if not ok:
-            failures.append(what)
+    check = Checks()
+    failures = check.failures
 
     with tempfile.TemporaryDirectory(prefix="kiln-require-") as tmp:
         for f in Path(args.fixture).iterdir():
