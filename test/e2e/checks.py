@@ -13,3 +13,9 @@ class Checks:
         if not ok:
             self.failures.append(what)
         return ok
+
+    def exit_code(self):
+        """Lists what failed and returns the script's exit code."""
+        for f in self.failures:
+            print("FAIL", f)
+        return 1 if self.failures else 0

@@ -108,7 +108,7 @@ def main():
         run([args.builder, "build", str(folder / "model.onnx"), "-o", str(plan), "--quiet"],
             "kiln build", failures)
         if failures:
-            return report(failures)
+            return check.exit_code()
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         size = plan.stat().st_size
         check(size > 2**31, f"the plan is over 2 GiB ({size} bytes)")
@@ -149,13 +149,7 @@ def main():
         else:
             check(False, "kiln exec wrote out.pb")
     print(f"total {time.time() - started:.1f} s")
-    return report(failures)
-
-
-def report(failures):
-    for f in failures:
-        print("FAIL", f)
-    return 1 if failures else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ def main():
     ap.add_argument("other", help="another model.onnx (not the plan's source)")
     args = ap.parse_args()
     check = Checks()
-    failures = check.failures
 
     def verify(plan, *extra):
         return subprocess.run([args.kiln, "verify", str(plan), *extra], capture_output=True,
@@ -62,7 +61,7 @@ def main():
                             "--quiet"], capture_output=True, text=True)
         check(r.returncode == 0, f"kiln build exits 0 (got {r.returncode}: {r.stderr.strip()})")
         if r.returncode != 0:
-            return report(failures)
+            return check.exit_code()
 
         r = subprocess.run([args.kiln, "inspect", str(plan), "--json"], capture_output=True,
                            text=True)
@@ -128,13 +127,7 @@ def main():
         check(r.returncode == 2 and "expected one plan file" in r.stderr, "verify without a plan")
         r = verify(Path(tmp) / "none.plan")
         check(r.returncode == 2 and "none.plan" in r.stderr, "verify of a missing plan exits 2")
-    return report(failures)
-
-
-def report(failures):
-    for f in failures:
-        print("FAIL", f)
-    return 1 if failures else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":
