@@ -1,6 +1,6 @@
-#include "cpu/activation.h"
+#include "kernels/cpu/activation.h"
 
-#include "cpu/fast_math.h"
+#include "kernels/cpu/fast_math.h"
 
 #include <algorithm>
 #include <cmath>

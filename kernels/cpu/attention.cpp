@@ -1,7 +1,7 @@
-#include "cpu/attention.h"
+#include "kernels/cpu/attention.h"
 
-#include "cpu/gemm.h"
-#include "cpu/softmax.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/softmax.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "cpu/broadcast.h"
+#include "kernels/cpu/broadcast.h"
 
 namespace kiln::kernels {
 

@@ -1,4 +1,4 @@
-#include "cpu/cast.h"
+#include "kernels/cpu/cast.h"
 
 #include <cmath>
 #include <cstring>

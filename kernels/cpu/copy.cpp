@@ -1,4 +1,4 @@
-#include "cpu/copy.h"
+#include "kernels/cpu/copy.h"
 
 #include <algorithm>
 #include <cstring>

@@ -8,7 +8,7 @@
 // behaviour.
 #pragma once
 
-#include "cpu/broadcast.h"
+#include "kernels/cpu/broadcast.h"
 
 #include <cstddef>
 #include <cstdint>

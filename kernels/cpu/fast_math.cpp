@@ -1,4 +1,4 @@
-#include "cpu/fast_math.h"
+#include "kernels/cpu/fast_math.h"
 
 #include <cstring>
 

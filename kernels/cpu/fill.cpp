@@ -1,4 +1,4 @@
-#include "cpu/fill.h"
+#include "kernels/cpu/fill.h"
 
 #include <cstring>
 #include <type_traits>

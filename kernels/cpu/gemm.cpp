@@ -1,7 +1,7 @@
-#include "cpu/gemm.h"
+#include "kernels/cpu/gemm.h"
 
-#include "cpu/gemm_small_m.h"
-#include "cpu/packed_matrix.h"
+#include "kernels/cpu/gemm_small_m.h"
+#include "kernels/cpu/packed_matrix.h"
 
 #include <cblas.h>
 

@@ -1,10 +1,10 @@
 // SmallMGemm: register-tiled AVX-512 product for few rows. The function is
 // compiled for AVX-512 only (target attributes) and chosen at run time, so
 // the rest of the library keeps its baseline ISA.
-#include "cpu/gemm_small_m.h"
+#include "kernels/cpu/gemm_small_m.h"
 
-#include "cpu/gemm_tile.h"
-#include "cpu/parallel.h"
+#include "kernels/cpu/gemm_tile.h"
+#include "kernels/cpu/parallel.h"
 
 #include <algorithm>
 

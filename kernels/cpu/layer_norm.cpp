@@ -1,4 +1,4 @@
-#include "cpu/layer_norm.h"
+#include "kernels/cpu/layer_norm.h"
 
 #include <cmath>
 

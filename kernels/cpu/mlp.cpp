@@ -1,6 +1,6 @@
-#include "cpu/mlp.h"
+#include "kernels/cpu/mlp.h"
 
-#include "cpu/gemm.h"
+#include "kernels/cpu/gemm.h"
 
 #include <algorithm>
 

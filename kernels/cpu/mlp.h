@@ -2,7 +2,7 @@
 // activation, and a gated MLP (SwiGLU/GeGLU). Row-major, contiguous.
 #pragma once
 
-#include "cpu/activation.h"
+#include "kernels/cpu/activation.h"
 
 #include <cstdint>
 

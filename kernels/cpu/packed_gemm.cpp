@@ -1,8 +1,8 @@
 // PackedGemm: products whose right operand is a PackedMatrix. AVX-512 tiles
 // where the CPU has them (chosen at run time), portable loops otherwise.
-#include "cpu/gemm_tile.h"
-#include "cpu/packed_matrix.h"
-#include "cpu/parallel.h"
+#include "kernels/cpu/gemm_tile.h"
+#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/parallel.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
 // PackedMatrix storage and packing, and the table of held packed weights
 // that Gemm<float> consults.
-#include "cpu/packed_matrix.h"
+#include "kernels/cpu/packed_matrix.h"
 
-#include "cpu/parallel.h"
+#include "kernels/cpu/parallel.h"
 
 #include <sys/mman.h>
 

@@ -1,9 +1,9 @@
-#include "cpu/paged_attention.h"
+#include "kernels/cpu/paged_attention.h"
 
-#include "cpu/fast_math.h"
-#include "cpu/gemm.h"
-#include "cpu/parallel.h"
-#include "cpu/softmax.h"
+#include "kernels/cpu/fast_math.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/softmax.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,7 +1,7 @@
 // ParallelFor's pool: workers start on first use and live for the process.
-#include "cpu/parallel.h"
+#include "kernels/cpu/parallel.h"
 
-#include "cpu/gemm.h"
+#include "kernels/cpu/gemm.h"
 
 #include <algorithm>
 #include <condition_variable>

@@ -1,5 +1,5 @@
-#include "cpu/reduce.h"
-#include "cpu/wrap_arith.h"
+#include "kernels/cpu/reduce.h"
+#include "kernels/cpu/wrap_arith.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,6 +1,6 @@
-#include "cpu/rms_norm.h"
+#include "kernels/cpu/rms_norm.h"
 
-#include "cpu/layer_norm.h"
+#include "kernels/cpu/layer_norm.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "cpu/rotary.h"
+#include "kernels/cpu/rotary.h"
 
 #include <algorithm>
 

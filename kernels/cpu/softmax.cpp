@@ -1,6 +1,6 @@
-#include "cpu/softmax.h"
+#include "kernels/cpu/softmax.h"
 
-#include "cpu/fast_math.h"
+#include "kernels/cpu/fast_math.h"
 
 #include <cmath>
 #include <type_traits>

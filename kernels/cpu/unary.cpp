@@ -1,6 +1,6 @@
 // Unary math, logical Not and Clip (declared in elementwise.h).
-#include "cpu/elementwise.h"
-#include "cpu/fast_math.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fast_math.h"
 
 #include <cmath>
 #include <type_traits>

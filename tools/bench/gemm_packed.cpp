@@ -5,8 +5,8 @@
 // holds, cycled), so decode-sized products measure memory streaming as in a
 // real model. Prints GB/s of weight read and GFLOP/s. Build and run with
 // tools/bench/gemm_packed.sh.
-#include "cpu/gemm.h"
-#include "cpu/packed_matrix.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_matrix.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,6 +1,6 @@
 // f16/bf16 through ops whose kernels compute in f32 (cpu/half_via_f32.h):
 // results must equal the f32 computation rounded once to the half type.
-#include "cpu/cast.h"
+#include "kernels/cpu/cast.h"
 #include "test_util.h"
 
 namespace kiln::test {

@@ -1,8 +1,8 @@
 // Packed weights (kernels/cpu/packed_matrix.h): the packed layout, PackedGemm
 // (AVX-512 and portable paths) against a plain double-precision product, and
 // Gemm<float> finding a held packed weight by its address.
-#include "cpu/gemm.h"
-#include "cpu/packed_matrix.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_matrix.h"
 
 #include <gtest/gtest.h>
 

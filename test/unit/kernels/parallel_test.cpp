@@ -1,7 +1,7 @@
 // ParallelFor: every index exactly once, in contiguous ranges no smaller
 // than the grain, nested and concurrent calls included.
-#include "cpu/gemm.h"
-#include "cpu/parallel.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
 
 #include <gtest/gtest.h>
 

@@ -3,10 +3,10 @@
 // reference implementations use (deliberately per-element and slow).
 #pragma once
 
-#include "cpu/op_registry.h"
+#include "backends/cpu/op_registry.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
-#include "op_attrs.h"
+#include "core/op_attrs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Unary math, Not, Identity, Clip and Cast (including half and bfloat16
 // rounding) against std:: references and hand-computed bit patterns.
-#include "cpu/cast.h"
-#include "cpu/fast_math.h"
+#include "kernels/cpu/cast.h"
+#include "kernels/cpu/fast_math.h"
 #include "test_util.h"
 
 #include <cmath>

@@ -1,7 +1,7 @@
 // Same-shape ops of one tensor: unary math, Not, IsNaN, Identity, Clip and
 // Cast.
-#include "cpu/cast.h"
-#include "cpu/elementwise.h"
+#include "kernels/cpu/cast.h"
+#include "kernels/cpu/elementwise.h"
 #include "op_util.h"
 
 #include <limits>

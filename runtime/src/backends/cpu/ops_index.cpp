@@ -1,7 +1,7 @@
 // Ops that address a tensor with tuples of indices: GatherND and ScatterND.
 // Out-of-range indices are an error naming the index and its position; they
 // are checked before anything is written.
-#include "cpu/index_nd.h"
+#include "kernels/cpu/index_nd.h"
 #include "half_via_f32.h"
 #include "op_util.h"
 

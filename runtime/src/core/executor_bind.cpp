@@ -1,6 +1,6 @@
 // Executor::Bind: input checks, the shape pass (shape inference plus host
 // ops), the arena layout, and the cache of both per input signature.
-#include "executor_impl.h"
+#include "core/executor_impl.h"
 
 #include "plan_format.h"
 

@@ -1,8 +1,8 @@
 // MatMul (numpy semantics, batched with broadcasting) and Gemm, both on
 // OpenBLAS through kernels/cpu/gemm.h.
-#include "cpu/broadcast.h"
-#include "cpu/copy.h"
-#include "cpu/gemm.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/gemm.h"
 #include "op_util.h"
 
 #include <limits>

@@ -1,6 +1,6 @@
 #include "half_via_f32.h"
 
-#include "cpu/cast.h"
+#include "kernels/cpu/cast.h"
 
 #include <algorithm>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "op_util.h"
 
-#include "cpu/broadcast.h"
+#include "kernels/cpu/broadcast.h"
 
 #include <cstring>
 #include <set>

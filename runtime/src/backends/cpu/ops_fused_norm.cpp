@@ -1,7 +1,7 @@
 // Fused normalizations (docs/fused-ops.md): rms_norm, and the residual add
 // fused with RMS norm or layer norm (add_rms_norm, add_layer_norm), whose two
 // results are the sum and its normalization.
-#include "cpu/rms_norm.h"
+#include "kernels/cpu/rms_norm.h"
 #include "fused_util.h"
 
 namespace kiln::cpu {

@@ -1,7 +1,7 @@
 // Data movement ops that reorder, select or replicate elements of any dtype:
 // Transpose, Slice, Expand, Tile (all through a strided copy), Concat, Split,
 // Gather and Trilu.
-#include "cpu/copy.h"
+#include "kernels/cpu/copy.h"
 #include "op_util.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Executor: op decoding at Create, op dispatch at Run. The shape pass and the
 // arena live in executor_bind.cpp.
-#include "executor_impl.h"
+#include "core/executor_impl.h"
 
 #include "kiln_schema/plan_generated.h"
 

@@ -1,7 +1,7 @@
 // The CPU backend's process-wide settings (kiln/cpu.h).
 #include "kiln/cpu.h"
 
-#include "cpu/gemm.h"
+#include "kernels/cpu/gemm.h"
 
 #include <atomic>
 

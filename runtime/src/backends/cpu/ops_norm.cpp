@@ -1,8 +1,8 @@
 // LayerNormalization over dims [axis, rank), with optional Mean and
 // InvStdDev results (stash type f32).
-#include "cpu/broadcast.h"
-#include "cpu/copy.h"
-#include "cpu/layer_norm.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/layer_norm.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

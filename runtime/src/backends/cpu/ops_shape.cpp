@@ -2,8 +2,8 @@
 // Unsqueeze, Shape, Size, plus the generators ConstantOfShape and Range. Their
 // result shapes often depend on operand values, which the executor provides
 // for host-evaluated shape tensors.
-#include "cpu/cast.h"
-#include "cpu/fill.h"
+#include "kernels/cpu/cast.h"
+#include "kernels/cpu/fill.h"
 #include "op_util.h"
 
 #include <cmath>

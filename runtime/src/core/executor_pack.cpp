@@ -2,7 +2,7 @@
 // read as their right operand are packed once (kernels/cpu/packed_matrix.h),
 // and the plan's mapped pages of those that nothing else reads are handed
 // back to the kernel, so the process holds one copy of each weight.
-#include "executor_impl.h"
+#include "core/executor_impl.h"
 
 #include "kiln/cpu.h"
 

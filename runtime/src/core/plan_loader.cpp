@@ -5,7 +5,7 @@
 // the structural checks only ever see a well-formed FlatBuffer.
 #include "kiln/plan.h"
 
-#include "cpu/op_registry.h"
+#include "backends/cpu/op_registry.h"
 #include "kiln_schema/plan_generated.h"
 #include "plan_format.h"
 

@@ -1,8 +1,8 @@
 // Fused attention ops (docs/fused-ops.md): rotary (RoPE with cos/sin tables
 // that broadcast over x) and attention (scaled dot-product with GQA heads,
 // an optional broadcast mask and a causal limit).
-#include "cpu/attention.h"
-#include "cpu/rotary.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/rotary.h"
 #include "fused_util.h"
 
 namespace kiln::cpu {

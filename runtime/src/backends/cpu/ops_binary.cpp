@@ -1,8 +1,8 @@
 // Broadcasting binary ops (arithmetic, comparisons, logic), variadic Max/Min
 // and Where.
-#include "cpu/broadcast.h"
-#include "cpu/cast.h"
-#include "cpu/elementwise.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/cast.h"
+#include "kernels/cpu/elementwise.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

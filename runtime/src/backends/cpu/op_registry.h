@@ -6,7 +6,7 @@
 
 #include "kiln/status.h"
 #include "kiln/tensor.h"
-#include "op_attrs.h"
+#include "core/op_attrs.h"
 
 #include <functional>
 #include <string>

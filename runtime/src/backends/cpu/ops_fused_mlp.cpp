@@ -1,6 +1,6 @@
 // Fused MLP ops (docs/fused-ops.md): gelu, linear (matmul + bias +
 // activation) and gated_mlp (SwiGLU/GeGLU up, gate and down projections).
-#include "cpu/mlp.h"
+#include "kernels/cpu/mlp.h"
 #include "fused_util.h"
 
 #include <vector>

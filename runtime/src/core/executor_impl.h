@@ -3,8 +3,8 @@
 // executor_pack.cpp (weights packed for the matrix products).
 #pragma once
 
-#include "cpu/op_registry.h"
-#include "cpu/packed_matrix.h"
+#include "backends/cpu/op_registry.h"
+#include "kernels/cpu/packed_matrix.h"
 #include "kiln/executor.h"
 #include "op_attrs.h"
 

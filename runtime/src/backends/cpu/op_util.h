@@ -3,10 +3,10 @@
 // dispatch. Every message starts with the op type ("reshape: ...").
 #pragma once
 
-#include "cpu/cast.h"
+#include "kernels/cpu/cast.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
-#include "op_attrs.h"
+#include "core/op_attrs.h"
 #include "op_registry.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Reductions (ReduceSum/Mean/Max/Min) and Softmax/LogSoftmax.
-#include "cpu/reduce.h"
-#include "cpu/softmax.h"
+#include "kernels/cpu/reduce.h"
+#include "kernels/cpu/softmax.h"
 #include "op_util.h"
 
 namespace kiln::cpu {
