@@ -1,14 +1,15 @@
-// Runs a loaded plan's graph on the CPU backend.
+// Runs a loaded plan's graph on a backend (the CPU unless told otherwise).
 //
 // Bind(inputs) runs the shape pass: it infers every tensor's shape for the
 // bound input shapes, evaluates `host` ops (shape arithmetic) right away on
 // host memory, sizes each memory-plan slot as its largest tensor, and lays
-// the slots out in one arena allocation, reused while it is large enough.
-// The result of that pass is cached per input signature. Run() then executes
-// the remaining ops in plan order. Weights are read in place from the plan's
-// mapping, except the right operands of matrix products, which Create packs
-// once into the layout the product kernels stream (SetCpuWeightPacking in
-// kiln/cpu.h turns that off).
+// the slots out in one arena allocation in the backend's memory, reused
+// while it is large enough. The result of that pass is cached per input
+// signature. Run() then enqueues the remaining ops in plan order on the
+// backend. Create uploads the weights once through the backend: the CPU
+// reads them in place from the plan's mapping, except the right operands of
+// matrix products, which it packs into the layout the product kernels
+// stream (SetCpuWeightPacking in kiln/cpu.h turns that off).
 #pragma once
 
 #include "kiln/plan.h"
@@ -21,29 +22,43 @@
 
 namespace kiln {
 
+class Backend; // runtime/src/core/backend.h
+
 class Executor {
 public:
-  // Resolves each op's kernel and decodes its attributes. `plan` must
-  // outlive the executor.
+  // Resolves each op's shape rule and kernel, decodes its attributes and
+  // uploads the weights. InvalidArgument naming every op type the backend
+  // has no kernel for. `plan` and `backend` must outlive the executor; the
+  // first form runs on a CPU backend of its own.
   static StatusOr<std::unique_ptr<Executor>> Create(const Plan &plan);
+  static StatusOr<std::unique_ptr<Executor>> Create(const Plan &plan, Backend &backend);
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
 
   // Binds the graph inputs, in plan.inputs() order. Each must match its
   // plan dtype and rank, its static dims, and (across inputs) the value of
-  // each named dim. The data must stay valid and unchanged until the last
-  // Run() of this binding: host ops read it now, the other ops at Run().
+  // each named dim. An input may be in host memory or (space kDevice) in the
+  // backend's; a device backend copies host inputs into its arena at Run().
+  // Inputs whose values decide shapes must be in host memory. The data must
+  // stay valid and unchanged until the last Run() of this binding: host ops
+  // read it now, the other ops at Run().
   Status Bind(const std::vector<TensorView> &inputs);
 
-  // Executes the bound graph. Errors name the op (ONNX node name and type).
+  // Enqueues the bound graph on the backend; on the CPU it has run when
+  // this returns. Errors name the op (ONNX node name and type).
   Status Run();
 
   // Graph outputs of the last Run(), in plan.outputs() order. The views
-  // point into the arena, the inputs or the weights, and stay valid until
-  // the next Bind().
+  // point into the arena, the inputs or the weights, in the memory space
+  // their `space` says, and stay valid until the next Bind().
   std::vector<TensorView> outputs() const;
   const TensorView &output(int index) const;
+  // Copies output `index` into host memory at `dst` (output(index).bytes()
+  // bytes), after the run finished.
+  Status CopyOutputToHost(int index, void *dst) const;
+
+  Backend &backend() const;
 
   struct Stats {
     uint64_t arena_bytes = 0;    // bytes the current binding uses

@@ -32,11 +32,17 @@ inline int64_t NumElements(const Shape &s) {
 }
 std::string ShapeToString(const Shape &s);
 
+// Where a tensor's bytes live. kHost memory the host can read; kDevice
+// memory belongs to a backend (core/backend.h) and only its kernels and
+// copies touch it.
+enum class MemorySpace : int8_t { kHost = 0, kDevice = 1 };
+
 // Non-owning view of a tensor's bytes.
 struct TensorView {
   DType dtype = DType::kUndefined;
   Shape shape;
   void *data = nullptr;
+  MemorySpace space = MemorySpace::kHost;
 
   int64_t numel() const { return NumElements(shape); }
   size_t bytes() const { return static_cast<size_t>(numel()) * DTypeSize(dtype); }

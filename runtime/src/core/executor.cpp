@@ -2,10 +2,12 @@
 // arena live in executor_bind.cpp.
 #include "core/executor_impl.h"
 
+#include "backends/cpu/cpu_backend.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace kiln {
 namespace {
@@ -46,26 +48,30 @@ AttrValue DecodeAttr(const fb::Attr &a) {
 
 } // namespace
 
-Executor::Impl::~Impl() { std::free(arena); }
-
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executor::~Executor() = default;
 
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
+  std::unique_ptr<Backend> cpu = cpu::CreateCpuBackend();
+  Backend &backend = *cpu;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> e, Create(plan, backend));
+  e->impl_->owned_backend = std::move(cpu);
+  return e;
+}
+
+StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &backend) {
+  KILN_RETURN_IF_ERROR(CheckPlanRunsOn(plan, backend.kernels(), backend.name()));
   auto impl = std::make_unique<Impl>();
   impl->plan = &plan;
+  impl->backend = &backend;
   const auto &tensors = plan.tensors();
   impl->views.resize(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const PlanTensor &t = tensors[i];
     TensorView &v = impl->views[i];
     v.dtype = t.dtype;
-    if (t.kind == TensorKind::kWeight) {
+    if (t.kind == TensorKind::kWeight)
       v.shape = t.StaticShape();
-      // Kernels take non-const views; weights are only ever operands, never
-      // results (the loader checks), so the mapping is never written.
-      v.data = const_cast<void *>(t.data);
-    }
   }
   if (const fb::MemoryPlan *mp = plan.fb().memory_plan()) {
     impl->alignment = std::max<uint64_t>(64, static_cast<uint64_t>(mp->alignment()));
@@ -79,9 +85,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
     ExecOp op;
     std::string type = fop.type()->str();
     op.label = "op '" + (fop.name() ? fop.name()->str() : std::string()) + "' (" + type + ")";
-    op.def = cpu::FindOp(type);
-    if (!op.def)
-      return InvalidArgument(op.label + ": no CPU kernel for op type '" + type + "'");
+    op.rule = FindShapeRule(type);
+    if (!op.rule)
+      return InvalidArgument(op.label + ": this runtime has no op type '" + type + "'");
     if (fop.attrs())
       for (const fb::Attr *a : *fop.attrs())
         op.attrs.Set(a->name()->str(), DecodeAttr(*a));
@@ -90,6 +96,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
     if (fop.outputs())
       op.outputs.assign(fop.outputs()->begin(), fop.outputs()->end());
     op.host = !op.outputs.empty() && tensors[op.outputs[0]].host;
+    op.kernel = op.host ? cpu::CpuKernels().Find(type) : backend.kernels().Find(type);
+    if (!op.kernel) // CheckPlanRunsOn covered the backend; the CPU has every op
+      return InvalidArgument(op.label + ": no " + std::string(op.host ? "cpu" : backend.name()) +
+                             " kernel for op type '" + type + "'");
+    op.type = std::move(type);
     // A host op runs during Bind, before any activation has data. `shape`
     // and `size` read only their operand's shape; every other host op must
     // read values that exist then, and those graph inputs' values shape the
@@ -98,9 +109,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
       if (!op.host || t < 0)
         continue;
       const PlanTensor &pt = tensors[t];
-      if (pt.kind == TensorKind::kInput && !ReadsOnlyDims(type))
+      if (pt.kind == TensorKind::kInput && !ReadsOnlyDims(op.type))
         impl->value_input[t] = true;
-      if (pt.kind == TensorKind::kActivation && !pt.host && !ReadsOnlyDims(type))
+      if (pt.kind == TensorKind::kActivation && !pt.host && !ReadsOnlyDims(op.type))
         return DataLoss(op.label + ": a host op reads '" + pt.name +
                         "', which is computed only at run time; the plan must mark it host");
     }
@@ -109,23 +120,68 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
     op.out.resize(op.outputs.size());
     impl->ops.push_back(std::move(op));
   }
-  impl->PackWeights();
+  KILN_RETURN_IF_ERROR(impl->UploadWeights());
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
+}
+
+Status Executor::Impl::UploadWeights() {
+  std::vector<WeightUse> uses;
+  for (const ExecOp &op : ops)
+    uses.push_back({op.type, &op.attrs, &op.inputs});
+  UploadStats up;
+  KILN_RETURN_IF_ERROR(backend->UploadWeights(*plan, uses, weight_data, up));
+  stats.packed_weights = up.packed_weights;
+  stats.packed_bytes = up.packed_bytes;
+  stats.released_weights = up.released_weights;
+  WeightViews(/*device=*/false);
+  return Status::Ok();
+}
+
+void Executor::Impl::WeightViews(bool device) {
+  const auto &tensors = plan->tensors();
+  const bool host_backend = backend->memory_space() == MemorySpace::kHost;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].kind != TensorKind::kWeight)
+      continue;
+    TensorView &v = views[i];
+    // Kernels take non-const views; weights are only ever operands, never
+    // results (the loader checks), so no copy is ever written.
+    v.data = device ? weight_data[i] : const_cast<void *>(tensors[i].data);
+    v.space = device && !host_backend ? MemorySpace::kDevice : MemorySpace::kHost;
+  }
 }
 
 Status Executor::Run() {
   Impl &m = *impl_;
   if (!m.bound)
     return InvalidArgument("Executor::Run called before a successful Bind");
+  KILN_RETURN_IF_ERROR(m.StageInputs());
+  ExecContext &ctx = m.backend->context();
   for (ExecOp &op : m.ops) {
     if (op.host)
       continue; // evaluated by Bind
-    Status st = op.def->run(op.attrs, op.in, op.out);
+    Status st = op.kernel->run(ctx, op.attrs, op.in, op.out);
     if (!st.ok())
       return st.WithContext(op.label);
   }
   return Status::Ok();
 }
+
+Status Executor::CopyOutputToHost(int index, void *dst) const {
+  const Impl &m = *impl_;
+  if (index < 0 || static_cast<size_t>(index) >= m.plan->outputs().size())
+    return InvalidArgument("the plan has no output " + std::to_string(index));
+  const TensorView &v = m.views[m.plan->outputs()[index]];
+  if (v.space == MemorySpace::kHost) {
+    KILN_RETURN_IF_ERROR(m.backend->Synchronize());
+    if (v.bytes() > 0 && dst != v.data)
+      std::memcpy(dst, v.data, v.bytes());
+    return Status::Ok();
+  }
+  return m.backend->CopyToHost(dst, v.data, v.bytes());
+}
+
+Backend &Executor::backend() const { return *impl_->backend; }
 
 std::vector<TensorView> Executor::outputs() const {
   std::vector<TensorView> out;

@@ -5,6 +5,7 @@
 #include "plan_format.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -70,6 +71,11 @@ Status Executor::Impl::CheckInputs(const std::vector<TensorView> &inputs) const 
       return InvalidArgument(label + " has an invalid shape " + ShapeToString(v.shape));
     if (bytes > 0 && v.data == nullptr)
       return InvalidArgument(label + " has no data");
+    if (v.space != MemorySpace::kHost && backend->memory_space() == MemorySpace::kHost)
+      return InvalidArgument(label + " is in device memory but the " +
+                             std::string(backend->name()) + " backend reads host memory");
+    if (v.space != MemorySpace::kHost && value_input[ids[i]])
+      return InvalidArgument(label + " decides shapes by its values, so it must be in host memory");
     for (size_t d = 0; d < t.dims.size(); ++d) {
       const std::string &sym = t.dims[d].symbol;
       if (t.dims[d].value >= 0 || sym.empty())
@@ -95,7 +101,9 @@ std::string Executor::Impl::Signature(const std::vector<TensorView> &inputs) con
     uint64_t rank = v.shape.size();
     put(&rank, sizeof(rank));
     put(v.shape.data(), v.shape.size() * sizeof(int64_t));
-    if ((value_input[plan->inputs()[i]] || v.numel() <= kValueSignatureElements) && v.bytes() > 0)
+    put(&v.space, sizeof(v.space)); // decides whether the input is staged
+    if (v.space == MemorySpace::kHost &&
+        (value_input[plan->inputs()[i]] || v.numel() <= kValueSignatureElements) && v.bytes() > 0)
       put(v.data, v.bytes());
   }
   return sig;
@@ -110,7 +118,17 @@ Status Executor::Impl::ShapePass() {
       continue;
     views[i].shape.clear();
     views[i].data = nullptr; // infer must not see a previous binding's bytes
+    views[i].space = MemorySpace::kHost;
   }
+  // Rules and host ops read values on the host: weights from the mapping,
+  // inputs only when the caller's bytes are host memory.
+  WeightViews(/*device=*/false);
+  const auto &ids = plan->inputs();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (views[ids[i]].space != MemorySpace::kHost)
+      views[ids[i]].data = nullptr;
+  // Host ops run the host's kernels, which need no stream or library.
+  ExecContext host_ctx;
   std::vector<TensorView> out;
   for (ExecOp &op : ops) {
     // Results start with the plan's dtype: ops whose dtype is not implied
@@ -118,7 +136,7 @@ Status Executor::Impl::ShapePass() {
     out.assign(op.outputs.size(), TensorView());
     for (size_t j = 0; j < out.size(); ++j)
       out[j].dtype = tensors[op.outputs[j]].dtype;
-    Status st = op.def->infer(op.attrs, op.in, out);
+    Status st = op.rule->infer(op.attrs, op.in, out);
     if (!st.ok())
       return st.WithContext(op.label);
     for (size_t j = 0; j < out.size(); ++j) {
@@ -152,7 +170,7 @@ Status Executor::Impl::ShapePass() {
       continue;
     for (size_t j = 0; j < out.size(); ++j)
       op.out[j] = views[op.outputs[j]];
-    st = op.def->run(op.attrs, op.in, op.out);
+    st = op.kernel->run(host_ctx, op.attrs, op.in, op.out);
     if (!st.ok())
       return st.WithContext(op.label);
   }
@@ -180,6 +198,18 @@ void Executor::Impl::LayoutArena() {
     // below 2^64 unless there are billions of slots.
     pos = AlignUp(pos + slot_bytes[s], alignment);
   }
+  layout.input_offsets.clear();
+  if (backend->memory_space() != MemorySpace::kHost) {
+    const auto &ids = plan->inputs();
+    layout.input_offsets.assign(ids.size(), UINT64_MAX);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const TensorView &v = bound_inputs[i];
+      if (v.space != MemorySpace::kHost)
+        continue;
+      layout.input_offsets[i] = pos;
+      pos = AlignUp(pos + v.bytes(), alignment);
+    }
+  }
   layout.arena_bytes = pos;
 }
 
@@ -190,32 +220,58 @@ Status Executor::Impl::ApplyLayout() {
     // page it touches (that was a quarter of demo decode time).
     uint64_t want = std::max<uint64_t>(layout.arena_bytes, arena_capacity + arena_capacity / 2);
     want = AlignUp(want, alignment);
-    std::free(arena);
-    arena = nullptr;
+    arena.Reset();
     arena_capacity = 0;
-    arena = static_cast<uint8_t *>(std::aligned_alloc(alignment, want));
-    if (!arena)
+    StatusOr<DeviceBuffer> grown = DeviceBuffer::Allocate(*backend, want, alignment);
+    if (!grown.ok())
       return Status(StatusCode::kResourceExhausted,
-                    "cannot allocate a " + std::to_string(want) + "-byte activation arena");
+                    "cannot allocate a " + std::to_string(want) + "-byte activation arena on the " +
+                        backend->name() + " backend: " + grown.status().message());
+    arena = std::move(grown.value());
     arena_capacity = want;
     ++stats.arena_allocations;
   }
   stats.arena_bytes = layout.arena_bytes;
   stats.arena_capacity = arena_capacity;
   const auto &tensors = plan->tensors();
+  uint8_t *base = static_cast<uint8_t *>(arena.data());
+  const MemorySpace arena_space = backend->memory_space();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const PlanTensor &t = tensors[i];
     if (t.kind != TensorKind::kActivation)
       continue;
     views[i].shape = layout.shapes[i];
-    if (t.host)
+    if (t.host) {
       views[i].data = layout.host_data[i].data();
-    else
-      views[i].data = arena ? arena + layout.slot_offsets[t.slot] : nullptr;
+      views[i].space = MemorySpace::kHost;
+    } else {
+      views[i].data = base ? base + layout.slot_offsets[t.slot] : nullptr;
+      views[i].space = arena_space;
+    }
+  }
+  WeightViews(/*device=*/true);
+  const auto &ids = plan->inputs();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    views[ids[i]] = bound_inputs[i];
+    if (!layout.input_offsets.empty() && layout.input_offsets[i] != UINT64_MAX) {
+      views[ids[i]].data = base + layout.input_offsets[i];
+      views[ids[i]].space = arena_space;
+    }
   }
   for (ExecOp &op : ops)
     for (size_t j = 0; j < op.outputs.size(); ++j)
       op.out[j] = views[op.outputs[j]];
+  return Status::Ok();
+}
+
+Status Executor::Impl::StageInputs() {
+  if (layout.input_offsets.empty())
+    return Status::Ok();
+  uint8_t *base = static_cast<uint8_t *>(arena.data());
+  for (size_t i = 0; i < bound_inputs.size(); ++i)
+    if (layout.input_offsets[i] != UINT64_MAX && bound_inputs[i].bytes() > 0)
+      KILN_RETURN_IF_ERROR(backend->CopyFromHost(base + layout.input_offsets[i],
+                                                 bound_inputs[i].data, bound_inputs[i].bytes()));
   return Status::Ok();
 }
 
@@ -224,6 +280,7 @@ Status Executor::Bind(const std::vector<TensorView> &inputs) {
   m.bound = false;
   KILN_RETURN_IF_ERROR(m.CheckInputs(inputs));
   const auto &ids = m.plan->inputs();
+  m.bound_inputs = inputs;
   for (size_t i = 0; i < ids.size(); ++i)
     m.views[ids[i]] = inputs[i];
 

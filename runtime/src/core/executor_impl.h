@@ -1,10 +1,9 @@
-// Private state of kiln::Executor, shared by executor.cpp (ops, Run),
-// executor_bind.cpp (shape pass, arena layout, layout cache) and
-// executor_pack.cpp (weights packed for the matrix products).
+// Private state of kiln::Executor, shared by executor.cpp (ops, Run) and
+// executor_bind.cpp (shape pass, arena layout, layout cache).
 #pragma once
 
-#include "backends/cpu/op_registry.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "core/backend.h"
+#include "core/shape_table.h"
 #include "kiln/executor.h"
 #include "op_attrs.h"
 
@@ -18,7 +17,11 @@
 namespace kiln {
 
 struct ExecOp {
-  const cpu::OpDef *def = nullptr;
+  std::string type;
+  const ShapeRule *rule = nullptr;
+  // The backend's kernel; for a host op, the host's (CPU) kernel, which
+  // runs during Bind on host memory.
+  const KernelDef *kernel = nullptr;
   OpAttrs attrs;
   std::string label; // "op 'name' (type)" for errors
   std::vector<int> inputs, outputs;
@@ -33,13 +36,24 @@ struct BoundLayout {
   std::vector<Shape> shapes;                   // per tensor (activations)
   std::vector<std::vector<uint8_t>> host_data; // per tensor (host tensors)
   std::vector<uint64_t> slot_offsets;
+  // Where each graph input that arrives in host memory is staged in the
+  // arena for a device backend (empty on a host backend, which reads inputs
+  // in place).
+  std::vector<uint64_t> input_offsets;
   uint64_t arena_bytes = 0;
 };
 
 struct Executor::Impl {
   const Plan *plan = nullptr;
+  std::unique_ptr<Backend> owned_backend; // when Create made its own
+  Backend *backend = nullptr;
   std::vector<ExecOp> ops;
   std::vector<TensorView> views; // per tensor, for the current binding
+  // Per weight: where the backend's kernels read it (device memory on a
+  // device backend); views hold the host mapping during the shape pass.
+  std::vector<void *> weight_data;
+  // The graph inputs as the caller bound them (host or device memory).
+  std::vector<TensorView> bound_inputs;
   // Graph inputs whose values (not only shapes) reach the shape pass, so
   // they belong in the cache signature: see ComputeValueInputs.
   std::vector<bool> value_input;
@@ -48,7 +62,7 @@ struct Executor::Impl {
   bool bound = false;
 
   BoundLayout layout; // the current binding's layout
-  uint8_t *arena = nullptr;
+  DeviceBuffer arena;  // in the backend's memory space
   uint64_t arena_capacity = 0;
 
   // Layout cache: signature -> layout, evicted oldest first.
@@ -56,19 +70,18 @@ struct Executor::Impl {
   std::deque<std::string> cache_order;
   static constexpr size_t kCacheEntries = 8;
 
-  // Packed copies of product weights, held for the executor's lifetime;
-  // products find them by the weight's address (kernels/cpu/gemm.cpp).
-  std::vector<std::shared_ptr<const kernels::PackedMatrix>> packed;
-
   Stats stats;
 
-  ~Impl();
   Status CheckInputs(const std::vector<TensorView> &inputs) const;
   std::string Signature(const std::vector<TensorView> &inputs) const;
   Status ShapePass();
   void LayoutArena();
   Status ApplyLayout();
-  void PackWeights();
+  Status StageInputs();
+  Status UploadWeights();
+  // Points every weight view at the host mapping (shape pass) or at the
+  // backend's copy (Run).
+  void WeightViews(bool device);
 };
 
 } // namespace kiln

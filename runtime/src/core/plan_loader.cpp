@@ -5,7 +5,7 @@
 // the structural checks only ever see a well-formed FlatBuffer.
 #include "kiln/plan.h"
 
-#include "backends/cpu/op_registry.h"
+#include "core/shape_table.h"
 #include "kiln_schema/plan_generated.h"
 #include "plan_format.h"
 
@@ -280,7 +280,7 @@ Status PlanLoader::CheckOps(const Plan &plan) {
     int idx = static_cast<int>(i);
     std::string type = Str(op->type());
     std::string label = "op " + std::to_string(i) + " '" + Str(op->name()) + "' (" + type + ")";
-    if (!cpu::FindOp(type))
+    if (!FindShapeRule(type))
       return InvalidArgument(label + ": op type '" + type + "' is not supported by this runtime");
     if (op->attrs()) {
       for (const fb::Attr *a : *op->attrs()) {

@@ -12,6 +12,22 @@ namespace {
 // Sorted by type for binary search; built once (thread-safe static init).
 const std::vector<OpDef> &Table() {
   static const std::vector<OpDef> table = [] {
+    std::vector<OpDef> t = AllOpDefs();
+    for (OpDef &d : t)
+      if (ComputesInF32ForHalf(d.type))
+        d = WithHalfViaF32(d);
+    std::sort(t.begin(), t.end(), [](const OpDef &a, const OpDef &b) {
+      return std::string_view(a.type) < std::string_view(b.type);
+    });
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+const std::vector<OpDef> &AllOpDefs() {
+  static const std::vector<OpDef> defs = [] {
     std::vector<OpDef> t;
     AddBinaryOps(t);
     AddUnaryOps(t);
@@ -25,18 +41,10 @@ const std::vector<OpDef> &Table() {
     AddFusedMlpOps(t);
     AddFusedAttentionOps(t);
     AddPagedAttentionOps(t);
-    for (OpDef &d : t)
-      if (ComputesInF32ForHalf(d.type))
-        d = WithHalfViaF32(d);
-    std::sort(t.begin(), t.end(), [](const OpDef &a, const OpDef &b) {
-      return std::string_view(a.type) < std::string_view(b.type);
-    });
     return t;
   }();
-  return table;
+  return defs;
 }
-
-} // namespace
 
 const OpDef *FindOp(std::string_view type) {
   const std::vector<OpDef> &t = Table();

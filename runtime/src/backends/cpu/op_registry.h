@@ -36,4 +36,9 @@ struct OpDef {
 const OpDef *FindOp(std::string_view type);
 std::vector<std::string> SupportedOpTypes();
 
+// Every family's definitions as written, without the half-via-f32 wrapper:
+// the source of the shape table (core/shape_table.cpp) and of the CPU
+// kernel table (kernel_table.cpp).
+const std::vector<OpDef> &AllOpDefs();
+
 }  // namespace kiln::cpu

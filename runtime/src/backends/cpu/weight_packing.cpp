@@ -1,8 +1,8 @@
-// Executor::Impl::PackWeights: at Create, the weights that matrix products
-// read as their right operand are packed once (kernels/cpu/packed_matrix.h),
-// and the plan's mapped pages of those that nothing else reads are handed
-// back to the kernel, so the process holds one copy of each weight.
-#include "core/executor_impl.h"
+// The CPU backend's weight upload: the weights that matrix products read as
+// their right operand are packed once (kernels/cpu/packed_matrix.h), and
+// the plan's mapped pages of those that nothing else reads are handed back
+// to the kernel, so the process holds one copy of each weight.
+#include "backends/cpu/weight_packing.h"
 
 #include "kiln/cpu.h"
 
@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-namespace kiln {
+namespace kiln::cpu {
 namespace {
 
 // One weight read as op(B) [k, n] of a product, with B's leading dim.
@@ -34,23 +34,24 @@ std::vector<size_t> ProductOperands(const std::string &type) {
 // The f32 2-D weights `op` reads as B, with how it reads them. Gemm's B is
 // transposed by its transB; a transposed A makes the kernel skip packed
 // weights, so such a gemm's B is not counted.
-std::vector<ProductWeight> ProductWeightsOf(const ExecOp &op,
+std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
                                             const std::vector<PlanTensor> &tensors) {
   std::vector<ProductWeight> out;
-  const std::string type = op.def->type;
+  const std::string type(op.op_type);
+  const std::vector<int> &inputs = *op.inputs;
   const bool gemm = type == "gemm";
-  if (gemm && op.attrs.Int("transA", 0) != 0)
+  if (gemm && op.attrs->Int("transA", 0) != 0)
     return out;
-  const bool trans = gemm && op.attrs.Int("transB", 0) != 0;
+  const bool trans = gemm && op.attrs->Int("transB", 0) != 0;
   for (size_t pos : ProductOperands(type)) {
-    if (pos >= op.inputs.size() || op.inputs[pos] < 0)
+    if (pos >= inputs.size() || inputs[pos] < 0)
       continue;
-    const PlanTensor &t = tensors[op.inputs[pos]];
+    const PlanTensor &t = tensors[inputs[pos]];
     if (t.kind != TensorKind::kWeight || t.dtype != DType::kF32 || !t.IsStatic() ||
         t.dims.size() != 2 || t.data == nullptr)
       continue;
     const int64_t rows = t.dims[0].value, cols = t.dims[1].value;
-    out.push_back({op.inputs[pos], trans ? cols : rows, trans ? rows : cols, cols, trans});
+    out.push_back({inputs[pos], trans ? cols : rows, trans ? rows : cols, cols, trans});
   }
   return out;
 }
@@ -74,15 +75,17 @@ void ReleasePages(const void *data, uint64_t size) {
 
 } // namespace
 
-void Executor::Impl::PackWeights() {
+void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
+                        std::vector<std::shared_ptr<const kernels::PackedMatrix>> &packed,
+                        UploadStats &stats) {
   if (!CpuWeightPacking())
     return;
-  const auto &tensors = plan->tensors();
+  const auto &tensors = plan.tensors();
   // Every read of each tensor, to tell the weights only products read.
   std::vector<int> reads(tensors.size(), 0), product_reads(tensors.size(), 0);
   std::vector<ProductWeight> uses;
-  for (const ExecOp &op : ops) {
-    for (int t : op.inputs)
+  for (const WeightUse &op : ops) {
+    for (int t : *op.inputs)
       if (t >= 0)
         ++reads[t];
     for (const ProductWeight &w : ProductWeightsOf(op, tensors)) {
@@ -90,7 +93,7 @@ void Executor::Impl::PackWeights() {
       uses.push_back(w);
     }
   }
-  for (int t : plan->outputs())
+  for (int t : plan.outputs())
     ++reads[t];
   // A weight counts as packed when every product reading of it got a copy.
   std::vector<int> packed_reads(tensors.size(), 0);
@@ -120,4 +123,4 @@ void Executor::Impl::PackWeights() {
   }
 }
 
-} // namespace kiln
+} // namespace kiln::cpu

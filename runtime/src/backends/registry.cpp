@@ -1,0 +1,27 @@
+// The backends this runtime was built with. A new backend adds its name,
+// its kernel table and its factory here (docs/architecture.md).
+#include "backends/registry.h"
+
+#include "backends/cpu/cpu_backend.h"
+
+namespace kiln {
+
+std::vector<std::string> BackendNames() { return {"cpu"}; }
+
+const KernelTable *BackendKernels(std::string_view name) {
+  if (name == "cpu")
+    return &cpu::CpuKernels();
+  return nullptr;
+}
+
+StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name) {
+  if (name == "cpu")
+    return cpu::CreateCpuBackend();
+  std::string known;
+  for (const std::string &n : BackendNames())
+    known += (known.empty() ? "" : ", ") + n;
+  return Status(StatusCode::kNotFound, "unknown backend '" + std::string(name) +
+                                           "'; this runtime was built with: " + known);
+}
+
+} // namespace kiln

@@ -1,0 +1,103 @@
+// The seam between the executor and the hardware. A Backend owns memory in
+// its own space, holds the plan's weights there (uploaded once), moves bytes
+// to and from the host, runs kernels from its own table with its execution
+// context, and waits for them. The executor, its arena, the engine's KV
+// cache and the logits readback all go through it; nothing above core/
+// allocates device memory or knows which backend it is on.
+//
+// The cpu backend (backends/cpu/cpu_backend.h) is the reference and is
+// always built. docs/architecture.md has the checklist for adding one.
+#pragma once
+
+#include "core/kernel.h"
+#include "kiln/plan.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+// How one op reads the plan's tensors; a backend's weight upload looks at
+// these to choose a layout per weight (the CPU packs matrix-product
+// operands, a GPU may transpose or interleave them).
+struct WeightUse {
+  std::string_view op_type;
+  const OpAttrs *attrs = nullptr;
+  const std::vector<int> *inputs = nullptr; // plan tensor ids, -1 for omitted
+};
+
+struct UploadStats {
+  int packed_weights = 0;     // weights stored in a backend-specific layout
+  uint64_t packed_bytes = 0;  // bytes those copies hold
+  int released_weights = 0;   // of those, weights whose mapped pages were given back
+  uint64_t device_bytes = 0;  // bytes of weights copied into device memory
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  // "cpu", "cuda": the name `kiln build --target` and `--backend` take.
+  virtual const char *name() const = 0;
+  // Where Allocate's memory lives. kHost: the host may read and write it.
+  virtual MemorySpace memory_space() const = 0;
+
+  // The backend's kernels; an op type it lacks makes a plan unrunnable here.
+  virtual const KernelTable &kernels() const = 0;
+  virtual ExecContext &context() = 0;
+
+  // Memory in the backend's space, aligned to `alignment` (a power of two,
+  // at least 64). ResourceExhausted, naming the size, when it is not there.
+  virtual StatusOr<void *> Allocate(uint64_t bytes, uint64_t alignment) = 0;
+  virtual void Free(void *ptr) = 0;
+
+  // Makes the plan's weights readable by this backend's kernels, once per
+  // plan and backend: fills `data` (indexed by tensor id) with the pointer
+  // each weight's kernels read. `uses` tells how ops read them. The plan must
+  // outlive the backend's use of the pointers.
+  virtual Status UploadWeights(const Plan &plan, const std::vector<WeightUse> &uses,
+                               std::vector<void *> &data, UploadStats &stats) = 0;
+
+  // Byte copies between host memory and this backend's memory, ordered
+  // after every kernel already enqueued. CopyToHost returns once `dst` holds
+  // the bytes.
+  virtual Status CopyFromHost(void *dst, const void *src, uint64_t bytes) = 0;
+  virtual Status CopyToHost(void *dst, const void *src, uint64_t bytes) = 0;
+
+  // Waits for every enqueued kernel and copy.
+  virtual Status Synchronize() = 0;
+};
+
+// Memory from a backend, freed through it when the handle goes away.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  static StatusOr<DeviceBuffer> Allocate(Backend &backend, uint64_t bytes, uint64_t alignment = 64);
+  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() { Reset(); }
+
+  void *data() const { return data_; }
+  uint64_t bytes() const { return bytes_; }
+  void Reset();
+
+private:
+  Backend *backend_ = nullptr;
+  void *data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+// The op types of the plan that `kernels` lacks, sorted, each once. Host
+// ops (shape arithmetic, run on the host during Bind) are not counted.
+std::vector<std::string> MissingKernels(const Plan &plan, const KernelTable &kernels);
+// InvalidArgument naming the missing op types and the backend, or Ok.
+Status CheckPlanRunsOn(const Plan &plan, const KernelTable &kernels, std::string_view backend);
+
+} // namespace kiln
