@@ -40,6 +40,7 @@ struct PipelineOptions {
   int max_seqs = 64;                // sequences in one step (the concurrency)
   int max_tracked = 1024;           // requests waiting + running; Submit refuses more
   bool prefix_caching = true;       // share the KV of common prompt prefixes
+  std::string backend = "cpu";      // what runs the plan: a name from BackendNames()
 };
 
 // A prompt and how to continue it.

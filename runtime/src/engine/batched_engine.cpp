@@ -1,9 +1,9 @@
-// BatchedEngine: Scheduler + BlockManager + PlanModelRunner + a sampler and
+// BatchedEngine: Scheduler + BlockManager + a ModelRunner + a sampler and
 // stop checker per completion. One Step() is one model step over a flat batch.
 #include "engine/engine.h"
 
 #include "engine/block_manager.h"
-#include "engine/plan_runner.h"
+#include "engine/model_runner.h"
 #include "engine/scheduler.h"
 
 #include <algorithm>
@@ -34,37 +34,21 @@ struct Completion {
 
 class BatchedEngine : public Engine {
 public:
-  BatchedEngine(const Plan &plan, const Tokenizer *tokenizer, int64_t context_length)
-      : plan_(plan), tokenizer_(tokenizer), context_length_(context_length) {}
+  BatchedEngine(std::unique_ptr<ModelRunner> runner, const Tokenizer *tokenizer,
+                int64_t context_length)
+      : runner_(std::move(runner)), tokenizer_(tokenizer), context_length_(context_length) {}
 
   Status Init(const PipelineOptions &options) {
-    KILN_ASSIGN_OR_RETURN(int64_t per_block,
-                          PlanModelRunner::BytesPerBlock(plan_, options.block_size));
-    int64_t budget = options.kv_cache_bytes;
-    if (budget == 0) {
-      // Room for every sequence of a step at the full context, within the cap.
-      int64_t ctx = context_length_ > 0 ? context_length_ : 4096;
-      int64_t want = (ctx + options.block_size - 1) / options.block_size * options.max_seqs;
-      budget = std::min(PipelineOptions::kDefaultKvCacheCap,
-                        want > PipelineOptions::kDefaultKvCacheCap / per_block
-                            ? PipelineOptions::kDefaultKvCacheCap
-                            : want * per_block);
-    }
-    auto blocks = BlocksForBudget(budget, per_block);
-    if (!blocks.ok())
-      return InvalidArgument("kv_cache_bytes " + std::to_string(budget) + " holds no KV block of " +
-                             std::to_string(per_block) + " bytes (" +
-                             std::to_string(options.block_size) + " tokens over every layer)");
-    KILN_ASSIGN_OR_RETURN(
-        blocks_, BlockManager::Create(*blocks, options.block_size, options.prefix_caching));
+    const int64_t blocks = runner_->num_blocks(), block_size = runner_->block_size();
+    KILN_ASSIGN_OR_RETURN(blocks_,
+                          BlockManager::Create(blocks, block_size, options.prefix_caching));
     SchedulerConfig config;
     config.max_batched_tokens = options.max_batched_tokens;
     config.max_seqs_per_step = options.max_seqs;
     config.max_tracked_seqs = options.max_tracked;
     KILN_ASSIGN_OR_RETURN(scheduler_, Scheduler::Create(config, *blocks_));
-    KILN_ASSIGN_OR_RETURN(runner_, PlanModelRunner::Create(plan_, *blocks, options.block_size));
-    stats_.kv_blocks = *blocks;
-    stats_.block_size = options.block_size;
+    stats_.kv_blocks = blocks;
+    stats_.block_size = block_size;
     return Status::Ok();
   }
 
@@ -289,12 +273,11 @@ private:
     finished_.push_back(std::move(r));
   }
 
-  const Plan &plan_;
+  std::unique_ptr<ModelRunner> runner_;
   const Tokenizer *tokenizer_;
   int64_t context_length_;
   std::unique_ptr<BlockManager> blocks_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<PlanModelRunner> runner_;
   std::unordered_map<int64_t, std::unique_ptr<Completion>> completions_; // by sequence id
   std::unordered_map<int64_t, std::vector<int64_t>> request_ids_;        // request -> sequences
   std::unordered_map<int64_t, std::unique_ptr<StreamCallback>> callbacks_;
@@ -321,10 +304,33 @@ ResponseFinish CoarseFinish(kiln::FinishReason r) {
   }
 }
 
-StatusOr<std::unique_ptr<Engine>> CreateBatchedEngine(const Plan &plan, const Tokenizer *tokenizer,
+StatusOr<int64_t> KvCacheBlocks(const PipelineOptions &options, int64_t bytes_per_block,
+                                int64_t context_length) {
+  int64_t budget = options.kv_cache_bytes;
+  if (budget == 0) {
+    // Room for every sequence of a step at the full context, within the cap.
+    int64_t ctx = context_length > 0 ? context_length : 4096;
+    int64_t want = (ctx + options.block_size - 1) / options.block_size * options.max_seqs;
+    budget = std::min(PipelineOptions::kDefaultKvCacheCap,
+                      want > PipelineOptions::kDefaultKvCacheCap / bytes_per_block
+                          ? PipelineOptions::kDefaultKvCacheCap
+                          : want * bytes_per_block);
+  }
+  auto blocks = BlocksForBudget(budget, bytes_per_block);
+  if (!blocks.ok())
+    return InvalidArgument("kv_cache_bytes " + std::to_string(budget) + " holds no KV block of " +
+                           std::to_string(bytes_per_block) + " bytes (" +
+                           std::to_string(options.block_size) + " tokens over every layer)");
+  return *blocks;
+}
+
+StatusOr<std::unique_ptr<Engine>> CreateBatchedEngine(std::unique_ptr<ModelRunner> runner,
+                                                      const Tokenizer *tokenizer,
                                                       const PipelineOptions &options,
                                                       int64_t context_length) {
-  auto engine = std::make_unique<BatchedEngine>(plan, tokenizer, context_length);
+  if (!runner)
+    return InvalidArgument("the batched engine needs a model runner");
+  auto engine = std::make_unique<BatchedEngine>(std::move(runner), tokenizer, context_length);
   KILN_RETURN_IF_ERROR(engine->Init(options));
   return std::unique_ptr<Engine>(std::move(engine));
 }

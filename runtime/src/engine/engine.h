@@ -78,9 +78,18 @@ inline double SecondsBetween(Clock::time_point since, Clock::time_point to) {
 // Coarse reason of a detailed one.
 ResponseFinish CoarseFinish(kiln::FinishReason r);
 
-// Continuous batching over a plan with the ragged interface. `tokenizer`
-// may be null; plan and tokenizer must outlive the engine.
-StatusOr<std::unique_ptr<Engine>> CreateBatchedEngine(const Plan &plan, const Tokenizer *tokenizer,
+class ModelRunner;
+
+// KV blocks of `bytes_per_block` that options.kv_cache_bytes holds (0: room
+// for max_seqs sequences of the full context, capped); InvalidArgument when
+// not even one fits.
+StatusOr<int64_t> KvCacheBlocks(const PipelineOptions &options, int64_t bytes_per_block,
+                                int64_t context_length);
+
+// Continuous batching over `runner`, whose KV cache geometry sizes the
+// block manager. `tokenizer` may be null and must outlive the engine.
+StatusOr<std::unique_ptr<Engine>> CreateBatchedEngine(std::unique_ptr<ModelRunner> runner,
+                                                      const Tokenizer *tokenizer,
                                                       const PipelineOptions &options,
                                                       int64_t context_length);
 // One request at a time through DecoderSession, for dense plans.

@@ -17,6 +17,9 @@ public:
 
   // Width of one logits row.
   virtual int64_t vocab_size() const = 0;
+  // The paged KV cache the runner holds: blocks of block_size() tokens.
+  virtual int64_t num_blocks() const = 0;
+  virtual int64_t block_size() const = 0;
 
   // Computes every chunk of `step` as one flat batch: for chunk c, the
   // tokens at positions [c.start, c.start + c.num_tokens) of c.seq attend to

@@ -2,7 +2,9 @@
 // (batched for ragged plans, serial for dense ones).
 #include "kiln/pipeline.h"
 
+#include "backends/registry.h"
 #include "engine/engine.h"
+#include "engine/plan_runner.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
@@ -26,6 +28,7 @@ struct Pipeline::Impl {
   std::unique_ptr<Plan> owned_plan;
   const Plan *plan = nullptr;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Backend> backend; // outlives the engine, which runs on it
   std::unique_ptr<engine::Engine> engine;
   engine::CancelList cancels;
   bool batched = false;
@@ -101,9 +104,22 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
   }
   impl->batched = f.ragged() != nullptr;
   if (impl->batched) {
-    KILN_ASSIGN_OR_RETURN(impl->engine, engine::CreateBatchedEngine(plan, impl->tokenizer.get(),
-                                                                    options, impl->context_length));
+    KILN_ASSIGN_OR_RETURN(impl->backend, CreateBackend(options.backend));
+    KILN_ASSIGN_OR_RETURN(int64_t per_block,
+                          engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
+    KILN_ASSIGN_OR_RETURN(int64_t blocks,
+                          engine::KvCacheBlocks(options, per_block, impl->context_length));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<engine::PlanModelRunner> runner,
+                          engine::PlanModelRunner::Create(plan, *impl->backend, blocks,
+                                                          options.block_size));
+    KILN_ASSIGN_OR_RETURN(impl->engine,
+                          engine::CreateBatchedEngine(std::move(runner), impl->tokenizer.get(),
+                                                      options, impl->context_length));
   } else {
+    if (options.backend != "cpu")
+      return InvalidArgument("backend '" + options.backend +
+                             "' runs only plans with the ragged interface; this plan is dense "
+                             "(built with --no-ragged, or the ragged pass could not rewrite it)");
     KILN_ASSIGN_OR_RETURN(impl->engine, engine::CreateSerialEngine(plan, impl->tokenizer.get()));
   }
   impl->engine->set_cancel_list(&impl->cancels);

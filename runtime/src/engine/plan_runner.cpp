@@ -1,6 +1,7 @@
 // PlanModelRunner: a scheduled Step as the plan's ragged inputs.
 #include "engine/plan_runner.h"
 
+#include "core/paged_indices.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
@@ -12,13 +13,14 @@ namespace kiln::engine {
 namespace {
 
 // The ragged roles of `plan`, checked: every role is an input of the right
-// dtype and rank, every input has a role, the caches are f32 with static
-// head counts and head dims.
+// dtype and rank, every input has a role, the caches are f32, f16 or bf16
+// with static head counts and head dims.
 struct Roles {
   int ids = -1, pos = -1, slots = -1, qstart = -1, ctx = -1, tables = -1, rows = -1, logits = -1;
   struct Layer {
     int key = -1, value = -1;
     int64_t kv_heads = 0, key_dim = 0, value_dim = 0;
+    DType dtype = DType::kF32;
   };
   std::vector<Layer> layers;
   int64_t vocab = 0;
@@ -75,15 +77,18 @@ StatusOr<Roles> ReadRoles(const Plan &plan) {
       if (index < 0)
         return InvalidArgument("a KV cache of the plan's ragged interface is not a graph input");
       const PlanTensor &t = tensors[id];
-      if (t.dtype != DType::kF32 || t.dims.size() != 4 || t.dims[1].value <= 0 ||
-          t.dims[3].value <= 0)
+      const bool float_type =
+          t.dtype == DType::kF32 || t.dtype == DType::kF16 || t.dtype == DType::kBF16;
+      if (!float_type || t.dims.size() != 4 || t.dims[1].value <= 0 || t.dims[3].value <= 0)
         return InvalidArgument("KV cache '" + t.name + "' is " + DTypeName(t.dtype) +
                                t.DimsToString() +
-                               "; expected f32 [num_blocks, kv_heads, block_size, head_dim] "
-                               "with static kv_heads and head_dim");
-      if (layer.kv_heads != 0 && layer.kv_heads != t.dims[1].value)
-        return InvalidArgument("KV cache '" + t.name + "' has another head count than its key");
+                               "; expected f32, f16 or bf16 [num_blocks, kv_heads, block_size, "
+                               "head_dim] with static kv_heads and head_dim");
+      if (layer.kv_heads != 0 && (layer.kv_heads != t.dims[1].value || layer.dtype != t.dtype))
+        return InvalidArgument("KV cache '" + t.name +
+                               "' has another head count or dtype than its key");
       layer.kv_heads = t.dims[1].value;
+      layer.dtype = t.dtype;
       *dim = t.dims[3].value;
       *out = index;
       has_role[index] = true;
@@ -109,17 +114,19 @@ StatusOr<int64_t> PlanModelRunner::BytesPerBlock(const Plan &plan, int64_t block
     return InvalidArgument("block_size must be >= 1, got " + std::to_string(block_size));
   int64_t bytes = 0;
   for (const Roles::Layer &l : roles.layers)
-    bytes += l.kv_heads * block_size * (l.key_dim + l.value_dim) * 4;
+    bytes += l.kv_heads * block_size * (l.key_dim + l.value_dim) *
+             static_cast<int64_t>(DTypeSize(l.dtype));
   return bytes;
 }
 
 StatusOr<std::unique_ptr<PlanModelRunner>>
-PlanModelRunner::Create(const Plan &plan, int64_t num_blocks, int64_t block_size) {
+PlanModelRunner::Create(const Plan &plan, Backend &backend, int64_t num_blocks,
+                        int64_t block_size) {
   KILN_ASSIGN_OR_RETURN(Roles roles, ReadRoles(plan));
   if (num_blocks < 1 || block_size < 1)
     return InvalidArgument("the KV cache needs num_blocks >= 1 and block_size >= 1, got " +
                            std::to_string(num_blocks) + " and " + std::to_string(block_size));
-  std::unique_ptr<PlanModelRunner> r(new PlanModelRunner(plan, num_blocks, block_size));
+  std::unique_ptr<PlanModelRunner> r(new PlanModelRunner(plan, backend, num_blocks, block_size));
   r->ids_ = roles.ids;
   r->pos_ = roles.pos;
   r->slots_ = roles.slots;
@@ -133,30 +140,32 @@ PlanModelRunner::Create(const Plan &plan, int64_t num_blocks, int64_t block_size
     Cache c;
     c.key_input = l.key;
     c.value_input = l.value;
+    c.dtype = l.dtype;
     c.key_shape = {num_blocks, l.kv_heads, block_size, l.key_dim};
     c.value_shape = {num_blocks, l.kv_heads, block_size, l.value_dim};
     // Not zeroed: attention reads only positions its sequence wrote, and
-    // untouched pages cost no memory until a block is first used.
-    const int64_t key_floats = num_blocks * l.kv_heads * block_size * l.key_dim;
-    const int64_t value_floats = num_blocks * l.kv_heads * block_size * l.value_dim;
-    c.key.reset(new (std::nothrow) float[static_cast<size_t>(key_floats)]);
-    c.value.reset(new (std::nothrow) float[static_cast<size_t>(value_floats)]);
-    if (!c.key || !c.value)
-      return Status(StatusCode::kResourceExhausted,
-                    "cannot allocate a KV cache of " +
-                        std::to_string((key_floats + value_floats) * 4 >> 20) +
-                        " MiB for one layer; lower the KV cache budget");
+    // untouched host pages cost no memory until a block is first used.
+    const uint64_t elem = DTypeSize(l.dtype);
+    const uint64_t key_bytes = num_blocks * l.kv_heads * block_size * l.key_dim * elem;
+    const uint64_t value_bytes = num_blocks * l.kv_heads * block_size * l.value_dim * elem;
+    for (auto [bytes, buffer] : {std::pair{key_bytes, &c.key}, std::pair{value_bytes, &c.value}}) {
+      StatusOr<DeviceBuffer> got = DeviceBuffer::Allocate(backend, bytes);
+      if (!got.ok())
+        return Status(StatusCode::kResourceExhausted,
+                      "cannot allocate a KV cache of " +
+                          std::to_string((key_bytes + value_bytes) >> 20) +
+                          " MiB for one layer on the " + backend.name() +
+                          " backend; lower the KV cache budget (" + got.status().message() + ")");
+      *buffer = std::move(got.value());
+    }
     r->caches_.push_back(std::move(c));
   }
-  KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan));
+  KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan, backend));
   return r;
 }
 
-Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
-  const int64_t T = step.num_tokens;
+Status PlanModelRunner::BuildIndices(const Step &step) {
   const int64_t N = static_cast<int64_t>(step.chunks.size());
-  if (T < 1 || N < 1)
-    return InvalidArgument("an empty step has nothing to run");
   int64_t max_blocks = 1;
   for (const ScheduledChunk &c : step.chunks)
     max_blocks = std::max(max_blocks, (c.start + c.num_tokens + block_size_ - 1) / block_size_);
@@ -190,9 +199,27 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
     if (c.samples)
       rows_buf_.push_back(static_cast<int64_t>(ids_buf_.size()) - 1);
   }
+  max_blocks_ = max_blocks;
+  return Status::Ok();
+}
+
+Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
+  const int64_t T = step.num_tokens;
+  const int64_t N = static_cast<int64_t>(step.chunks.size());
+  if (T < 1 || N < 1)
+    return InvalidArgument("an empty step has nothing to run");
+  KILN_RETURN_IF_ERROR(BuildIndices(step));
   if (static_cast<int64_t>(ids_buf_.size()) != T)
     return Internal("step says " + std::to_string(T) + " tokens but its chunks hold " +
                     std::to_string(ids_buf_.size()));
+  const int64_t max_blocks = max_blocks_;
+  // Checked once here, for every layer's paged attention, so no backend's
+  // kernel has to read the arrays back to check them.
+  const PagedIndices indices{slots_buf_.data(), qstart_buf_.data(), ctx_buf_.data(),
+                             tables_buf_.data(), T, N, max_blocks};
+  Status checked = CheckPagedIndices(indices, num_blocks_, block_size_);
+  if (!checked.ok())
+    return Internal("the scheduler built a bad step: " + checked.message());
   const int64_t L = static_cast<int64_t>(rows_buf_.size());
   logits.clear();
   if (L == 0) {
@@ -209,9 +236,10 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   inputs[ctx_] = View(ctx_buf_, {N});
   inputs[tables_] = View(tables_buf_, {N, max_blocks});
   inputs[rows_] = View(rows_buf_, {static_cast<int64_t>(rows_buf_.size())});
+  const MemorySpace space = backend_.memory_space();
   for (Cache &c : caches_) {
-    inputs[c.key_input] = TensorView{DType::kF32, c.key_shape, c.key.get()};
-    inputs[c.value_input] = TensorView{DType::kF32, c.value_shape, c.value.get()};
+    inputs[c.key_input] = TensorView{c.dtype, c.key_shape, c.key.data(), space};
+    inputs[c.value_input] = TensorView{c.dtype, c.value_shape, c.value.data(), space};
   }
   KILN_RETURN_IF_ERROR(executor_->Bind(inputs));
   KILN_RETURN_IF_ERROR(executor_->Run());
@@ -221,8 +249,8 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   if (out.dtype != DType::kF32 || out.numel() != L * vocab_)
     return Internal("the plan's logits are " + ShapeToString(out.shape) + " for " +
                     std::to_string(L) + " sampled rows of vocab " + std::to_string(vocab_));
-  logits.assign(out.as<float>(), out.as<float>() + L * vocab_);
-  return Status::Ok();
+  logits.resize(static_cast<size_t>(L * vocab_));
+  return executor_->CopyOutputToHost(logits_, logits.data());
 }
 
 } // namespace kiln::engine

@@ -1,8 +1,11 @@
 // The ModelRunner of a plan with the ragged interface (Plan.ragged, written
-// by kiln-ragged): owns the paged KV cache tensors and turns each scheduled
-// Step into the plan's flat-batch inputs, then runs the executor.
+// by kiln-ragged): owns the paged KV cache tensors in the backend's memory
+// (in the plan's cache dtype), turns each scheduled Step into the plan's
+// flat-batch index arrays, checks them once, then runs the executor on the
+// backend and reads the logits back.
 #pragma once
 
+#include "core/backend.h"
 #include "engine/model_runner.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
@@ -20,21 +23,25 @@ public:
   // roles are malformed (what Create checks).
   static StatusOr<int64_t> BytesPerBlock(const Plan &plan, int64_t block_size);
 
-  // Allocates `num_blocks` blocks of `block_size` tokens per layer;
-  // ResourceExhausted when the memory is not there.
-  // `plan` must outlive the runner.
-  static StatusOr<std::unique_ptr<PlanModelRunner>> Create(const Plan &plan, int64_t num_blocks,
-                                                           int64_t block_size);
+  // Allocates `num_blocks` blocks of `block_size` tokens per layer in
+  // `backend`'s memory; ResourceExhausted when the memory is not there.
+  // `plan` and `backend` must outlive the runner.
+  static StatusOr<std::unique_ptr<PlanModelRunner>>
+  Create(const Plan &plan, Backend &backend, int64_t num_blocks, int64_t block_size);
 
   int64_t vocab_size() const override { return vocab_; }
+  int64_t num_blocks() const override { return num_blocks_; }
+  int64_t block_size() const override { return block_size_; }
   Status Run(const Step &step, std::vector<float> &logits) override;
 
 private:
-  struct Layout; // the plan's input positions and cache dims
-  PlanModelRunner(const Plan &plan, int64_t num_blocks, int64_t block_size)
-      : plan_(plan), num_blocks_(num_blocks), block_size_(block_size) {}
+  PlanModelRunner(const Plan &plan, Backend &backend, int64_t num_blocks, int64_t block_size)
+      : plan_(plan), backend_(backend), num_blocks_(num_blocks), block_size_(block_size) {}
+  // Fills the index arrays of `step`; Internal when a sequence lacks blocks.
+  Status BuildIndices(const Step &step);
 
   const Plan &plan_;
+  Backend &backend_;
   int64_t num_blocks_, block_size_;
   int64_t vocab_ = 0;
   std::unique_ptr<Executor> executor_;
@@ -43,13 +50,15 @@ private:
   int logits_ = -1; // position in plan.outputs()
   struct Cache {
     int key_input = -1, value_input = -1;
+    DType dtype = DType::kF32;
     Shape key_shape, value_shape; // [num_blocks, kv_heads, block_size, head_dim]
-    std::unique_ptr<float[]> key, value;
+    DeviceBuffer key, value;
   };
   std::vector<Cache> caches_;
   // Per-step inputs, kept alive from Bind through Run.
   std::vector<int64_t> ids_buf_, pos_buf_, slots_buf_, qstart_buf_, ctx_buf_, tables_buf_,
       rows_buf_;
+  int64_t max_blocks_ = 1; // block table width of the current step
 };
 
 } // namespace kiln::engine

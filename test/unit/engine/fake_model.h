@@ -17,6 +17,8 @@ public:
   FakeModel(const BlockManager &blocks, int64_t vocab);
 
   int64_t vocab_size() const override { return vocab_; }
+  int64_t num_blocks() const override { return blocks_.num_blocks(); }
+  int64_t block_size() const override { return blocks_.block_size(); }
   // One-hot logits at the token NextToken gives for the KV read from the
   // cache. Internal when the cached context disagrees with the sequence's
   // tokens, a chunk runs past its blocks, or a write hits a shared block.
