@@ -39,7 +39,8 @@ public:
   StatusOr<void *> Allocate(uint64_t bytes, uint64_t alignment) override {
     if (bytes > limit_)
       return Status(StatusCode::kResourceExhausted, "simulated device: out of memory");
-    const uint64_t size = std::max<uint64_t>(alignment, (bytes + alignment - 1) / alignment * alignment);
+    const uint64_t size =
+        std::max<uint64_t>(alignment, (bytes + alignment - 1) / alignment * alignment);
     void *p = std::aligned_alloc(alignment, size);
     if (!p)
       return Status(StatusCode::kResourceExhausted, "simulated device: out of host memory");
@@ -54,8 +55,8 @@ public:
       errors += "Free of a pointer the device never allocated; ";
   }
 
-  Status UploadWeights(const Plan &plan, const std::vector<WeightUse> &,
-                       std::vector<void *> &data, UploadStats &stats) override {
+  Status UploadWeights(const Plan &plan, const std::vector<WeightUse> &, std::vector<void *> &data,
+                       UploadStats &stats) override {
     const auto &tensors = plan.tensors();
     data.assign(tensors.size(), nullptr);
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -124,22 +125,22 @@ private:
       if (type == drop)
         continue;
       const KernelDef *cpu = cpu::CpuKernels().Find(type);
-      defs.push_back({cpu->type, [this, cpu](ExecContext &ctx, const OpAttrs &attrs,
-                                             const Inputs &in, Outputs &out) {
-                        ++kernel_calls;
-                        if (ctx.backend != this)
-                          errors += std::string(cpu->type) + " ran with another context; ";
-                        for (size_t i = 0; i < in.size(); ++i)
-                          if (in[i])
-                            CheckOperand(std::string(cpu->type) + " operand " + std::to_string(i),
-                                         *in[i]);
-                        for (size_t i = 0; i < out.size(); ++i) {
-                          if (out[i].space != MemorySpace::kDevice)
-                            errors += std::string(cpu->type) + " result not on the device; ";
-                          CheckOperand(std::string(cpu->type) + " result", out[i]);
-                        }
-                        return cpu->run(ctx, attrs, in, out);
-                      }});
+      defs.push_back(
+          {cpu->type,
+           [this, cpu](ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+             ++kernel_calls;
+             if (ctx.backend != this)
+               errors += std::string(cpu->type) + " ran with another context; ";
+             for (size_t i = 0; i < in.size(); ++i)
+               if (in[i])
+                 CheckOperand(std::string(cpu->type) + " operand " + std::to_string(i), *in[i]);
+             for (size_t i = 0; i < out.size(); ++i) {
+               if (out[i].space != MemorySpace::kDevice)
+                 errors += std::string(cpu->type) + " result not on the device; ";
+               CheckOperand(std::string(cpu->type) + " result", out[i]);
+             }
+             return cpu->run(ctx, attrs, in, out);
+           }});
     }
     return KernelTable(std::move(defs));
   }

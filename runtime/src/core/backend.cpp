@@ -68,7 +68,8 @@ Status CheckPlanRunsOn(const Plan &plan, const KernelTable &kernels, std::string
   return InvalidArgument("the " + std::string(backend) + " backend has no kernel for op type" +
                          (missing.size() > 1 ? "s " : " ") + list +
                          " that this plan uses; build the plan with `kiln build --target " +
-                         std::string(backend) + "` to see which layers produce them, or run it "
+                         std::string(backend) +
+                         "` to see which layers produce them, or run it "
                          "on another backend");
 }
 

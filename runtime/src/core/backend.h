@@ -32,10 +32,10 @@ struct WeightUse {
 };
 
 struct UploadStats {
-  int packed_weights = 0;     // weights stored in a backend-specific layout
-  uint64_t packed_bytes = 0;  // bytes those copies hold
-  int released_weights = 0;   // of those, weights whose mapped pages were given back
-  uint64_t device_bytes = 0;  // bytes of weights copied into device memory
+  int packed_weights = 0;    // weights stored in a backend-specific layout
+  uint64_t packed_bytes = 0; // bytes those copies hold
+  int released_weights = 0;  // of those, weights whose mapped pages were given back
+  uint64_t device_bytes = 0; // bytes of weights copied into device memory
 };
 
 class Backend {

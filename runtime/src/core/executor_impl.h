@@ -62,7 +62,7 @@ struct Executor::Impl {
   bool bound = false;
 
   BoundLayout layout; // the current binding's layout
-  DeviceBuffer arena;  // in the backend's memory space
+  DeviceBuffer arena; // in the backend's memory space
   uint64_t arena_capacity = 0;
 
   // Layout cache: signature -> layout, evicted oldest first.

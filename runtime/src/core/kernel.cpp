@@ -11,8 +11,9 @@ KernelTable::KernelTable(std::vector<KernelDef> defs) : defs_(std::move(defs)) {
 }
 
 const KernelDef *KernelTable::Find(std::string_view type) const {
-  auto it = std::lower_bound(defs_.begin(), defs_.end(), type,
-                             [](const KernelDef &d, std::string_view v) { return std::string_view(d.type) < v; });
+  auto it = std::lower_bound(
+      defs_.begin(), defs_.end(), type,
+      [](const KernelDef &d, std::string_view v) { return std::string_view(d.type) < v; });
   if (it == defs_.end() || std::string_view(it->type) != type)
     return nullptr;
   return &*it;

@@ -44,19 +44,19 @@ public:
 // backend; kernels must not keep pointers into it across calls.
 struct ExecContext {
   Backend *backend = nullptr;
-  void *stream = nullptr;       // the backend's stream (cudaStream_t); null on the CPU
-  Workspace workspace;          // per-op scratch
-  void *blas = nullptr;         // library handle (cublasLtHandle_t); null on the CPU
+  void *stream = nullptr;        // the backend's stream (cudaStream_t); null on the CPU
+  Workspace workspace;           // per-op scratch
+  void *blas = nullptr;          // library handle (cublasLtHandle_t); null on the CPU
   ThreadPool *threads = nullptr; // the CPU's worker pool; null on devices
-  Communicator *comm = nullptr; // null with a single rank
+  Communicator *comm = nullptr;  // null with a single rank
 };
 
 // Runs with every input's data present (in the backend's memory space, or
 // on the host for host tensors) and outputs allocated with the dtype and
 // shape the shape table inferred. Kernels may enqueue work on ctx.stream and
 // return before it finishes; Backend::Synchronize waits for it.
-using KernelFn = std::function<Status(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in,
-                                      Outputs &out)>;
+using KernelFn =
+    std::function<Status(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out)>;
 
 struct KernelDef {
   const char *type;

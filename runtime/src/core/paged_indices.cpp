@@ -14,8 +14,8 @@ Status CheckQueryStart(const PagedIndices &p) {
     return Bad("query_start[0] must be 0, got " + Num(p.query_start[0]));
   for (int64_t s = 0; s < p.num_seqs; ++s)
     if (p.query_start[s + 1] < p.query_start[s])
-      return Bad("query_start must be non-decreasing, but query_start[" + Num(s + 1) + "] = " +
-                 Num(p.query_start[s + 1]) + " < query_start[" + Num(s) + "]");
+      return Bad("query_start must be non-decreasing, but query_start[" + Num(s + 1) +
+                 "] = " + Num(p.query_start[s + 1]) + " < query_start[" + Num(s) + "]");
   if (p.query_start[p.num_seqs] != p.tokens)
     return Bad("query_start[" + Num(p.num_seqs) + "] = " + Num(p.query_start[p.num_seqs]) +
                " must equal the token count " + Num(p.tokens));

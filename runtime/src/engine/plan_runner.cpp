@@ -119,9 +119,10 @@ StatusOr<int64_t> PlanModelRunner::BytesPerBlock(const Plan &plan, int64_t block
   return bytes;
 }
 
-StatusOr<std::unique_ptr<PlanModelRunner>>
-PlanModelRunner::Create(const Plan &plan, Backend &backend, int64_t num_blocks,
-                        int64_t block_size) {
+StatusOr<std::unique_ptr<PlanModelRunner>> PlanModelRunner::Create(const Plan &plan,
+                                                                   Backend &backend,
+                                                                   int64_t num_blocks,
+                                                                   int64_t block_size) {
   KILN_ASSIGN_OR_RETURN(Roles roles, ReadRoles(plan));
   if (num_blocks < 1 || block_size < 1)
     return InvalidArgument("the KV cache needs num_blocks >= 1 and block_size >= 1, got " +
@@ -215,8 +216,8 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   const int64_t max_blocks = max_blocks_;
   // Checked once here, for every layer's paged attention, so no backend's
   // kernel has to read the arrays back to check them.
-  const PagedIndices indices{slots_buf_.data(), qstart_buf_.data(), ctx_buf_.data(),
-                             tables_buf_.data(), T, N, max_blocks};
+  const PagedIndices indices{
+      slots_buf_.data(), qstart_buf_.data(), ctx_buf_.data(), tables_buf_.data(), T, N, max_blocks};
   Status checked = CheckPagedIndices(indices, num_blocks_, block_size_);
   if (!checked.ok())
     return Internal("the scheduler built a bad step: " + checked.message());

@@ -26,8 +26,8 @@ public:
   // Allocates `num_blocks` blocks of `block_size` tokens per layer in
   // `backend`'s memory; ResourceExhausted when the memory is not there.
   // `plan` and `backend` must outlive the runner.
-  static StatusOr<std::unique_ptr<PlanModelRunner>>
-  Create(const Plan &plan, Backend &backend, int64_t num_blocks, int64_t block_size);
+  static StatusOr<std::unique_ptr<PlanModelRunner>> Create(const Plan &plan, Backend &backend,
+                                                           int64_t num_blocks, int64_t block_size);
 
   int64_t vocab_size() const override { return vocab_; }
   int64_t num_blocks() const override { return num_blocks_; }

@@ -53,8 +53,8 @@ TEST(BackendSeam, DeviceRunMatchesCpuWithEveryOperandInDeviceMemory) {
   ASSERT_EQ(on_device.size(), 9u);
   EXPECT_EQ(on_device, on_cpu);
   EXPECT_EQ(device.errors, "");
-  EXPECT_EQ(device.uploaded_weights, 2);     // W and b
-  EXPECT_EQ(device.kernel_calls, 3);         // matmul, add, softmax
+  EXPECT_EQ(device.uploaded_weights, 2);                            // W and b
+  EXPECT_EQ(device.kernel_calls, 3);                                // matmul, add, softmax
   EXPECT_EQ(device.host_to_device_bytes, (12u + 3u) * 4 + 12u * 4); // W, b, then x staged
   EXPECT_EQ(device.device_to_host_bytes, 9u * 4);
 }

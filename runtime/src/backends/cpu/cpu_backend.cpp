@@ -34,7 +34,8 @@ public:
 
   StatusOr<void *> Allocate(uint64_t bytes, uint64_t alignment) override {
     // aligned_alloc wants a multiple of the alignment, and a non-zero size.
-    const uint64_t size = std::max<uint64_t>(alignment, (bytes + alignment - 1) / alignment * alignment);
+    const uint64_t size =
+        std::max<uint64_t>(alignment, (bytes + alignment - 1) / alignment * alignment);
     void *p = std::aligned_alloc(alignment, size);
     if (!p)
       return Status(StatusCode::kResourceExhausted,
