@@ -2,8 +2,8 @@
 // (32 query heads, 4 KV heads, head dim 64, block size 16) for decode
 // batches, a prefill chunk and a mix of both. Prints the best wall time and
 // the CPU time per call. Build and run with tools/bench/paged_attention.sh.
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/gemm.h"
 
 #include <algorithm>
 #include <chrono>
@@ -111,7 +111,8 @@ int main(int argc, char **argv) {
       {"decode 8 x ctx 512", std::vector<int64_t>(8, 1), std::vector<int64_t>(8, 512)},
       {"decode 32 x ctx 256", std::vector<int64_t>(32, 1), std::vector<int64_t>(32, 256)},
       {"chunk 256 at ctx 512", {256}, {512}},
-      {"8 decodes + chunk 128", {1, 1, 1, 1, 1, 1, 1, 1, 128},
+      {"8 decodes + chunk 128",
+       {1, 1, 1, 1, 1, 1, 1, 1, 128},
        {300, 300, 300, 300, 300, 300, 300, 300, 128}},
   };
   std::mt19937 rng(7);
