@@ -1,7 +1,8 @@
 // Times kernels::PagedAttention on a Llama-1.1B layer's attention shapes
 // (32 query heads, 4 KV heads, head dim 64, block size 16) for decode
-// batches, a prefill chunk and a mix of both. Prints the best wall time and
-// the CPU time per call. Build and run with tools/bench/paged_attention.sh.
+// batches, a prefill chunk and a mix of both, with f32 operands and with
+// f16 and bf16 ones (computed in f32). Prints the best wall time and the CPU
+// time per call. Build and run with tools/bench/paged_attention.sh.
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/gemm.h"
 
@@ -39,6 +40,7 @@ struct Step {
   PagedAttentionDims d;
   std::vector<float> q, k_new, v_new, k_cache, v_cache, out;
   std::vector<int64_t> slots, query_start, context_lens, block_tables;
+  std::vector<uint16_t> half[6]; // q .. out as f16 or bf16 bit patterns
   PagedBatch Batch() const {
     return {slots.data(), query_start.data(), context_lens.data(), block_tables.data()};
   }
@@ -116,7 +118,8 @@ int main(int argc, char **argv) {
        {300, 300, 300, 300, 300, 300, 300, 300, 128}},
   };
   std::mt19937 rng(7);
-  std::printf("| case | f32 best ms | f32 cpu ms |\n| --- | --- | --- |\n");
+  std::printf("| case | f32 best ms | f32 cpu ms | f16 best ms | f16 cpu ms | bf16 best ms | bf16 "
+              "cpu ms |\n| --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Case &c : cases) {
     Step s = MakeStep(c, rng);
     const PagedBatch b = s.Batch();
@@ -127,7 +130,23 @@ int main(int argc, char **argv) {
                          s.v_cache.data(), b, s.out.data(), s.d, 0.125f);
         },
         &cpu);
-    std::printf("| %s | %.4f | %.4f |\n", c.name, best, cpu);
+    std::printf("| %s | %.4f | %.4f |", c.name, best, cpu);
+    for (ScalarKind kind : {ScalarKind::kF16, ScalarKind::kBF16}) {
+      const std::vector<float> *f32[] = {&s.q, &s.k_new, &s.v_new, &s.k_cache, &s.v_cache, &s.out};
+      for (int i = 0; i < 6; ++i) {
+        s.half[i].resize(f32[i]->size());
+        CastElements(ScalarKind::kF32, f32[i]->data(), kind, s.half[i].data(),
+                     static_cast<int64_t>(f32[i]->size()));
+      }
+      const double half_best = TimeMs(
+          [&] {
+            PagedAttention(kind, s.half[0].data(), s.half[1].data(), s.half[2].data(),
+                           s.half[3].data(), s.half[4].data(), b, s.half[5].data(), s.d, 0.125f);
+          },
+          &cpu);
+      std::printf(" %.4f | %.4f |", half_best, cpu);
+    }
+    std::printf("\n");
   }
   return 0;
 }
