@@ -4,8 +4,8 @@
 //
 // Every shape and index is checked before anything is written, so a
 // rejected call leaves the caches as they were.
-#include "fused_util.h"
 #include "kernels/cpu/paged_attention.h"
+#include "fused_util.h"
 
 namespace kiln::cpu {
 namespace {
