@@ -8,7 +8,10 @@ same ONNX file, in the same run on the same machine.
 
 Each model folder holds model.onnx (an Optimum export with past key/values).
 kiln builds it twice, injected and with --no-inject, and runs each plan with
-`kiln run --prompt-ids ... --ignore-eos`;
+`kiln run --prompt-ids ... --ignore-eos`; --dense adds a third build, injected
+with --no-ragged, so the injected model runs once through the batched engine
+(ragged interface, paged KV cache) and once through the dense one (the model's
+own past/present KV, DecoderSession);
 ONNX Runtime runs the same prefill and greedy decode loop with its own KV
 cache. Reports the median of --repeats runs. Needs onnxruntime (PyPI).
 
@@ -186,6 +189,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--dense", action="store_true",
+                    help="also run the injected model with its dense interface (--no-ragged)")
     args = ap.parse_args()
     if args.ort_worker:
         return ort_worker(args)
@@ -201,14 +206,14 @@ def main():
             ids = rng.integers(3, vocab, size=args.prompt_len).tolist()
             # The same ONNX file, built twice: injected and generic.
             plans = {}
-            for variant, flags in (("inj", []), ("gen", ["--no-inject"])):
+            for variant, flags in variants(args):
                 plans[variant] = Path(tmp) / f"{model.name}-{variant}.plan"
                 subprocess.run([args.kiln, "build", str(onnx_path), "-o", str(plans[variant]),
                                 "--quiet", *flags], check=True)
             sess = ort_session(onnx_path, args.threads)
-            runs = {"inj": [], "gen": [], "ort": []}
+            runs = {**{v: [] for v in plans}, "ort": []}
             for _ in range(args.repeats):  # interleave so noise hits all alike
-                for variant in ("inj", "gen"):
+                for variant in plans:
                     runs[variant].append(kiln_once(args.kiln, plans[variant], ids,
                                                    args.new_tokens, args.threads)[:2])
                 runs["ort"].append(ort_once(sess, ids, args.new_tokens)[:2])
@@ -230,6 +235,14 @@ def main():
     return 0
 
 
+def variants(args):
+    """(name, kiln build flags) of each plan built from one ONNX file."""
+    out = [("inj", []), ("gen", ["--no-inject"])]
+    if args.dense:
+        out.append(("dense", ["--no-ragged"]))
+    return out
+
+
 def print_header():
     """The command, the date, the machine and the ONNX Runtime version."""
     import onnxruntime
@@ -243,13 +256,19 @@ def print_header():
 def print_fixtures(args, rows):
     print(f"\nprompt {args.prompt_len} tokens, {args.new_tokens} new tokens, batch 1, "
           f"{args.threads} threads, median of {args.repeats}; tok/s, and ratios to ORT")
-    print("| model | phase | kiln injected | kiln generic | ORT | injected/ORT | generic/ORT |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    dense = args.dense
+    print("| model | phase | kiln injected | kiln generic | ORT | injected/ORT | generic/ORT |"
+          + (" kiln injected dense | ragged/dense |" if dense else ""))
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if dense else ""))
     for r in rows:
         for phase in ("prompt", "decode"):
             inj, gen, ort = (r[f"{v}_{phase}"] for v in ("inj", "gen", "ort"))
-            print(f"| {r['model']} | {phase} | {inj:.0f} | {gen:.0f} | {ort:.0f} | "
-                  f"{inj / ort:.2f} | {gen / ort:.2f} |")
+            line = (f"| {r['model']} | {phase} | {inj:.0f} | {gen:.0f} | {ort:.0f} | "
+                    f"{inj / ort:.2f} | {gen / ort:.2f} |")
+            if dense:
+                d = r[f"dense_{phase}"]
+                line += f" {d:.0f} | {inj / d:.2f} |"
+            print(line)
 
 
 if __name__ == "__main__":
