@@ -131,16 +131,21 @@ def real_size(args, model, tmp):
     onnx_path = model / "model.onnx"
     vocab = json.loads((model / "config.json").read_text())["vocab_size"]
     ids = np.random.default_rng(1).integers(3, vocab, size=args.real_prompt_len).tolist()
-    plan = Path(tmp) / f"{model.name}.plan"
-    subprocess.run([*locked(args.mem_lock), args.kiln, "build", str(onnx_path), "-o", str(plan),
-                    "--quiet"], check=True)
-    runs = {"kiln": [], "ort": []}
+    plans = {"kiln": Path(tmp) / f"{model.name}.plan"}
+    if args.dense:
+        plans["kiln-dense"] = Path(tmp) / f"{model.name}-dense.plan"
+    for engine, plan in plans.items():
+        flags = ["--no-ragged"] if engine == "kiln-dense" else []
+        subprocess.run([*locked(args.mem_lock), args.kiln, "build", str(onnx_path), "-o",
+                        str(plan), "--quiet", *flags], check=True)
+    engines = [*plans, "ort"]
+    runs = {engine: [] for engine in engines}
     loads = [os.getloadavg()[0]]
     for rep in range(args.repeats):
-        order = ("kiln", "ort") if rep % 2 == 0 else ("ort", "kiln")
+        order = engines if rep % 2 == 0 else engines[::-1]
         for engine in order:
-            if engine == "kiln":
-                r = kiln_once(args.kiln, plan, ids, args.real_new_tokens, args.threads,
+            if engine in plans:
+                r = kiln_once(args.kiln, plans[engine], ids, args.real_new_tokens, args.threads,
                               args.mem_lock)
             else:
                 r = ort_process(onnx_path, ids, args.real_new_tokens, args.threads,
@@ -149,7 +154,8 @@ def real_size(args, model, tmp):
             loads.append(os.getloadavg()[0])
             print(f"  {model.name} {engine}: prefill {r[2]:.3f} s, decode {r[1]:.2f} tok/s",
                   file=sys.stderr, flush=True)
-    plan.unlink()
+    for plan in plans.values():
+        plan.unlink()
     row = {"model": model.name, "runs": runs, "load_min": min(loads), "load_max": max(loads)}
     for engine, rs in runs.items():
         row[f"{engine}_prefill_s"] = statistics.median(r[2] for r in rs)
@@ -169,6 +175,17 @@ def print_real_size(args, rows):
                                          "ort_decode"))
         print(f"| {r['model']} | {kp:.3f} | {op:.3f} | {op / kp:.2f} | {kd:.2f} | {od:.2f} | "
               f"{kd / od:.2f} | {r['load_min']:.1f}-{r['load_max']:.1f} |")
+    dense = [r for r in rows if "kiln-dense_decode" in r]
+    if dense:
+        print("\nthe same runs, kiln's ragged plan (batched engine) against its --no-ragged plan "
+              "(dense engine)")
+        print("| model | ragged prefill s | dense prefill s | ragged decode tok/s | "
+              "dense decode tok/s | decode ragged/dense |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for r in dense:
+            kp, dp, kd, dd = (r[k] for k in ("kiln_prefill_s", "kiln-dense_prefill_s",
+                                             "kiln_decode", "kiln-dense_decode"))
+            print(f"| {r['model']} | {kp:.3f} | {dp:.3f} | {kd:.2f} | {dd:.2f} | {kd / dd:.2f} |")
 
 
 def main():
@@ -190,7 +207,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--dense", action="store_true",
-                    help="also run the injected model with its dense interface (--no-ragged)")
+                    help="also run the injected model with its dense interface (--no-ragged), "
+                         "for the fixtures and --real-size models")
     args = ap.parse_args()
     if args.ort_worker:
         return ort_worker(args)
