@@ -8,7 +8,10 @@ same ONNX file, in the same run on the same machine.
 
 Each model folder holds model.onnx (an Optimum export with past key/values).
 kiln builds it twice, injected and with --no-inject, and runs each plan with
-`kiln run --prompt-ids ... --ignore-eos`;
+`kiln run --prompt-ids ... --ignore-eos`; --dense adds a third build, injected
+with --no-ragged, so the injected model runs once through the batched engine
+(ragged interface, paged KV cache) and once through the dense one (the model's
+own past/present KV, DecoderSession);
 ONNX Runtime runs the same prefill and greedy decode loop with its own KV
 cache. Reports the median of --repeats runs. Needs onnxruntime (PyPI).
 
@@ -128,16 +131,21 @@ def real_size(args, model, tmp):
     onnx_path = model / "model.onnx"
     vocab = json.loads((model / "config.json").read_text())["vocab_size"]
     ids = np.random.default_rng(1).integers(3, vocab, size=args.real_prompt_len).tolist()
-    plan = Path(tmp) / f"{model.name}.plan"
-    subprocess.run([*locked(args.mem_lock), args.kiln, "build", str(onnx_path), "-o", str(plan),
-                    "--quiet"], check=True)
-    runs = {"kiln": [], "ort": []}
+    plans = {"kiln": Path(tmp) / f"{model.name}.plan"}
+    if args.dense:
+        plans["kiln-dense"] = Path(tmp) / f"{model.name}-dense.plan"
+    for engine, plan in plans.items():
+        flags = ["--no-ragged"] if engine == "kiln-dense" else []
+        subprocess.run([*locked(args.mem_lock), args.kiln, "build", str(onnx_path), "-o",
+                        str(plan), "--quiet", *flags], check=True)
+    engines = [*plans, "ort"]
+    runs = {engine: [] for engine in engines}
     loads = [os.getloadavg()[0]]
     for rep in range(args.repeats):
-        order = ("kiln", "ort") if rep % 2 == 0 else ("ort", "kiln")
+        order = engines if rep % 2 == 0 else engines[::-1]
         for engine in order:
-            if engine == "kiln":
-                r = kiln_once(args.kiln, plan, ids, args.real_new_tokens, args.threads,
+            if engine in plans:
+                r = kiln_once(args.kiln, plans[engine], ids, args.real_new_tokens, args.threads,
                               args.mem_lock)
             else:
                 r = ort_process(onnx_path, ids, args.real_new_tokens, args.threads,
@@ -146,7 +154,8 @@ def real_size(args, model, tmp):
             loads.append(os.getloadavg()[0])
             print(f"  {model.name} {engine}: prefill {r[2]:.3f} s, decode {r[1]:.2f} tok/s",
                   file=sys.stderr, flush=True)
-    plan.unlink()
+    for plan in plans.values():
+        plan.unlink()
     row = {"model": model.name, "runs": runs, "load_min": min(loads), "load_max": max(loads)}
     for engine, rs in runs.items():
         row[f"{engine}_prefill_s"] = statistics.median(r[2] for r in rs)
@@ -166,6 +175,17 @@ def print_real_size(args, rows):
                                          "ort_decode"))
         print(f"| {r['model']} | {kp:.3f} | {op:.3f} | {op / kp:.2f} | {kd:.2f} | {od:.2f} | "
               f"{kd / od:.2f} | {r['load_min']:.1f}-{r['load_max']:.1f} |")
+    dense = [r for r in rows if "kiln-dense_decode" in r]
+    if dense:
+        print("\nthe same runs, kiln's ragged plan (batched engine) against its --no-ragged plan "
+              "(dense engine)")
+        print("| model | ragged prefill s | dense prefill s | ragged decode tok/s | "
+              "dense decode tok/s | decode ragged/dense |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for r in dense:
+            kp, dp, kd, dd = (r[k] for k in ("kiln_prefill_s", "kiln-dense_prefill_s",
+                                             "kiln_decode", "kiln-dense_decode"))
+            print(f"| {r['model']} | {kp:.3f} | {dp:.3f} | {kd:.2f} | {dd:.2f} | {kd / dd:.2f} |")
 
 
 def main():
@@ -186,6 +206,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--dense", action="store_true",
+                    help="also run the injected model with its dense interface (--no-ragged), "
+                         "for the fixtures and --real-size models")
     args = ap.parse_args()
     if args.ort_worker:
         return ort_worker(args)
@@ -201,14 +224,14 @@ def main():
             ids = rng.integers(3, vocab, size=args.prompt_len).tolist()
             # The same ONNX file, built twice: injected and generic.
             plans = {}
-            for variant, flags in (("inj", []), ("gen", ["--no-inject"])):
+            for variant, flags in variants(args):
                 plans[variant] = Path(tmp) / f"{model.name}-{variant}.plan"
                 subprocess.run([args.kiln, "build", str(onnx_path), "-o", str(plans[variant]),
                                 "--quiet", *flags], check=True)
             sess = ort_session(onnx_path, args.threads)
-            runs = {"inj": [], "gen": [], "ort": []}
+            runs = {**{v: [] for v in plans}, "ort": []}
             for _ in range(args.repeats):  # interleave so noise hits all alike
-                for variant in ("inj", "gen"):
+                for variant in plans:
                     runs[variant].append(kiln_once(args.kiln, plans[variant], ids,
                                                    args.new_tokens, args.threads)[:2])
                 runs["ort"].append(ort_once(sess, ids, args.new_tokens)[:2])
@@ -230,6 +253,14 @@ def main():
     return 0
 
 
+def variants(args):
+    """(name, kiln build flags) of each plan built from one ONNX file."""
+    out = [("inj", []), ("gen", ["--no-inject"])]
+    if args.dense:
+        out.append(("dense", ["--no-ragged"]))
+    return out
+
+
 def print_header():
     """The command, the date, the machine and the ONNX Runtime version."""
     import onnxruntime
@@ -243,13 +274,19 @@ def print_header():
 def print_fixtures(args, rows):
     print(f"\nprompt {args.prompt_len} tokens, {args.new_tokens} new tokens, batch 1, "
           f"{args.threads} threads, median of {args.repeats}; tok/s, and ratios to ORT")
-    print("| model | phase | kiln injected | kiln generic | ORT | injected/ORT | generic/ORT |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    dense = args.dense
+    print("| model | phase | kiln injected | kiln generic | ORT | injected/ORT | generic/ORT |"
+          + (" kiln injected dense | ragged/dense |" if dense else ""))
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if dense else ""))
     for r in rows:
         for phase in ("prompt", "decode"):
             inj, gen, ort = (r[f"{v}_{phase}"] for v in ("inj", "gen", "ort"))
-            print(f"| {r['model']} | {phase} | {inj:.0f} | {gen:.0f} | {ort:.0f} | "
-                  f"{inj / ort:.2f} | {gen / ort:.2f} |")
+            line = (f"| {r['model']} | {phase} | {inj:.0f} | {gen:.0f} | {ort:.0f} | "
+                    f"{inj / ort:.2f} | {gen / ort:.2f} |")
+            if dense:
+                d = r[f"dense_{phase}"]
+                line += f" {d:.0f} | {inj / d:.2f} |"
+            print(line)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,16 @@
 # 2. The runtime library references none of their symbols.
 # 3. In a KILN_BUILD_COMPILER=OFF build, the kiln tool links none of their
 #    shared libraries.
+# 4. The engine sits below the public pipeline: nothing in runtime/src/engine
+#    but pipeline.cpp, which implements it, includes kiln/pipeline.h.
 set -uo pipefail
 src=$1 runtime_lib=$2 kiln_tool=$3 compiler_on=$4
 fail=0
 if grep -rnE '#\s*include\s*[<"](mlir/|llvm/|google/protobuf|onnx/)' "$src/runtime" "$src/kernels"; then
   echo "FAIL: forbidden include in runtime/ or kernels/"; fail=1
+fi
+if grep -rlE '#\s*include\s*"kiln/pipeline\.h"' "$src/runtime/src/engine" | grep -v '/pipeline\.cpp$'; then
+  echo "FAIL: the engine includes the public pipeline header kiln/pipeline.h"; fail=1
 fi
 if nm -C --undefined-only "$runtime_lib" 2>/dev/null | grep -E ' (mlir|llvm|google::protobuf|onnx)::' | head -5 | grep -q .; then
   echo "FAIL: $runtime_lib references MLIR/LLVM/protobuf/ONNX symbols"; fail=1

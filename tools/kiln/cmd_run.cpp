@@ -113,7 +113,7 @@ Status RunOne(const ParsedArgs &a, Pipeline &pipe, Request request) {
                "(%.1f tok/s); finish: %s\n",
                r.prompt_length, r.ttft_seconds, rate(r.prompt_length, r.ttft_seconds),
                decode_tokens, decode_seconds, rate(decode_tokens, decode_seconds),
-               FinishReasonName(r.detail));
+               FinishReasonName(r.finish_reason));
   if (a.Has("--output-ids")) {
     std::string json = "[";
     for (size_t i = 0; i < r.tokens.size(); ++i)

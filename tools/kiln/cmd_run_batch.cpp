@@ -67,8 +67,8 @@ Status RunBatch(const ParsedArgs &a, Pipeline &pipe, const RequestParams &defaul
                                 {"tokens", r.tokens},
                                 {"prompt_length", r.prompt_length},
                                 {"generated_length", r.generated_length},
-                                {"finish_reason", ResponseFinishName(r.finish_reason)},
-                                {"detail", FinishReasonName(r.detail)},
+                                {"finish_reason", ApiFinishReason(r.finish_reason)},
+                                {"detail", FinishReasonName(r.finish_reason)},
                                 {"ttft_ms", r.ttft_seconds * 1e3},
                                 {"total_ms", r.total_seconds * 1e3}};
     if (!r.logprobs.empty()) {

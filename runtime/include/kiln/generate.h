@@ -35,8 +35,8 @@ struct GenerateResult {
   // The output text (with a tokenizer; see set_tokenizer): special tokens
   // skipped, cut before a stop string, without the text of an EOS or stop id.
   std::string text;
-  std::vector<SampledToken> logprobs; // one per token when sampling.logprobs > 0
-  FinishReason finish = FinishReason::kLength;
+  std::vector<SampledToken> logprobs;          // one per token when sampling.logprobs > 0
+  FinishReason finish = FinishReason::kLength; // kCancelled when the callback stopped it
   int prompt_tokens = 0;
   double prefill_seconds = 0; // first step: prompt through the model, first sample
   int decode_steps = 0;       // steps after the first

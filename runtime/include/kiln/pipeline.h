@@ -18,6 +18,7 @@
 
 #include "kiln/plan.h"
 #include "kiln/request.h"
+#include "kiln/response.h"
 #include "kiln/sampler.h"
 #include "kiln/status.h"
 #include "kiln/tokenizer.h"
@@ -49,43 +50,6 @@ struct Request {
   std::vector<int32_t> prompt_ids; // used instead of `prompt` when not empty
   RequestParams params;
 };
-
-// The finish reason a client sees; `Response::detail` says which stop.
-enum class ResponseFinish { kStop, kLength, kCancelled };
-const char *ResponseFinishName(ResponseFinish f); // "stop", "length", "cancelled"
-
-struct Response {
-  int64_t request_id = 0; // Submit's id
-  int completion = 0;     // which of the request's n completions
-  std::string generated_text;
-  std::vector<int32_t> tokens;        // generated ids, an ending EOS or stop id included
-  std::vector<SampledToken> logprobs; // one per token when params.sampling.logprobs > 0
-  int prompt_length = 0;
-  int generated_length = 0;
-  // stop: EOS, a stop id or a stop string; length: max_new_tokens or the
-  // context is full; cancelled: Cancel() or a stream callback returned false.
-  ResponseFinish finish_reason = ResponseFinish::kLength;
-  FinishReason detail = FinishReason::kLength;
-  double ttft_seconds = 0;  // Submit to first token
-  double total_seconds = 0; // Submit to finish
-  int num_preemptions = 0;
-  int64_t prefix_hit_tokens = 0; // prompt tokens whose KV came from the prefix cache
-};
-
-// One generated token as it streams.
-struct StreamEvent {
-  int64_t request_id = 0;
-  int completion = 0;
-  int32_t token = 0;
-  // Text this token releases. Never a broken UTF-8 sequence, never a piece
-  // that could begin a stop string; the events' texts add up to the
-  // response's generated_text.
-  std::string text;
-  const SampledToken *sample = nullptr; // with logprobs when requested
-  bool finished = false;                // the last event of this completion
-};
-// Return false to cancel that completion (it finishes as cancelled).
-using StreamCallback = std::function<bool(const StreamEvent &event)>;
 
 class Pipeline {
 public:
@@ -125,8 +89,7 @@ public:
   void Cancel(int64_t request_id);
 
   // Called with each sampled row's logits before sampling (tests, --dump-logits).
-  using LogitsHook =
-      std::function<void(int64_t request_id, int completion, const float *logits, int64_t vocab)>;
+  using LogitsHook = kiln::LogitsHook;
   void set_logits_hook(LogitsHook hook);
 
   // True when the plan has the ragged interface, so requests batch.

@@ -3,6 +3,7 @@
 // engine share these, so a request means the same thing in both.
 #pragma once
 
+#include "kiln/response.h"
 #include "kiln/sampler.h"
 #include "kiln/status.h"
 #include "kiln/stop_matcher.h"
@@ -45,17 +46,6 @@ uint64_t CompletionSeed(uint64_t seed, int index);
 // `params.sampling` with completion `index`'s seed.
 SamplingParams CompletionSampling(const RequestParams &params, int index);
 
-enum class FinishReason {
-  kEos,        // generated an EOS id
-  kLength,     // reached max_new_tokens
-  kContext,    // the sequence filled the model's context length
-  kCallback,   // the token callback asked to stop
-  kStopToken,  // generated one of stop_token_ids
-  kStopString, // the text reached a stop string
-  kCancelled,  // the caller cancelled the request (Pipeline::Cancel)
-};
-const char *FinishReasonName(FinishReason r);
-
 // One completion's end conditions and output text. Fed each generated token,
 // it detokenizes (UTF-8 safe), holds back text that could begin a stop
 // string, and says when and why the completion ended. The per-request state
@@ -81,7 +71,8 @@ public:
   std::string Flush();
 
   bool finished() const { return finished_; }
-  FinishReason finish_reason() const { return reason_; } // valid once finished()
+  // kEos, kStopToken, kStopString or kLength once finished(); kNone before.
+  FinishReason finish_reason() const { return reason_; }
   int generated() const { return generated_; }
 
 private:
@@ -97,7 +88,7 @@ private:
   StopMatcher matcher_;
   int generated_ = 0;
   bool finished_ = false, flushed_ = false;
-  FinishReason reason_ = FinishReason::kLength;
+  FinishReason reason_ = FinishReason::kNone;
 };
 
 } // namespace kiln

@@ -25,7 +25,7 @@ struct Completion {
   Clock::time_point submitted, first_token;
   bool has_first_token = false;
   bool ended = false; // the finish reason below is decided
-  kiln::FinishReason detail = kiln::FinishReason::kLength;
+  FinishReason reason = FinishReason::kLength;
   std::string text;
   std::vector<SampledToken> logprobs;
   bool want_logprobs = false;
@@ -38,7 +38,7 @@ public:
                 int64_t context_length)
       : runner_(std::move(runner)), tokenizer_(tokenizer), context_length_(context_length) {}
 
-  Status Init(const PipelineOptions &options) {
+  Status Init(const EngineOptions &options) {
     const int64_t blocks = runner_->num_blocks(), block_size = runner_->block_size();
     KILN_ASSIGN_OR_RETURN(blocks_,
                           BlockManager::Create(blocks, block_size, options.prefix_caching));
@@ -87,7 +87,7 @@ public:
     for (auto &c : made) {
       c->on_token = entry.get();
       if (max_new < 1) { // nothing to generate: finished at once
-        Finish(*c, kiln::FinishReason::kLength, {});
+        Finish(*c, FinishReason::kLength, {});
         continue;
       }
       Sequence seq;
@@ -172,13 +172,13 @@ public:
       if (c == completions_.end() || c->second->ended)
         continue;
       c->second->ended = true;
-      c->second->detail = kiln::FinishReason::kCancelled;
+      c->second->reason = FinishReason::kCancelled;
       (void)scheduler_->Cancel(id);
     }
     Collect();
   }
 
-  Pipeline::Stats stats() const override { return stats_; }
+  EngineStats stats() const override { return stats_; }
 
 private:
   // Streams the sampled token of sequence `id` and decides whether it ended.
@@ -210,23 +210,21 @@ private:
     if (c.want_logprobs)
       c.logprobs.push_back(std::move(sample));
     // Reasons in DecoderSession's order: the token's own, the caller, length, context.
-    if (c.stop->finished() && c.stop->finish_reason() != kiln::FinishReason::kLength)
+    if (c.stop->finished() && c.stop->finish_reason() != FinishReason::kLength)
       End(c, id, c.stop->finish_reason());
     else if (!keep)
-      End(c, id, kiln::FinishReason::kCancelled);
+      End(c, id, FinishReason::kCancelled);
     else if (c.stop->finished())
-      End(c, id, kiln::FinishReason::kLength);
+      End(c, id, FinishReason::kLength);
     else if (context_full)
-      End(c, id, kiln::FinishReason::kContext);
+      End(c, id, FinishReason::kContext);
   }
 
-  void End(Completion &c, int64_t id, kiln::FinishReason reason) {
+  void End(Completion &c, int64_t id, FinishReason reason) {
     c.ended = true;
-    c.detail = reason;
+    c.reason = reason;
     // Ok when the scheduler already finished it (it reached max_new_tokens).
-    (void)scheduler_->Finish(id, reason == kiln::FinishReason::kCancelled
-                                     ? engine::FinishReason::kCancelled
-                                     : engine::FinishReason::kStop);
+    (void)scheduler_->Finish(id, reason);
   }
 
   // Turns the scheduler's finished sequences into responses.
@@ -237,10 +235,10 @@ private:
         continue;
       Completion &c = *it->second;
       if (!c.ended) // finished by the scheduler at max_new_tokens
-        c.detail = kiln::FinishReason::kLength;
-      if (c.detail == kiln::FinishReason::kCancelled)
+        c.reason = FinishReason::kLength;
+      if (c.reason == FinishReason::kCancelled)
         c.text += c.stop->Flush();
-      Finish(c, c.detail, seq);
+      Finish(c, c.reason, seq);
       const int64_t request = c.request_id;
       completions_.erase(it);
       // The request's entries go with its last completion.
@@ -254,7 +252,7 @@ private:
     }
   }
 
-  void Finish(Completion &c, kiln::FinishReason reason, const Sequence &seq) {
+  void Finish(Completion &c, FinishReason reason, const Sequence &seq) {
     Response r;
     r.request_id = c.request_id;
     r.completion = c.index;
@@ -263,8 +261,7 @@ private:
     r.logprobs = std::move(c.logprobs);
     r.prompt_length = c.prompt_length;
     r.generated_length = static_cast<int>(seq.output.size());
-    r.detail = reason;
-    r.finish_reason = CoarseFinish(reason);
+    r.finish_reason = reason;
     const Clock::time_point now = Clock::now();
     r.ttft_seconds = c.has_first_token ? SecondsBetween(c.submitted, c.first_token) : 0;
     r.total_seconds = SecondsBetween(c.submitted, now);
@@ -283,7 +280,7 @@ private:
   std::unordered_map<int64_t, std::unique_ptr<StreamCallback>> callbacks_;
   std::vector<Response> finished_;
   int64_t next_seq_id_ = 1;
-  Pipeline::Stats stats_;
+  EngineStats stats_;
   std::vector<float> logits_;
   std::vector<int32_t> sampled_, history_;
   std::vector<SampledToken> samples_;
@@ -291,30 +288,16 @@ private:
 
 } // namespace
 
-ResponseFinish CoarseFinish(kiln::FinishReason r) {
-  switch (r) {
-  case kiln::FinishReason::kLength:
-  case kiln::FinishReason::kContext:
-    return ResponseFinish::kLength;
-  case kiln::FinishReason::kCallback:
-  case kiln::FinishReason::kCancelled:
-    return ResponseFinish::kCancelled;
-  default:
-    return ResponseFinish::kStop;
-  }
-}
-
-StatusOr<int64_t> KvCacheBlocks(const PipelineOptions &options, int64_t bytes_per_block,
+StatusOr<int64_t> KvCacheBlocks(const EngineOptions &options, int64_t bytes_per_block,
                                 int64_t context_length) {
   int64_t budget = options.kv_cache_bytes;
   if (budget == 0) {
     // Room for every sequence of a step at the full context, within the cap.
     int64_t ctx = context_length > 0 ? context_length : 4096;
     int64_t want = (ctx + options.block_size - 1) / options.block_size * options.max_seqs;
-    budget = std::min(PipelineOptions::kDefaultKvCacheCap,
-                      want > PipelineOptions::kDefaultKvCacheCap / bytes_per_block
-                          ? PipelineOptions::kDefaultKvCacheCap
-                          : want * bytes_per_block);
+    budget = std::min(options.kv_cache_cap, want > options.kv_cache_cap / bytes_per_block
+                                                ? options.kv_cache_cap
+                                                : want * bytes_per_block);
   }
   auto blocks = BlocksForBudget(budget, bytes_per_block);
   if (!blocks.ok())
@@ -326,7 +309,7 @@ StatusOr<int64_t> KvCacheBlocks(const PipelineOptions &options, int64_t bytes_pe
 
 StatusOr<std::unique_ptr<Engine>> CreateBatchedEngine(std::unique_ptr<ModelRunner> runner,
                                                       const Tokenizer *tokenizer,
-                                                      const PipelineOptions &options,
+                                                      const EngineOptions &options,
                                                       int64_t context_length) {
   if (!runner)
     return InvalidArgument("the batched engine needs a model runner");

@@ -1,9 +1,16 @@
 // What the Pipeline drives: an engine that takes requests, runs steps and
 // hands back responses. BatchedEngine runs a ragged plan with continuous
 // batching; SerialEngine runs a dense plan one request at a time.
+//
+// The engine owns its options and stats; the public Pipeline maps its own onto
+// them, so the dependency runs pipeline -> engine and never back.
 #pragma once
 
-#include "kiln/pipeline.h"
+#include "kiln/plan.h"
+#include "kiln/request.h"
+#include "kiln/response.h"
+#include "kiln/status.h"
+#include "kiln/tokenizer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +22,27 @@
 namespace kiln::engine {
 
 using Clock = std::chrono::steady_clock;
+
+// How a BatchedEngine sizes its KV pool and its steps (docs/engine.md).
+struct EngineOptions {
+  // KV cache memory, in bytes. 0: room for max_seqs sequences of the full
+  // context length, at most kv_cache_cap.
+  int64_t kv_cache_bytes = 0;
+  int64_t kv_cache_cap = int64_t{1} << 30;
+  int64_t block_size = 16;          // tokens per KV block
+  int64_t max_batched_tokens = 512; // token budget of one step
+  int max_seqs = 64;                // sequences in one step
+  int max_tracked = 1024;           // sequences waiting + running
+  bool prefix_caching = true;       // share the KV of common prompt prefixes
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t tokens_computed = 0; // through the model, prompt chunks and decodes
+  int64_t preemptions = 0;
+  int64_t kv_blocks = 0; // the pool (0 for a dense plan)
+  int64_t block_size = 0;
+};
 
 // A request after the Pipeline checked it: tokenized, validated, given an id.
 struct Admitted {
@@ -60,13 +88,13 @@ public:
   virtual std::vector<Response> TakeFinished() = 0;
   // Cancels every completion of the request; unknown ids are ignored.
   virtual void Cancel(int64_t request_id) = 0;
-  virtual Pipeline::Stats stats() const = 0;
-  void set_logits_hook(Pipeline::LogitsHook hook) { hook_ = std::move(hook); }
+  virtual EngineStats stats() const = 0;
+  void set_logits_hook(LogitsHook hook) { hook_ = std::move(hook); }
   // Lets a long step notice a cancel before the next one drains it.
   void set_cancel_list(const CancelList *cancels) { cancels_ = cancels; }
 
 protected:
-  Pipeline::LogitsHook hook_;
+  LogitsHook hook_;
   const CancelList *cancels_ = nullptr;
 };
 
@@ -75,22 +103,19 @@ inline double SecondsBetween(Clock::time_point since, Clock::time_point to) {
   return std::chrono::duration<double>(to - since).count();
 }
 
-// Coarse reason of a detailed one.
-ResponseFinish CoarseFinish(kiln::FinishReason r);
-
 class ModelRunner;
 
 // KV blocks of `bytes_per_block` that options.kv_cache_bytes holds (0: room
 // for max_seqs sequences of the full context, capped); InvalidArgument when
 // not even one fits.
-StatusOr<int64_t> KvCacheBlocks(const PipelineOptions &options, int64_t bytes_per_block,
+StatusOr<int64_t> KvCacheBlocks(const EngineOptions &options, int64_t bytes_per_block,
                                 int64_t context_length);
 
 // Continuous batching over `runner`, whose KV cache geometry sizes the
 // block manager. `tokenizer` may be null and must outlive the engine.
 StatusOr<std::unique_ptr<Engine>> CreateBatchedEngine(std::unique_ptr<ModelRunner> runner,
                                                       const Tokenizer *tokenizer,
-                                                      const PipelineOptions &options,
+                                                      const EngineOptions &options,
                                                       int64_t context_length);
 // One request at a time through DecoderSession, for dense plans.
 StatusOr<std::unique_ptr<Engine>> CreateSerialEngine(const Plan &plan, const Tokenizer *tokenizer);

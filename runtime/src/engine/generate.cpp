@@ -238,7 +238,7 @@ StatusOr<GenerateResult> DecoderSession::GenerateStreaming(const std::vector<int
       break;
     }
     if (!keep_going) {
-      result.finish = FinishReason::kCallback;
+      result.finish = FinishReason::kCancelled;
       result.text += checker->Flush();
       break;
     }

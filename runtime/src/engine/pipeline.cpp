@@ -12,18 +12,6 @@
 
 namespace kiln {
 
-const char *ResponseFinishName(ResponseFinish f) {
-  switch (f) {
-  case ResponseFinish::kStop:
-    return "stop";
-  case ResponseFinish::kLength:
-    return "length";
-  case ResponseFinish::kCancelled:
-    return "cancelled";
-  }
-  return "?";
-}
-
 struct Pipeline::Impl {
   std::unique_ptr<Plan> owned_plan;
   const Plan *plan = nullptr;
@@ -57,6 +45,18 @@ Status ValidateOptions(const PipelineOptions &o) {
     return bad("max_tracked (" + std::to_string(o.max_tracked) + ") must be >= max_seqs (" +
                std::to_string(o.max_seqs) + ")");
   return Status::Ok();
+}
+
+engine::EngineOptions ToEngineOptions(const PipelineOptions &o) {
+  engine::EngineOptions e;
+  e.kv_cache_bytes = o.kv_cache_bytes;
+  e.kv_cache_cap = PipelineOptions::kDefaultKvCacheCap;
+  e.block_size = o.block_size;
+  e.max_batched_tokens = o.max_batched_tokens;
+  e.max_seqs = o.max_seqs;
+  e.max_tracked = o.max_tracked;
+  e.prefix_caching = o.prefix_caching;
+  return e;
 }
 
 // Leaves the pipeline idle and usable after a failed Generate: cancels the
@@ -104,17 +104,18 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
   }
   impl->batched = f.ragged() != nullptr;
   if (impl->batched) {
+    const engine::EngineOptions engine_options = ToEngineOptions(options);
     KILN_ASSIGN_OR_RETURN(impl->backend, CreateBackend(options.backend));
     KILN_ASSIGN_OR_RETURN(int64_t per_block,
                           engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
     KILN_ASSIGN_OR_RETURN(int64_t blocks,
-                          engine::KvCacheBlocks(options, per_block, impl->context_length));
+                          engine::KvCacheBlocks(engine_options, per_block, impl->context_length));
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<engine::PlanModelRunner> runner,
                           engine::PlanModelRunner::Create(plan, *impl->backend, blocks,
                                                           options.block_size));
     KILN_ASSIGN_OR_RETURN(impl->engine,
                           engine::CreateBatchedEngine(std::move(runner), impl->tokenizer.get(),
-                                                      options, impl->context_length));
+                                                      engine_options, impl->context_length));
   } else {
     if (options.backend != "cpu")
       return InvalidArgument("backend '" + options.backend +
@@ -180,7 +181,16 @@ bool Pipeline::batched() const { return impl_->batched; }
 const Plan &Pipeline::plan() const { return *impl_->plan; }
 const Tokenizer *Pipeline::tokenizer() const { return impl_->tokenizer.get(); }
 int64_t Pipeline::context_length() const { return impl_->context_length; }
-Pipeline::Stats Pipeline::stats() const { return impl_->engine->stats(); }
+Pipeline::Stats Pipeline::stats() const {
+  const engine::EngineStats e = impl_->engine->stats();
+  Stats s;
+  s.steps = e.steps;
+  s.tokens_computed = e.tokens_computed;
+  s.preemptions = e.preemptions;
+  s.kv_blocks = e.kv_blocks;
+  s.block_size = e.block_size;
+  return s;
+}
 
 StatusOr<std::vector<Response>> Pipeline::Generate(const std::vector<std::string> &prompts,
                                                    const RequestParams &params,

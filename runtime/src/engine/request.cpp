@@ -52,26 +52,6 @@ SamplingParams CompletionSampling(const RequestParams &params, int index) {
   return s;
 }
 
-const char *FinishReasonName(FinishReason r) {
-  switch (r) {
-  case FinishReason::kEos:
-    return "eos";
-  case FinishReason::kLength:
-    return "length";
-  case FinishReason::kContext:
-    return "context";
-  case FinishReason::kCallback:
-    return "stopped";
-  case FinishReason::kStopToken:
-    return "stop_token";
-  case FinishReason::kStopString:
-    return "stop_string";
-  case FinishReason::kCancelled:
-    return "cancelled";
-  }
-  return "?";
-}
-
 StatusOr<std::unique_ptr<StopChecker>> StopChecker::Create(const RequestParams &params,
                                                            const std::vector<int64_t> &eos_ids,
                                                            const Tokenizer *tokenizer) {

@@ -2,19 +2,14 @@
 // KV is in the cache, and the blocks that hold it.
 #pragma once
 
+#include "kiln/response.h"
+
 #include <cstdint>
 #include <vector>
 
 namespace kiln::engine {
 
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
-
-enum class FinishReason {
-  kNone,      // not finished
-  kStop,      // the caller saw EOS or a stop string
-  kLength,    // max_new_tokens reached
-  kCancelled, // the caller gave up on it
-};
 
 struct Sequence {
   int64_t id = 0;

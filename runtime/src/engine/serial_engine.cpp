@@ -40,8 +40,7 @@ public:
       options.eos_token_ids = request.eos_ids;
       if (cancelled_.count(request.id)) {
         Response r = Base(request, i);
-        r.detail = kiln::FinishReason::kCancelled;
-        r.finish_reason = ResponseFinish::kCancelled;
+        r.finish_reason = FinishReason::kCancelled;
         finished_.push_back(std::move(r));
         continue;
       }
@@ -78,9 +77,7 @@ public:
       r.tokens = std::move(result->tokens);
       r.logprobs = std::move(result->logprobs);
       r.generated_length = static_cast<int>(r.tokens.size());
-      r.detail = result->finish == kiln::FinishReason::kCallback ? kiln::FinishReason::kCancelled
-                                                                 : result->finish;
-      r.finish_reason = CoarseFinish(r.detail);
+      r.finish_reason = result->finish;
       r.ttft_seconds = first ? 0 : SecondsBetween(request.submitted, first_token);
       r.total_seconds = SecondsBetween(request.submitted, Clock::now());
       stats_.tokens_computed += static_cast<int64_t>(request.prompt.size()) + r.generated_length;
@@ -104,7 +101,7 @@ public:
         cancelled_.insert(request_id);
   }
 
-  Pipeline::Stats stats() const override { return stats_; }
+  EngineStats stats() const override { return stats_; }
 
 private:
   static Response Base(const Admitted &request, int completion) {
@@ -121,7 +118,7 @@ private:
   std::deque<Admitted> queue_;
   std::unordered_set<int64_t> cancelled_;
   std::vector<Response> finished_;
-  Pipeline::Stats stats_;
+  EngineStats stats_;
 };
 
 } // namespace

@@ -111,7 +111,7 @@ TEST_P(PipelineTest, ThirtyTwoConcurrentEqualAlone) {
     const Response &r = (*batch)[i];
     EXPECT_EQ(r.generated_length, requests[i].params.max_new_tokens);
     EXPECT_EQ(r.prompt_length, static_cast<int>(requests[i].prompt_ids.size()));
-    EXPECT_EQ(r.finish_reason, ResponseFinish::kLength);
+    EXPECT_EQ(r.finish_reason, FinishReason::kLength);
     EXPECT_EQ(r.tokens, Alone(*plan, requests[i])) << "request " << i;
   }
 }
@@ -320,13 +320,13 @@ TEST_P(PipelineTest, CancelEndsOnlyThatRequest) {
   ASSERT_EQ(done.size(), 4u);
   for (const Response &r : done) {
     if (r.request_id == ids[1]) {
-      EXPECT_EQ(r.finish_reason, ResponseFinish::kCancelled);
+      EXPECT_EQ(r.finish_reason, FinishReason::kCancelled);
       EXPECT_LT(r.generated_length, 20);
     } else if (r.request_id == ids[2]) {
-      EXPECT_EQ(r.finish_reason, ResponseFinish::kCancelled);
+      EXPECT_EQ(r.finish_reason, FinishReason::kCancelled);
       EXPECT_EQ(r.generated_length, 3);
     } else {
-      EXPECT_EQ(r.finish_reason, ResponseFinish::kLength);
+      EXPECT_EQ(r.finish_reason, FinishReason::kLength);
       EXPECT_EQ(r.generated_length, 20);
     }
   }

@@ -70,7 +70,7 @@ Step Harness::StepOnce() {
   for (const ScheduledChunk &c : step.chunks) {
     if (!c.samples || sampled[row++] != options_.eos)
       continue;
-    EXPECT_TRUE(scheduler_->Finish(c.seq_id, FinishReason::kStop).ok());
+    EXPECT_TRUE(scheduler_->Finish(c.seq_id, FinishReason::kEos).ok());
   }
   num_preemptions += static_cast<int64_t>(step.preempted.size());
   steps.push_back(step);

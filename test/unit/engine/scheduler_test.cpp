@@ -334,7 +334,7 @@ TEST(Scheduler, FinishesAtLengthOrWhenTheCallerSeesEos) {
   ASSERT_TRUE(with_eos.RunToEnd(20));
   EXPECT_EQ(with_eos.finished.at(1).output,
             std::vector<int32_t>(ref.begin(), ref.begin() + stop + 1));
-  EXPECT_EQ(with_eos.finished.at(1).finish_reason, FinishReason::kStop);
+  EXPECT_EQ(with_eos.finished.at(1).finish_reason, FinishReason::kEos);
 }
 
 } // namespace

@@ -119,7 +119,7 @@ TEST(Generate, CallbackCanStop) {
   auto session = DecoderSession::Create(*plan);
   auto r = (*session)->Generate({1}, Greedy(10), [](int32_t) { return false; });
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->finish, FinishReason::kCallback);
+  EXPECT_EQ(r->finish, FinishReason::kCancelled);
   EXPECT_EQ(r->tokens.size(), 1u);
 }
 

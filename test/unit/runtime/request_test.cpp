@@ -191,5 +191,27 @@ TEST(StopChecker, StopIdsIgnoreEosAndLength) {
   EXPECT_EQ(StopChecker::Create(p, {}, nullptr).status().message(), "n must be >= 1, got 0");
 }
 
+// The detailed names (kiln run's finish line, the JSONL "detail") and the
+// coarse API reason ("finish_reason") of every reason, as the e2e tests read them.
+TEST(FinishReason, DetailedAndApiNames) {
+  struct Want {
+    FinishReason reason;
+    const char *name, *api;
+  };
+  const Want wants[] = {{FinishReason::kNone, "none", "none"},
+                        {FinishReason::kEos, "eos", "stop"},
+                        {FinishReason::kStopToken, "stop_token", "stop"},
+                        {FinishReason::kStopString, "stop_string", "stop"},
+                        {FinishReason::kLength, "length", "length"},
+                        {FinishReason::kContext, "context", "length"},
+                        {FinishReason::kCancelled, "cancelled", "cancelled"}};
+  for (const Want &w : wants) {
+    EXPECT_STREQ(FinishReasonName(w.reason), w.name);
+    EXPECT_STREQ(ApiFinishReason(w.reason), w.api) << w.name;
+  }
+  EXPECT_FALSE(Checker(RequestParams())->finished());
+  EXPECT_EQ(Checker(RequestParams())->finish_reason(), FinishReason::kNone);
+}
+
 } // namespace
 } // namespace kiln
