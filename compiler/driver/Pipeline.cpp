@@ -412,10 +412,10 @@ llvm::Expected<std::string> Build::runConvertFloatType() {
            " (int8: quant.enabled is false)";
   KilnConvertFloatTypeOptions options;
   options.to = config.dtype == "bf16" ? "bf16" : "f16";
-  if (llvm::Error e = runPasses(context, *module, diags, Phase::Quantize,
-                                [&](mlir::PassManager &pm) {
-                                  pm.addPass(createKilnConvertFloatType(options));
-                                }))
+  if (llvm::Error e =
+          runPasses(context, *module, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
+            pm.addPass(createKilnConvertFloatType(options));
+          }))
     return std::move(e);
   return "converted to " + config.dtype + "; weights " + weightTypes(*module);
 }
