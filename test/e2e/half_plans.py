@@ -13,8 +13,8 @@ For each decoder fixture, over one fixed token sequence (the fixture's
      16), kv_slots 0..T-1 and logits for every token;
   4. per position p, rel_p = max_v |half[p, v] - fp32[p, v]| / max_v |fp32[p, v]|
      (the max-norm of the difference over the max-norm of the fp32 logits);
-     every rel_p must be <= 2e-2, and argmax(half[p]) == argmax(fp32[p]) on at
-     least 95% of positions.
+     every rel_p must be <= 2e-2 for fp16 (5e-2 for bf16, see REL_TOL), and
+     argmax(half[p]) == argmax(fp32[p]) on at least 95% of positions.
 The fp32 ragged and dense logits must also agree to 1e-4 (the exec harness
 drives the ragged interface right). Prints one line per check and a summary
 line per plan: `half <fixture> <interface> <dtype> max_rel <x> top1 <y>`.
@@ -32,7 +32,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from checks import Checks
 
-REL_TOL = 2e-2
+# fp16 keeps 11 significant bits, bfloat16 8: its rounding error is 8x
+# fp16's, and on these fixtures bf16 plans measure up to 3.7e-2 (fp16 at
+# most 5.7e-3; docs/build-config.md has the table), so bf16 is held to 5e-2.
+REL_TOL = {"fp16": 2e-2, "bf16": 5e-2}
 TOP1_MIN = 0.95
 BLOCK = 16
 HALF_TYPES = {"fp16": "f16", "bf16": "bf16"}
@@ -147,7 +150,7 @@ class Fixture:
         rel = rel_per_position(half, full)
         top1 = float(np.mean(np.argmax(half, -1) == np.argmax(full, -1)))
         where = f"{self.dir.name} {interface} {dtype}"
-        self.check(float(rel.max()) <= REL_TOL,
+        self.check(float(rel.max()) <= REL_TOL[dtype],
                    f"{where}: max over {len(rel)} positions of max|half - fp32| / max|fp32| "
                    f"= {rel.max():.2e} (worst position {int(rel.argmax())})")
         self.check(top1 >= TOP1_MIN, f"{where}: top-1 agrees on {top1:.1%} of positions")
