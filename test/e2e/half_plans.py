@@ -6,7 +6,8 @@ For each decoder fixture, over one fixed token sequence (the fixture's
   1. kiln build the fp32, fp16 and bf16 plans, with the ragged interface
      where the fixture gets it and with --no-ragged (dense) always;
   2. kiln inspect: the half plan's float weights and its KV cache are in the
-     half type;
+     half type, and it has the fp32 plan's ops (injection fired the same) but
+     for Casts;
   3. teacher-forced logits for every position from one kiln exec over the
      whole sequence: a dense plan gets the model's own inputs (past length
      0); a ragged plan gets one sequence in fresh paged caches (block size
@@ -176,6 +177,14 @@ class Fixture:
                            f"{where}: the half plan has the {interface} interface "
                            f"(got {hinfo['interface']})")
                 self.check_types(hinfo, dtype, where)
+                # Injection ran on the f32 graph: the half plan has the same
+                # ops, plus Casts where f32 values meet half ones.
+                ops32 = {k: v for k, v in info["op_counts"].items() if k != "cast"}
+                ops16 = {k: v for k, v in hinfo["op_counts"].items() if k != "cast"}
+                diff = {k: (ops16.get(k, 0), ops32.get(k, 0)) for k in ops16.keys() | ops32
+                        if ops16.get(k, 0) != ops32.get(k, 0)}
+                self.check(not diff, f"{where}: the same ops as the fp32 plan besides casts "
+                           f"(differ, half vs fp32: {diff})")
                 half = self.logits(hplan, hinfo, interface == "ragged")
                 if half is not None and fp32[interface] is not None:
                     self.compare(interface, dtype, half, fp32[interface])
