@@ -274,4 +274,24 @@ def KilnConvertFloatType : Pass<"kiln-convert-float-type", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnUpcastOutputs : Pass<"kiln-upcast-outputs", "mlir::ModuleOp"> {
+  let summary = "Cast f16/bf16 graph outputs other than the KV cache to f32";
+  let description = [{
+    The runtime's samplers and `kiln embed` read f32 `logits` and token
+    states. A model that is half already (a build with no dtype keeps its
+    types) may return them in f16 or bf16, as Hugging Face models do since
+    they stopped upcasting their logits; this pass appends a Cast to f32 to
+    every such output. The KV cache outputs (`present.*`) keep their type,
+    since the next step reads them back as its past.
+
+    ```mlir
+    return %l, %k : tensor<?x8xf16>, tensor<1x2x?x4xf16>   // logits, present.0.key
+    // becomes
+    %0 = kiln.cast %l {to = 1 : i64} : (tensor<?x8xf16>) -> tensor<?x8xf32>
+    return %0, %k : tensor<?x8xf32>, tensor<1x2x?x4xf16>
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

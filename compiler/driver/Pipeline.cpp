@@ -135,6 +135,21 @@ llvm::Error checkDtype(mlir::ModuleOp module, const BuildConfig &config) {
                     config.dtype + "; kiln converts only f32 models to another float type");
 }
 
+/// Whether @main returns an f16 or bf16 tensor other than the KV cache.
+bool hasHalfOutput(mlir::ModuleOp module) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!main)
+    return false;
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    auto t = mlir::dyn_cast<mlir::TensorType>(main.getResultTypes()[i]);
+    auto name = main.getResultAttrOfType<mlir::StringAttr>(i, "kiln.name");
+    if (t && (t.getElementType().isF16() || t.getElementType().isBF16()) &&
+        !(name && name.getValue().starts_with("present.")))
+      return true;
+  }
+  return false;
+}
+
 /// Weights per element type, e.g. "f16: 12 (1.5 MB)", for the phase line.
 std::string weightTypes(mlir::ModuleOp module) {
   std::map<std::string, std::pair<int64_t, uint64_t>> byType;
@@ -407,17 +422,26 @@ llvm::Expected<std::string> Build::runRagged() {
 /// written for, and the paged KV cache inputs they add are converted too.
 llvm::Expected<std::string> Build::runConvertFloatType() {
   const BuildConfig &config = request.config;
-  if (!config.dtype_explicit || config.dtype == "fp32")
+  const bool convert = config.dtype_explicit && config.dtype != "fp32";
+  // Half logits, of a model that was half already, are cast to f32 as the
+  // runtime reads them.
+  const bool upcast = hasHalfOutput(*module);
+  if (!convert && !upcast)
     return "skipped: dtype is " + std::string(config.dtype_explicit ? "fp32" : "the model's") +
            " (int8: quant.enabled is false)";
   KilnConvertFloatTypeOptions options;
   options.to = config.dtype == "bf16" ? "bf16" : "f16";
   if (llvm::Error e =
           runPasses(context, *module, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
-            pm.addPass(createKilnConvertFloatType(options));
+            if (convert)
+              pm.addPass(createKilnConvertFloatType(options));
+            pm.addPass(createKilnUpcastOutputs());
           }))
     return std::move(e);
-  return "converted to " + config.dtype + "; weights " + weightTypes(*module);
+  std::string what = convert ? "converted to " + config.dtype : "dtype is the model's";
+  if (upcast)
+    what += "; half outputs (logits) cast to f32";
+  return what + "; weights " + weightTypes(*module);
 }
 
 void Build::startHashing() {
