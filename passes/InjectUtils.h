@@ -64,8 +64,9 @@ mlir::Value makeF32Weight(mlir::PatternRewriter &rewriter, mlir::Location loc,
                           mlir::RankedTensorType type, llvm::ArrayRef<float> data,
                           llvm::StringRef name);
 
-/// The 2-D f32 weights `parts` ([K, Ni] each) concatenated along columns
-/// into [K, sum Ni]; failure (with nothing created) when any is unreadable.
+/// The 2-D float weights `parts` ([K, Ni] each, all of one type: f32, f16
+/// or bf16) concatenated along columns into [K, sum Ni] of that type;
+/// failure (with nothing created) when any is unreadable.
 mlir::FailureOr<mlir::Value> concatColumns(mlir::PatternRewriter &rewriter, mlir::Location loc,
                                            llvm::ArrayRef<mlir::Value> parts, llvm::StringRef name);
 

@@ -4,7 +4,8 @@
 Makes an f16 twin of an f32 decoder fixture (what exporting after model.half()
 gives: f16 initializers, f16 KV cache inputs and outputs, Casts to float become
 Casts to f16; logits f16), then:
-  1. kiln build with no dtype: the plan's config says "dtype": "model", its
+  1. kiln build with no dtype and --require-injection (injection fuses an f16
+     graph too): the plan's config says "dtype": "model", its
      float weights and KV cache are f16, its logits are cast to f32 for the
      samplers, and a decoder with position_ids still gets the ragged interface
      (over an f16 paged cache);
@@ -79,8 +80,9 @@ def main():
 
         plan = tmp / "model-dtype.plan"
         r = subprocess.run([args.builder, "build", str(folder / "model.onnx"), "-o", str(plan),
-                            "--quiet"], capture_output=True, text=True)
-        if check(r.returncode == 0, f"build with no dtype (exit {r.returncode}) {r.stderr[-300:]}"):
+                            "--quiet", "--require-injection"], capture_output=True, text=True)
+        if check(r.returncode == 0, f"build with no dtype, every layer injected (exit "
+                 f"{r.returncode}) {r.stderr[-300:]}"):
             info = json.loads(subprocess.run([args.kiln, "inspect", str(plan), "--json"],
                                              capture_output=True, text=True).stdout)
             check(json.loads(info["build_config"])["dtype"] == "model",
