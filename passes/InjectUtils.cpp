@@ -100,6 +100,12 @@ Operation *soleUser(Value v) {
   return *v.getUsers().begin();
 }
 
+bool isStaticFloat(Value v, int64_t rank) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return isConstant(v) && type && isa<FloatType>(type.getElementType()) && type.hasStaticShape() &&
+         type.getRank() == rank;
+}
+
 bool isStaticF32(Value v, int64_t rank) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   return isConstant(v) && type && type.getElementType().isF32() && type.hasStaticShape() &&
@@ -193,15 +199,18 @@ FailureOr<Value> concatColumns(PatternRewriter &rewriter, Location loc, ArrayRef
 
 FailureOr<Value> concat1D(PatternRewriter &rewriter, Location loc, ArrayRef<Value> parts,
                           StringRef name) {
-  std::vector<float> out;
+  Type elem = cast<ShapedType>(parts.front().getType()).getElementType();
+  std::vector<char> out;
   for (Value p : parts) {
-    auto data = readF32Weight(p);
-    if (!data || rankOf(p) != 1)
+    auto data = readFloatWeightBytes(p);
+    if (!data || rankOf(p) != 1 || cast<ShapedType>(p.getType()).getElementType() != elem)
       return failure();
     out.insert(out.end(), data->begin(), data->end());
   }
-  auto type = RankedTensorType::get({static_cast<int64_t>(out.size())}, rewriter.getF32Type());
-  return makeF32Weight(rewriter, loc, type, out, name);
+  const int64_t n = static_cast<int64_t>(out.size() / (elem.getIntOrFloatBitWidth() / 8));
+  auto type = RankedTensorType::get({n}, elem);
+  return makeWeight(rewriter, loc, type,
+                    HeapAsmResourceBlob::allocateAndCopyWithAlign(out, alignof(uint64_t)), name);
 }
 
 FailureOr<Value> transposeWeight(PatternRewriter &rewriter, Location loc, Value w) {

@@ -5,7 +5,8 @@ Makes an f16 twin of an f32 decoder fixture (what exporting after model.half()
 gives: f16 initializers, f16 KV cache inputs and outputs, Casts to float become
 Casts to f16; logits f16), then:
   1. kiln build with no dtype and --require-injection (injection fuses an f16
-     graph too): the plan's config says "dtype": "model", its
+     graph too, to the same ops as the fp32 plan's, Q/K/V concatenation
+     included): the plan's config says "dtype": "model", its
      float weights and KV cache are f16, its logits are cast to f32 for the
      samplers, and a decoder with position_ids still gets the ragged interface
      (over an f16 paged cache);
@@ -91,6 +92,12 @@ def main():
                   f"no f32 weights: {info['weight_dtypes']}")
             check(info["kv_cache_dtype"] == "f16", f"KV cache f16: {info['kv_cache_dtype']}")
             check(info["interface"] == "ragged", f"ragged interface: {info['interface']}")
+            _, ragged32 = fp32.build("fp32", dense=False)
+            if ragged32 is not None:
+                ops = {k: v for k, v in info["op_counts"].items() if k != "cast"}
+                ops32 = {k: v for k, v in ragged32["op_counts"].items() if k != "cast"}
+                check(ops == ops32, f"the f16 model's plan has the fp32 plan's ops besides casts "
+                      f"(f16 {ops}, fp32 {ops32})")
             logits = [t for t in info["outputs"] if t["name"] == "logits"]
             check(len(logits) == 1 and logits[0]["dtype"] == "f32",
                   f"the f16 model's logits are cast to f32: {logits}")
