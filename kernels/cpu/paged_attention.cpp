@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 namespace kiln::kernels {
@@ -32,9 +33,11 @@ float *Grow(std::vector<float> &buf, int64_t n) {
 }
 
 // k_new[0, g, t, :] -> cache[slot / BS, g, slot % BS, :] for every KV head.
-void StoreSlots(const float *src, float *cache, int64_t width, const int64_t *slots,
+// New keys and values have the caches' type, so a store is a copy.
+template <typename T>
+void StoreSlots(const T *src, T *cache, int64_t width, const int64_t *slots,
                 const PagedAttentionDims &d) {
-  const size_t bytes = static_cast<size_t>(width) * sizeof(float);
+  const size_t bytes = static_cast<size_t>(width) * sizeof(T);
   for (int64_t t = 0; t < d.tokens; ++t) {
     const int64_t slot = slots[t];
     if (slot < 0) // padding: the token has no place in the cache
@@ -194,19 +197,30 @@ AttendDirect(const float *q, const float *k_cache, const float *v_cache, const i
   }
 }
 
-} // namespace
+// Few new tokens (decode) read the cache in place; more gather it and use
+// GEMMs.
+void AttendF32(const float *q, const float *k_cache, const float *v_cache, const int64_t *table,
+               int64_t t0, int64_t n, int64_t ctx, float *out, const PagedAttentionDims &d,
+               float scale, Scratch &w) {
+  if (n <= kDirectMaxTokens)
+    AttendDirect(q, k_cache, v_cache, table, t0, n, ctx, out, d, scale, w);
+  else
+    AttendSequence(q, k_cache, v_cache, table, t0, n, ctx, out, d, scale, w);
+}
 
-void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
-                    float *v_cache, const PagedBatch &batch, float *out,
-                    const PagedAttentionDims &dims, float scale) {
+// Stores every token's key and value, then calls attend(s, scratch) for
+// each sequence s with new tokens. Decode-sized sequences spread over
+// threads (each range its own scratch); longer chunks, whose products go
+// to BLAS, run on this thread.
+template <typename T, typename S, typename Attend>
+void StoreThenAttend(const T *k_new, const T *v_new, T *k_cache, T *v_cache,
+                     const PagedBatch &batch, const PagedAttentionDims &dims, Attend &&attend) {
   if (dims.tokens == 0 || dims.kv_heads == 0)
     return;
   // Stores first: a sequence's own new tokens are part of the context it
   // reads back through its block table.
   StoreSlots(k_new, k_cache, dims.head_dim, batch.slots, dims);
   StoreSlots(v_new, v_cache, dims.v_dim, batch.slots, dims);
-  // Decode-sized sequences spread over threads (each range its own scratch);
-  // longer chunks, whose products go to BLAS, run on this thread.
   std::vector<int64_t> direct;
   for (int64_t s = 0; s < dims.num_seqs; ++s) {
     const int64_t n = batch.query_start[s + 1] - batch.query_start[s];
@@ -214,20 +228,97 @@ void PagedAttention(const float *q, const float *k_new, const float *v_new, floa
       direct.push_back(s);
   }
   ParallelFor(static_cast<int64_t>(direct.size()), 4, [&](int64_t begin, int64_t end) {
-    Scratch scratch;
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t s = direct[i], t0 = batch.query_start[s];
-      AttendDirect(q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0,
-                   batch.query_start[s + 1] - t0, batch.context_lens[s], out, dims, scale, scratch);
-    }
+    S scratch;
+    for (int64_t i = begin; i < end; ++i)
+      attend(direct[i], scratch);
   });
-  Scratch scratch;
-  for (int64_t s = 0; s < dims.num_seqs; ++s) {
-    const int64_t t0 = batch.query_start[s], n = batch.query_start[s + 1] - t0;
-    if (n > kDirectMaxTokens)
-      AttendSequence(q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0, n,
-                     batch.context_lens[s], out, dims, scale, scratch);
+  S scratch;
+  for (int64_t s = 0; s < dims.num_seqs; ++s)
+    if (batch.query_start[s + 1] - batch.query_start[s] > kDirectMaxTokens)
+      attend(s, scratch);
+}
+
+// ---- f16 / bf16 ------------------------------------------------------------
+
+// One sequence's operands widened for the f32 code, one KV head at a time.
+struct HalfScratch {
+  Scratch f32;
+  std::vector<float> q, k, v, out; // [group, n, D], [ctx, D], [ctx, Dv], [group, n, Dv]
+  std::vector<int64_t> table;      // 0, 1, 2, ...: the widened context's blocks in order
+};
+
+// The first `len` positions of KV head g widened to f32, dense as [len,
+// width]: only the rows the sequence reads are converted, block by block.
+void WidenContext(ScalarKind kind, const uint16_t *cache, const int64_t *table, int64_t g,
+                  int64_t len, int64_t width, const PagedAttentionDims &d, float *dst) {
+  for (int64_t b = 0; b * d.block_size < len; ++b) {
+    const int64_t rows = std::min(d.block_size, len - b * d.block_size);
+    const uint16_t *src = cache + (table[b] * d.kv_heads + g) * d.block_size * width;
+    CastElements(kind, src, ScalarKind::kF32, dst + b * d.block_size * width, rows * width);
   }
+}
+
+// One sequence (n new tokens from t0, context ctx) through the f32 code,
+// KV head by KV head: each head's group of query heads and its context are
+// a batch of one sequence with one KV head, its cache the widened context
+// (block b at rows b * BS, read through an identity table).
+void AttendHalf(ScalarKind kind, const uint16_t *q, const uint16_t *k_cache,
+                const uint16_t *v_cache, const int64_t *table, int64_t t0, int64_t n, int64_t ctx,
+                uint16_t *out, const PagedAttentionDims &d, float scale, HalfScratch &w) {
+  const int64_t D = d.head_dim, Dv = d.v_dim, T = d.tokens, BS = d.block_size;
+  const int64_t group = d.q_heads / d.kv_heads, blocks = (ctx + BS - 1) / BS;
+  PagedAttentionDims one = d;
+  one.q_heads = group;
+  one.kv_heads = 1;
+  one.tokens = n;
+  one.num_blocks = one.max_blocks = blocks;
+  one.num_seqs = 1;
+  float *qw = Grow(w.q, group * n * D), *ow = Grow(w.out, group * n * Dv);
+  float *kw = Grow(w.k, blocks * BS * D), *vw = Grow(w.v, blocks * BS * Dv);
+  if (static_cast<int64_t>(w.table.size()) < blocks) {
+    w.table.resize(static_cast<size_t>(blocks));
+    std::iota(w.table.begin(), w.table.end(), int64_t{0});
+  }
+  for (int64_t g = 0; g < d.kv_heads; ++g) {
+    // Head h's rows for tokens t0..t0+n-1 are contiguous in q and out.
+    for (int64_t r = 0; r < group; ++r)
+      CastElements(kind, q + ((g * group + r) * T + t0) * D, ScalarKind::kF32, qw + r * n * D,
+                   n * D);
+    WidenContext(kind, k_cache, table, g, ctx, D, d, kw);
+    WidenContext(kind, v_cache, table, g, ctx, Dv, d, vw);
+    AttendF32(qw, kw, vw, w.table.data(), 0, n, ctx, ow, one, scale, w.f32);
+    for (int64_t r = 0; r < group; ++r)
+      CastElements(ScalarKind::kF32, ow + r * n * Dv, kind, out + ((g * group + r) * T + t0) * Dv,
+                   n * Dv);
+  }
+}
+
+} // namespace
+
+void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
+                    float *v_cache, const PagedBatch &batch, float *out,
+                    const PagedAttentionDims &dims, float scale) {
+  StoreThenAttend<float, Scratch>(
+      k_new, v_new, k_cache, v_cache, batch, dims, [&](int64_t s, Scratch &w) {
+        const int64_t t0 = batch.query_start[s];
+        AttendF32(q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0,
+                  batch.query_start[s + 1] - t0, batch.context_lens[s], out, dims, scale, w);
+      });
+}
+
+bool PagedAttention(ScalarKind kind, const uint16_t *q, const uint16_t *k_new,
+                    const uint16_t *v_new, uint16_t *k_cache, uint16_t *v_cache,
+                    const PagedBatch &batch, uint16_t *out, const PagedAttentionDims &dims,
+                    float scale) {
+  if (kind != ScalarKind::kF16 && kind != ScalarKind::kBF16)
+    return false;
+  StoreThenAttend<uint16_t, HalfScratch>(
+      k_new, v_new, k_cache, v_cache, batch, dims, [&](int64_t s, HalfScratch &w) {
+        const int64_t t0 = batch.query_start[s];
+        AttendHalf(kind, q, k_cache, v_cache, batch.block_tables + s * dims.max_blocks, t0,
+                   batch.query_start[s + 1] - t0, batch.context_lens[s], out, dims, scale, w);
+      });
+  return true;
 }
 
 } // namespace kiln::kernels

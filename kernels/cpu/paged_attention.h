@@ -3,6 +3,8 @@
 // paged_attention).
 #pragma once
 
+#include "kernels/cpu/cast.h"
+
 #include <cstdint>
 
 namespace kiln::kernels {
@@ -32,5 +34,16 @@ struct PagedBatch {
 void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
                     float *v_cache, const PagedBatch &batch, float *out,
                     const PagedAttentionDims &dims, float scale);
+
+// The same for f16 or bf16 operands (`kind`; all five float operands and
+// out share it), held as their bit patterns. The caches are updated in
+// place in that type. Attention computes in f32: each sequence's query rows
+// and the context rows it reads are widened one KV head at a time (never a
+// whole cache), and out is rounded to nearest even. Returns false, doing
+// nothing, for a kind other than kF16 or kBF16.
+bool PagedAttention(ScalarKind kind, const uint16_t *q, const uint16_t *k_new,
+                    const uint16_t *v_new, uint16_t *k_cache, uint16_t *v_cache,
+                    const PagedBatch &batch, uint16_t *out, const PagedAttentionDims &dims,
+                    float scale);
 
 } // namespace kiln::kernels

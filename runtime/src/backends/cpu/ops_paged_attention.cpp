@@ -28,19 +28,26 @@ constexpr const char *kLayouts[] = {"[1, Hq, T, D]",
 
 std::string Num(int64_t v) { return std::to_string(v); }
 
-// The caches are written in place, and half_via_f32 would widen them into
-// temporary copies whose writes are lost, so this op takes f32 only.
+bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// q, k_new, v_new and the caches share one float dtype, the index operands
+// are i64. The op handles f16 and bf16 itself rather than through
+// half_via_f32, whose widened copies of the caches would lose the writes.
 Status CheckDTypes(const Inputs &in) {
-  for (int i = kQ; i <= kTables; ++i) {
-    const DType want = i < kSlots ? DType::kF32 : DType::kI64;
-    if (in[i]->dtype == want)
-      continue;
-    std::string why = i < kSlots ? " (the caches are updated in place, so f16/bf16 are not "
-                                   "widened to f32 for this op)"
-                                 : "";
-    return OpError(kPaged, std::string("operand '") + kNames[i] + "' must be " + DTypeName(want) +
-                               ", got " + DTypeName(in[i]->dtype) + why);
-  }
+  const DType dt = in[kQ]->dtype;
+  if (!IsFloat(dt))
+    return OpError(kPaged,
+                   std::string("operand 'q' must be f32, f16 or bf16, got ") + DTypeName(dt));
+  for (int i = kKNew; i <= kVCache; ++i)
+    if (in[i]->dtype != dt)
+      return OpError(kPaged, std::string("operand '") + kNames[i] + "' is " +
+                                 DTypeName(in[i]->dtype) + " but 'q' is " + DTypeName(dt) +
+                                 ": q, k_new, v_new, k_cache and v_cache must share one dtype "
+                                 "(f32, f16 or bf16)");
+  for (int i = kSlots; i <= kTables; ++i)
+    if (in[i]->dtype != DType::kI64)
+      return OpError(kPaged, std::string("operand '") + kNames[i] + "' must be i64, got " +
+                                 DTypeName(in[i]->dtype));
   return Status::Ok();
 }
 
@@ -195,9 +202,17 @@ Status RunPaged(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const kernels::PagedBatch b = {
       in[kSlots]->as<const int64_t>(), in[kQueryStart]->as<const int64_t>(),
       in[kContextLens]->as<const int64_t>(), in[kTables]->as<const int64_t>()};
-  kernels::PagedAttention(in[kQ]->as<const float>(), in[kKNew]->as<const float>(),
-                          in[kVNew]->as<const float>(), in[kKCache]->as<float>(),
-                          in[kVCache]->as<float>(), b, out[0].as<float>(), d, scale);
+  if (in[kQ]->dtype == DType::kF32) {
+    kernels::PagedAttention(in[kQ]->as<const float>(), in[kKNew]->as<const float>(),
+                            in[kVNew]->as<const float>(), in[kKCache]->as<float>(),
+                            in[kVCache]->as<float>(), b, out[0].as<float>(), d, scale);
+    return Status::Ok();
+  }
+  const auto kind =
+      in[kQ]->dtype == DType::kF16 ? kernels::ScalarKind::kF16 : kernels::ScalarKind::kBF16;
+  kernels::PagedAttention(kind, in[kQ]->as<const uint16_t>(), in[kKNew]->as<const uint16_t>(),
+                          in[kVNew]->as<const uint16_t>(), in[kKCache]->as<uint16_t>(),
+                          in[kVCache]->as<uint16_t>(), b, out[0].as<uint16_t>(), d, scale);
   return Status::Ok();
 }
 
