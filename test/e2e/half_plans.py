@@ -17,7 +17,9 @@ For each decoder fixture, over one fixed token sequence (the fixture's
      every rel_p must be <= 2e-2 for fp16 (5e-2 for bf16, see REL_TOL), and
      argmax(half[p]) == argmax(fp32[p]) on at least 95% of positions.
 The fp32 ragged and dense logits must also agree to 1e-4 (the exec harness
-drives the ragged interface right). Prints one line per check and a summary
+drives the ragged interface right), and `kiln run` on each half plan (the
+engine, with the KV cache it allocates) gives last-position logits after half
+the sequence within the same bound of the fp32 plan's. Prints one line per check and a summary
 line per plan: `half <fixture> <interface> <dtype> max_rel <x> top1 <y>`.
 """
 import argparse
@@ -147,6 +149,23 @@ class Fixture:
         self.check(got.dtype == np.float32, f"{plan.name}: logits are f32 (got {got.dtype})")
         return got.reshape(len(self.ids), -1)
 
+    def engine_logits(self, plan, where, dtype, full):
+        """kiln run (the engine, with its own KV cache) on the first half of
+        the sequence: the logits of its last position, as the sampler reads
+        them, match the fp32 plan's teacher-forced ones."""
+        n = len(self.ids) // 2
+        dump = self.tmp / (plan.stem + "-run.npy")
+        r = self.run(self.kiln, ["run", str(plan), "--prompt-ids", ",".join(map(str, self.ids[:n])),
+                                 "--max-new-tokens", "1", "--temperature", "0", "--no-stream",
+                                 "--dump-logits", str(dump)])
+        if not self.check(r.returncode == 0,
+                          f"{where}: kiln run (exit {r.returncode}) {r.stderr.strip()[-300:]}"):
+            return
+        got = np.load(dump)
+        rel = float(rel_per_position(got[:1], full[n - 1:n])[0]) if got.shape[0] >= 1 else 1.0
+        self.check(rel <= REL_TOL[dtype], f"{where}: kiln run's logits after {n} prompt tokens, "
+                   f"rel {rel:.2e} to the fp32 plan's")
+
     def compare(self, interface, dtype, half, full):
         rel = rel_per_position(half, full)
         top1 = float(np.mean(np.argmax(half, -1) == np.argmax(full, -1)))
@@ -188,6 +207,7 @@ class Fixture:
                 half = self.logits(hplan, hinfo, interface == "ragged")
                 if half is not None and fp32[interface] is not None:
                     self.compare(interface, dtype, half, fp32[interface])
+                    self.engine_logits(hplan, where, dtype, fp32[interface])
         if fp32.get("ragged") is not None and fp32.get("dense") is not None:
             err = float(rel_per_position(fp32["ragged"], fp32["dense"]).max())
             self.check(err <= 1e-4, f"{self.dir.name}: fp32 ragged and dense logits agree "
