@@ -180,7 +180,7 @@ struct SiluIntoLinear : OpRewritePattern<SigmoidOp> {
 struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearOp root, PatternRewriter &rewriter) const override {
-    if (root.getActivation() != "none" || !root.getW().getType().getElementType().isF32() ||
+    if (root.getActivation() != "none" || !isa<FloatType>(root.getW().getType().getElementType()) ||
         !isConstant(root.getW()))
       return failure();
     SmallVector<LinearOp> group;
@@ -205,7 +205,9 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
     bool anyBias = false;
     for (LinearOp l : group) {
       // Checked before anything is created: a failed match changes nothing.
-      if (!isStaticF32(l.getW(), 2) || (l.getBias() && !isStaticF32(l.getBias(), 1)))
+      if (!isStaticFloat(l.getW(), 2) || (l.getBias() && (!isStaticFloat(l.getBias(), 1) ||
+                                                          l.getBias().getType().getElementType() !=
+                                                              l.getW().getType().getElementType())))
         return failure();
       ws.push_back(l.getW());
       sizes.push_back(dimOf(l.getW(), 1));
@@ -220,11 +222,12 @@ struct FuseSiblingLinears : OpRewritePattern<LinearOp> {
     // (a k_proj whose bias is all zeros); the missing ones are zeros.
     if (anyBias)
       for (LinearOp l : group)
-        bs.push_back(l.getBias() ? l.getBias()
-                                 : splatConstant(rewriter, l.getLoc(),
-                                                 RankedTensorType::get({dimOf(l.getW(), 1)},
-                                                                       rewriter.getF32Type()),
-                                                 0.0, constantName(l.getW()) + ".zero_bias"));
+        bs.push_back(l.getBias()
+                         ? l.getBias()
+                         : splatConstant(rewriter, l.getLoc(),
+                                         RankedTensorType::get({dimOf(l.getW(), 1)},
+                                                               l.getW().getType().getElementType()),
+                                         0.0, constantName(l.getW()) + ".zero_bias"));
     Value bias;
     if (!bs.empty()) {
       auto b = concat1D(rewriter, root.getLoc(), bs, name + ".bias");

@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 
@@ -99,6 +100,12 @@ Operation *soleUser(Value v) {
   return *v.getUsers().begin();
 }
 
+bool isStaticFloat(Value v, int64_t rank) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return isConstant(v) && type && isa<FloatType>(type.getElementType()) && type.hasStaticShape() &&
+         type.getRank() == rank;
+}
+
 bool isStaticF32(Value v, int64_t rank) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   return isConstant(v) && type && type.getElementType().isF32() && type.hasStaticShape() &&
@@ -121,9 +128,9 @@ std::optional<std::vector<float>> readF32Weight(Value v) {
   return data;
 }
 
-Value makeF32Weight(PatternRewriter &rewriter, Location loc, RankedTensorType type,
-                    ArrayRef<float> data, StringRef name) {
-  auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(data);
+/// A new weight constant of `type` over `blob`, named `name`.
+Value makeWeight(PatternRewriter &rewriter, Location loc, RankedTensorType type,
+                 AsmResourceBlob blob, StringRef name) {
   // The resource key must print as an identifier (`onnx::W` does not), so the
   // IR text parses again; the blob manager makes it unique when taken.
   std::string key = name.str();
@@ -134,40 +141,76 @@ Value makeF32Weight(PatternRewriter &rewriter, Location loc, RankedTensorType ty
   return rewriter.create<ConstantOp>(loc, type, attr, rewriter.getStringAttr(name));
 }
 
+Value makeF32Weight(PatternRewriter &rewriter, Location loc, RankedTensorType type,
+                    ArrayRef<float> data, StringRef name) {
+  return makeWeight(rewriter, loc, type, HeapAsmResourceBlob::allocateAndCopyInferAlign(data),
+                    name);
+}
+
+namespace {
+
+/// The plan-layout bytes of a static float constant (f32, f16 or bf16).
+std::optional<std::vector<char>> readFloatWeightBytes(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  auto type = constant ? dyn_cast<RankedTensorType>(constant.getValue().getType()) : nullptr;
+  if (!type || !isa<FloatType>(type.getElementType()) || !type.hasStaticShape())
+    return std::nullopt;
+  std::vector<char> bytes(static_cast<size_t>(type.getNumElements()) *
+                          static_cast<size_t>(type.getElementTypeBitWidth() / 8));
+  if (llvm::Error e =
+          plan::writeWeightBytes(constant.getValue(), reinterpret_cast<uint8_t *>(bytes.data()))) {
+    llvm::consumeError(std::move(e));
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+} // namespace
+
 FailureOr<Value> concatColumns(PatternRewriter &rewriter, Location loc, ArrayRef<Value> parts,
                                StringRef name) {
+  // Bytes are moved, not values, so the weights keep their type (an f16
+  // model's weights stay f16).
+  Type elem = cast<ShapedType>(parts.front().getType()).getElementType();
   int64_t rows = dimOf(parts.front(), 0), cols = 0;
-  std::vector<std::vector<float>> datas;
+  std::vector<std::vector<char>> datas;
   for (Value p : parts) {
-    auto data = readF32Weight(p);
-    if (!data || rankOf(p) != 2 || dimOf(p, 0) != rows)
+    auto data = readFloatWeightBytes(p);
+    if (!data || rankOf(p) != 2 || dimOf(p, 0) != rows ||
+        cast<ShapedType>(p.getType()).getElementType() != elem)
       return failure();
     cols += dimOf(p, 1);
     datas.push_back(std::move(*data));
   }
-  std::vector<float> out(static_cast<size_t>(rows * cols));
+  const size_t esize = elem.getIntOrFloatBitWidth() / 8;
+  AsmResourceBlob blob =
+      HeapAsmResourceBlob::allocate(static_cast<size_t>(rows * cols) * esize, alignof(uint64_t));
+  char *out = blob.getMutableData().data();
   int64_t offset = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     int64_t n = dimOf(parts[i], 1);
     for (int64_t r = 0; r < rows; ++r)
-      std::copy_n(datas[i].begin() + r * n, n, out.begin() + r * cols + offset);
+      std::memcpy(out + (r * cols + offset) * esize, datas[i].data() + r * n * esize, n * esize);
     offset += n;
   }
-  auto type = RankedTensorType::get({rows, cols}, rewriter.getF32Type());
-  return makeF32Weight(rewriter, loc, type, out, name);
+  auto type = RankedTensorType::get({rows, cols}, elem);
+  return makeWeight(rewriter, loc, type, std::move(blob), name);
 }
 
 FailureOr<Value> concat1D(PatternRewriter &rewriter, Location loc, ArrayRef<Value> parts,
                           StringRef name) {
-  std::vector<float> out;
+  Type elem = cast<ShapedType>(parts.front().getType()).getElementType();
+  std::vector<char> out;
   for (Value p : parts) {
-    auto data = readF32Weight(p);
-    if (!data || rankOf(p) != 1)
+    auto data = readFloatWeightBytes(p);
+    if (!data || rankOf(p) != 1 || cast<ShapedType>(p.getType()).getElementType() != elem)
       return failure();
     out.insert(out.end(), data->begin(), data->end());
   }
-  auto type = RankedTensorType::get({static_cast<int64_t>(out.size())}, rewriter.getF32Type());
-  return makeF32Weight(rewriter, loc, type, out, name);
+  const int64_t n = static_cast<int64_t>(out.size() / (elem.getIntOrFloatBitWidth() / 8));
+  auto type = RankedTensorType::get({n}, elem);
+  return makeWeight(rewriter, loc, type,
+                    HeapAsmResourceBlob::allocateAndCopyWithAlign(out, alignof(uint64_t)), name);
 }
 
 FailureOr<Value> transposeWeight(PatternRewriter &rewriter, Location loc, Value w) {

@@ -54,6 +54,10 @@ mlir::Operation *soleUser(mlir::Value v);
 /// readF32Weight reads (checked without copying the bytes).
 bool isStaticF32(mlir::Value v, int64_t rank);
 
+/// The same for any float type (f32, f16, bf16): what concatColumns and
+/// concat1D move as bytes.
+bool isStaticFloat(mlir::Value v, int64_t rank);
+
 /// The f32 contents of a float constant (null when `v` is not a constant,
 /// not f32, or its bytes cannot be read).
 std::optional<std::vector<float>> readF32Weight(mlir::Value v);
@@ -64,12 +68,13 @@ mlir::Value makeF32Weight(mlir::PatternRewriter &rewriter, mlir::Location loc,
                           mlir::RankedTensorType type, llvm::ArrayRef<float> data,
                           llvm::StringRef name);
 
-/// The 2-D f32 weights `parts` ([K, Ni] each) concatenated along columns
-/// into [K, sum Ni]; failure (with nothing created) when any is unreadable.
+/// The 2-D float weights `parts` ([K, Ni] each, all of one type: f32, f16
+/// or bf16) concatenated along columns into [K, sum Ni] of that type;
+/// failure (with nothing created) when any is unreadable.
 mlir::FailureOr<mlir::Value> concatColumns(mlir::PatternRewriter &rewriter, mlir::Location loc,
                                            llvm::ArrayRef<mlir::Value> parts, llvm::StringRef name);
 
-/// The 1-D f32 weights `parts` concatenated.
+/// The 1-D float weights `parts` (all of one type) concatenated.
 mlir::FailureOr<mlir::Value> concat1D(mlir::PatternRewriter &rewriter, mlir::Location loc,
                                       llvm::ArrayRef<mlir::Value> parts, llvm::StringRef name);
 

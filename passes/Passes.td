@@ -231,4 +231,67 @@ def KilnRagged : Pass<"kiln-ragged", "mlir::ModuleOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Quantize phase
+//===----------------------------------------------------------------------===//
+
+def KilnConvertFloatType : Pass<"kiln-convert-float-type", "mlir::ModuleOp"> {
+  let summary = "Convert an f32 model to f16 or bf16, keeping its logits f32";
+  let description = [{
+    What `model.half()` (or `.to(torch.bfloat16)`) does to a PyTorch model,
+    on the kiln graph: f32 weights are rounded to `to` (nearest, ties to
+    even; NaN stays NaN, overflow becomes inf), f32 graph inputs (the KV
+    cache: `past_key_values.*`, `kv_cache.*`) take that type, and ops
+    compute in it. Integer and bool tensors are untouched.
+
+    Three things stay f32:
+    - values computed from integer data: a Cast of an integer tensor to f32
+      (positions, masks) and everything computed from it with constants
+      only, such as rotary cos/sin. Half has 11 significant bits and
+      bfloat16 8, so positions past 2048 (256) would round. Where such a
+      value meets a half one, a Cast to `to` joins them, as Hugging Face's
+      `cos.to(x.dtype)` does;
+    - ops over constants only, when an f32 op reads them;
+    - every graph output but the KV cache's (`present.*`): a final Cast
+      back to f32 keeps `logits` f32 for the samplers.
+
+    A Cast to f32 of a converted value (the identity on an f32 graph)
+    disappears. An op keeps its own constants' type: a constant read both
+    by half and by f32 ops is converted for the half ones only.
+
+    ```mlir
+    %w = kiln.constant dense<0.1> : tensor<8x8xf32>
+    %y = kiln.linear %x, %w {activation = "none"} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+    // with to=f16 becomes
+    %w = kiln.constant dense<9.997550e-02> : tensor<8x8xf16>
+    %y = kiln.linear %x, %w {activation = "none"} : (tensor<?x8xf16>, tensor<8x8xf16>) -> tensor<?x8xf16>
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+  let options = [
+    Option<"to", "to", "std::string", /*default=*/"\"f16\"",
+           "The float type to convert to: f16 or bf16">,
+  ];
+}
+
+def KilnUpcastOutputs : Pass<"kiln-upcast-outputs", "mlir::ModuleOp"> {
+  let summary = "Cast f16/bf16 graph outputs other than the KV cache to f32";
+  let description = [{
+    The runtime's samplers and `kiln embed` read f32 `logits` and token
+    states. A model that is half already (a build with no dtype keeps its
+    types) may return them in f16 or bf16, as Hugging Face models do since
+    they stopped upcasting their logits; this pass appends a Cast to f32 to
+    every such output. The KV cache outputs (`present.*`) keep their type,
+    since the next step reads them back as its past.
+
+    ```mlir
+    return %l, %k : tensor<?x8xf16>, tensor<1x2x?x4xf16>   // logits, present.0.key
+    // becomes
+    %0 = kiln.cast %l {to = 1 : i64} : (tensor<?x8xf16>) -> tensor<?x8xf32>
+    return %0, %k : tensor<?x8xf32>, tensor<1x2x?x4xf16>
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

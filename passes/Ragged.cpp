@@ -59,6 +59,14 @@ Value newOfConcat(func::FuncOp f, Value kv) {
   return concat.getInputs()[1];
 }
 
+/// The LM head that makes `logits`: a linear, or a linear cast to f32 (a
+/// half model whose logits are upcast, as Hugging Face's `logits.float()`).
+LinearOp headOf(Value logits) {
+  if (auto upcast = logits.getDefiningOp<CastOp>())
+    logits = upcast.getInput();
+  return logits.getDefiningOp<LinearOp>();
+}
+
 struct Layer {
   AttentionOp attention;
   Value kNew, vNew;
@@ -133,8 +141,9 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
         fail("an attention's K or V is not past_key_values ++ the new tokens' along dim 2");
         return WalkResult::interrupt();
       }
-      if (!cast<TensorType>(layer.kNew.getType()).getElementType().isF32()) {
-        fail("the KV cache is not f32 (paged_attention has only an f32 kernel)");
+      Type kvType = cast<TensorType>(layer.kNew.getType()).getElementType();
+      if (!kvType.isF32() && !kvType.isF16() && !kvType.isBF16()) {
+        fail("the KV cache is not f32, f16 or bf16");
         return WalkResult::interrupt();
       }
       ++found;
@@ -150,7 +159,7 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     LinearOp lm;
     for (unsigned i = 0; i < main.getNumResults(); ++i)
       if (nameOf(main, i, true) == "logits")
-        lm = ret.getOperand(i).getDefiningOp<LinearOp>();
+        lm = headOf(ret.getOperand(i));
     if (!lm || cast<TensorType>(lm.getX().getType()).getShape().size() != 3)
       return fail("the logits are not a linear of [batch, tokens, hidden] states");
     if (head)
@@ -209,6 +218,12 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
         rows.getOutput(), head.getW(), head.getBias(), head.getActivationAttr());
     head.getY().replaceAllUsesWith(logits.getY());
     head.erase();
+    // An upcast of the logits follows the head's new shape.
+    for (Operation *user : logits.getY().getUsers())
+      if (auto upcast = dyn_cast<CastOp>(user)) {
+        auto t = cast<RankedTensorType>(upcast.getOutput().getType());
+        upcast.getOutput().setType(t.clone(logits.getY().getType().getShape()));
+      }
     // The logits' token dim is now the sampled rows'.
     for (unsigned i = 0; i < main.getNumResults(); ++i)
       if (auto dims = main.getResultAttrOfType<ArrayAttr>(i, kDims);

@@ -93,18 +93,26 @@ std::string SubNames(const std::string &parent) {
   return parent == "tensor_parallel" ? KnownNames(kTensorParallelKeys) : KnownNames(kQuantKeys);
 }
 
-// Canonical dtype spelling, or "" when the spelling is unknown. DeepSpeed
-// accepts torch dtypes; in JSON they can only arrive spelled as strings.
+// Canonical dtype spelling, or "" when the spelling is unknown. These are
+// DeepSpeed's DtypeEnum names; it also takes torch dtypes, which in JSON can
+// only arrive spelled as strings ("torch.half" is how torch.half prints).
 std::string CanonicalDtype(const std::string &s) {
   static const std::map<std::string, std::string> kSpellings = {
-      {"fp32", "fp32"},           {"float32", "fp32"},     {"float", "fp32"},
-      {"torch.float32", "fp32"},  {"torch.float", "fp32"}, {"fp16", "fp16"},
-      {"float16", "fp16"},        {"half", "fp16"},        {"torch.float16", "fp16"},
-      {"torch.half", "fp16"},     {"bf16", "bf16"},        {"bfloat16", "bf16"},
-      {"torch.bfloat16", "bf16"}, {"int8", "int8"},        {"torch.int8", "int8"},
+      {"fp32", "fp32"},          {"float32", "fp32"},        {"float", "fp32"},
+      {"torch.float32", "fp32"}, {"torch.float", "fp32"},    {"fp16", "fp16"},
+      {"float16", "fp16"},       {"half", "fp16"},           {"torch.float16", "fp16"},
+      {"torch.half", "fp16"},    {"bf16", "bf16"},           {"bfloat16", "bf16"},
+      {"bfloat", "bf16"},        {"torch.bfloat16", "bf16"}, {"int8", "int8"},
+      {"torch.int8", "int8"},
   };
   auto it = kSpellings.find(s);
   return it == kSpellings.end() ? "" : it->second;
+}
+
+// The spellings a plan can be built with, for the unknown-dtype message.
+std::string DtypeSpellings() {
+  return "fp32, float32, float, torch.float32, torch.float; fp16, float16, half, "
+         "torch.float16, torch.half; bf16, bfloat16, bfloat, torch.bfloat16";
 }
 
 llvm::Error Err(const std::string &message) {
@@ -148,8 +156,8 @@ Normalized Normalize(Kind kind, const json &v) {
       return {"must be a string such as \"fp32\""};
     std::string c = CanonicalDtype(v.get<std::string>());
     if (c.empty())
-      return {"unknown dtype \"" + v.get<std::string>() +
-              "\" (expected fp32, float32, float or torch.float32)"};
+      return {"unknown dtype \"" + v.get<std::string>() + "\" (accepted: " + DtypeSpellings() +
+              ")"};
     return {"", c};
   }
   case Kind::kPositiveInt:
@@ -316,8 +324,9 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
     } else if (canonical == "dtype") {
       config.dtype = v.get<std::string>();
       config.dtype_explicit = true;
-      if (config.dtype != "fp32")
-        return Err(NotSupported(name, "\"" + config.dtype + "\"; only fp32 plans can be built"));
+      if (config.dtype == "int8")
+        return Err(NotSupported(name, "\"int8\"; the quantize phase is not implemented (plans "
+                                      "can be built in fp32, fp16 or bf16)"));
     } else if (canonical == "tensor_parallel.tp_size") {
       config.tp_size = v.get<int64_t>();
       if (config.tp_size > 1)
@@ -366,7 +375,9 @@ std::string BuildConfig::ToJson() const {
   j["dtype"] = dtype_explicit ? dtype : "model";
   j["tensor_parallel"] = {{"tp_size", tp_size}};
   // null: injected where the patterns match; true: every layer must be.
-  j["replace_with_kernel_inject"] = !kernel_inject ? json(false) : require_injection ? json(true) : json(nullptr);
+  j["replace_with_kernel_inject"] = !kernel_inject      ? json(false)
+                                    : require_injection ? json(true)
+                                                        : json(nullptr);
   j["max_out_tokens"] = max_out_tokens ? json(*max_out_tokens) : json(nullptr);
   j["min_out_tokens"] = min_out_tokens;
   j["triangular_masking"] = triangular_masking;

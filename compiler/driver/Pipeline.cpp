@@ -13,6 +13,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -24,6 +25,7 @@
 #include "nlohmann/json.hpp"
 
 #include <chrono>
+#include <map>
 
 namespace kiln::compiler {
 namespace {
@@ -92,18 +94,28 @@ std::string megabytes(uint64_t bytes) {
   return llvm::formatv("{0:F1} MB", static_cast<double>(bytes) / (1024.0 * 1024.0)).str();
 }
 
-/// The config's dtype names the type the plan computes in, and kiln cannot
-/// convert a model yet: a model whose weights or inputs are another float
-/// type must be refused rather than built as something the user did not ask
-/// for.
+/// The element type a config dtype names (fp32, fp16 or bf16).
+mlir::Type dtypeElementType(mlir::MLIRContext &context, const std::string &dtype) {
+  mlir::Builder b(&context);
+  if (dtype == "fp16")
+    return b.getF16Type();
+  if (dtype == "bf16")
+    return b.getBF16Type();
+  return b.getF32Type();
+}
+
+/// The config's dtype names the type the plan computes in. kiln converts
+/// f32 to it; a model in another float type (f64, or f16 asked to become
+/// bf16) is refused rather than built as something the user did not ask for.
 llvm::Error checkDtype(mlir::ModuleOp module, const BuildConfig &config) {
+  mlir::Type target = dtypeElementType(*module.getContext(), config.dtype);
   std::string found;
   auto check = [&](mlir::Type type) {
     auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
     if (!shaped || !found.empty())
       return;
     mlir::Type elem = shaped.getElementType();
-    if (mlir::isa<mlir::FloatType>(elem) && !elem.isF32()) {
+    if (mlir::isa<mlir::FloatType>(elem) && !elem.isF32() && elem != target) {
       llvm::raw_string_ostream os(found);
       elem.print(os);
     }
@@ -120,9 +132,46 @@ llvm::Error checkDtype(mlir::ModuleOp module, const BuildConfig &config) {
   return inputError("dtype: the model has " + found +
                     " weights or inputs but the build config "
                     "asks for " +
-                    config.dtype +
-                    "; converting a model's float type is not "
-                    "supported yet");
+                    config.dtype + "; kiln converts only f32 models to another float type");
+}
+
+/// Whether @main returns an f16 or bf16 tensor other than the KV cache.
+bool hasHalfOutput(mlir::ModuleOp module) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!main)
+    return false;
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    auto t = mlir::dyn_cast<mlir::TensorType>(main.getResultTypes()[i]);
+    auto name = main.getResultAttrOfType<mlir::StringAttr>(i, "kiln.name");
+    if (t && (t.getElementType().isF16() || t.getElementType().isBF16()) &&
+        !(name && name.getValue().starts_with("present.")))
+      return true;
+  }
+  return false;
+}
+
+/// Weights per element type, e.g. "f16: 12 (1.5 MB)", for the phase line.
+std::string weightTypes(mlir::ModuleOp module) {
+  std::map<std::string, std::pair<int64_t, uint64_t>> byType;
+  module.walk([&](mlir::Operation *op) {
+    if (!plan::isWeightOp(op))
+      return;
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (!type || !type.hasStaticShape())
+      return;
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    type.getElementType().print(os);
+    auto &[count, bytes] = byType[name];
+    ++count;
+    bytes += static_cast<uint64_t>(type.getNumElements()) *
+             static_cast<uint64_t>(plan::elementBytes(type.getElementType()));
+  });
+  std::string out;
+  for (const auto &[name, cb] : byType)
+    out += (out.empty() ? "" : ", ") + name + ": " + std::to_string(cb.first) + " (" +
+           megabytes(cb.second) + ")";
+  return out;
 }
 
 /// Runs `populate`'s passes over the module. A failure with error
@@ -156,6 +205,7 @@ private:
   llvm::Expected<std::string> writePlanFile();
   llvm::Expected<std::string> runInject();
   llvm::Expected<std::string> runRagged();
+  llvm::Expected<std::string> runConvertFloatType();
   /// Starts hashing the model's files (once import named them).
   void startHashing();
   plan::ProvenanceDesc provenance();
@@ -212,7 +262,7 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   case Phase::Partition:
     return llvm::formatv("skipped: tensor_parallel.tp_size is {0}", config.tp_size).str();
   case Phase::Quantize:
-    return std::string("skipped: quant.enabled is false");
+    return runConvertFloatType();
   case Phase::Plan: {
     if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
           // Types must be final before slots are sized; the plan writer
@@ -365,6 +415,33 @@ llvm::Expected<std::string> Build::runRagged() {
   int layers = 0;
   m.walk([&](PagedAttentionOp) { ++layers; });
   return llvm::formatv("{0} attention layers over a paged KV cache", layers).str();
+}
+
+/// The config's fp16/bf16: kiln-convert-float-type after the ragged
+/// rewrite, so injection and the ragged pass match the f32 graph they were
+/// written for, and the paged KV cache inputs they add are converted too.
+llvm::Expected<std::string> Build::runConvertFloatType() {
+  const BuildConfig &config = request.config;
+  const bool convert = config.dtype_explicit && config.dtype != "fp32";
+  // Half logits, of a model that was half already, are cast to f32 as the
+  // runtime reads them.
+  const bool upcast = hasHalfOutput(*module);
+  if (!convert && !upcast)
+    return "skipped: dtype is " + std::string(config.dtype_explicit ? "fp32" : "the model's") +
+           " (int8: quant.enabled is false)";
+  KilnConvertFloatTypeOptions options;
+  options.to = config.dtype == "bf16" ? "bf16" : "f16";
+  if (llvm::Error e =
+          runPasses(context, *module, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
+            if (convert)
+              pm.addPass(createKilnConvertFloatType(options));
+            pm.addPass(createKilnUpcastOutputs());
+          }))
+    return std::move(e);
+  std::string what = convert ? "converted to " + config.dtype : "dtype is the model's";
+  if (upcast)
+    what += "; half outputs (logits) cast to f32";
+  return what + "; weights " + weightTypes(*module);
 }
 
 void Build::startHashing() {

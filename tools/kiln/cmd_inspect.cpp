@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace kiln::cli {
 namespace {
@@ -22,7 +23,8 @@ const char kUsage[] = "usage: kiln inspect model.plan [--ops] [--json]\n"
                       "defaults, an encoder's pooling (kiln embed), build config, provenance\n"
                       "(kiln version and commit, build host and time, SHA-256 of the source ONNX\n"
                       "and external-data files), injection report, graph inputs and outputs with\n"
-                      "their symbolic shapes, op counts by type, memory plan and weight sections.\n"
+                      "their symbolic shapes, op counts by type, memory plan, weight sections,\n"
+                      "weights by dtype (tensors and bytes of each) and the KV cache's dtype.\n"
                       "The plan is fully verified (checksums, structure) before anything prints.\n"
                       "\n"
                       "options:\n"
@@ -103,6 +105,47 @@ void PrintProvenance(const Json &p) {
   for (const Json &f : p["external_data"])
     file("external data", f);
   std::printf("  build inputs   %s\n", D(p["build_inputs"]).c_str());
+}
+
+// Weights per element type: {"f16": {"tensors": n, "bytes": b}, ...}, so a
+// half plan shows what was converted and what stayed.
+Json WeightDtypes(const Plan &plan) {
+  Json out = Json::object();
+  for (const PlanTensor &t : plan.tensors()) {
+    if (t.kind != TensorKind::kWeight)
+      continue;
+    Json &d = out[DTypeName(t.dtype)];
+    if (d.is_null())
+      d = {{"tensors", 0}, {"bytes", uint64_t{0}}};
+    d["tensors"] = d["tensors"].get<int64_t>() + 1;
+    d["bytes"] = d["bytes"].get<uint64_t>() + t.size;
+  }
+  return out;
+}
+
+// The KV cache's element type: the paged caches' (ragged) or the past
+// inputs' (dense); null for a plan without one. Mixed types are listed.
+Json KvCacheDtype(const Plan &plan) {
+  const fb::Plan &f = plan.fb();
+  std::set<std::string> types;
+  auto add = [&](int id) {
+    if (id >= 0 && id < static_cast<int>(plan.tensors().size()))
+      types.insert(DTypeName(plan.tensors()[id].dtype));
+  };
+  if (const fb::RaggedIO *g = f.ragged(); g && g->kv_cache())
+    for (const fb::KVCache *c : *g->kv_cache()) {
+      add(c->key());
+      add(c->value());
+    }
+  if (const fb::DecoderIO *d = f.decoder(); d && d->kv())
+    for (const fb::KVPair *p : *d->kv())
+      add(p->past());
+  if (types.empty())
+    return nullptr;
+  std::string joined;
+  for (const std::string &t : types)
+    joined += (joined.empty() ? "" : "+") + t;
+  return joined;
 }
 
 Json Report(const Plan &plan, bool with_ops) {
@@ -216,6 +259,8 @@ Json Report(const Plan &plan, bool with_ops) {
   }
   r["sections"] = sections;
   r["weight_bytes"] = plan.weight_bytes();
+  r["weight_dtypes"] = WeightDtypes(plan);
+  r["kv_cache_dtype"] = KvCacheDtype(plan);
   return r;
 }
 
@@ -323,6 +368,14 @@ void PrintText(const Json &r) {
     std::printf("  %-16s rank %3s  offset %12s  %10s  %s tensors\n",
                 s["name"].get<std::string>().c_str(), D(s["rank"]).c_str(), D(s["offset"]).c_str(),
                 Bytes(s["bytes"]).c_str(), D(s["tensors"]).c_str());
+  std::string by_type;
+  for (auto &[type, d] : r["weight_dtypes"].items())
+    by_type += (by_type.empty() ? "" : ", ") + type + " " + D(d["tensors"]) + " tensors (" +
+               Bytes(d["bytes"]) + ")";
+  std::printf("  by dtype         %s\n", by_type.empty() ? "none" : by_type.c_str());
+  std::printf("kv cache    %s\n", r["kv_cache_dtype"].is_null()
+                                      ? "none"
+                                      : r["kv_cache_dtype"].get<std::string>().c_str());
 }
 
 } // namespace

@@ -91,3 +91,47 @@ func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
   %l = kiln.linear %o3, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
   return %l, %mask : tensor<?x?x8xf32>, tensor<?x?xi64>
 }
+
+// -----
+
+// A model that is already half (dtype unset keeps it): the paged caches take
+// the KV type, and the head is found through the upcast of its logits.
+// CHECK-LABEL: module attributes {kiln.interface = "ragged"}
+// CHECK: %[[KC:[a-z0-9]+]]: tensor<?x2x?x4xf16> {kiln.dims = ["num_blocks", "", "block_size", ""], kiln.name = "kv_cache.0.key"}
+// CHECK: kiln.paged_attention %{{.*}}, %{{.*}}, %{{.*}}, %[[KC]],
+// CHECK: %[[ROWS:.*]] = kiln.gather {{.*}} -> tensor<?x?x8xf16>
+// CHECK: %[[L:.*]] = kiln.linear %[[ROWS]], %{{.*}} -> tensor<?x?x8xf16>
+// CHECK: %[[F:.*]] = kiln.cast %[[L]] {to = 1 : i64} : (tensor<?x?x8xf16>) -> tensor<?x?x8xf32>
+// CHECK: return %[[F]]
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf16> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf16>, %k: tensor<1x2x?x4xf16>, %w: tensor<8x8xf16>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf16>, tensor<1x2x?x4xf16>) -> tensor<?x2x?x4xf16>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf16>, tensor<?x2x?x4xf16>, tensor<?x2x?x4xf16>) -> tensor<1x2x?x4xf16>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf16>, tensor<3xi64>) -> tensor<?x?x8xf16>
+  %l = kiln.linear %o3, %w {activation = "none"} : (tensor<?x?x8xf16>, tensor<8x8xf16>) -> tensor<?x?x8xf16>
+  %f = kiln.cast %l {to = 1 : i64} : (tensor<?x?x8xf16>) -> tensor<?x?x8xf32>
+  return %f : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Near-miss: the upcast logits are not a linear's (the head is looked
+// for through one Cast, not further).
+// CHECK-LABEL: module attributes {kiln.ragged_skipped = "the logits are not a linear of [batch, tokens, hidden] states"}
+// CHECK: kiln.attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf16> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf16>, %k: tensor<1x2x?x4xf16>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf16>, tensor<1x2x?x4xf16>) -> tensor<?x2x?x4xf16>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf16>, tensor<?x2x?x4xf16>, tensor<?x2x?x4xf16>) -> tensor<1x2x?x4xf16>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf16>, tensor<3xi64>) -> tensor<?x?x8xf16>
+  %f = kiln.cast %o3 {to = 1 : i64} : (tensor<?x?x8xf16>) -> tensor<?x?x8xf32>
+  return %f : tensor<?x?x8xf32>
+}

@@ -67,10 +67,42 @@ TEST(BuildConfig, DtypeSpellings) {
     EXPECT_EQ(Parse(std::string(R"({"dtype": ")") + s + "\"}", &c), "") << s;
     EXPECT_EQ(c.dtype, "fp32") << s;
   }
-  EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp16"})"), "dtype: not supported yet");
-  EXPECT_ERROR_HAS(Parse(R"({"dtype": "torch.bfloat16"})"), "dtype: not supported yet");
+  // DeepSpeed's spellings of half and bfloat16 (init_inference takes torch
+  // dtypes; JSON can only carry their names).
+  for (const char *s : {"fp16", "float16", "half", "torch.float16", "torch.half"}) {
+    BuildConfig c;
+    EXPECT_EQ(Parse(std::string(R"({"dtype": ")") + s + "\"}", &c), "") << s;
+    EXPECT_EQ(c.dtype, "fp16") << s;
+    EXPECT_TRUE(c.dtype_explicit) << s;
+  }
+  for (const char *s : {"bf16", "bfloat16", "bfloat", "torch.bfloat16"}) {
+    BuildConfig c;
+    EXPECT_EQ(Parse(std::string(R"({"dtype": ")") + s + "\"}", &c), "") << s;
+    EXPECT_EQ(c.dtype, "bf16") << s;
+  }
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "int8"})"), "dtype: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "torch.int8"})"), "dtype: not supported yet");
+  // Near misses are not guessed at; the message lists what is accepted.
   EXPECT_ERROR_HAS(Parse(R"({"dtype": "fp33"})"), "unknown dtype \"fp33\"");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "float16 "})"), "accepted: fp32, float32");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "torch.bf16"})"), "torch.bfloat16");
+  EXPECT_ERROR_HAS(Parse(R"({"dtype": "FP16"})"), "unknown dtype \"FP16\"");
   EXPECT_ERROR_HAS(Parse(R"({"dtype": 32})"), "must be a string");
+}
+
+TEST(BuildConfig, HalfSpellingsAreOneValue) {
+  BuildConfigParser same;
+  ASSERT_FALSE(same.AddJsonText(R"({"dtype": "torch.half"})", "build.json"));
+  ASSERT_FALSE(same.AddFlag("dtype", "float16", "--dtype"));
+  auto c = same.Finish();
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->dtype, "fp16");
+  BuildConfigParser differ;
+  ASSERT_FALSE(differ.AddJsonText(R"({"dtype": "half"})", "build.json"));
+  ASSERT_FALSE(differ.AddFlag("dtype", "bfloat16", "--dtype"));
+  auto d = differ.Finish();
+  ASSERT_FALSE(static_cast<bool>(d));
+  EXPECT_NE(llvm::toString(d.takeError()).find("conflicting values for dtype"), std::string::npos);
 }
 
 TEST(BuildConfig, UnknownKeysAreErrors) {

@@ -1,0 +1,93 @@
+// RUN: kiln-opt %s -split-input-file -kiln-convert-float-type=to=f16 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-convert-float-type=to=bf16 | FileCheck %s --check-prefix=BF16
+// RUN: not kiln-opt %s -split-input-file -kiln-convert-float-type=to=f8 2>&1 | FileCheck %s --check-prefix=BAD
+// kiln-convert-float-type: f32 weights and activations become half, the KV
+// cache takes the same type, the logits stay f32; integer tensors, values
+// computed from integer data and explicit casts to integers are untouched.
+
+// BAD: to must be f16 or bf16, got 'f8'
+
+// The weight is rounded to nearest even: 0.1 is 0x2E66 in f16, 0x3DCD in bf16.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %[[IDS:.*]]: tensor<?x?xi64> {kiln.name = "input_ids"}
+// CHECK-SAME: %[[PK:.*]]: tensor<1x2x?x4xf16> {kiln.name = "past_key_values.0.key"}
+// CHECK-SAME: -> (tensor<?x?x8xf32> {kiln.name = "logits"}, tensor<1x2x?x4xf16> {kiln.name = "present.0.key"})
+// CHECK-DAG: %[[EMB:.*]] = kiln.constant dense<9.997550e-02> : tensor<16x8xf16>
+// CHECK-DAG: %[[SHAPE:.*]] = kiln.constant dense<[1, -1, 2, 4]> : tensor<4xi64>
+// CHECK: %[[H:.*]] = kiln.gather %[[EMB]], %[[IDS]] {axis = 0 : i64} : (tensor<16x8xf16>, tensor<?x?xi64>) -> tensor<?x?x8xf16>
+// CHECK: %[[K:.*]] = kiln.reshape %[[H]], %[[SHAPE]] {{.*}} -> tensor<1x?x2x4xf16>
+// CHECK: %[[KT:.*]] = kiln.transpose %[[K]] {{.*}} -> tensor<1x2x?x4xf16>
+// CHECK: %[[KALL:.*]] = kiln.concat %[[PK]], %[[KT]] {{.*}} -> tensor<1x2x?x4xf16>
+// CHECK: %[[N:.*]] = kiln.rms_norm %[[H]], %{{.*}} {{.*}} : (tensor<?x?x8xf16>, tensor<8xf16>) -> tensor<?x?x8xf16>
+// CHECK: %[[L:.*]] = kiln.linear %[[N]], %[[EMBT:.*]] {activation = "none"} : (tensor<?x?x8xf16>, tensor<8x8xf16>) -> tensor<?x?x8xf16>
+// CHECK: %[[OUT:.*]] = kiln.cast %[[L]] {to = 1 : i64} : (tensor<?x?x8xf16>) -> tensor<?x?x8xf32>
+// CHECK: return %[[OUT]], %[[KALL]] : tensor<?x?x8xf32>, tensor<1x2x?x4xf16>
+// BF16-LABEL: func.func @main
+// BF16: kiln.constant dense<1.000980e-01> : tensor<16x8xbf16>
+// BF16: kiln.cast %{{.*}} {to = 1 : i64} : (tensor<?x?x8xbf16>) -> tensor<?x?x8xf32>
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pk: tensor<1x2x?x4xf32> {kiln.name = "past_key_values.0.key"})
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}, tensor<1x2x?x4xf32> {kiln.name = "present.0.key"}) {
+  %emb = kiln.constant dense<0.1> : tensor<16x8xf32>
+  %g = kiln.constant dense<1.5> : tensor<8xf32>
+  %w = kiln.constant dense<0.25> : tensor<8x8xf32>
+  %shape = kiln.constant dense<[1, -1, 2, 4]> : tensor<4xi64>
+  %h = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %k = kiln.reshape %h, %shape {allowzero = 0 : i64} : (tensor<?x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+  %kt = kiln.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x4xf32>) -> tensor<1x2x?x4xf32>
+  %kall = kiln.concat %pk, %kt {axis = 2 : i64} : (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %n = kiln.rms_norm %h, %g {epsilon = 1.0e-5 : f32} : (tensor<?x?x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %n, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %l, %kall : tensor<?x?x8xf32>, tensor<1x2x?x4xf32>
+}
+
+// -----
+
+// Near-miss: positions cast to f32 and what is computed from them with
+// constants (rotary angles) stay f32, with one Cast to f16 where they meet
+// the activations; an explicit Cast to i64, the shape tensors and the
+// integer constants are untouched.
+// CHECK-LABEL: func.func @positions
+// CHECK-DAG: %[[FREQ:.*]] = kiln.constant dense<5.000000e-01> : tensor<1x4xf32>
+// CHECK-DAG: %[[ONE:.*]] = kiln.constant dense<1> : tensor<1xi64>
+// CHECK: %[[PF:.*]] = kiln.cast %arg1 {to = 1 : i64} : (tensor<?x1xi64>) -> tensor<?x1xf32>
+// CHECK: %[[ANG:.*]] = kiln.mul %[[PF]], %[[FREQ]] : (tensor<?x1xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+// CHECK: %[[COS:.*]] = kiln.cos %[[ANG]] : (tensor<?x4xf32>) -> tensor<?x4xf32>
+// CHECK: %[[COS16:.*]] = kiln.cast %[[COS]] {to = 2 : i64} : (tensor<?x4xf32>) -> tensor<?x4xf16>
+// CHECK: %[[X:.*]] = kiln.mul %arg0, %[[COS16]] : (tensor<?x4xf16>, tensor<?x4xf16>) -> tensor<?x4xf16>
+// CHECK: %[[I:.*]] = kiln.cast %[[X]] {to = 8 : i64} : (tensor<?x4xf16>) -> tensor<?x4xi64>
+// CHECK: %[[S:.*]] = kiln.add %[[I]], %[[ONE]] : (tensor<?x4xi64>, tensor<1xi64>) -> tensor<?x4xi64>
+// CHECK: return %[[S]], %[[ANG]] : tensor<?x4xi64>, tensor<?x4xf32>
+func.func @positions(%x: tensor<?x4xf32> {kiln.name = "x"}, %pos: tensor<?x1xi64> {kiln.name = "position_ids"})
+    -> (tensor<?x4xi64> {kiln.name = "ids"}, tensor<?x4xf32> {kiln.name = "angles"}) {
+  %freq = kiln.constant dense<0.5> : tensor<1x4xf32>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %pf = kiln.cast %pos {to = 1 : i64} : (tensor<?x1xi64>) -> tensor<?x1xf32>
+  %ang = kiln.mul %pf, %freq : (tensor<?x1xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+  %cos = kiln.cos %ang : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %y = kiln.mul %x, %cos : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %i = kiln.cast %y {to = 8 : i64} : (tensor<?x4xf32>) -> tensor<?x4xi64>
+  %s = kiln.add %i, %one : (tensor<?x4xi64>, tensor<1xi64>) -> tensor<?x4xi64>
+  return %s, %ang : tensor<?x4xi64>, tensor<?x4xf32>
+}
+
+// -----
+
+// A constant read by an f32 op and by a half op is converted for the half
+// one only; a Cast to f32 of a converted value (an identity in the f32
+// graph) disappears.
+// CHECK-LABEL: func.func @shared
+// CHECK-DAG: %[[C32:.*]] = kiln.constant dense<3.000000e+00> : tensor<4xf32>
+// CHECK-DAG: %[[C16:.*]] = kiln.constant dense<3.000000e+00> : tensor<4xf16>
+// CHECK: %[[PF:.*]] = kiln.cast %arg1 {to = 1 : i64}
+// CHECK: kiln.add %[[PF]], %[[C32]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NOT: {to = 1 : i64} : (tensor<4xf16>
+// CHECK: kiln.add %arg0, %[[C16]] : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
+func.func @shared(%x: tensor<4xf32>, %pos: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c = kiln.constant dense<3.0> : tensor<4xf32>
+  %pf = kiln.cast %pos {to = 1 : i64} : (tensor<4xi64>) -> tensor<4xf32>
+  %a = kiln.add %pf, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %x32 = kiln.cast %x {to = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %b = kiln.add %x32, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
