@@ -174,8 +174,10 @@ class Fixture:
                    f"{where}: max over {len(rel)} positions of max|half - fp32| / max|fp32| "
                    f"= {rel.max():.2e} (worst position {int(rel.argmax())})")
         self.check(top1 >= TOP1_MIN, f"{where}: top-1 agrees on {top1:.1%} of positions")
+        l2 = np.linalg.norm(half.astype(np.float64) - full, axis=-1) / np.maximum(
+            np.linalg.norm(full.astype(np.float64), axis=-1), 1e-30)
         print(f"half {self.dir.name} {interface} {dtype} max_rel {rel.max():.3e} "
-              f"top1 {top1:.4f}")
+              f"l2_rel {l2.max():.3e} top1 {top1:.4f}")
 
     def test(self):
         fp32 = {}
