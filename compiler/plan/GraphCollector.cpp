@@ -4,7 +4,7 @@
 
 #include "compiler/dialect/KilnDialect.h"
 #include "compiler/dialect/ShapeInference.h"
-#include "compiler/driver/BuildError.h"
+#include "compiler/support/BuildError.h"
 #include "compiler/plan/OpAttrs.h"
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/WeightBytes.h"

@@ -2,11 +2,11 @@
 
 #include "compiler/plan/PlanWriter.h"
 
-#include "compiler/driver/BuildError.h"
+#include "compiler/support/BuildError.h"
 #include "compiler/plan/DecoderIO.h"
 #include "compiler/plan/GraphCollector.h"
 #include "compiler/plan/PlanSerializer.h"
-#include "compiler/plan/SourcePages.h"
+#include "compiler/support/SourcePages.h"
 #include "compiler/plan/WeightBytes.h"
 #include "plan_file.h"
 
@@ -71,7 +71,7 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
     return graph.takeError();
   // Whatever earlier phases read of the model files is not needed resident
   // any more; the writer touches each weight once and releases it again.
-  releaseAllSourcePages();
+  compiler::releaseAllSourcePages();
   auto decoder = detectDecoderIO(graph->graph);
   if (!decoder)
     return decoder.takeError();

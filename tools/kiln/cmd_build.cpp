@@ -5,9 +5,10 @@
 #include "cli_args.h"
 
 #include "compiler/driver/BuildConfig.h"
-#include "compiler/driver/BuildError.h"
 #include "compiler/driver/Pipeline.h"
+#include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
+#include "passes/Passes.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -170,6 +171,9 @@ int BuildMain(const std::vector<std::string> &args) {
     return Error(llvm::toString(effective.takeError()), kExitBadInput);
   request.config = std::move(*effective);
 
+  // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
+  registerKilnPasses();
+  registerKilnPipelines();
   llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
   llvm::outs().flush();
   int code = kExitOk;

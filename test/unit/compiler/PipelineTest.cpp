@@ -2,9 +2,10 @@
 // fixture: phases report, --compile-to prints IR instead of writing, a bad
 // model is the input's fault, and a failed build leaves no plan behind.
 #include "compiler/driver/Pipeline.h"
-#include "compiler/driver/BuildError.h"
+#include "compiler/support/BuildError.h"
 
 #include "kiln/plan.h"
+#include "passes/Passes.h"
 #include "kiln_schema/plan_generated.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -21,6 +22,8 @@ const std::string kFixture = std::string(KILN_SOURCE_DIR) + "/test/fixtures/gpt2
 class PipelineTest : public ::testing::Test {
 protected:
   void SetUp() override {
+    registerKilnPasses(); // the driver finds them by name
+    registerKilnPipelines();
     if (!llvm::sys::fs::exists(kFixture))
       GTEST_SKIP() << kFixture << " is missing";
     llvm::SmallString<128> dir;

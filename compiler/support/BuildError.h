@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_COMPILER_DRIVER_BUILDERROR_H
-#define KILN_COMPILER_DRIVER_BUILDERROR_H
+#ifndef KILN_COMPILER_SUPPORT_BUILDERROR_H
+#define KILN_COMPILER_SUPPORT_BUILDERROR_H
 
 #include "llvm/Support/Error.h"
 
@@ -41,4 +41,4 @@ inline llvm::Error inputError(const llvm::Twine &message) {
 
 } // namespace kiln::compiler
 
-#endif // KILN_COMPILER_DRIVER_BUILDERROR_H
+#endif // KILN_COMPILER_SUPPORT_BUILDERROR_H
