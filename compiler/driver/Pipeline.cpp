@@ -461,6 +461,7 @@ llvm::Expected<std::string> Build::writePlanFile() {
   extras.buildConfigJson = request.config.ToJson();
   extras.injectionReport = injectionReport;
   extras.maxOutTokens = request.config.max_out_tokens;
+  extras.checkBeforeCommit = request.checkPlan;
   auto summary = plan::writePlan(m, extras, request.outputPath);
   if (!summary)
     return summary.takeError();

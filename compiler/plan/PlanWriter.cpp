@@ -12,6 +12,8 @@
 
 #include "llvm/Support/FileSystem.h"
 
+#include <optional>
+
 namespace kiln::plan {
 
 llvm::Expected<mlir::func::FuncOp> findGraphFunction(mlir::ModuleOp module) {
@@ -91,12 +93,26 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
       return llvm::toString(std::move(e));
     return "";
   };
+  // The check's own error keeps its kind (input or internal) and is
+  // returned as it is; the file writer only needs to know it failed.
+  std::optional<llvm::Error> checkError;
+  auto checkBeforeCommit = [&x, &checkError](const std::string &tmp) -> std::string {
+    if (llvm::Error e = x.checkBeforeCommit(tmp)) {
+      checkError.emplace(std::move(e));
+      return "the plan check failed";
+    }
+    return "";
+  };
   std::string error = StreamPlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
         return serializePlan(g.graph, *decoder, *ragged, x, placements);
       },
-      sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr);
+      sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr,
+      x.checkBeforeCommit ? std::function<std::string(const std::string &)>(checkBeforeCommit)
+                          : nullptr);
+  if (checkError)
+    return std::move(*checkError);
   // The failures left are the user's to fix: file system ones (a bad -o
   // path, a full disk), a weight without data, an unreadable model file.
   if (!error.empty())
