@@ -108,6 +108,41 @@ TEST_F(PipelineTest, CorruptModelIsBadInputAndLeavesNoPlan) {
   EXPECT_FALSE(llvm::sys::fs::exists(r.outputPath));
 }
 
+// BuildRequest::checkPlan (what `kiln build --target` uses) sees the
+// finished plan before it is committed; its error fails the build, keeps its
+// kind, and leaves the file that was at the output path untouched.
+TEST_F(PipelineTest, FailedPlanCheckLeavesTheOldPlan) {
+  BuildRequest r;
+  r.modelPath = kFixture;
+  r.outputPath = tmp + "/gpt2.plan";
+  r.quiet = true;
+  std::ofstream(r.outputPath) << "the previous plan";
+  std::string checked;
+  r.checkPlan = [&](const std::string &path) -> llvm::Error {
+    checked = path;
+    auto plan = LoadPlan(path); // complete and loadable at this point
+    if (!plan.ok())
+      return internalError("does not load: " + plan.status().message());
+    return inputError("the backend lacks 'softmax'");
+  };
+  bool internal = false;
+  EXPECT_EQ(run(r, &internal), "the backend lacks 'softmax'");
+  EXPECT_FALSE(internal);
+  EXPECT_EQ(checked, r.outputPath + ".tmp");
+  EXPECT_FALSE(llvm::sys::fs::exists(checked));
+  std::ifstream in(r.outputPath);
+  std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(old, "the previous plan");
+
+  r.checkPlan = [](const std::string &) { return internalError("broken"); };
+  EXPECT_EQ(run(r, &internal), "broken");
+  EXPECT_TRUE(internal);
+
+  r.checkPlan = [](const std::string &) { return llvm::Error::success(); };
+  ASSERT_EQ(run(r), "") << log;
+  EXPECT_TRUE(LoadPlan(r.outputPath).ok());
+}
+
 TEST_F(PipelineTest, PhaseNamesRoundTrip) {
   for (const char *name :
        {"import", "cleanup", "inject", "ragged", "partition", "quantize", "plan"}) {
