@@ -190,11 +190,11 @@ struct SectionSource {
 // `before_rename`, when given, runs on the complete file at its temporary
 // path (e.g. to load and check it); a non-empty result removes the file and
 // aborts, so whatever was at `path` before stays as it was.
-inline std::string StreamPlanFile(const std::string &path, const PlanFlatBufferBuilder &build,
-                                  const std::vector<SectionSource> &sections,
-                                  const std::function<std::string()> &sections_written = {},
-                                  const std::function<std::string(const std::string &tmp)>
-                                      &before_rename = {}) {
+inline std::string
+StreamPlanFile(const std::string &path, const PlanFlatBufferBuilder &build,
+               const std::vector<SectionSource> &sections,
+               const std::function<std::string()> &sections_written = {},
+               const std::function<std::string(const std::string &tmp)> &before_rename = {}) {
   using namespace plan_file_detail;
   std::vector<uint64_t> sizes;
   for (const SectionSource &s : sections)

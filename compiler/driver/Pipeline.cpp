@@ -9,12 +9,12 @@
 
 #include "compiler/dialect/KilnDialect.h"
 #include "compiler/dialect/KilnOps.h"
-#include "compiler/support/BuildError.h"
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/plan/ModelFiles.h"
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/PlanWriter.h"
 #include "compiler/plan/Provenance.h"
+#include "compiler/support/BuildError.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"

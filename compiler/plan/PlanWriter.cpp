@@ -2,12 +2,12 @@
 
 #include "compiler/plan/PlanWriter.h"
 
-#include "compiler/support/BuildError.h"
 #include "compiler/plan/DecoderIO.h"
 #include "compiler/plan/GraphCollector.h"
 #include "compiler/plan/PlanSerializer.h"
-#include "compiler/support/SourcePages.h"
 #include "compiler/plan/WeightBytes.h"
+#include "compiler/support/BuildError.h"
+#include "compiler/support/SourcePages.h"
 #include "plan_file.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -2,9 +2,9 @@
 // texts are tokenized with the plan's tokenizer, run through the graph in
 // padded batches with attention masks, and each input's token states are
 // pooled into one vector as the model's sentence-transformers config says.
+#include "backends/registry.h"
 #include "cli.h"
 #include "cli_args.h"
-#include "backends/registry.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
 #include "kiln/tokenizer.h"

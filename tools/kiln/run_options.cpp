@@ -30,7 +30,7 @@ const std::vector<std::string> kRequestOptions = {"--max-new-tokens",
 const std::vector<std::string> kRequestFlags = {"--ignore-eos"};
 const std::vector<std::string> kEngineOptions = {
     "--engine-config", "--kv-cache-mb", "--block-size", "--max-batched-tokens",
-    "--max-seqs",      "--max-tracked", "--threads",            "--backend"};
+    "--max-seqs",      "--max-tracked", "--threads",    "--backend"};
 const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 
 const char kEngineUsage[] =
@@ -199,8 +199,8 @@ StatusOr<std::string> BackendFlag(const ParsedArgs &a) {
       return name;
     known += (known.empty() ? "" : ", ") + n;
   }
-  return InvalidArgument("--backend: unknown backend '" + name + "'; this kiln was built with: " +
-                         known);
+  return InvalidArgument("--backend: unknown backend '" + name +
+                         "'; this kiln was built with: " + known);
 }
 
 StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a) {

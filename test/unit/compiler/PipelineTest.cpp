@@ -5,8 +5,8 @@
 #include "compiler/support/BuildError.h"
 
 #include "kiln/plan.h"
-#include "passes/Passes.h"
 #include "kiln_schema/plan_generated.h"
+#include "passes/Passes.h"
 
 #include "llvm/Support/FileSystem.h"
 

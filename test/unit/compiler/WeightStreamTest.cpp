@@ -2,8 +2,8 @@
 // constant in the plan's layout without a whole copy, and releasing the
 // pages of a mapped model file never changes what later reads see (nor
 // touches memory outside a registered mapping).
-#include "compiler/support/SourcePages.h"
 #include "compiler/plan/WeightBytes.h"
+#include "compiler/support/SourcePages.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"

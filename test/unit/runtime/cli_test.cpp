@@ -292,8 +292,9 @@ TEST(Cli, BackendMustBeBuilt) {
   EXPECT_EQ(ExecMain({plan, dir + "/x.pb", "--backend", "nosuch"}), 2);
   EXPECT_EQ(RunMain({plan, "--prompt-ids", "1", "--backend", "cuda"}), 2);
   std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("kiln exec: --backend: unknown backend 'nosuch'; this kiln was built with: cpu"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("kiln exec: --backend: unknown backend 'nosuch'; this kiln was built with: cpu"),
+      std::string::npos)
       << err;
   EXPECT_NE(err.find("kiln run: --backend: unknown backend 'cuda'; this kiln was built with: cpu"),
             std::string::npos)
