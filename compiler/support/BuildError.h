@@ -7,6 +7,10 @@
 // inconsistent, a write failed for a reason no input explains). Anything else
 // counts as bad input.
 //
+// It lives in compiler/support/ because every layer reports errors this way:
+// the plan writer and importer below the driver must not include the driver
+// (compiler/CMakeLists.txt has the rules).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_COMPILER_SUPPORT_BUILDERROR_H
