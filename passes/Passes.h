@@ -28,7 +28,14 @@ namespace kiln {
 /// last shape inference. The same pipeline is registered as `kiln-cleanup`.
 void buildCleanupPipeline(mlir::OpPassManager &pm);
 
-/// Registers the named pipelines (kiln-cleanup) with the global registry.
+/// Adds the plan phase to `pm` (a module pass manager): shape inference,
+/// materialized outputs, host tensors (kiln-mark-host) and the memory plan,
+/// per function. Registered as `kiln-plan`.
+void buildPlanPipeline(mlir::OpPassManager &pm);
+
+/// Registers the named pipelines (kiln-cleanup, kiln-plan) with the global
+/// registry; calling it again does nothing. `kiln build`'s driver finds
+/// them, and every pass, only through the registry.
 void registerKilnPipelines();
 
 } // namespace kiln

@@ -186,9 +186,15 @@ struct SectionSource {
 // `sections_written`, when given, runs after the sections and before the final
 // FlatBuffer is built (e.g. to wait for hashes computed meanwhile); what it
 // changes must not make the FlatBuffer larger. A non-empty result aborts.
-inline std::string StreamPlanFile(const std::string &path, const PlanFlatBufferBuilder &build,
-                                  const std::vector<SectionSource> &sections,
-                                  const std::function<std::string()> &sections_written = {}) {
+//
+// `before_rename`, when given, runs on the complete file at its temporary
+// path (e.g. to load and check it); a non-empty result removes the file and
+// aborts, so whatever was at `path` before stays as it was.
+inline std::string
+StreamPlanFile(const std::string &path, const PlanFlatBufferBuilder &build,
+               const std::vector<SectionSource> &sections,
+               const std::function<std::string()> &sections_written = {},
+               const std::function<std::string(const std::string &tmp)> &before_rename = {}) {
   using namespace plan_file_detail;
   std::vector<uint64_t> sizes;
   for (const SectionSource &s : sections)
@@ -259,6 +265,13 @@ inline std::string StreamPlanFile(const std::string &path, const PlanFlatBufferB
   if (!ok) {
     std::remove(tmp.c_str());
     return write_failed;
+  }
+  if (before_rename) {
+    std::string error = before_rename(tmp);
+    if (!error.empty()) {
+      std::remove(tmp.c_str());
+      return error;
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::string err = std::strerror(errno);

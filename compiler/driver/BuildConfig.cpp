@@ -16,7 +16,7 @@ using nlohmann::json;
 
 // How a key's value is checked. kNullOnly marks DeepSpeed fields whose feature
 // kiln lacks: null (DeepSpeed's default) is accepted, anything else refused.
-enum class Kind { kDtype, kPositiveInt, kBool, kNullOnly, kObject };
+enum class Kind { kDtype, kPositiveInt, kBool, kNullOnly, kObject, kString };
 
 struct KeyInfo {
   const char *name;      // as accepted in JSON
@@ -47,6 +47,7 @@ const KeyInfo kTopKeys[] = {
     {"quant", "quant", Kind::kObject},
     {"enable_cuda_graph", "enable_cuda_graph", Kind::kBool},
     {"ragged_batching", "ragged_batching", Kind::kBool},
+    {"target", "target", Kind::kString},
 };
 
 const KeyInfo kTensorParallelKeys[] = {
@@ -167,6 +168,10 @@ Normalized Normalize(Kind kind, const json &v) {
   case Kind::kBool:
     if (!v.is_boolean())
       return {"must be true or false, got " + v.dump()};
+    return {"", v};
+  case Kind::kString:
+    if (!v.is_string() || v.get<std::string>().empty())
+      return {"must be a non-empty string, got " + v.dump()};
     return {"", v};
   case Kind::kNullOnly:
   case Kind::kObject:
@@ -341,6 +346,8 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
       config.require_injection = config.kernel_inject;
     } else if (canonical == "ragged_batching") {
       config.ragged = v.get<bool>();
+    } else if (canonical == "target") {
+      config.target = v.get<std::string>(); // kiln build checks the name
     } else if (canonical == "max_out_tokens") {
       config.max_out_tokens = v.get<int64_t>();
     } else if (canonical == "min_out_tokens") {
@@ -385,6 +392,7 @@ std::string BuildConfig::ToJson() const {
   j["enable_cuda_graph"] = enable_cuda_graph;
   j["quant"] = {{"enabled", quant_enabled}};
   j["ragged_batching"] = ragged;
+  j["target"] = target;
   j["checkpoint"] = nullptr;
   j["save_mp_checkpoint_path"] = nullptr;
   j["injection_policy"] = nullptr;

@@ -37,6 +37,11 @@ struct BuildConfig {
   // decoder to the serving engine's ragged, paged-KV interface (kiln-ragged).
   // False keeps the model's dense past/present interface.
   bool ragged = true;
+  // kiln's own key `target` (default "cpu", the reference every plan must
+  // run on): the runtime backend whose kernel table `kiln build` checks the
+  // finished plan against. The compiler does not know backend names; the
+  // tool, which links the runtime, refuses an unknown one.
+  std::string target = "cpu";
   // Default cap on generated tokens per request (GenerationDefaults.
   // max_new_tokens). Unset: the plan writer derives it from the model, so
   // kiln never truncates output at an arbitrary 1024.

@@ -1,16 +1,20 @@
 //===- Pipeline.cpp - the phases of kiln build ----------------------------===//
+//
+// The driver sits beside passes/, not above it (compiler/CMakeLists.txt has
+// the rules): it adds kiln's passes and pipelines to its pass managers by
+// their registered names, so the tools that call runBuild register them
+// first (kiln::registerKilnPasses and registerKilnPipelines).
 
 #include "compiler/driver/Pipeline.h"
 
 #include "compiler/dialect/KilnDialect.h"
 #include "compiler/dialect/KilnOps.h"
-#include "compiler/driver/BuildError.h"
 #include "compiler/importer/OnnxImporter.h"
 #include "compiler/plan/ModelFiles.h"
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/PlanWriter.h"
 #include "compiler/plan/Provenance.h"
-#include "passes/Passes.h"
+#include "compiler/support/BuildError.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -174,13 +178,45 @@ std::string weightTypes(mlir::ModuleOp module) {
   return out;
 }
 
+/// Adds the pass or pipeline registered as `name` to `pm`, with `options`
+/// in MLIR's textual form ("key=value ...").
+llvm::Error addRegistered(mlir::OpPassManager &pm, llvm::StringRef name,
+                          llvm::StringRef options = "") {
+  const mlir::PassRegistryEntry *entry = mlir::PassPipelineInfo::lookup(name);
+  if (!entry)
+    entry = mlir::PassInfo::lookup(name);
+  if (!entry)
+    return internalError("the pass '" + name +
+                         "' is not registered: call kiln::registerKilnPasses() and "
+                         "kiln::registerKilnPipelines() (passes/Passes.h) before runBuild");
+  std::string error;
+  if (mlir::failed(entry->addToPipeline(pm, options, [&](const llvm::Twine &msg) {
+        error = msg.str();
+        return mlir::failure();
+      })))
+    return internalError("adding the pass '" + name + "': " + error);
+  return llvm::Error::success();
+}
+
+/// `value` as one pass-option value: MLIR's option parser takes a value in
+/// double or single quotes verbatim (spaces included), and has no escape
+/// for a value holding both quote characters.
+llvm::Expected<std::string> quoteOption(llvm::StringRef flag, llvm::StringRef value) {
+  if (!value.contains('"'))
+    return ("\"" + value + "\"").str();
+  if (!value.contains('\''))
+    return ("'" + value + "'").str();
+  return inputError(flag + " " + value + ": a path with both ' and \" cannot be passed to a pass");
+}
+
 /// Runs `populate`'s passes over the module. A failure with error
 /// diagnostics is the model's fault; one without is kiln's.
 llvm::Error runPasses(mlir::MLIRContext &context, mlir::ModuleOp module,
                       const DiagnosticPrinter &diags, Phase phase,
-                      llvm::function_ref<void(mlir::PassManager &)> populate) {
+                      llvm::function_ref<llvm::Error(mlir::PassManager &)> populate) {
   mlir::PassManager pm(&context);
-  populate(pm);
+  if (llvm::Error e = populate(pm))
+    return e;
   int before = diags.errorCount();
   if (mlir::succeeded(pm.run(module)))
     return llvm::Error::success();
@@ -247,8 +283,9 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   }
   case Phase::Cleanup: {
     size_t before = countOps(*module).ops;
-    if (llvm::Error e = runPasses(context, *module, diags, phase,
-                                  [](mlir::PassManager &pm) { buildCleanupPipeline(pm); }))
+    if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
+          return addRegistered(pm, "kiln-cleanup");
+        }))
       return std::move(e);
     return llvm::formatv("{0} ops (from {1})", countOps(*module).ops, before).str();
   }
@@ -264,13 +301,9 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   case Phase::Quantize:
     return runConvertFloatType();
   case Phase::Plan: {
+    // kiln-plan: final types, outputs, host tensors, the memory plan.
     if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
-          // Types must be final before slots are sized; the plan writer
-          // checks that nothing changes after this.
-          pm.addNestedPass<mlir::func::FuncOp>(createKilnShapeInference());
-          pm.addNestedPass<mlir::func::FuncOp>(createKilnMaterializeOutputs());
-          pm.addNestedPass<mlir::func::FuncOp>(createKilnMarkHost());
-          pm.addNestedPass<mlir::func::FuncOp>(createKilnMemoryPlan());
+          return addRegistered(pm, "kiln-plan");
         }))
       return std::move(e);
     if (request.compileTo == Phase::Plan)
@@ -330,21 +363,25 @@ llvm::Expected<std::string> Build::runInject() {
   auto pluginPasses = loadPassPlugins(request.passPlugins);
   if (!pluginPasses)
     return pluginPasses.takeError();
-  std::string pipelineError;
   if (llvm::Error e = runPasses(context, *module, diags, Phase::Inject, [&](mlir::PassManager &pm) {
-        if (!request.patternsFile.empty())
-          pm.addPass(createKilnUserPatterns(KilnUserPatternsOptions{request.patternsFile}));
-        for (const mlir::PassInfo *info : *pluginPasses)
+        if (!request.patternsFile.empty()) {
+          auto file = quoteOption("--patterns", request.patternsFile);
+          if (!file)
+            return file.takeError();
+          if (llvm::Error e = addRegistered(pm, "kiln-user-patterns", "patterns-file=" + *file))
+            return e;
+        }
+        for (const mlir::PassInfo *info : *pluginPasses) {
+          std::string error;
           if (mlir::failed(info->addToPipeline(pm, "", [&](const llvm::Twine &msg) {
-                pipelineError = msg.str();
+                error = msg.str();
                 return mlir::failure();
               })))
-            return;
-        pm.addPass(createKilnInject());
+            return inputError("--pass-plugin: " + error);
+        }
+        return addRegistered(pm, "kiln-inject");
       }))
     return std::move(e);
-  if (!pipelineError.empty())
-    return inputError("--pass-plugin: " + pipelineError);
   mlir::ModuleOp m = *module;
   if (auto n = m->getAttrOfType<mlir::IntegerAttr>("kiln.user_pattern_rewrites")) {
     log << "user patterns (" << request.patternsFile << "): " << n.getInt() << " rewrites\n";
@@ -392,8 +429,9 @@ llvm::Expected<std::string> Build::runRagged() {
         << reason << "\n";
     return "skipped: " + reason;
   }
-  if (llvm::Error e = runPasses(context, *module, diags, Phase::Ragged,
-                                [](mlir::PassManager &pm) { pm.addPass(createKilnRagged()); }))
+  if (llvm::Error e = runPasses(context, *module, diags, Phase::Ragged, [](mlir::PassManager &pm) {
+        return addRegistered(pm, "kiln-ragged");
+      }))
     return std::move(e);
   mlir::ModuleOp m = *module;
   if (auto why = m->getAttrOfType<mlir::StringAttr>("kiln.ragged_skipped")) {
@@ -500,6 +538,7 @@ llvm::Expected<std::string> Build::writePlanFile() {
   extras.buildConfigJson = request.config.ToJson();
   extras.injectionReport = injectionReport;
   extras.maxOutTokens = request.config.max_out_tokens;
+  extras.checkBeforeCommit = request.checkPlan;
   auto summary = plan::writePlan(m, extras, request.outputPath);
   if (!summary)
     return summary.takeError();

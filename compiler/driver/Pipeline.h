@@ -18,6 +18,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,11 @@ struct BuildRequest {
   /// Pass plugins (shared libraries); each registers a pass named after the
   /// plugin, which runs after the user patterns and before kiln-inject.
   std::vector<std::string> passPlugins;
+  /// When set, runs on the complete plan file (at a temporary path) before
+  /// it replaces outputPath; an error fails the build and leaves outputPath
+  /// as it was. `kiln build` checks the plan against the target backend's
+  /// kernels here (the compiler itself never links the runtime).
+  std::function<llvm::Error(const std::string &planPath)> checkPlan;
 };
 
 /// Runs the build. Diagnostics, warnings and (unless quiet) progress go to

@@ -7,7 +7,7 @@
 // unit finds where (walking the wire format) and turns large initializers
 // into external data that points into the ONNX file itself, freeing their
 // copy: the importer then maps the file and aliases it like any external
-// data, and the pages it reads are released again (plan/SourcePages.h).
+// data, and the pages it reads are released again (support/SourcePages.h).
 //
 //===----------------------------------------------------------------------===//
 

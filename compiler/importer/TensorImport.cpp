@@ -4,7 +4,7 @@
 
 #include "compiler/importer/EmbeddedWeights.h"
 #include "compiler/importer/ModelLoader.h"
-#include "compiler/plan/SourcePages.h"
+#include "compiler/support/SourcePages.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -78,13 +78,13 @@ FailureOr<ArrayRef<char>> TensorImporter::readExternal(const onnx::TensorProto &
       return failure();
     }
     // A mapped file is registered so that readers can drop its pages from
-    // RSS once they copied a weight out (plan/SourcePages.h).
+    // RSS once they copied a weight out (support/SourcePages.h).
     bool mapped = (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
     if (mapped)
-      plan::registerMappedFile((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
+      compiler::registerMappedFile((*buffer)->getBufferStart(), (*buffer)->getBufferSize());
     file = std::shared_ptr<llvm::MemoryBuffer>(buffer->release(), [mapped](llvm::MemoryBuffer *b) {
       if (mapped)
-        plan::unregisterMappedFile(b->getBufferStart());
+        compiler::unregisterMappedFile(b->getBufferStart());
       delete b;
     });
     if (!embedded)

@@ -4,10 +4,10 @@
 
 #include "compiler/dialect/KilnDialect.h"
 #include "compiler/dialect/ShapeInference.h"
-#include "compiler/driver/BuildError.h"
 #include "compiler/plan/OpAttrs.h"
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/WeightBytes.h"
+#include "compiler/support/BuildError.h"
 #include "plan_format.h"
 
 #include "mlir/IR/BuiltinAttributes.h"

@@ -133,6 +133,9 @@ struct PlanExtras {
   /// FlatBuffer is final, to replace `provenance`'s placeholder hashes (of
   /// the same width) with the real ones, which are computed meanwhile.
   std::function<llvm::Error(ProvenanceDesc &)> completeProvenance;
+  /// When set, called with the path of the complete plan file before it
+  /// replaces the output; an error removes it and is writePlan's error.
+  std::function<llvm::Error(const std::string &path)> checkBeforeCommit;
 };
 
 } // namespace kiln::plan

@@ -2,15 +2,17 @@
 
 #include "compiler/plan/PlanWriter.h"
 
-#include "compiler/driver/BuildError.h"
 #include "compiler/plan/DecoderIO.h"
 #include "compiler/plan/GraphCollector.h"
 #include "compiler/plan/PlanSerializer.h"
-#include "compiler/plan/SourcePages.h"
 #include "compiler/plan/WeightBytes.h"
+#include "compiler/support/BuildError.h"
+#include "compiler/support/SourcePages.h"
 #include "plan_file.h"
 
 #include "llvm/Support/FileSystem.h"
+
+#include <optional>
 
 namespace kiln::plan {
 
@@ -71,7 +73,7 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
     return graph.takeError();
   // Whatever earlier phases read of the model files is not needed resident
   // any more; the writer touches each weight once and releases it again.
-  releaseAllSourcePages();
+  compiler::releaseAllSourcePages();
   auto decoder = detectDecoderIO(graph->graph);
   if (!decoder)
     return decoder.takeError();
@@ -91,12 +93,26 @@ llvm::Expected<PlanSummary> writePlan(mlir::ModuleOp module, const PlanExtras &e
       return llvm::toString(std::move(e));
     return "";
   };
+  // The check's own error keeps its kind (input or internal) and is
+  // returned as it is; the file writer only needs to know it failed.
+  std::optional<llvm::Error> checkError;
+  auto checkBeforeCommit = [&x, &checkError](const std::string &tmp) -> std::string {
+    if (llvm::Error e = x.checkBeforeCommit(tmp)) {
+      checkError.emplace(std::move(e));
+      return "the plan check failed";
+    }
+    return "";
+  };
   std::string error = StreamPlanFile(
       path,
       [&](const std::vector<SectionPlacement> &placements) {
         return serializePlan(g.graph, *decoder, *ragged, x, placements);
       },
-      sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr);
+      sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr,
+      x.checkBeforeCommit ? std::function<std::string(const std::string &)>(checkBeforeCommit)
+                          : nullptr);
+  if (checkError)
+    return std::move(*checkError);
   // The failures left are the user's to fix: file system ones (a bad -o
   // path, a full disk), a weight without data, an unreadable model file.
   if (!error.empty())

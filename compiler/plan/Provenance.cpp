@@ -2,7 +2,7 @@
 
 #include "compiler/plan/Provenance.h"
 
-#include "compiler/driver/BuildError.h"
+#include "compiler/support/BuildError.h"
 #include "sha256.h"
 
 #include "llvm/ADT/SmallString.h"

@@ -3,7 +3,7 @@
 #include "compiler/plan/WeightBytes.h"
 
 #include "compiler/plan/PlanAttrs.h"
-#include "compiler/plan/SourcePages.h"
+#include "compiler/support/SourcePages.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -66,7 +66,7 @@ llvm::Error streamResource(mlir::DenseResourceElementsAttr resource, uint64_t si
                llvm::Twine(data.size()) + " bytes, but its type needs " + llvm::Twine(size));
   if (isBool) {
     llvm::Error e = streamNormalizedBools(data.data(), size, sink);
-    releaseSourcePages(data.data(), size);
+    compiler::releaseSourcePages(data.data(), size);
     return e;
   }
   // Read once, done: a mapped model file's pages need not stay resident.
@@ -74,7 +74,7 @@ llvm::Error streamResource(mlir::DenseResourceElementsAttr resource, uint64_t si
   for (uint64_t pos = 0; pos < size; pos += kReleaseBytes) {
     uint64_t n = std::min(kReleaseBytes, size - pos);
     bool ok = sink(data.data() + pos, n);
-    releaseSourcePages(data.data() + pos, n);
+    compiler::releaseSourcePages(data.data() + pos, n);
     if (!ok)
       return sinkFailed();
   }

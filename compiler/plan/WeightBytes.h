@@ -29,7 +29,7 @@ using WeightSink = llvm::function_ref<bool(const void *data, uint64_t size)>;
 
 /// Passes `value` in the plan's layout to `sink`, weightByteSize() bytes in
 /// all, without a copy of the whole value: a resource blob goes out as it
-/// is (its mapped file pages are released afterwards, see SourcePages.h),
+/// is (its mapped file pages are released afterwards, see compiler/support/SourcePages.h),
 /// splats and bools through a small buffer. Fails when a resource blob is
 /// missing or has the wrong size.
 llvm::Error streamWeightBytes(mlir::ElementsAttr value, WeightSink sink);

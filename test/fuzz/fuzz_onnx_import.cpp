@@ -6,8 +6,9 @@
 // A finding is a crash, a sanitizer report, an LLVM fatal error (out of
 // memory included), or a failure that kiln calls its own (an InternalError:
 // a phase failed without saying why).
-#include "compiler/driver/BuildError.h"
 #include "compiler/driver/Pipeline.h"
+#include "compiler/support/BuildError.h"
+#include "passes/Passes.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -25,6 +26,8 @@ kiln::compiler::Phase g_phase = kiln::compiler::Phase::Cleanup;
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+  kiln::registerKilnPasses(); // the driver finds them by name
+  kiln::registerKilnPipelines();
   const char *tmp = std::getenv("TMPDIR");
   g_dir = std::string(tmp ? tmp : "/tmp") + "/kiln-fuzz-onnx-" + std::to_string(getpid());
   std::remove((g_dir + "/model.onnx").c_str());

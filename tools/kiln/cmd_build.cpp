@@ -5,9 +5,13 @@
 #include "cli_args.h"
 
 #include "compiler/driver/BuildConfig.h"
-#include "compiler/driver/BuildError.h"
 #include "compiler/driver/Pipeline.h"
+#include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
+#include "passes/Passes.h"
+
+#include "backends/registry.h"
+#include "kiln/plan.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,6 +71,7 @@ const std::pair<const char *, const char *> kConfigFlags[] = {
     {"--dtype", "dtype"},
     {"--max-tokens", "max_out_tokens"},
     {"--tp-size", "tensor_parallel.tp_size"},
+    {"--target", "target"},
 };
 
 int Error(const std::string &message, int code) {
@@ -85,6 +90,28 @@ bool Single(const ParsedArgs &parsed, const std::string &name, std::string *out,
   if (!all.empty())
     *out = all[0];
   return true;
+}
+
+std::string BackendList() {
+  std::string known;
+  for (const std::string &name : BackendNames())
+    known += (known.empty() ? "" : ", ") + name;
+  return known;
+}
+
+// Loads the finished plan with the runtime's own loader and checks it
+// against `table`. A plan kiln just wrote that does not load is kiln's
+// fault; an op the backend lacks is the build's input (model and target).
+llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
+                              const std::string &target) {
+  StatusOr<std::unique_ptr<Plan>> plan = LoadPlan(path);
+  if (!plan.ok())
+    return compiler::internalError("the plan just written does not load: " +
+                                   plan.status().message());
+  Status runs = CheckPlanRunsOn(**plan, table, target);
+  if (!runs.ok())
+    return compiler::inputError("--target " + target + ": " + runs.message());
+  return llvm::Error::success();
 }
 
 } // namespace
@@ -173,7 +200,18 @@ int BuildMain(const std::vector<std::string> &args) {
   if (!effective)
     return Error(llvm::toString(effective.takeError()), kExitBadInput);
   request.config = std::move(*effective);
+  const std::string target = request.config.target;
+  const KernelTable *table = BackendKernels(target);
+  if (!table)
+    return Error("unknown target backend '" + target + "' (this kiln knows: " + BackendList() + ")",
+                 kExitBadInput);
+  request.checkPlan = [table, target](const std::string &path) {
+    return CheckPlanOnTarget(path, *table, target);
+  };
 
+  // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
+  registerKilnPasses();
+  registerKilnPipelines();
   llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
   llvm::outs().flush();
   int code = kExitOk;

@@ -2,6 +2,7 @@
 // texts are tokenized with the plan's tokenizer, run through the graph in
 // padded batches with attention masks, and each input's token states are
 // pooled into one vector as the model's sentence-transformers config says.
+#include "backends/registry.h"
 #include "cli.h"
 #include "cli_args.h"
 #include "kiln/executor.h"
@@ -23,6 +24,7 @@ namespace {
 const char kUsage[] =
     "usage: kiln embed model.plan (--text TEXT [--text TEXT ...] | --texts-file FILE)\n"
     "                  [--normalize] [--npy FILE] [--batch-size N] [--threads N]\n"
+    "                  [--backend NAME]\n"
     "\n"
     "Embeds each input text with an encoder plan (a BERT-family model built by\n"
     "`kiln build`): one vector per text, in input order.\n"
@@ -47,6 +49,8 @@ const char kUsage[] =
     "  --npy FILE         write float32 [texts, hidden] as .npy instead of JSON on stdout\n"
     "  --batch-size N     texts per graph run (default 16)\n"
     "  --threads N        cap the CPU threads of matrix products (0: all cores)\n"
+    "  --backend NAME     the runtime backend that runs the plan (default cpu; a name\n"
+    "                     this kiln was built with)\n"
     "\n"
     "stdout (without --npy): {\"pooling\": \"mean\"|\"cls\", \"normalized\": bool,\n"
     "\"dimension\": H, \"token_counts\": [...], \"embeddings\": [[H floats], ...]}\n"
@@ -298,7 +302,8 @@ Status Embed(const ParsedArgs &a) {
   int64_t pad_id = 0;
   if (const fb::ModelMetadata *m = plan->fb().metadata())
     pad_id = std::max<int64_t>(0, m->pad_token_id());
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, BackendFromFlag(a));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan, *backend));
   BatchRunner runner(*plan, io, *exec, pad_id);
   std::vector<float> vectors;
   int64_t hidden = 0;
@@ -323,7 +328,7 @@ Status Embed(const ParsedArgs &a) {
 int EmbedMain(const std::vector<std::string> &args) {
   ParsedArgs a;
   std::string err =
-      ParseArgs(args, {"--text", "--texts-file", "--npy", "--batch-size", "--threads"},
+      ParseArgs(args, {"--text", "--texts-file", "--npy", "--batch-size", "--threads", "--backend"},
                 {"--normalize"}, {}, &a);
   if (a.help) {
     std::printf("%s", kUsage);

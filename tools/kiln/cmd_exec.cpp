@@ -2,6 +2,9 @@
 // its outputs as TensorProto files, the exchange format of ONNX's node tests.
 #include "cli.h"
 #include "cli_args.h"
+#include "run_options.h"
+
+#include "backends/registry.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
 #include "kiln/tensor_proto.h"
@@ -14,7 +17,7 @@ namespace kiln::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: kiln exec model.plan [inputs] [--output-dir DIR]\n"
+    "usage: kiln exec model.plan [inputs] [--output-dir DIR] [--backend NAME]\n"
     "\n"
     "Runs the plan's graph once and writes each graph output to\n"
     "DIR/<output name>.pb as an ONNX TensorProto (name set; characters other\n"
@@ -26,6 +29,11 @@ const char kUsage[] =
     "  --input-dir DIR        bind DIR/input_0.pb, input_1.pb, ... in graph-input order\n"
     "                         (the layout of ONNX node tests' test_data_set_N)\n"
     "  FILE.pb ...            positional files, in graph-input order\n"
+    "\n"
+    "options:\n"
+    "  --output-dir DIR       write each output there (see above)\n"
+    "  --backend NAME         the runtime backend that runs the plan (default cpu;\n"
+    "                         a name this kiln was built with)\n"
     "\n"
     "Exit status: 0 ok, 2 bad arguments, plan or tensor files, 1 internal error.\n";
 
@@ -84,6 +92,8 @@ StatusOr<std::vector<std::string>> InputFiles(const Plan &plan, const ParsedArgs
 }
 
 Status Exec(const ParsedArgs &a) {
+  // Outlives the executor that runs on it.
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, BackendFromFlag(a));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> files, InputFiles(*plan, a));
   std::vector<Tensor> tensors;
@@ -95,7 +105,7 @@ Status Exec(const ParsedArgs &a) {
   for (const Tensor &t : tensors)
     views.push_back(t.view());
 
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan, *backend));
   KILN_RETURN_IF_ERROR(exec->Bind(views));
   KILN_RETURN_IF_ERROR(exec->Run());
 
@@ -127,7 +137,8 @@ Status Exec(const ParsedArgs &a) {
 
 int ExecMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::string err = ParseArgs(args, {"--input", "--input-dir", "--output-dir"}, {}, {}, &a);
+  std::string err =
+      ParseArgs(args, {"--input", "--input-dir", "--output-dir", "--backend"}, {}, {}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

@@ -1,6 +1,7 @@
 // Request and engine options of `kiln run` / `kiln bench`.
 #include "run_options.h"
 
+#include "backends/registry.h"
 #include "kiln/cpu.h"
 
 #include <cmath>
@@ -29,7 +30,7 @@ const std::vector<std::string> kRequestOptions = {"--max-new-tokens",
 const std::vector<std::string> kRequestFlags = {"--ignore-eos"};
 const std::vector<std::string> kEngineOptions = {
     "--engine-config", "--kv-cache-mb", "--block-size", "--max-batched-tokens",
-    "--max-seqs",      "--max-tracked", "--threads"};
+    "--max-seqs",      "--max-tracked", "--threads",    "--backend"};
 const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 
 const char kEngineUsage[] =
@@ -45,7 +46,9 @@ const char kEngineUsage[] =
     "  --max-seqs N             sequences in one step: the concurrency (default 64)\n"
     "  --max-tracked N          requests waiting or running at once (default 1024)\n"
     "  --no-prefix-caching      do not share the KV of common prompt prefixes\n"
-    "  --threads N              cap the CPU threads of matrix products (0: all cores)\n";
+    "  --threads N              cap the CPU threads of matrix products (0: all cores)\n"
+    "  --backend NAME           the runtime backend that runs the plan (default cpu;\n"
+    "                           a name this kiln was built with)\n";
 
 namespace {
 
@@ -184,7 +187,25 @@ Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *o) {
     o->max_batched_tokens = std::max<int64_t>(o->max_batched_tokens, o->max_seqs);
   if (a.Has("--no-prefix-caching"))
     o->prefix_caching = false;
+  KILN_ASSIGN_OR_RETURN(o->backend, BackendFlag(a));
   return Status::Ok();
+}
+
+StatusOr<std::string> BackendFlag(const ParsedArgs &a) {
+  std::string name = a.Get("--backend", "cpu");
+  std::string known;
+  for (const std::string &n : BackendNames()) {
+    if (n == name)
+      return name;
+    known += (known.empty() ? "" : ", ") + n;
+  }
+  return InvalidArgument("--backend: unknown backend '" + name +
+                         "'; this kiln was built with: " + known);
+}
+
+StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a) {
+  KILN_ASSIGN_OR_RETURN(std::string name, BackendFlag(a));
+  return CreateBackend(name);
 }
 
 Status ApplyThreads(const ParsedArgs &a) {

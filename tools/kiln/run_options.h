@@ -5,10 +5,16 @@
 #include "cli_args.h"
 #include "kiln/pipeline.h"
 
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
+
+namespace kiln {
+class Backend; // runtime/src/core/backend.h
+}
 
 namespace kiln::cli {
 
@@ -27,6 +33,13 @@ Status ApplyRequestFlags(const ParsedArgs &a, RequestParams *params);
 Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *options);
 // --threads N; no-op when absent.
 Status ApplyThreads(const ParsedArgs &a);
+
+// --backend NAME (default "cpu"), checked against the backends this kiln was
+// built with: InvalidArgument listing them for any other name.
+StatusOr<std::string> BackendFlag(const ParsedArgs &a);
+// A backend instance for --backend, for the commands that run an executor
+// directly (exec, embed).
+StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a);
 
 // One JSONL request: "prompt" (text) or "prompt_ids", plus any of the
 // request keys (max_new_tokens, temperature, top_k, top_p, min_p, seed,

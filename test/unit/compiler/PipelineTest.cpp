@@ -2,10 +2,11 @@
 // fixture: phases report, --compile-to prints IR instead of writing, a bad
 // model is the input's fault, and a failed build leaves no plan behind.
 #include "compiler/driver/Pipeline.h"
-#include "compiler/driver/BuildError.h"
+#include "compiler/support/BuildError.h"
 
 #include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
+#include "passes/Passes.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -21,6 +22,8 @@ const std::string kFixture = std::string(KILN_SOURCE_DIR) + "/test/fixtures/gpt2
 class PipelineTest : public ::testing::Test {
 protected:
   void SetUp() override {
+    registerKilnPasses(); // the driver finds them by name
+    registerKilnPipelines();
     if (!llvm::sys::fs::exists(kFixture))
       GTEST_SKIP() << kFixture << " is missing";
     llvm::SmallString<128> dir;
@@ -103,6 +106,41 @@ TEST_F(PipelineTest, CorruptModelIsBadInputAndLeavesNoPlan) {
   EXPECT_FALSE(internal);
   EXPECT_NE(log.find("error: "), std::string::npos) << log; // the importer's diagnostic
   EXPECT_FALSE(llvm::sys::fs::exists(r.outputPath));
+}
+
+// BuildRequest::checkPlan (what `kiln build --target` uses) sees the
+// finished plan before it is committed; its error fails the build, keeps its
+// kind, and leaves the file that was at the output path untouched.
+TEST_F(PipelineTest, FailedPlanCheckLeavesTheOldPlan) {
+  BuildRequest r;
+  r.modelPath = kFixture;
+  r.outputPath = tmp + "/gpt2.plan";
+  r.quiet = true;
+  std::ofstream(r.outputPath) << "the previous plan";
+  std::string checked;
+  r.checkPlan = [&](const std::string &path) -> llvm::Error {
+    checked = path;
+    auto plan = LoadPlan(path); // complete and loadable at this point
+    if (!plan.ok())
+      return internalError("does not load: " + plan.status().message());
+    return inputError("the backend lacks 'softmax'");
+  };
+  bool internal = false;
+  EXPECT_EQ(run(r, &internal), "the backend lacks 'softmax'");
+  EXPECT_FALSE(internal);
+  EXPECT_EQ(checked, r.outputPath + ".tmp");
+  EXPECT_FALSE(llvm::sys::fs::exists(checked));
+  std::ifstream in(r.outputPath);
+  std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(old, "the previous plan");
+
+  r.checkPlan = [](const std::string &) { return internalError("broken"); };
+  EXPECT_EQ(run(r, &internal), "broken");
+  EXPECT_TRUE(internal);
+
+  r.checkPlan = [](const std::string &) { return llvm::Error::success(); };
+  ASSERT_EQ(run(r), "") << log;
+  EXPECT_TRUE(LoadPlan(r.outputPath).ok());
 }
 
 TEST_F(PipelineTest, PhaseNamesRoundTrip) {

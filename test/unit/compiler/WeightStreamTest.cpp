@@ -2,8 +2,8 @@
 // constant in the plan's layout without a whole copy, and releasing the
 // pages of a mapped model file never changes what later reads see (nor
 // touches memory outside a registered mapping).
-#include "compiler/plan/SourcePages.h"
 #include "compiler/plan/WeightBytes.h"
+#include "compiler/support/SourcePages.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -93,19 +93,19 @@ TEST(SourcePages, ReleasedPagesReadBackUnchanged) {
   ASSERT_TRUE(static_cast<bool>(buffer));
   ASSERT_EQ((*buffer)->getBufferKind(), llvm::MemoryBuffer::MemoryBuffer_MMap);
   const char *data = (*buffer)->getBufferStart();
-  registerMappedFile(data, (*buffer)->getBufferSize());
+  compiler::registerMappedFile(data, (*buffer)->getBufferSize());
   EXPECT_EQ(std::memcmp(data, values.data(), values.size() * 4), 0);
-  releaseSourcePages(data + 1000, 3 << 20); // unaligned: widened to whole pages
+  compiler::releaseSourcePages(data + 1000, 3 << 20); // unaligned: widened to whole pages
   EXPECT_EQ(std::memcmp(data, values.data(), values.size() * 4), 0);
-  releaseAllSourcePages();
+  compiler::releaseAllSourcePages();
   EXPECT_EQ(std::memcmp(data, values.data(), values.size() * 4), 0);
-  unregisterMappedFile(data);
+  compiler::unregisterMappedFile(data);
   buffer->reset();
   llvm::sys::fs::remove(path);
 
   // Heap memory is never released: MADV_DONTNEED would zero it.
   std::vector<uint32_t> heap(values);
-  releaseSourcePages(heap.data(), heap.size() * 4);
+  compiler::releaseSourcePages(heap.data(), heap.size() * 4);
   EXPECT_EQ(heap, values);
 }
 

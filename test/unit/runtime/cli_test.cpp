@@ -272,3 +272,34 @@ TEST(Cli, RunRefusesBadSamplingOptions) {
 
 } // namespace
 } // namespace kiln
+
+namespace kiln {
+namespace {
+
+// --backend picks a backend this kiln was built with; any other name is bad
+// input (exit 2) whose message lists the built ones.
+TEST(Cli, BackendMustBeBuilt) {
+  std::string plan = MlpPlan();
+  std::string dir = TempPath("cli_backend");
+  ::mkdir(dir.c_str(), 0755);
+  Tensor x(DType::kF32, {1, 4}, "x");
+  ASSERT_TRUE(WriteTensorProtoFile(dir + "/x.pb", x).ok());
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(ExecMain({plan, dir + "/x.pb", "--backend", "cpu"}), 0);
+  EXPECT_NE(testing::internal::GetCapturedStdout().find("y: f32[1, 3]"), std::string::npos);
+
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ExecMain({plan, dir + "/x.pb", "--backend", "nosuch"}), 2);
+  EXPECT_EQ(RunMain({plan, "--prompt-ids", "1", "--backend", "cuda"}), 2);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(
+      err.find("kiln exec: --backend: unknown backend 'nosuch'; this kiln was built with: cpu"),
+      std::string::npos)
+      << err;
+  EXPECT_NE(err.find("kiln run: --backend: unknown backend 'cuda'; this kiln was built with: cpu"),
+            std::string::npos)
+      << err;
+}
+
+} // namespace
+} // namespace kiln

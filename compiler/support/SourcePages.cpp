@@ -1,13 +1,13 @@
 //===- SourcePages.cpp - drop read model-file pages from RSS --------------===//
 
-#include "compiler/plan/SourcePages.h"
+#include "compiler/support/SourcePages.h"
 
 #include <map>
 #include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
 
-namespace kiln::plan {
+namespace kiln::compiler {
 namespace {
 
 struct Registry {
@@ -71,4 +71,4 @@ void releaseAllSourcePages() {
     dropPages(begin, begin + size, begin, begin + size);
 }
 
-} // namespace kiln::plan
+} // namespace kiln::compiler

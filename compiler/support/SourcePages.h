@@ -13,12 +13,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_COMPILER_PLAN_SOURCEPAGES_H
-#define KILN_COMPILER_PLAN_SOURCEPAGES_H
+#ifndef KILN_COMPILER_SUPPORT_SOURCEPAGES_H
+#define KILN_COMPILER_SUPPORT_SOURCEPAGES_H
 
 #include <cstdint>
 
-namespace kiln::plan {
+namespace kiln::compiler {
 
 /// Records [begin, begin + size) as a read-only mapping of a model file.
 void registerMappedFile(const void *begin, uint64_t size);
@@ -32,6 +32,6 @@ void releaseSourcePages(const void *data, uint64_t size);
 /// Drops the resident pages of every registered mapping.
 void releaseAllSourcePages();
 
-} // namespace kiln::plan
+} // namespace kiln::compiler
 
-#endif // KILN_COMPILER_PLAN_SOURCEPAGES_H
+#endif // KILN_COMPILER_SUPPORT_SOURCEPAGES_H

@@ -7,10 +7,14 @@
 // inconsistent, a write failed for a reason no input explains). Anything else
 // counts as bad input.
 //
+// It lives in compiler/support/ because every layer reports errors this way:
+// the plan writer and importer below the driver must not include the driver
+// (compiler/CMakeLists.txt has the rules).
+//
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_COMPILER_DRIVER_BUILDERROR_H
-#define KILN_COMPILER_DRIVER_BUILDERROR_H
+#ifndef KILN_COMPILER_SUPPORT_BUILDERROR_H
+#define KILN_COMPILER_SUPPORT_BUILDERROR_H
 
 #include "llvm/Support/Error.h"
 
@@ -41,4 +45,4 @@ inline llvm::Error inputError(const llvm::Twine &message) {
 
 } // namespace kiln::compiler
 
-#endif // KILN_COMPILER_DRIVER_BUILDERROR_H
+#endif // KILN_COMPILER_SUPPORT_BUILDERROR_H

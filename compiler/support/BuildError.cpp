@@ -1,6 +1,6 @@
 //===- BuildError.cpp -----------------------------------------------------===//
 
-#include "compiler/driver/BuildError.h"
+#include "compiler/support/BuildError.h"
 
 namespace kiln::compiler {
 
