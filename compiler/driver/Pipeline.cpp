@@ -467,14 +467,15 @@ llvm::Expected<std::string> Build::runConvertFloatType() {
   if (!convert && !upcast)
     return "skipped: dtype is " + std::string(config.dtype_explicit ? "fp32" : "the model's") +
            " (int8: quant.enabled is false)";
-  KilnConvertFloatTypeOptions options;
-  options.to = config.dtype == "bf16" ? "bf16" : "f16";
-  if (llvm::Error e =
-          runPasses(context, *module, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
-            if (convert)
-              pm.addPass(createKilnConvertFloatType(options));
-            pm.addPass(createKilnUpcastOutputs());
-          }))
+  const std::string to = config.dtype == "bf16" ? "to=bf16" : "to=f16";
+  if (llvm::Error e = runPasses(context, *module, diags, Phase::Quantize,
+                                [&](mlir::PassManager &pm) -> llvm::Error {
+                                  if (convert)
+                                    if (llvm::Error e =
+                                            addRegistered(pm, "kiln-convert-float-type", to))
+                                      return e;
+                                  return addRegistered(pm, "kiln-upcast-outputs");
+                                }))
     return std::move(e);
   std::string what = convert ? "converted to " + config.dtype : "dtype is the model's";
   if (upcast)
