@@ -4,11 +4,19 @@
 # 2. The runtime library references none of their symbols.
 # 3. In a KILN_BUILD_COMPILER=OFF build, the kiln tool links none of their
 #    shared libraries.
+# 4. runtime/src/core/ (plan loader, executor, shape table) is backend-neutral:
+#    it includes no backend, no backend's kernels and not the engine
+#    (docs/architecture.md, dependency rules).
 set -uo pipefail
 src=$1 runtime_lib=$2 kiln_tool=$3 compiler_on=$4
 fail=0
 if grep -rnE '#\s*include\s*[<"](mlir/|llvm/|google/protobuf|onnx/)' "$src/runtime" "$src/kernels"; then
   echo "FAIL: forbidden include in runtime/ or kernels/"; fail=1
+fi
+if grep -rnE '#\s*include\s*[<"](backends|kernels|engine)/' "$src/runtime/src/core"; then
+  echo "FAIL: runtime/src/core includes backends/, kernels/ or engine/ (above); core must stay" \
+       "backend-neutral: shape rules and operand checks go in core/shapes/, kernels in" \
+       "backends/<name>/, and a backend reaches core only through core/backend.h"; fail=1
 fi
 if nm -C --undefined-only "$runtime_lib" 2>/dev/null | grep -E ' (mlir|llvm|google::protobuf|onnx)::' | head -5 | grep -q .; then
   echo "FAIL: $runtime_lib references MLIR/LLVM/protobuf/ONNX symbols"; fail=1

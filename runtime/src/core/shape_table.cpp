@@ -1,7 +1,7 @@
 // The shape table, built once from every op family's rules.
 #include "core/shape_table.h"
 
-#include "backends/cpu/op_registry.h"
+#include "core/shapes/shape_rules.h"
 
 #include <algorithm>
 #include <memory>
@@ -98,8 +98,18 @@ InferFn HalfAsF32(InferFn infer) {
 const std::vector<ShapeRule> &Table() {
   static const std::vector<ShapeRule> table = [] {
     std::vector<ShapeRule> t;
-    for (const cpu::OpDef &d : cpu::AllOpDefs())
-      t.push_back({d.type, d.infer});
+    AddBinaryShapeRules(t);
+    AddUnaryShapeRules(t);
+    AddMatMulShapeRules(t);
+    AddReduceShapeRules(t);
+    AddNormShapeRules(t);
+    AddShapeOpShapeRules(t);
+    AddLayoutShapeRules(t);
+    AddIndexShapeRules(t);
+    AddFusedNormShapeRules(t);
+    AddFusedMlpShapeRules(t);
+    AddFusedAttentionShapeRules(t);
+    AddPagedAttentionShapeRules(t);
     for (ShapeRule &r : t)
       if (std::find(std::begin(kHalfAsF32Ops), std::end(kHalfAsF32Ops), r.type) !=
           std::end(kHalfAsF32Ops))

@@ -1,10 +1,12 @@
-// f16 and bf16 support for ops whose kernels compute in f32/f64 only: the
-// wrapped op widens half-precision inputs to f32, runs the f32 kernel, and
-// rounds half-precision outputs back (round to nearest even). Numerically this
-// is what ONNX Runtime's CPU provider does for most f16 ops.
+// f16 and bf16 support for CPU kernels that compute in f32/f64 only: the
+// wrapped kernel widens half-precision inputs to f32, runs the f32 kernel,
+// and rounds half-precision outputs back (round to nearest even).
+// Numerically this is what ONNX Runtime's CPU provider does for most f16
+// ops. The shape table gives these ops half results for half operands
+// (core/shape_table.cpp), so only the run side needs this.
 #pragma once
 
-#include "op_registry.h"
+#include "core/kernel.h"
 
 #include <string_view>
 
@@ -15,8 +17,8 @@ namespace kiln::cpu {
 // handle every dtype themselves.
 bool ComputesInF32ForHalf(std::string_view type);
 
-// `def` with infer and run that widen f16/bf16 operands; unchanged behavior
-// when no operand is f16 or bf16.
-OpDef WithHalfViaF32(const OpDef &def);
+// `run` with f16/bf16 operands widened; unchanged behavior when no operand
+// is f16 or bf16.
+KernelFn WithHalfViaF32(KernelFn run);
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu
