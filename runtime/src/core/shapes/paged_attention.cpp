@@ -31,8 +31,9 @@ struct IndexArrays {
   const int64_t *slots, *query_start, *context_lens, *block_tables;
 };
 
-// The caches are written in place, and half_via_f32 would widen them into
-// temporary copies whose writes are lost, so this op takes f32 only.
+// The caches are written in place, and a half-via-f32 path (the CPU's
+// half_via_f32) would widen them into temporary copies whose writes are
+// lost, so this op takes f32 only.
 Status CheckDTypes(const Inputs &in) {
   for (int i = kQ; i <= kTables; ++i) {
     const DType want = i < kSlots ? DType::kF32 : DType::kI64;
