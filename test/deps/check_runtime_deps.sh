@@ -6,6 +6,9 @@
 #    shared libraries.
 # 4. The engine sits below the public pipeline: nothing in runtime/src/engine
 #    but pipeline.cpp, which implements it, includes kiln/pipeline.h.
+# 5. runtime/src/core/ (plan loader, executor, shape table) is backend-neutral:
+#    it includes no backend, no backend's kernels and not the engine
+#    (docs/architecture.md, dependency rules).
 set -uo pipefail
 src=$1 runtime_lib=$2 kiln_tool=$3 compiler_on=$4
 fail=0
@@ -14,6 +17,11 @@ if grep -rnE '#\s*include\s*[<"](mlir/|llvm/|google/protobuf|onnx/)' "$src/runti
 fi
 if grep -rlE '#\s*include\s*"kiln/pipeline\.h"' "$src/runtime/src/engine" | grep -v '/pipeline\.cpp$'; then
   echo "FAIL: the engine includes the public pipeline header kiln/pipeline.h"; fail=1
+fi
+if grep -rnE '#\s*include\s*[<"](backends|kernels|engine)/' "$src/runtime/src/core"; then
+  echo "FAIL: runtime/src/core includes backends/, kernels/ or engine/ (above); core must stay" \
+       "backend-neutral: shape rules and operand checks go in core/shapes/, kernels in" \
+       "backends/<name>/, and a backend reaches core only through core/backend.h"; fail=1
 fi
 if nm -C --undefined-only "$runtime_lib" 2>/dev/null | grep -E ' (mlir|llvm|google::protobuf|onnx)::' | head -5 | grep -q .; then
   echo "FAIL: $runtime_lib references MLIR/LLVM/protobuf/ONNX symbols"; fail=1

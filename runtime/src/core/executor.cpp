@@ -2,7 +2,6 @@
 // arena live in executor_bind.cpp.
 #include "core/executor_impl.h"
 
-#include "backends/cpu/cpu_backend.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
@@ -51,14 +50,6 @@ AttrValue DecodeAttr(const fb::Attr &a) {
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executor::~Executor() = default;
 
-StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
-  std::unique_ptr<Backend> cpu = cpu::CreateCpuBackend();
-  Backend &backend = *cpu;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> e, Create(plan, backend));
-  e->impl_->owned_backend = std::move(cpu);
-  return e;
-}
-
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &backend) {
   KILN_RETURN_IF_ERROR(CheckPlanRunsOn(plan, backend.kernels(), backend.name()));
   auto impl = std::make_unique<Impl>();
@@ -96,7 +87,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &
     if (fop.outputs())
       op.outputs.assign(fop.outputs()->begin(), fop.outputs()->end());
     op.host = !op.outputs.empty() && tensors[op.outputs[0]].host;
-    op.kernel = op.host ? cpu::CpuKernels().Find(type) : backend.kernels().Find(type);
+    op.kernel = op.host ? HostKernels().Find(type) : backend.kernels().Find(type);
     if (!op.kernel) // CheckPlanRunsOn covered the backend; the CPU has every op
       return InvalidArgument(op.label + ": no " + std::string(op.host ? "cpu" : backend.name()) +
                              " kernel for op type '" + type + "'");

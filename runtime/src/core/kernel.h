@@ -1,6 +1,6 @@
 // What a backend's kernel is: a function of an execution context, the op's
 // attributes, its operands and its results. Every backend fills a table of
-// these (backends/cpu/kernel_table.h, later backends/cuda/); the shape of
+// these (the CPU's is cpu::CpuKernels(); CUDA's comes next); the shape of
 // each result was already decided by the backend-neutral shape table
 // (core/shape_table.h), so a kernel only computes.
 #pragma once
@@ -74,5 +74,10 @@ public:
 private:
   std::vector<KernelDef> defs_;
 };
+
+// The kernels of the host, which run host ops (shape arithmetic on host
+// memory, during Executor::Bind) whatever the backend. Declared here so core
+// needs no backend header; the CPU backend defines it as its table.
+const KernelTable &HostKernels();
 
 } // namespace kiln

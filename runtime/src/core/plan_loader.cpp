@@ -53,7 +53,7 @@ private:
   static StatusOr<std::unique_ptr<Plan>> Verify(std::unique_ptr<Plan> plan);
   static Status CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h);
   static Status CheckSections(const uint8_t *p, uint64_t size, const PlanHeader &h,
-                              const fb::Plan &plan);
+                              const fb::Plan &plan, bool mapped);
   static Status CheckMemoryPlan(const fb::Plan &plan);
   static Status DecodeTensors(const uint8_t *p, Plan &plan);
   static Status CheckGraphIO(Plan &plan);
@@ -95,8 +95,31 @@ Status PlanLoader::CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h) {
   return Status::Ok();
 }
 
+// The checksum of a weight section, read in 64 MiB pieces. From a file
+// mapping, each piece's pages are dropped once summed: they are clean and
+// read-only, so a later read faults them back from the page cache, and
+// verifying a multi-GB plan never holds more than one piece in the
+// process's resident memory (a build's check of the plan it just wrote, or
+// a backend that uploads the weights and never reads the mapping again).
+static uint64_t SectionChecksum(const uint8_t *data, uint64_t size, bool mapped) {
+  constexpr uint64_t kPiece = uint64_t{64} << 20;
+  PlanChecksumStream sum;
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (uint64_t pos = 0; pos < size; pos += kPiece) {
+    const uint64_t n = std::min(kPiece, size - pos);
+    sum.Update(data + pos, n);
+    if (!mapped)
+      continue;
+    const auto begin = (reinterpret_cast<uintptr_t>(data + pos) + page - 1) / page * page;
+    const auto end = reinterpret_cast<uintptr_t>(data + pos + n) / page * page;
+    if (end > begin)
+      ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+  }
+  return sum.Final();
+}
+
 Status PlanLoader::CheckSections(const uint8_t *p, uint64_t size, const PlanHeader &h,
-                                 const fb::Plan &plan) {
+                                 const fb::Plan &plan, bool mapped) {
   // Sections must tile the rest of the file in order, separated only by
   // zero padding, so that no byte of the file goes unverified.
   uint64_t pos = kPlanHeaderSize + h.flatbuffer_size;
@@ -119,7 +142,7 @@ Status PlanLoader::CheckSections(const uint8_t *p, uint64_t size, const PlanHead
       return DataLoss(label + ": rank " + std::to_string(s->rank()));
     if (!AllZero(p + pos, s->offset() - pos))
       return DataLoss("non-zero padding before " + label + " (corrupt file)");
-    if (PlanChecksum(p + s->offset(), s->size()) != s->checksum())
+    if (SectionChecksum(p + s->offset(), s->size(), mapped) != s->checksum())
       return DataLoss(label + ": checksum mismatch, its weights are corrupt");
     pos = s->offset() + s->size();
   }
@@ -408,7 +431,7 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan) {
                     std::to_string(f.format_minor()) + " but its header says " +
                     std::to_string(h.format_major) + "." + std::to_string(h.format_minor));
 
-  KILN_RETURN_IF_ERROR(CheckSections(p, size, h, f));
+  KILN_RETURN_IF_ERROR(CheckSections(p, size, h, f, plan->mapped_));
   KILN_RETURN_IF_ERROR(CheckMemoryPlan(f));
   KILN_RETURN_IF_ERROR(DecodeTensors(p, *plan));
   KILN_RETURN_IF_ERROR(CheckGraphIO(*plan));

@@ -1,7 +1,7 @@
 // The shape table, built once from every op family's rules.
 #include "core/shape_table.h"
 
-#include "backends/cpu/op_registry.h"
+#include "core/shapes/shape_rules.h"
 
 #include <algorithm>
 #include <memory>
@@ -98,11 +98,20 @@ InferFn HalfAsF32(InferFn infer) {
 const std::vector<ShapeRule> &Table() {
   static const std::vector<ShapeRule> table = [] {
     std::vector<ShapeRule> t;
-    for (const cpu::OpDef &d : cpu::AllOpDefs())
-      t.push_back({d.type, d.infer});
+    AddBinaryShapeRules(t);
+    AddUnaryShapeRules(t);
+    AddMatMulShapeRules(t);
+    AddReduceShapeRules(t);
+    AddNormShapeRules(t);
+    AddShapeOpShapeRules(t);
+    AddLayoutShapeRules(t);
+    AddIndexShapeRules(t);
+    AddFusedNormShapeRules(t);
+    AddFusedMlpShapeRules(t);
+    AddFusedAttentionShapeRules(t);
+    AddPagedAttentionShapeRules(t);
     for (ShapeRule &r : t)
-      if (std::find(std::begin(kHalfAsF32Ops), std::end(kHalfAsF32Ops), r.type) !=
-          std::end(kHalfAsF32Ops))
+      if (ComputesInF32ForHalf(r.type))
         r.infer = HalfAsF32(r.infer);
     std::sort(t.begin(), t.end(), [](const ShapeRule &a, const ShapeRule &b) {
       return std::string_view(a.type) < std::string_view(b.type);
@@ -113,6 +122,11 @@ const std::vector<ShapeRule> &Table() {
 }
 
 } // namespace
+
+bool ComputesInF32ForHalf(std::string_view type) {
+  return std::find(std::begin(kHalfAsF32Ops), std::end(kHalfAsF32Ops), type) !=
+         std::end(kHalfAsF32Ops);
+}
 
 const ShapeRule *FindShapeRule(std::string_view type) {
   const std::vector<ShapeRule> &t = Table();

@@ -1,4 +1,4 @@
-// f16/bf16 through ops whose kernels compute in f32 (cpu/half_via_f32.h):
+// f16/bf16 through ops whose kernels compute in f32 (backends/cpu/half_via_f32.h):
 // results must equal the f32 computation rounded once to the half type.
 #include "kernels/cpu/cast.h"
 #include "test_util.h"

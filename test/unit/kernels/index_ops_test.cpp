@@ -310,7 +310,7 @@ TEST(Size, ElementCountWithoutReadingData) {
     int64_t n = -1;
     out[0].data = &n;
     TensorView view{DType::kF32, s, nullptr};
-    ASSERT_TRUE(cpu::FindOp("size")->run(Attrs(), {&view}, out).ok());
+    ASSERT_TRUE(RunKernel("size", Attrs(), {&view}, out).ok());
     EXPECT_EQ(n, NumElements(s)) << ShapeToString(s);
   }
   std::vector<TensorView> out(1);

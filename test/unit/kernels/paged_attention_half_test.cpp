@@ -4,6 +4,7 @@
 // widened operands, rounded once; mixed dtypes are refused; and the op is
 // kept out of half_via_f32, whose copies of the caches would lose the stores.
 #include "backends/cpu/half_via_f32.h"
+#include "core/shape_table.h"
 #include "kernels/cpu/paged_attention.h"
 #include "paged_test_util.h"
 
@@ -112,8 +113,8 @@ TEST(PagedAttentionHalf, RandomBatches) {
 // into the caches would land in those copies and be lost. The op handles
 // f16 and bf16 itself (the in-place checks above fail if it is wrapped).
 TEST(PagedAttentionHalf, NotWrappedByHalfViaF32) {
-  EXPECT_FALSE(cpu::ComputesInF32ForHalf("paged_attention"));
-  EXPECT_TRUE(cpu::ComputesInF32ForHalf("attention")); // the dense op, which writes no cache
+  EXPECT_FALSE(ComputesInF32ForHalf("paged_attention"));
+  EXPECT_TRUE(ComputesInF32ForHalf("attention")); // the dense op, which writes no cache
 }
 
 // The kernel takes only f16 and bf16 bit patterns and touches nothing

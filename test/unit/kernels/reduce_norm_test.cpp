@@ -177,8 +177,7 @@ TEST(Softmax, EveryAxisBothKinds) {
       TensorView v = x.View();
       std::vector<const TensorView *> in = {&v};
       std::vector<TensorView> out = {v};
-      ASSERT_TRUE(
-          cpu::FindOp(log ? "log_softmax" : "softmax")->run(Attrs().Int("axis", 1), in, out).ok());
+      ASSERT_TRUE(RunKernel(log ? "log_softmax" : "softmax", Attrs().Int("axis", 1), in, out).ok());
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_NEAR(x.data<float>()[i], want[i], 2e-6);
     }

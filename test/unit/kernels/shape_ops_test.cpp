@@ -2,6 +2,9 @@
 // ConstantOfShape, Range), the op table, OpAttrs and tensor helpers.
 #include "test_util.h"
 
+#include "backends/cpu/cpu_backend.h"
+#include "core/shape_table.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -234,18 +237,40 @@ TEST(OpTable, EveryDocumentedOpIsRegistered) {
   std::vector<std::string> all = documented;
   all.insert(all.end(), fused.begin(), fused.end());
   for (const std::string &op : all) {
-    const cpu::OpDef *def = cpu::FindOp(op);
-    ASSERT_NE(def, nullptr) << op;
-    EXPECT_EQ(def->type, op);
-    EXPECT_NE(def->infer, nullptr);
-    EXPECT_NE(def->run, nullptr);
+    const ShapeRule *rule = FindShapeRule(op);
+    ASSERT_NE(rule, nullptr) << op;
+    EXPECT_EQ(rule->type, op);
+    EXPECT_NE(rule->infer, nullptr);
+    const KernelDef *kernel = cpu::CpuKernels().Find(op);
+    ASSERT_NE(kernel, nullptr) << op;
+    EXPECT_EQ(kernel->type, op);
+    EXPECT_NE(kernel->run, nullptr);
   }
-  auto types = cpu::SupportedOpTypes();
+  auto types = ShapeRuleTypes();
   EXPECT_EQ(types.size(), all.size());
   EXPECT_TRUE(std::is_sorted(types.begin(), types.end()));
-  EXPECT_EQ(cpu::FindOp("conv"), nullptr);
-  EXPECT_EQ(cpu::FindOp(""), nullptr);
-  EXPECT_EQ(cpu::FindOp("MatMul"), nullptr); // plan types are snake case
+  for (const char *unknown : {"conv", "", "MatMul"}) { // plan types are snake case
+    EXPECT_EQ(FindShapeRule(unknown), nullptr) << unknown;
+    EXPECT_EQ(cpu::CpuKernels().Find(unknown), nullptr) << unknown;
+  }
+}
+
+// The CPU is the reference backend: it runs every op the shape table
+// knows, and has no kernel for an op without a shape rule (which no plan
+// could bind).
+TEST(OpTable, EveryShapeRuleHasACpuKernelAndViceVersa) {
+  const std::vector<std::string> rules = ShapeRuleTypes();
+  const std::vector<std::string> kernels = cpu::CpuKernels().Types();
+  ASSERT_FALSE(rules.empty());
+  EXPECT_TRUE(std::is_sorted(kernels.begin(), kernels.end()));
+  EXPECT_EQ(std::adjacent_find(rules.begin(), rules.end()), rules.end()) << "duplicate rule";
+  EXPECT_EQ(std::adjacent_find(kernels.begin(), kernels.end()), kernels.end())
+      << "duplicate kernel";
+  for (const std::string &op : rules)
+    EXPECT_NE(cpu::CpuKernels().Find(op), nullptr) << "shape rule without a CPU kernel: " << op;
+  for (const std::string &op : kernels)
+    EXPECT_NE(FindShapeRule(op), nullptr) << "CPU kernel without a shape rule: " << op;
+  EXPECT_EQ(rules, kernels);
 }
 
 TEST(OpAttrs, KindsConvertAndFallBack) {

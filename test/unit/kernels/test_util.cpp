@@ -1,11 +1,32 @@
 #include "test_util.h"
 
+#include "backends/cpu/cpu_backend.h"
+#include "core/shape_table.h"
+
+#include <memory>
+
 namespace kiln::test {
+namespace {
+
+// The context the executor gives CPU kernels: the CPU backend's.
+ExecContext &CpuContext() {
+  static const std::unique_ptr<Backend> backend = cpu::CreateCpuBackend();
+  return backend->context();
+}
+
+} // namespace
+
+Status RunKernel(const std::string &type, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  const KernelDef *kernel = cpu::CpuKernels().Find(type);
+  if (kernel == nullptr)
+    return NotFound("no CPU kernel for op " + type);
+  return kernel->run(CpuContext(), attrs, in, out);
+}
 
 StatusOr<std::vector<Tensor>> RunOp(const std::string &type, const OpAttrs &attrs,
                                     const std::vector<const Tensor *> &inputs, size_t num_outputs) {
-  const cpu::OpDef *def = cpu::FindOp(type);
-  if (def == nullptr)
+  const ShapeRule *rule = FindShapeRule(type);
+  if (rule == nullptr)
     return NotFound("no op " + type);
   std::vector<TensorView> views(inputs.size());
   std::vector<const TensorView *> in(inputs.size(), nullptr);
@@ -16,7 +37,7 @@ StatusOr<std::vector<Tensor>> RunOp(const std::string &type, const OpAttrs &attr
     in[i] = &views[i];
   }
   std::vector<TensorView> out(num_outputs);
-  KILN_RETURN_IF_ERROR(def->infer(attrs, in, out));
+  KILN_RETURN_IF_ERROR(rule->infer(attrs, in, out));
   std::vector<Tensor> results;
   for (const TensorView &o : out) {
     results.emplace_back(o.dtype, o.shape);
@@ -24,15 +45,15 @@ StatusOr<std::vector<Tensor>> RunOp(const std::string &type, const OpAttrs &attr
   }
   for (size_t i = 0; i < out.size(); ++i)
     out[i].data = results[i].bytes.data();
-  KILN_RETURN_IF_ERROR(def->run(attrs, in, out));
+  KILN_RETURN_IF_ERROR(RunKernel(type, attrs, in, out));
   return results;
 }
 
 Status InferOp(const std::string &type, const OpAttrs &attrs,
                const std::vector<const Tensor *> &inputs, std::vector<TensorView> *out,
                const std::vector<bool> &known) {
-  const cpu::OpDef *def = cpu::FindOp(type);
-  if (def == nullptr)
+  const ShapeRule *rule = FindShapeRule(type);
+  if (rule == nullptr)
     return NotFound("no op " + type);
   std::vector<TensorView> views(inputs.size());
   std::vector<const TensorView *> in(inputs.size(), nullptr);
@@ -44,7 +65,7 @@ Status InferOp(const std::string &type, const OpAttrs &attrs,
       views[i].data = nullptr;
     in[i] = &views[i];
   }
-  return def->infer(attrs, in, *out);
+  return rule->infer(attrs, in, *out);
 }
 
 std::vector<int64_t> Unravel(int64_t flat, const Shape &shape) {

@@ -1,12 +1,13 @@
-// Shared test scaffolding: owning tensors, random data, running one CPU op
-// through its infer and run functions, and naive index helpers that the
-// reference implementations use (deliberately per-element and slow).
+// Shared test scaffolding: owning tensors, random data, running one op
+// through its shape rule (core/shape_table.h) and its CPU kernel
+// (cpu::CpuKernels()), and naive index helpers that the reference
+// implementations use (deliberately per-element and slow).
 #pragma once
 
-#include "backends/cpu/op_registry.h"
+#include "core/kernel.h"
+#include "core/op_attrs.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
-#include "core/op_attrs.h"
 
 #include <gtest/gtest.h>
 
@@ -121,16 +122,20 @@ private:
   OpAttrs attrs_;
 };
 
-// Runs `type`: infer, allocate outputs (pre-filled with 0xFF bytes, a NaN
-// pattern for floats, so unwritten elements show), then run.
+// Runs `type`: its shape rule, then outputs allocated (pre-filled with 0xFF
+// bytes, a NaN pattern for floats, so unwritten elements show), then its CPU
+// kernel.
 StatusOr<std::vector<Tensor>> RunOp(const std::string &type, const OpAttrs &attrs,
                                     const std::vector<const Tensor *> &inputs,
                                     size_t num_outputs = 1);
-// Infers with the given inputs; `known[i]` false hides input i's data, as
-// for an activation before execution.
+// Runs the shape rule of `type` with the given inputs; `known[i]` false
+// hides input i's data, as for an activation before execution.
 Status InferOp(const std::string &type, const OpAttrs &attrs,
                const std::vector<const Tensor *> &inputs, std::vector<TensorView> *out,
                const std::vector<bool> &known = {});
+// Runs only the CPU kernel of `type` on views the caller set up (in place,
+// or without data the kernel must not read), with the CPU backend's context.
+Status RunKernel(const std::string &type, const OpAttrs &attrs, const Inputs &in, Outputs &out);
 
 // Naive index helpers for references.
 std::vector<int64_t> Unravel(int64_t flat, const Shape &shape);

@@ -1,7 +1,8 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/half_via_f32.h"
-#include "backends/cpu/op_registry.h"
+#include "core/shape_table.h"
 #include "backends/cpu/weight_packing.h"
 #include "kernels/cpu/parallel.h"
 
@@ -74,15 +75,25 @@ private:
   std::vector<std::shared_ptr<const kernels::PackedMatrix>> packed_;
 };
 
-// The CPU kernels are the run half of each op family's definitions, with
-// f16/bf16 operands widened to f32 where the kernels compute in f32.
+// Every family's kernels, with f16/bf16 operands widened to f32 where the
+// kernels compute in f32 (the shape table gives those ops half results).
 KernelTable BuildTable() {
   std::vector<KernelDef> defs;
-  for (const OpDef &d : AllOpDefs()) {
-    RunFn run = ComputesInF32ForHalf(d.type) ? WithHalfViaF32(d).run : d.run;
-    defs.push_back({d.type, [run](ExecContext &, const OpAttrs &attrs, const Inputs &in,
-                                  Outputs &out) { return run(attrs, in, out); }});
-  }
+  AddBinaryKernels(defs);
+  AddUnaryKernels(defs);
+  AddMatMulKernels(defs);
+  AddReduceKernels(defs);
+  AddNormKernels(defs);
+  AddShapeOpKernels(defs);
+  AddLayoutKernels(defs);
+  AddIndexKernels(defs);
+  AddFusedNormKernels(defs);
+  AddFusedMlpKernels(defs);
+  AddFusedAttentionKernels(defs);
+  AddPagedAttentionKernels(defs);
+  for (KernelDef &d : defs)
+    if (ComputesInF32ForHalf(d.type))
+      d.run = WithHalfViaF32(std::move(d.run));
   return KernelTable(std::move(defs));
 }
 
@@ -96,3 +107,9 @@ const KernelTable &CpuKernels() {
 std::unique_ptr<Backend> CreateCpuBackend() { return std::make_unique<CpuBackend>(); }
 
 } // namespace kiln::cpu
+
+namespace kiln {
+
+const KernelTable &HostKernels() { return cpu::CpuKernels(); }
+
+} // namespace kiln

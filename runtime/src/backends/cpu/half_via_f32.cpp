@@ -9,19 +9,6 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr std::string_view kHalfViaF32Ops[] = {
-    "abs",     "add",          "ceil",          "clip",          "cos",
-    "div",     "equal",        "erf",           "exp",           "floor",
-    "gemm",    "greater",      "greater_or_equal", "layer_normalization", "less",
-    "less_or_equal", "log",    "log_softmax",   "matmul",        "max",
-    "min",     "mul",          "neg",           "pow",           "reciprocal",
-    "reduce_max", "reduce_mean", "reduce_min",  "reduce_sum",    "relu",
-    "sigmoid", "sin",          "softmax",       "sqrt",          "sub",
-    "tanh",
-    // Fused transformer ops (docs/fused-ops.md), all computed in f32.
-    "add_layer_norm", "add_rms_norm", "attention", "gated_mlp", "gelu", "linear", "rms_norm",
-    "rotary",
-};
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
@@ -67,40 +54,14 @@ void WidenInputs(const std::vector<const TensorView *> &in,
     ptrs.push_back(in[i] ? &views[i] : nullptr);
 }
 
-}  // namespace
+} // namespace
 
-bool ComputesInF32ForHalf(std::string_view type) {
-  return std::find(std::begin(kHalfViaF32Ops), std::end(kHalfViaF32Ops), type) !=
-         std::end(kHalfViaF32Ops);
-}
 
-OpDef WithHalfViaF32(const OpDef &def) {
-  OpDef wrapped = def;
-  InferFn infer = def.infer;
-  RunFn run = def.run;
-  wrapped.infer = [infer](const OpAttrs &attrs, const std::vector<const TensorView *> &in,
-                          std::vector<TensorView> &out) -> Status {
+KernelFn WithHalfViaF32(KernelFn run) {
+  return [run](ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) -> Status {
     DType half = HalfType(in);
     if (half == DType::kUndefined)
-      return infer(attrs, in, out);
-    std::vector<std::unique_ptr<float[]>> buffers;
-    std::vector<const TensorView *> ptrs;
-    std::vector<TensorView> views;
-    WidenInputs(in, buffers, views, ptrs);
-    for (TensorView &o : out)
-      if (IsHalf(o.dtype))
-        o.dtype = DType::kF32;
-    KILN_RETURN_IF_ERROR(infer(attrs, ptrs, out));
-    for (TensorView &o : out)
-      if (o.dtype == DType::kF32)
-        o.dtype = half;
-    return Status::Ok();
-  };
-  wrapped.run = [run](const OpAttrs &attrs, const std::vector<const TensorView *> &in,
-                      std::vector<TensorView> &out) -> Status {
-    DType half = HalfType(in);
-    if (half == DType::kUndefined)
-      return run(attrs, in, out);
+      return run(ctx, attrs, in, out);
     std::vector<std::unique_ptr<float[]>> buffers;
     std::vector<const TensorView *> ptrs;
     std::vector<TensorView> views;
@@ -114,14 +75,13 @@ OpDef WithHalfViaF32(const OpDef &def) {
       wide_out[i].dtype = DType::kF32;
       wide_out[i].data = out_buffers[i].get();
     }
-    KILN_RETURN_IF_ERROR(run(attrs, ptrs, wide_out));
+    KILN_RETURN_IF_ERROR(run(ctx, attrs, ptrs, wide_out));
     for (size_t i = 0; i < out.size(); ++i)
       if (out_buffers[i])
         kernels::CastElements(kernels::ScalarKind::kF32, out_buffers[i].get(), KindOf(out[i].dtype),
                               out[i].data, out[i].numel());
     return Status::Ok();
   };
-  return wrapped;
 }
 
-}  // namespace kiln::cpu
+} // namespace kiln::cpu

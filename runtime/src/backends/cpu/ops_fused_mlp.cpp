@@ -1,7 +1,10 @@
-// Fused MLP ops (docs/fused-ops.md): gelu, linear (matmul + bias +
-// activation) and gated_mlp (SwiGLU/GeGLU up, gate and down projections).
+// CPU kernels of the fused MLP ops (docs/fused-ops.md): gelu, linear (matmul
+// + bias + activation) and gated_mlp (SwiGLU/GeGLU up, gate and down
+// projections); their shape rules are in core/shapes/fused_mlp.cpp.
+#include "core/shapes/fused_mlp.h"
+#include "cpu_kernels.h"
 #include "kernels/cpu/mlp.h"
-#include "fused_util.h"
+#include "op_util.h"
 
 #include <vector>
 
@@ -14,151 +17,51 @@ constexpr const char *kGatedMlp = "gated_mlp";
 
 using kernels::Activation;
 
-struct NamedActivation {
-  const char *name;
-  Activation act;
-};
-constexpr NamedActivation kLinearActivations[] = {{"none", Activation::kNone},
-                                                  {"relu", Activation::kRelu},
-                                                  {"gelu", Activation::kGelu},
-                                                  {"gelu_tanh", Activation::kGeluTanh},
-                                                  {"silu", Activation::kSilu}};
-// A gated MLP without a nonlinearity on the gate is not in the contract.
-constexpr NamedActivation kGatedActivations[] = {
-    {"silu", Activation::kSilu}, {"gelu", Activation::kGelu}, {"gelu_tanh", Activation::kGeluTanh}};
-
-// The `activation` attribute resolved against the op's allowed list; an
-// unknown name's error lists the accepted ones.
-template <size_t N>
-StatusOr<Activation> ParseActivation(std::string_view op, const OpAttrs &attrs,
-                                     const NamedActivation (&allowed)[N]) {
-  KILN_ASSIGN_OR_RETURN(std::string name, RequiredString(op, attrs, "activation"));
-  std::string names;
-  for (const NamedActivation &a : allowed) {
-    if (name == a.name)
-      return a.act;
-    names += names.empty() ? "" : ", ";
-    names += a.name;
+// The shape rule's activation as the kernels' enum.
+StatusOr<Activation> KernelActivation(StatusOr<FusedActivation> act) {
+  KILN_RETURN_IF_ERROR(act.status());
+  switch (*act) {
+  case FusedActivation::kNone:
+    return Activation::kNone;
+  case FusedActivation::kRelu:
+    return Activation::kRelu;
+  case FusedActivation::kGelu:
+    return Activation::kGelu;
+  case FusedActivation::kGeluTanh:
+    return Activation::kGeluTanh;
+  case FusedActivation::kSilu:
+    return Activation::kSilu;
   }
-  return OpError(op, "unknown activation '" + name + "' (expected one of " + names + ")");
+  return Activation::kNone;
 }
 
 // ---- gelu ----------------------------------------------------------------
 
-// gelu's `approximate`: none (erf) or tanh, as ONNX Gelu spells it.
-StatusOr<Activation> GeluKind(const OpAttrs &attrs) {
-  KILN_ASSIGN_OR_RETURN(std::string approx, RequiredString(kGelu, attrs, "approximate"));
-  if (approx == "none")
-    return Activation::kGelu;
-  if (approx == "tanh")
-    return Activation::kGeluTanh;
-  return OpError(kGelu, "unknown approximate '" + approx + "' (expected none or tanh)");
-}
-
-// Pointwise: y has x's shape and dtype.
-Status InferGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity(kGelu, in, 1, 1, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(kGelu, "x", *in[0]));
-  KILN_RETURN_IF_ERROR(GeluKind(attrs).status());
-  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
 // x and y are f32 and contiguous, so the whole tensor is one array.
-Status RunGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_ASSIGN_OR_RETURN(Activation act, GeluKind(attrs));
+Status RunGelu(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(Activation act, KernelActivation(GeluActivation(attrs)));
   kernels::Activate(act, in[0]->as<const float>(), out[0].as<float>(), in[0]->numel());
   return Status::Ok();
 }
 
 // ---- linear and gated_mlp ------------------------------------------------
 
-// x [..., K] as [rows, K]; the result shape is x's with the last dim `n`.
-struct RowDims {
-  int64_t rows = 0, k = 0;
-  Shape out;
-};
-
-// The leading dims flatten into GEMM rows because x is contiguous.
-RowDims RowDimsOf(const TensorView &x, int64_t n) {
-  RowDims d;
-  d.k = x.shape.back();
-  d.rows = 1;
-  for (size_t i = 0; i + 1 < x.shape.size(); ++i)
-    d.rows *= x.shape[i];
-  d.out = x.shape;
-  d.out.back() = n;
-  return d;
-}
-
-// Checks a 2-D weight whose first dim must be `rows` (named `rows_text`).
-Status CheckWeight(std::string_view op, const char *name, const TensorView &w, int64_t rows,
-                   const char *rows_text) {
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, name, w));
-  if (w.shape.size() != 2)
-    return OpError(op, std::string("operand '") + name + "' must be 2-D, got shape " +
-                           ShapeToString(w.shape));
-  if (w.shape[0] != rows)
-    return OpError(op, std::string("operand '") + name + "' of shape " + ShapeToString(w.shape) +
-                           " must have " + rows_text + " = " + std::to_string(rows) + " rows");
-  return Status::Ok();
-}
-
-// x [..., K], w [K, N], bias [N]? -> [..., N].
-Status InferLinear(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity(kLinear, in, 2, 3, out, 1, 1));
-  const TensorView &x = *in[0], &w = *in[1];
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(kLinear, "x", x));
-  KILN_RETURN_IF_ERROR(CheckMinRank(kLinear, "x", x, 1));
-  KILN_RETURN_IF_ERROR(CheckWeight(kLinear, "w", w, x.shape.back(), "K (x's last dim)"));
-  const int64_t n = w.shape[1];
-  if (in.size() > 2 && in[2] != nullptr) {
-    KILN_RETURN_IF_ERROR(CheckFloatOperand(kLinear, "bias", *in[2]));
-    KILN_RETURN_IF_ERROR(CheckExactShape(kLinear, "bias", *in[2], {n}, "[N]"));
-  }
-  KILN_RETURN_IF_ERROR(ParseActivation(kLinear, attrs, kLinearActivations).status());
-  const RowDims d = RowDimsOf(x, n);
-  KILN_RETURN_IF_ERROR(CheckBlasLimit(kLinear, {d.rows, d.k, n}));
-  out[0] = {x.dtype, d.out, nullptr};
-  return Status::Ok();
-}
-
 // An omitted bias runs the GEMM with beta = 0.
-Status RunLinear(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_ASSIGN_OR_RETURN(Activation act, ParseActivation(kLinear, attrs, kLinearActivations));
+Status RunLinear(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(Activation act, KernelActivation(LinearActivation(attrs)));
   const int64_t n = in[1]->shape[1];
-  const RowDims d = RowDimsOf(*in[0], n);
+  const LinearDims d = LinearDimsOf(*in[0], n);
   const float *bias = in.size() > 2 && in[2] != nullptr ? in[2]->as<const float>() : nullptr;
   kernels::Linear(in[0]->as<const float>(), in[1]->as<const float>(), bias, out[0].as<float>(),
                   d.rows, d.k, n, act);
   return Status::Ok();
 }
 
-// x [..., K], w_gate_up [K, 2F], w_down [F, N] -> [..., N].
-Status InferGatedMlp(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity(kGatedMlp, in, 3, 3, out, 1, 1));
-  const TensorView &x = *in[0], &wgu = *in[1], &wd = *in[2];
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(kGatedMlp, "x", x));
-  KILN_RETURN_IF_ERROR(CheckMinRank(kGatedMlp, "x", x, 1));
-  KILN_RETURN_IF_ERROR(
-      CheckWeight(kGatedMlp, "w_gate_up", wgu, x.shape.back(), "K (x's last dim)"));
-  if (wgu.shape[1] % 2 != 0)
-    return OpError(kGatedMlp, "operand 'w_gate_up' of shape " + ShapeToString(wgu.shape) +
-                                  " must have an even number of columns [K, 2F]");
-  const int64_t f = wgu.shape[1] / 2;
-  KILN_RETURN_IF_ERROR(CheckWeight(kGatedMlp, "w_down", wd, f, "F (half of w_gate_up's columns)"));
-  KILN_RETURN_IF_ERROR(ParseActivation(kGatedMlp, attrs, kGatedActivations).status());
-  const RowDims d = RowDimsOf(x, wd.shape[1]);
-  KILN_RETURN_IF_ERROR(CheckBlasLimit(kGatedMlp, {d.rows, d.k, 2 * f, wd.shape[1]}));
-  out[0] = {x.dtype, d.out, nullptr};
-  return Status::Ok();
-}
-
 // The [block, 2F] intermediate lives only for this call.
-Status RunGatedMlp(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_ASSIGN_OR_RETURN(Activation act, ParseActivation(kGatedMlp, attrs, kGatedActivations));
+Status RunGatedMlp(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(Activation act, KernelActivation(GatedMlpActivation(attrs)));
   const int64_t f = in[1]->shape[1] / 2, n = in[2]->shape[1];
-  const RowDims d = RowDimsOf(*in[0], n);
+  const LinearDims d = LinearDimsOf(*in[0], n);
   std::vector<float> scratch(static_cast<size_t>(kernels::GatedMlpScratchSize(d.rows, f)));
   kernels::GatedMlp(in[0]->as<const float>(), in[1]->as<const float>(), in[2]->as<const float>(),
                     scratch.data(), out[0].as<float>(), d.rows, d.k, f, n, act);
@@ -167,10 +70,10 @@ Status RunGatedMlp(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddFusedMlpOps(std::vector<OpDef> &table) {
-  table.push_back({kGelu, InferGelu, RunGelu});
-  table.push_back({kLinear, InferLinear, RunLinear});
-  table.push_back({kGatedMlp, InferGatedMlp, RunGatedMlp});
+void AddFusedMlpKernels(std::vector<KernelDef> &table) {
+  table.push_back({kGelu, RunGelu});
+  table.push_back({kLinear, RunLinear});
+  table.push_back({kGatedMlp, RunGatedMlp});
 }
 
 } // namespace kiln::cpu

@@ -1,8 +1,11 @@
-// Fused normalizations (docs/fused-ops.md): rms_norm, and the residual add
-// fused with RMS norm or layer norm (add_rms_norm, add_layer_norm), whose two
-// results are the sum and its normalization.
+// CPU kernels of the fused normalizations (docs/fused-ops.md): rms_norm, and
+// the residual add fused with RMS norm or layer norm (add_rms_norm,
+// add_layer_norm), whose two results are the sum and its normalization;
+// their shape rules are in core/shapes/fused_norm.cpp.
+#include "core/shapes/fused_checks.h"
+#include "cpu_kernels.h"
 #include "kernels/cpu/rms_norm.h"
-#include "fused_util.h"
+#include "op_util.h"
 
 namespace kiln::cpu {
 namespace {
@@ -24,35 +27,8 @@ Rows RowsOf(const TensorView &x) {
   return r;
 }
 
-// Checks x [..., D] (float, rank >= 1) and the 1-D parameter `name` [D] of
-// x's dtype.
-Status CheckRowsAndParam(std::string_view op, const char *x_name, const TensorView &x,
-                         const char *name, const TensorView &p) {
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, x_name, x));
-  KILN_RETURN_IF_ERROR(CheckMinRank(op, x_name, x, 1));
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, name, p));
-  return CheckExactShape(op, name, p, {x.shape.back()}, "[D]");
-}
-
-// Checks the residual pair a, b of the add_* ops: same dtype, same shape.
-Status CheckResidual(std::string_view op, const TensorView &a, const TensorView &b) {
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, "a", a));
-  KILN_RETURN_IF_ERROR(CheckMinRank(op, "a", a, 1));
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, "b", b));
-  return CheckExactShape(op, "b", b, a.shape, "a's shape");
-}
-
-// x [..., D], scale [D] -> y of x's shape and dtype.
-Status InferRmsNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity(kRmsNorm, in, 2, 2, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckRowsAndParam(kRmsNorm, "x", *in[0], "scale", *in[1]));
-  KILN_RETURN_IF_ERROR(RequiredFloat(kRmsNorm, attrs, "epsilon").status());
-  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
 // Operands are f32 here (half_via_f32 widened any half ones).
-Status RunRmsNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+Status RunRmsNorm(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(float epsilon, RequiredFloat(kRmsNorm, attrs, "epsilon"));
   const Rows r = RowsOf(*in[0]);
   kernels::RmsNorm(in[0]->as<const float>(), in[1]->as<const float>(), out[0].as<float>(), r.rows,
@@ -60,19 +36,8 @@ Status RunRmsNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
-// a, b [..., D], scale [D] -> (sum, y), both of a's shape.
-Status InferAddRmsNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity(kAddRmsNorm, in, 3, 3, out, 2, 2));
-  KILN_RETURN_IF_ERROR(CheckResidual(kAddRmsNorm, *in[0], *in[1]));
-  KILN_RETURN_IF_ERROR(CheckRowsAndParam(kAddRmsNorm, "a", *in[0], "scale", *in[2]));
-  KILN_RETURN_IF_ERROR(RequiredFloat(kAddRmsNorm, attrs, "epsilon").status());
-  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
-  out[1] = {in[0]->dtype, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
 // Results in plan order: out[0] the residual sum, out[1] its norm.
-Status RunAddRmsNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+Status RunAddRmsNorm(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(float epsilon, RequiredFloat(kAddRmsNorm, attrs, "epsilon"));
   const Rows r = RowsOf(*in[0]);
   kernels::AddRmsNorm(in[0]->as<const float>(), in[1]->as<const float>(), in[2]->as<const float>(),
@@ -80,21 +45,8 @@ Status RunAddRmsNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
-// a, b [..., D], scale [D], bias [D]? -> (sum, y), both of a's shape.
-Status InferAddLayerNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity(kAddLayerNorm, in, 3, 4, out, 2, 2));
-  KILN_RETURN_IF_ERROR(CheckResidual(kAddLayerNorm, *in[0], *in[1]));
-  KILN_RETURN_IF_ERROR(CheckRowsAndParam(kAddLayerNorm, "a", *in[0], "scale", *in[2]));
-  if (in.size() > 3 && in[3] != nullptr)
-    KILN_RETURN_IF_ERROR(CheckRowsAndParam(kAddLayerNorm, "a", *in[0], "bias", *in[3]));
-  KILN_RETURN_IF_ERROR(RequiredFloat(kAddLayerNorm, attrs, "epsilon").status());
-  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
-  out[1] = {in[0]->dtype, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
 // An omitted bias (nullptr operand) normalizes without a shift.
-Status RunAddLayerNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+Status RunAddLayerNorm(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(float epsilon, RequiredFloat(kAddLayerNorm, attrs, "epsilon"));
   const Rows r = RowsOf(*in[0]);
   const float *bias = in.size() > 3 && in[3] != nullptr ? in[3]->as<const float>() : nullptr;
@@ -106,10 +58,10 @@ Status RunAddLayerNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddFusedNormOps(std::vector<OpDef> &table) {
-  table.push_back({kRmsNorm, InferRmsNorm, RunRmsNorm});
-  table.push_back({kAddRmsNorm, InferAddRmsNorm, RunAddRmsNorm});
-  table.push_back({kAddLayerNorm, InferAddLayerNorm, RunAddLayerNorm});
+void AddFusedNormKernels(std::vector<KernelDef> &table) {
+  table.push_back({kRmsNorm, RunRmsNorm});
+  table.push_back({kAddRmsNorm, RunAddRmsNorm});
+  table.push_back({kAddLayerNorm, RunAddLayerNorm});
 }
 
 } // namespace kiln::cpu

@@ -1,8 +1,11 @@
-// Ops that address a tensor with tuples of indices: GatherND and ScatterND.
+// CPU kernels of the ops that address a tensor with tuples of indices:
+// GatherND and ScatterND; their shape rules are in core/shapes/index.cpp.
 // Out-of-range indices are an error naming the index and its position; they
 // are checked before anything is written.
-#include "kernels/cpu/index_nd.h"
+#include "core/shapes/index.h"
+#include "cpu_kernels.h"
 #include "half_via_f32.h"
+#include "kernels/cpu/index_nd.h"
 #include "op_util.h"
 
 namespace kiln::cpu {
@@ -38,34 +41,7 @@ Status IndexError(const char *op, const TensorView &indices, int64_t pos, const 
 
 // ---- GatherND -----------------------------------------------------------
 
-Status InferGatherND(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("gather_nd", in, 2, 2, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType("gather_nd", "indices", *in[1], {DType::kI64}));
-  const Shape &s = in[0]->shape, &is = in[1]->shape;
-  const int64_t r = static_cast<int64_t>(s.size()), q = static_cast<int64_t>(is.size());
-  const int64_t b = attrs.Int("batch_dims", 0);
-  if (r < 1 || q < 1)
-    return OpError("gather_nd", "data and indices must have rank >= 1, got " + ShapeToString(s) +
-                                    " and " + ShapeToString(is));
-  if (b < 0 || b >= r || b >= q)
-    return OpError("gather_nd", "batch_dims " + std::to_string(b) +
-                                    " must be in [0, min(rank(data), rank(indices)))");
-  const int64_t m = is.back();
-  if (m < 1 || m > r - b)
-    return OpError("gather_nd", "the last dim of indices " + ShapeToString(is) +
-                                    " must be in [1, " + std::to_string(r - b) + "] for data " +
-                                    ShapeToString(s) + " and batch_dims " + std::to_string(b));
-  for (int64_t d = 0; d < b; ++d)
-    if (s[d] != is[d])
-      return OpError("gather_nd", "batch dim " + std::to_string(d) + " differs: data " +
-                                      ShapeToString(s) + ", indices " + ShapeToString(is));
-  Shape shape(is.begin(), is.end() - 1);
-  shape.insert(shape.end(), s.begin() + b + m, s.end());
-  out[0] = {in[0]->dtype, shape, nullptr};
-  return Status::Ok();
-}
-
-Status RunGatherND(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+Status RunGatherND(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const Shape &s = in[0]->shape, &is = in[1]->shape;
   const size_t b = static_cast<size_t>(attrs.Int("batch_dims", 0));
   const size_t m = static_cast<size_t>(is.back());
@@ -80,62 +56,37 @@ Status RunGatherND(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 // ---- ScatterND ----------------------------------------------------------
 
+// The shape rule's reduction as the kernels' enum.
 StatusOr<kernels::ScatterReduction> Reduction(const OpAttrs &attrs) {
-  const std::string r = attrs.String("reduction", "none");
-  if (r == "none")
+  KILN_ASSIGN_OR_RETURN(ScatterReduction r, ScatterReductionOf(attrs));
+  switch (r) {
+  case ScatterReduction::kNone:
     return kernels::ScatterReduction::kNone;
-  if (r == "add")
+  case ScatterReduction::kAdd:
     return kernels::ScatterReduction::kAdd;
-  if (r == "mul")
+  case ScatterReduction::kMul:
     return kernels::ScatterReduction::kMul;
-  if (r == "max")
+  case ScatterReduction::kMax:
     return kernels::ScatterReduction::kMax;
-  if (r == "min")
+  case ScatterReduction::kMin:
     return kernels::ScatterReduction::kMin;
-  return OpError("scatter_nd", "reduction '" + r + "' is not one of none, add, mul, max, min");
+  }
+  return kernels::ScatterReduction::kNone;
 }
 
-Status InferScatterND(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("scatter_nd", in, 3, 3, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType("scatter_nd", "indices", *in[1], {DType::kI64}));
-  KILN_RETURN_IF_ERROR(CheckSameDType("scatter_nd", *in[0], *in[2]));
-  KILN_ASSIGN_OR_RETURN(kernels::ScatterReduction reduction, Reduction(attrs));
-  if (reduction != kernels::ScatterReduction::kNone && in[0]->dtype == DType::kBool)
-    return OpError("scatter_nd", "reduction '" + attrs.String("reduction", "") +
-                                     "' is not supported for bool data");
-  const Shape &s = in[0]->shape, &is = in[1]->shape;
-  const int64_t r = static_cast<int64_t>(s.size());
-  if (r < 1 || is.empty())
-    return OpError("scatter_nd", "data and indices must have rank >= 1, got " + ShapeToString(s) +
-                                     " and " + ShapeToString(is));
-  const int64_t k = is.back();
-  if (k < 1 || k > r)
-    return OpError("scatter_nd", "the last dim of indices " + ShapeToString(is) +
-                                     " must be in [1, " + std::to_string(r) + "] for data " +
-                                     ShapeToString(s));
-  Shape expected(is.begin(), is.end() - 1);
-  expected.insert(expected.end(), s.begin() + k, s.end());
-  if (in[2]->shape != expected)
-    return OpError("scatter_nd", "updates " + ShapeToString(in[2]->shape) + " must have shape " +
-                                     ShapeToString(expected) +
-                                     " (indices.shape[:-1] + data.shape[k:])");
-  out[0] = {in[0]->dtype, s, nullptr};
-  return Status::Ok();
-}
-
-Status RunScatterND(const OpAttrs &attrs, const Inputs &in, Outputs &out);
+Status RunScatterND(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out);
 
 // f16/bf16 reductions run in f32 (the bytes-only path needs no widening).
-const OpDef &HalfScatterND() {
-  static const OpDef def = WithHalfViaF32({"scatter_nd", InferScatterND, RunScatterND});
-  return def;
+const KernelFn &HalfScatterND() {
+  static const KernelFn run = WithHalfViaF32(RunScatterND);
+  return run;
 }
 
-Status RunScatterND(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+Status RunScatterND(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(kernels::ScatterReduction reduction, Reduction(attrs));
   const DType t = in[0]->dtype;
   if (reduction != kernels::ScatterReduction::kNone && (t == DType::kF16 || t == DType::kBF16))
-    return HalfScatterND().run(attrs, in, out);
+    return HalfScatterND()(ctx, attrs, in, out);
   const Shape &s = in[0]->shape, &is = in[1]->shape;
   const size_t k = static_cast<size_t>(is.back());
   const std::vector<int64_t> dims(s.begin(), s.begin() + k);
@@ -159,9 +110,9 @@ Status RunScatterND(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddIndexOps(std::vector<OpDef> &table) {
-  table.push_back({"gather_nd", InferGatherND, RunGatherND});
-  table.push_back({"scatter_nd", InferScatterND, RunScatterND});
+void AddIndexKernels(std::vector<KernelDef> &table) {
+  table.push_back({"gather_nd", RunGatherND});
+  table.push_back({"scatter_nd", RunScatterND});
 }
 
 } // namespace kiln::cpu

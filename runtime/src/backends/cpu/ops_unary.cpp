@@ -1,5 +1,6 @@
-// Same-shape ops of one tensor: unary math, Not, IsNaN, Identity, Clip and
-// Cast.
+// CPU kernels of the same-shape ops of one tensor: unary math, Not, IsNaN,
+// Identity, Clip and Cast; their shape rules are in core/shapes/unary.cpp.
+#include "cpu_kernels.h"
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/elementwise.h"
 #include "op_util.h"
@@ -14,32 +15,17 @@ using kernels::UnaryOp;
 struct UnaryDef {
   const char *name;
   UnaryOp op;
-  bool integers; // also defined on integer dtypes
 };
-constexpr UnaryDef kUnary[] = {
-    {"sqrt", UnaryOp::kSqrt, false},   {"reciprocal", UnaryOp::kReciprocal, false},
-    {"neg", UnaryOp::kNeg, true},      {"exp", UnaryOp::kExp, false},
-    {"log", UnaryOp::kLog, false},     {"erf", UnaryOp::kErf, false},
-    {"tanh", UnaryOp::kTanh, false},   {"sigmoid", UnaryOp::kSigmoid, false},
-    {"relu", UnaryOp::kRelu, true},    {"abs", UnaryOp::kAbs, true},
-    {"floor", UnaryOp::kFloor, false}, {"ceil", UnaryOp::kCeil, false},
-    {"sin", UnaryOp::kSin, false},     {"cos", UnaryOp::kCos, false}};
+constexpr UnaryDef kUnary[] = {{"sqrt", UnaryOp::kSqrt},   {"reciprocal", UnaryOp::kReciprocal},
+                               {"neg", UnaryOp::kNeg},     {"exp", UnaryOp::kExp},
+                               {"log", UnaryOp::kLog},     {"erf", UnaryOp::kErf},
+                               {"tanh", UnaryOp::kTanh},   {"sigmoid", UnaryOp::kSigmoid},
+                               {"relu", UnaryOp::kRelu},   {"abs", UnaryOp::kAbs},
+                               {"floor", UnaryOp::kFloor}, {"ceil", UnaryOp::kCeil},
+                               {"sin", UnaryOp::kSin},     {"cos", UnaryOp::kCos}};
 
-template <int kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr UnaryDef def = kUnary[kIndex];
-  KILN_RETURN_IF_ERROR(CheckArity(def.name, in, 1, 1, out, 1, 1));
-  if (def.integers) {
-    KILN_RETURN_IF_ERROR(CheckDType(
-        def.name, "X", *in[0], {DType::kF32, DType::kF64, DType::kI8, DType::kI32, DType::kI64}));
-  } else {
-    KILN_RETURN_IF_ERROR(CheckDType(def.name, "X", *in[0], {DType::kF32, DType::kF64}));
-  }
-  out[0].dtype = in[0]->dtype;
-  out[0].shape = in[0]->shape;
-  return Status::Ok();
-}
-
-template <int kIndex> Status RunUnary(const OpAttrs &, const Inputs &in, Outputs &out) {
+template <int kIndex>
+Status RunUnary(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
   constexpr UnaryDef def = kUnary[kIndex];
   return DispatchNumeric(def.name, in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -49,27 +35,12 @@ template <int kIndex> Status RunUnary(const OpAttrs &, const Inputs &in, Outputs
   });
 }
 
-Status InferNot(const OpAttrs &, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("not", in, 1, 1, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType("not", "X", *in[0], {DType::kBool}));
-  out[0] = {DType::kBool, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
-Status RunNot(const OpAttrs &, const Inputs &in, Outputs &out) {
+Status RunNot(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
   kernels::LogicalNot(in[0]->as<const uint8_t>(), out[0].as<uint8_t>(), in[0]->numel());
   return Status::Ok();
 }
 
-Status InferIsNaN(const OpAttrs &, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("is_nan", in, 1, 1, out, 1, 1));
-  KILN_RETURN_IF_ERROR(
-      CheckDType("is_nan", "X", *in[0], {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}));
-  out[0] = {DType::kBool, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
-Status RunIsNaN(const OpAttrs &, const Inputs &in, Outputs &out) {
+Status RunIsNaN(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
   const int64_t n = in[0]->numel();
   uint8_t *y = out[0].as<uint8_t>();
   switch (in[0]->dtype) {
@@ -91,38 +62,14 @@ Status RunIsNaN(const OpAttrs &, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
-Status InferIdentity(const OpAttrs &, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("identity", in, 1, 1, out, 1, 1));
-  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
-Status RunIdentity(const OpAttrs &, const Inputs &in, Outputs &out) {
+Status RunIdentity(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
   CopyBytes(*in[0], out[0]);
   return Status::Ok();
 }
 
 // ---- Clip ---------------------------------------------------------------
 
-Status InferClip(const OpAttrs &, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("clip", in, 1, 3, out, 1, 1));
-  KILN_RETURN_IF_ERROR(
-      CheckDType("clip", "input", *in[0],
-                 {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32, DType::kI64}));
-  const char *names[] = {"input", "min", "max"};
-  for (size_t i = 1; i < in.size(); ++i) {
-    if (in[i] == nullptr)
-      continue;
-    KILN_RETURN_IF_ERROR(CheckSameDType("clip", *in[0], *in[i]));
-    if (in[i]->numel() != 1)
-      return OpError("clip", std::string("operand '") + names[i] +
-                                 "' must be a scalar, got shape " + ShapeToString(in[i]->shape));
-  }
-  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
-Status RunClip(const OpAttrs &, const Inputs &in, Outputs &out) {
+Status RunClip(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
   return DispatchNumeric("clip", in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
     // Absent bounds are the type's extremes, so one kernel covers all forms.
@@ -142,28 +89,7 @@ Status RunClip(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 // ---- Cast: `to` is a kiln DType number ---------------------------------
 
-StatusOr<DType> CastTarget(const OpAttrs &attrs) {
-  if (!attrs.Has("to"))
-    return OpError("cast", "attribute 'to' is missing");
-  const int64_t to = attrs.Int("to", 0);
-  kernels::ScalarKind kind;
-  if (to < 0 || to > 127 || !ToScalarKind(static_cast<DType>(to), &kind))
-    return OpError("cast", "attribute 'to' = " + std::to_string(to) +
-                               " is not a kiln dtype (expected 1..9, see schemas/plan.fbs)");
-  return static_cast<DType>(to);
-}
-
-Status InferCast(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("cast", in, 1, 1, out, 1, 1));
-  KILN_ASSIGN_OR_RETURN(DType to, CastTarget(attrs));
-  kernels::ScalarKind kind;
-  if (!ToScalarKind(in[0]->dtype, &kind))
-    return OpError("cast", std::string("cannot cast from dtype ") + DTypeName(in[0]->dtype));
-  out[0] = {to, in[0]->shape, nullptr};
-  return Status::Ok();
-}
-
-Status RunCast(const OpAttrs &, const Inputs &in, Outputs &out) {
+Status RunCast(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
   kernels::ScalarKind from, to;
   if (!ToScalarKind(in[0]->dtype, &from) || !ToScalarKind(out[0].dtype, &to))
     return OpError("cast", std::string("cannot cast ") + DTypeName(in[0]->dtype) + " to " +
@@ -178,26 +104,26 @@ Status RunCast(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddUnaryOps(std::vector<OpDef> &table) {
-  table.push_back({"sqrt", InferUnary<0>, RunUnary<0>});
-  table.push_back({"reciprocal", InferUnary<1>, RunUnary<1>});
-  table.push_back({"neg", InferUnary<2>, RunUnary<2>});
-  table.push_back({"exp", InferUnary<3>, RunUnary<3>});
-  table.push_back({"log", InferUnary<4>, RunUnary<4>});
-  table.push_back({"erf", InferUnary<5>, RunUnary<5>});
-  table.push_back({"tanh", InferUnary<6>, RunUnary<6>});
-  table.push_back({"sigmoid", InferUnary<7>, RunUnary<7>});
-  table.push_back({"relu", InferUnary<8>, RunUnary<8>});
-  table.push_back({"abs", InferUnary<9>, RunUnary<9>});
-  table.push_back({"floor", InferUnary<10>, RunUnary<10>});
-  table.push_back({"ceil", InferUnary<11>, RunUnary<11>});
-  table.push_back({"sin", InferUnary<12>, RunUnary<12>});
-  table.push_back({"cos", InferUnary<13>, RunUnary<13>});
-  table.push_back({"not", InferNot, RunNot});
-  table.push_back({"is_nan", InferIsNaN, RunIsNaN});
-  table.push_back({"identity", InferIdentity, RunIdentity});
-  table.push_back({"clip", InferClip, RunClip});
-  table.push_back({"cast", InferCast, RunCast});
+void AddUnaryKernels(std::vector<KernelDef> &table) {
+  table.push_back({"sqrt", RunUnary<0>});
+  table.push_back({"reciprocal", RunUnary<1>});
+  table.push_back({"neg", RunUnary<2>});
+  table.push_back({"exp", RunUnary<3>});
+  table.push_back({"log", RunUnary<4>});
+  table.push_back({"erf", RunUnary<5>});
+  table.push_back({"tanh", RunUnary<6>});
+  table.push_back({"sigmoid", RunUnary<7>});
+  table.push_back({"relu", RunUnary<8>});
+  table.push_back({"abs", RunUnary<9>});
+  table.push_back({"floor", RunUnary<10>});
+  table.push_back({"ceil", RunUnary<11>});
+  table.push_back({"sin", RunUnary<12>});
+  table.push_back({"cos", RunUnary<13>});
+  table.push_back({"not", RunNot});
+  table.push_back({"is_nan", RunIsNaN});
+  table.push_back({"identity", RunIdentity});
+  table.push_back({"clip", RunClip});
+  table.push_back({"cast", RunCast});
 }
 
 } // namespace kiln::cpu

@@ -1,8 +1,6 @@
-#include "fused_util.h"
+#include "core/shapes/fused_checks.h"
 
-#include <limits>
-
-namespace kiln::cpu {
+namespace kiln {
 namespace {
 
 // The attribute's value, or null with `st` set when it is absent.
@@ -84,11 +82,4 @@ Status CheckExactShape(std::string_view op, const char *name, const TensorView &
                          ShapeToString(want) + ", got " + ShapeToString(t.shape));
 }
 
-Status CheckBlasLimit(std::string_view op, std::initializer_list<int64_t> dims) {
-  for (int64_t d : dims)
-    if (d > std::numeric_limits<int32_t>::max())
-      return OpError(op, "dimension " + std::to_string(d) + " exceeds the BLAS limit of 2^31-1");
-  return Status::Ok();
-}
-
-} // namespace kiln::cpu
+} // namespace kiln

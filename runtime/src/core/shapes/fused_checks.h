@@ -1,15 +1,16 @@
-// Checks shared by the fused transformer ops (docs/fused-ops.md): required
-// attributes, the f32-family dtype rule and exact shape matches, each with a
-// message that names the op and the operand.
+// Checks shared by the fused transformer ops' shape rules and kernels
+// (docs/fused-ops.md): required attributes, the f32-family dtype rule and
+// exact shape matches, each with a message that names the op and the operand.
 #pragma once
 
-#include "op_util.h"
+#include "core/op_attrs.h"
+#include "core/shapes/operand_checks.h"
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace kiln::cpu {
+namespace kiln {
 
 // The fused ops' attributes are always written by the compiler, so a missing
 // or mistyped one means a malformed plan rather than a default.
@@ -19,8 +20,9 @@ StatusOr<std::string> RequiredString(std::string_view op, const OpAttrs &attrs, 
 // A required integer attribute that must be 0 or 1.
 StatusOr<bool> RequiredFlag(std::string_view op, const OpAttrs &attrs, const char *name);
 
-// Fused kernels are f32; f16/bf16 reach them widened by half_via_f32, so the
-// message lists all three.
+// Fused kernels compute in f32; f16/bf16 operands are seen as f32 by the
+// shape table (and widened by the CPU's half-via-f32 path), so the message
+// lists all three.
 Status CheckFloatOperand(std::string_view op, const char *name, const TensorView &t);
 
 // Operand `name` must have rank >= min_rank.
@@ -30,7 +32,4 @@ Status CheckMinRank(std::string_view op, const char *name, const TensorView &t, 
 Status CheckExactShape(std::string_view op, const char *name, const TensorView &t,
                        const Shape &want, const char *want_text);
 
-// BLAS takes 32-bit dims; rejects anything that would be truncated.
-Status CheckBlasLimit(std::string_view op, std::initializer_list<int64_t> dims);
-
-} // namespace kiln::cpu
+} // namespace kiln

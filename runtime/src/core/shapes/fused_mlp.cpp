@@ -1,0 +1,151 @@
+// Shape rules of the fused MLP ops (docs/fused-ops.md): gelu, linear
+// (matmul + bias + activation) and gated_mlp (SwiGLU/GeGLU up, gate and down
+// projections).
+#include "core/shapes/fused_mlp.h"
+
+#include "core/shapes/fused_checks.h"
+#include "core/shapes/shape_rules.h"
+
+namespace kiln {
+namespace {
+
+constexpr const char *kGelu = "gelu";
+constexpr const char *kLinear = "linear";
+constexpr const char *kGatedMlp = "gated_mlp";
+
+struct NamedActivation {
+  const char *name;
+  FusedActivation act;
+};
+constexpr NamedActivation kLinearActivations[] = {{"none", FusedActivation::kNone},
+                                                  {"relu", FusedActivation::kRelu},
+                                                  {"gelu", FusedActivation::kGelu},
+                                                  {"gelu_tanh", FusedActivation::kGeluTanh},
+                                                  {"silu", FusedActivation::kSilu}};
+// A gated MLP without a nonlinearity on the gate is not in the contract.
+constexpr NamedActivation kGatedActivations[] = {{"silu", FusedActivation::kSilu},
+                                                 {"gelu", FusedActivation::kGelu},
+                                                 {"gelu_tanh", FusedActivation::kGeluTanh}};
+
+// The `activation` attribute resolved against the op's allowed list; an
+// unknown name's error lists the accepted ones.
+template <size_t N>
+StatusOr<FusedActivation> ParseActivation(std::string_view op, const OpAttrs &attrs,
+                                          const NamedActivation (&allowed)[N]) {
+  KILN_ASSIGN_OR_RETURN(std::string name, RequiredString(op, attrs, "activation"));
+  std::string names;
+  for (const NamedActivation &a : allowed) {
+    if (name == a.name)
+      return a.act;
+    names += names.empty() ? "" : ", ";
+    names += a.name;
+  }
+  return OpError(op, "unknown activation '" + name + "' (expected one of " + names + ")");
+}
+
+} // namespace
+
+StatusOr<FusedActivation> GeluActivation(const OpAttrs &attrs) {
+  KILN_ASSIGN_OR_RETURN(std::string approx, RequiredString(kGelu, attrs, "approximate"));
+  if (approx == "none")
+    return FusedActivation::kGelu;
+  if (approx == "tanh")
+    return FusedActivation::kGeluTanh;
+  return OpError(kGelu, "unknown approximate '" + approx + "' (expected none or tanh)");
+}
+
+StatusOr<FusedActivation> LinearActivation(const OpAttrs &attrs) {
+  return ParseActivation(kLinear, attrs, kLinearActivations);
+}
+
+StatusOr<FusedActivation> GatedMlpActivation(const OpAttrs &attrs) {
+  return ParseActivation(kGatedMlp, attrs, kGatedActivations);
+}
+
+LinearDims LinearDimsOf(const TensorView &x, int64_t n) {
+  LinearDims d;
+  d.k = x.shape.back();
+  d.rows = 1;
+  for (size_t i = 0; i + 1 < x.shape.size(); ++i)
+    d.rows *= x.shape[i];
+  d.out = x.shape;
+  d.out.back() = n;
+  return d;
+}
+
+namespace {
+
+// ---- gelu ----------------------------------------------------------------
+
+// Pointwise: y has x's shape and dtype.
+Status InferGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity(kGelu, in, 1, 1, out, 1, 1));
+  KILN_RETURN_IF_ERROR(CheckFloatOperand(kGelu, "x", *in[0]));
+  KILN_RETURN_IF_ERROR(GeluActivation(attrs).status());
+  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
+// ---- linear and gated_mlp ------------------------------------------------
+
+// Checks a 2-D weight whose first dim must be `rows` (named `rows_text`).
+Status CheckWeight(std::string_view op, const char *name, const TensorView &w, int64_t rows,
+                   const char *rows_text) {
+  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, name, w));
+  if (w.shape.size() != 2)
+    return OpError(op, std::string("operand '") + name + "' must be 2-D, got shape " +
+                           ShapeToString(w.shape));
+  if (w.shape[0] != rows)
+    return OpError(op, std::string("operand '") + name + "' of shape " + ShapeToString(w.shape) +
+                           " must have " + rows_text + " = " + std::to_string(rows) + " rows");
+  return Status::Ok();
+}
+
+// x [..., K], w [K, N], bias [N]? -> [..., N].
+Status InferLinear(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity(kLinear, in, 2, 3, out, 1, 1));
+  const TensorView &x = *in[0], &w = *in[1];
+  KILN_RETURN_IF_ERROR(CheckFloatOperand(kLinear, "x", x));
+  KILN_RETURN_IF_ERROR(CheckMinRank(kLinear, "x", x, 1));
+  KILN_RETURN_IF_ERROR(CheckWeight(kLinear, "w", w, x.shape.back(), "K (x's last dim)"));
+  const int64_t n = w.shape[1];
+  if (in.size() > 2 && in[2] != nullptr) {
+    KILN_RETURN_IF_ERROR(CheckFloatOperand(kLinear, "bias", *in[2]));
+    KILN_RETURN_IF_ERROR(CheckExactShape(kLinear, "bias", *in[2], {n}, "[N]"));
+  }
+  KILN_RETURN_IF_ERROR(LinearActivation(attrs).status());
+  const LinearDims d = LinearDimsOf(x, n);
+  KILN_RETURN_IF_ERROR(CheckBlasLimit(kLinear, {d.rows, d.k, n}));
+  out[0] = {x.dtype, d.out, nullptr};
+  return Status::Ok();
+}
+
+// x [..., K], w_gate_up [K, 2F], w_down [F, N] -> [..., N].
+Status InferGatedMlp(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity(kGatedMlp, in, 3, 3, out, 1, 1));
+  const TensorView &x = *in[0], &wgu = *in[1], &wd = *in[2];
+  KILN_RETURN_IF_ERROR(CheckFloatOperand(kGatedMlp, "x", x));
+  KILN_RETURN_IF_ERROR(CheckMinRank(kGatedMlp, "x", x, 1));
+  KILN_RETURN_IF_ERROR(
+      CheckWeight(kGatedMlp, "w_gate_up", wgu, x.shape.back(), "K (x's last dim)"));
+  if (wgu.shape[1] % 2 != 0)
+    return OpError(kGatedMlp, "operand 'w_gate_up' of shape " + ShapeToString(wgu.shape) +
+                                  " must have an even number of columns [K, 2F]");
+  const int64_t f = wgu.shape[1] / 2;
+  KILN_RETURN_IF_ERROR(CheckWeight(kGatedMlp, "w_down", wd, f, "F (half of w_gate_up's columns)"));
+  KILN_RETURN_IF_ERROR(GatedMlpActivation(attrs).status());
+  const LinearDims d = LinearDimsOf(x, wd.shape[1]);
+  KILN_RETURN_IF_ERROR(CheckBlasLimit(kGatedMlp, {d.rows, d.k, 2 * f, wd.shape[1]}));
+  out[0] = {x.dtype, d.out, nullptr};
+  return Status::Ok();
+}
+
+} // namespace
+
+void AddFusedMlpShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({kGelu, InferGelu});
+  rules.push_back({kLinear, InferLinear});
+  rules.push_back({kGatedMlp, InferGatedMlp});
+}
+
+} // namespace kiln

@@ -1,0 +1,31 @@
+// What the fused MLP ops' kernels need from their attributes and operands,
+// shared by their shape rules (core/shapes/fused_mlp.cpp) and every
+// backend's kernels (docs/fused-ops.md).
+#pragma once
+
+#include "core/op_attrs.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+#include <cstdint>
+
+namespace kiln {
+
+enum class FusedActivation { kNone, kRelu, kGelu, kGeluTanh, kSilu };
+
+// gelu's `approximate`: none (erf) or tanh, as ONNX Gelu spells it.
+StatusOr<FusedActivation> GeluActivation(const OpAttrs &attrs);
+// linear's `activation`: none, relu, gelu, gelu_tanh or silu.
+StatusOr<FusedActivation> LinearActivation(const OpAttrs &attrs);
+// gated_mlp's `activation` on the gate: silu, gelu or gelu_tanh.
+StatusOr<FusedActivation> GatedMlpActivation(const OpAttrs &attrs);
+
+// x [..., K] as [rows, K]; the result shape is x's with the last dim `n`.
+struct LinearDims {
+  int64_t rows = 0, k = 0;
+  Shape out;
+};
+// The leading dims flatten into GEMM rows because x is contiguous.
+LinearDims LinearDimsOf(const TensorView &x, int64_t n);
+
+} // namespace kiln

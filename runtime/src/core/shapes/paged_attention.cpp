@@ -1,0 +1,204 @@
+// Shape rule of paged_attention (docs/fused-ops.md): a continuous batch's new
+// tokens stored into the runtime-owned paged KV cache, then attending
+// causally to their own sequence's context through its block table.
+#include "core/shapes/paged_attention.h"
+
+#include "core/shapes/fused_checks.h"
+#include "core/shapes/shape_rules.h"
+
+namespace kiln {
+namespace paged_attention {
+namespace {
+
+constexpr const char *kPaged = "paged_attention";
+
+constexpr const char *kNames[] = {"q",     "k_new",       "v_new",        "k_cache",     "v_cache",
+                                  "slots", "query_start", "context_lens", "block_tables"};
+constexpr const char *kLayouts[] = {"[1, Hq, T, D]",
+                                    "[1, Hkv, T, D]",
+                                    "[1, Hkv, T, Dv]",
+                                    "[NB, Hkv, BS, D]",
+                                    "[NB, Hkv, BS, Dv]",
+                                    "[T]",
+                                    "[N + 1]",
+                                    "[N]",
+                                    "[N, MB]"};
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+// The index operands' data, as int64 arrays (their dtype is checked).
+struct IndexArrays {
+  const int64_t *slots, *query_start, *context_lens, *block_tables;
+};
+
+// q, k_new, v_new and the caches share one float dtype, the index operands
+// are i64. Kernels handle f16 and bf16 themselves: the caches are written in
+// place, and a half-via-f32 wrapper (the CPU's half_via_f32) would widen
+// them into temporary copies whose writes are lost.
+Status CheckDTypes(const Inputs &in) {
+  const DType dt = in[kQ]->dtype;
+  if (dt != DType::kF32 && dt != DType::kF16 && dt != DType::kBF16)
+    return OpError(kPaged,
+                   std::string("operand 'q' must be f32, f16 or bf16, got ") + DTypeName(dt));
+  for (int i = kKNew; i <= kVCache; ++i)
+    if (in[i]->dtype != dt)
+      return OpError(kPaged, std::string("operand '") + kNames[i] + "' is " +
+                                 DTypeName(in[i]->dtype) + " but 'q' is " + DTypeName(dt) +
+                                 ": q, k_new, v_new, k_cache and v_cache must share one dtype "
+                                 "(f32, f16 or bf16)");
+  for (int i = kSlots; i <= kTables; ++i)
+    if (in[i]->dtype != DType::kI64)
+      return OpError(kPaged, std::string("operand '") + kNames[i] + "' must be i64, got " +
+                                 DTypeName(in[i]->dtype));
+  return Status::Ok();
+}
+
+Status CheckRanks(const Inputs &in) {
+  for (int i = kQ; i <= kTables; ++i) {
+    const size_t rank = i < kSlots ? 4 : i == kTables ? 2 : 1;
+    if (in[i]->shape.size() != rank)
+      return OpError(kPaged, std::string("operand '") + kNames[i] + "' must be " +
+                                 Num(static_cast<int64_t>(rank)) + "-D " + kLayouts[i] +
+                                 ", got shape " + ShapeToString(in[i]->shape));
+  }
+  return Status::Ok();
+}
+
+// Operand i's dim `axis` must equal `want`, the named dim of another operand.
+Status CheckDim(const Inputs &in, int i, size_t axis, int64_t want, const char *what) {
+  if (in[i]->shape[axis] == want)
+    return Status::Ok();
+  return OpError(kPaged, std::string("operand '") + kNames[i] + "' of shape " +
+                             ShapeToString(in[i]->shape) + " must be " + kLayouts[i] + " with " +
+                             what + " = " + Num(want));
+}
+
+// query_start: 0, non-decreasing, ending at T.
+Status CheckQueryStart(const int64_t *qs, const Dims &d) {
+  if (qs[0] != 0)
+    return OpError(kPaged, "query_start[0] must be 0, got " + Num(qs[0]));
+  for (int64_t s = 0; s < d.num_seqs; ++s)
+    if (qs[s + 1] < qs[s])
+      return OpError(kPaged, "query_start must be non-decreasing, but query_start[" + Num(s + 1) +
+                                 "] = " + Num(qs[s + 1]) + " < query_start[" + Num(s) +
+                                 "] = " + Num(qs[s]));
+  if (qs[d.num_seqs] != d.tokens)
+    return OpError(kPaged, "query_start[N] = query_start[" + Num(d.num_seqs) +
+                               "] = " + Num(qs[d.num_seqs]) +
+                               " must equal the token count T = " + Num(d.tokens));
+  return Status::Ok();
+}
+
+// Each context holds the sequence's new tokens and fits its block table, and
+// every block it reads is a cache block.
+Status CheckContexts(const IndexArrays &b, const Dims &d) {
+  for (int64_t s = 0; s < d.num_seqs; ++s) {
+    const int64_t n = b.query_start[s + 1] - b.query_start[s], ctx = b.context_lens[s];
+    const std::string at = "[" + Num(s) + "] = " + Num(ctx);
+    if (ctx < n)
+      return OpError(kPaged, "context_lens" + at + " is less than the sequence's " + Num(n) +
+                                 " new tokens (query_start[" + Num(s) + ".." + Num(s + 1) + "])");
+    const int64_t blocks = ctx / d.block_size + (ctx % d.block_size != 0);
+    if (blocks > d.max_blocks)
+      return OpError(kPaged, "context_lens" + at +
+                                 " exceeds the block table's capacity MB * BS = " +
+                                 Num(d.max_blocks) + " * " + Num(d.block_size));
+    if (n == 0) // a sequence without new tokens reads nothing
+      continue;
+    KILN_RETURN_IF_ERROR(CheckBlasLimit(kPaged, {ctx}));
+    const int64_t *row = b.block_tables + s * d.max_blocks;
+    for (int64_t j = 0; j < blocks; ++j)
+      if (row[j] < 0 || row[j] >= d.num_blocks)
+        return OpError(kPaged, "block_tables[" + Num(s) + "][" + Num(j) + "] = " + Num(row[j]) +
+                                   " is outside [0, NB = " + Num(d.num_blocks) +
+                                   ") and is read by a context of " + Num(ctx) + " tokens");
+  }
+  return Status::Ok();
+}
+
+// slots: < 0 (not stored) or a slot of the cache.
+Status CheckSlots(const int64_t *slots, const Dims &d) {
+  for (int64_t t = 0; t < d.tokens; ++t)
+    if (slots[t] >= 0 && slots[t] / d.block_size >= d.num_blocks) // slot >= NB * BS
+      return OpError(kPaged, "slots[" + Num(t) + "] = " + Num(slots[t]) +
+                                 " is outside the cache's NB * BS = " + Num(d.num_blocks) + " * " +
+                                 Num(d.block_size) + " slots");
+  return Status::Ok();
+}
+
+} // namespace
+
+StatusOr<Dims> ResolveDims(const Inputs &in) {
+  KILN_RETURN_IF_ERROR(CheckDTypes(in));
+  KILN_RETURN_IF_ERROR(CheckRanks(in));
+  const Shape &q = in[kQ]->shape, &kc = in[kKCache]->shape, &bt = in[kTables]->shape;
+  Dims d;
+  d.q_heads = q[1];
+  d.tokens = q[2];
+  d.head_dim = q[3];
+  d.num_blocks = kc[0];
+  d.kv_heads = kc[1];
+  d.block_size = kc[2];
+  d.v_dim = in[kVNew]->shape[3];
+  d.num_seqs = bt[0];
+  d.max_blocks = bt[1];
+  for (int i : {kQ, kKNew, kVNew})
+    KILN_RETURN_IF_ERROR(CheckDim(in, i, 0, 1, "batch"));
+  KILN_RETURN_IF_ERROR(CheckDim(in, kKCache, 3, d.head_dim, "q's head dim D"));
+  if (d.kv_heads < 1 || d.q_heads % d.kv_heads != 0)
+    return OpError(kPaged, "query heads Hq = " + Num(d.q_heads) +
+                               " must be a multiple of the caches' key/value heads Hkv = " +
+                               Num(d.kv_heads) + " >= 1");
+  if (d.block_size < 1)
+    return OpError(kPaged, "operand 'k_cache' of shape " + ShapeToString(kc) +
+                               " must have a block size BS >= 1");
+  const Shape want_k = {1, d.kv_heads, d.tokens, d.head_dim};
+  const Shape want_v = {1, d.kv_heads, d.tokens, d.v_dim};
+  const Shape want_vc = {d.num_blocks, d.kv_heads, d.block_size, d.v_dim};
+  KILN_RETURN_IF_ERROR(CheckExactShape(kPaged, "k_new", *in[kKNew], want_k, "[1, Hkv, T, D]"));
+  KILN_RETURN_IF_ERROR(CheckExactShape(kPaged, "v_new", *in[kVNew], want_v, "[1, Hkv, T, Dv]"));
+  KILN_RETURN_IF_ERROR(
+      CheckExactShape(kPaged, "v_cache", *in[kVCache], want_vc, "[NB, Hkv, BS, Dv]"));
+  KILN_RETURN_IF_ERROR(CheckDim(in, kSlots, 0, d.tokens, "q's token count T"));
+  KILN_RETURN_IF_ERROR(CheckDim(in, kContextLens, 0, d.num_seqs, "block_tables' sequences N"));
+  KILN_RETURN_IF_ERROR(
+      CheckDim(in, kQueryStart, 0, d.num_seqs + 1, "block_tables' sequences N plus one"));
+  KILN_RETURN_IF_ERROR(
+      CheckBlasLimit(kPaged, {d.q_heads / d.kv_heads * d.tokens, d.head_dim, d.v_dim}));
+  return d;
+}
+
+Status CheckIndices(const Inputs &in, const Dims &d) {
+  for (int i : {kSlots, kQueryStart, kContextLens, kTables})
+    if (in[i]->data == nullptr && in[i]->numel() > 0) // an empty operand has nothing to read
+      return Status::Ok();
+  const IndexArrays b = {in[kSlots]->as<const int64_t>(), in[kQueryStart]->as<const int64_t>(),
+                         in[kContextLens]->as<const int64_t>(), in[kTables]->as<const int64_t>()};
+  KILN_RETURN_IF_ERROR(CheckQueryStart(b.query_start, d));
+  KILN_RETURN_IF_ERROR(CheckContexts(b, d));
+  return CheckSlots(b.slots, d);
+}
+
+} // namespace paged_attention
+
+namespace {
+
+using namespace paged_attention;
+
+// 9 operands (docs/fused-ops.md) -> [1, Hq, T, Dv].
+Status InferPaged(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity(kPaged, in, 9, 9, out, 1, 1));
+  KILN_ASSIGN_OR_RETURN(Dims d, ResolveDims(in));
+  KILN_RETURN_IF_ERROR(RequiredFloat(kPaged, attrs, "scale").status());
+  KILN_RETURN_IF_ERROR(CheckIndices(in, d));
+  out[0] = {in[kQ]->dtype, {1, d.q_heads, d.tokens, d.v_dim}, nullptr};
+  return Status::Ok();
+}
+
+} // namespace
+
+void AddPagedAttentionShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({"paged_attention", InferPaged});
+}
+
+} // namespace kiln

@@ -1,0 +1,118 @@
+// Shape rules of the same-shape ops of one tensor: unary math, Not, IsNaN,
+// Identity, Clip and Cast.
+#include "core/shapes/operand_checks.h"
+#include "core/shapes/shape_rules.h"
+
+namespace kiln {
+namespace {
+
+struct UnaryRule {
+  const char *name;
+  bool integers; // also defined on integer dtypes
+};
+constexpr UnaryRule kUnary[] = {
+    {"sqrt", false},  {"reciprocal", false}, {"neg", true},      {"exp", false}, {"log", false},
+    {"erf", false},   {"tanh", false},       {"sigmoid", false}, {"relu", true}, {"abs", true},
+    {"floor", false}, {"ceil", false},       {"sin", false},     {"cos", false}};
+
+template <int kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Outputs &out) {
+  constexpr UnaryRule def = kUnary[kIndex];
+  KILN_RETURN_IF_ERROR(CheckArity(def.name, in, 1, 1, out, 1, 1));
+  if (def.integers) {
+    KILN_RETURN_IF_ERROR(CheckDType(
+        def.name, "X", *in[0], {DType::kF32, DType::kF64, DType::kI8, DType::kI32, DType::kI64}));
+  } else {
+    KILN_RETURN_IF_ERROR(CheckDType(def.name, "X", *in[0], {DType::kF32, DType::kF64}));
+  }
+  out[0].dtype = in[0]->dtype;
+  out[0].shape = in[0]->shape;
+  return Status::Ok();
+}
+
+Status InferNot(const OpAttrs &, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("not", in, 1, 1, out, 1, 1));
+  KILN_RETURN_IF_ERROR(CheckDType("not", "X", *in[0], {DType::kBool}));
+  out[0] = {DType::kBool, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
+Status InferIsNaN(const OpAttrs &, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("is_nan", in, 1, 1, out, 1, 1));
+  KILN_RETURN_IF_ERROR(
+      CheckDType("is_nan", "X", *in[0], {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}));
+  out[0] = {DType::kBool, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
+Status InferIdentity(const OpAttrs &, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("identity", in, 1, 1, out, 1, 1));
+  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
+// ---- Clip ---------------------------------------------------------------
+
+Status InferClip(const OpAttrs &, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("clip", in, 1, 3, out, 1, 1));
+  KILN_RETURN_IF_ERROR(
+      CheckDType("clip", "input", *in[0],
+                 {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32, DType::kI64}));
+  const char *names[] = {"input", "min", "max"};
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i] == nullptr)
+      continue;
+    KILN_RETURN_IF_ERROR(CheckSameDType("clip", *in[0], *in[i]));
+    if (in[i]->numel() != 1)
+      return OpError("clip", std::string("operand '") + names[i] +
+                                 "' must be a scalar, got shape " + ShapeToString(in[i]->shape));
+  }
+  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
+// ---- Cast: `to` is a kiln DType number ---------------------------------
+
+StatusOr<DType> CastTarget(const OpAttrs &attrs) {
+  if (!attrs.Has("to"))
+    return OpError("cast", "attribute 'to' is missing");
+  const int64_t to = attrs.Int("to", 0);
+  if (to < 0 || to > 127 || !IsValueDType(static_cast<DType>(to)))
+    return OpError("cast", "attribute 'to' = " + std::to_string(to) +
+                               " is not a kiln dtype (expected 1..9, see schemas/plan.fbs)");
+  return static_cast<DType>(to);
+}
+
+Status InferCast(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("cast", in, 1, 1, out, 1, 1));
+  KILN_ASSIGN_OR_RETURN(DType to, CastTarget(attrs));
+  if (!IsValueDType(in[0]->dtype))
+    return OpError("cast", std::string("cannot cast from dtype ") + DTypeName(in[0]->dtype));
+  out[0] = {to, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
+} // namespace
+
+void AddUnaryShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({"sqrt", InferUnary<0>});
+  rules.push_back({"reciprocal", InferUnary<1>});
+  rules.push_back({"neg", InferUnary<2>});
+  rules.push_back({"exp", InferUnary<3>});
+  rules.push_back({"log", InferUnary<4>});
+  rules.push_back({"erf", InferUnary<5>});
+  rules.push_back({"tanh", InferUnary<6>});
+  rules.push_back({"sigmoid", InferUnary<7>});
+  rules.push_back({"relu", InferUnary<8>});
+  rules.push_back({"abs", InferUnary<9>});
+  rules.push_back({"floor", InferUnary<10>});
+  rules.push_back({"ceil", InferUnary<11>});
+  rules.push_back({"sin", InferUnary<12>});
+  rules.push_back({"cos", InferUnary<13>});
+  rules.push_back({"not", InferNot});
+  rules.push_back({"is_nan", InferIsNaN});
+  rules.push_back({"identity", InferIdentity});
+  rules.push_back({"clip", InferClip});
+  rules.push_back({"cast", InferCast});
+}
+
+} // namespace kiln
