@@ -48,6 +48,12 @@ void AddDenseAttention(std::vector<OpCase> &c) {
                        {Uniform(F32, {3, 8, 1, 32}), Uniform(F32, {3, 2, 129, 32}),
                         Uniform(F32, {3, 2, 129, 32})},
                        kAttention));
+  // A prefill long enough for the blocked, threaded path.
+  c.push_back(MakeCase("attention", F32, {1, 8, 129, 64}, "prefill_gqa_causal",
+                       AttentionAttrs(0.125, true),
+                       {Uniform(F32, {1, 8, 129, 64}), Uniform(F32, {1, 2, 129, 64}),
+                        Uniform(F32, {1, 2, 129, 64})},
+                       kAttention));
   c.push_back(MakeCase("attention", F16, {1, 4, 13, d}, "gqa_causal", AttentionAttrs(0.25, true),
                        {Uniform(F16, {1, 4, 13, d}), Uniform(F16, {1, 2, 13, d}),
                         Uniform(F16, {1, 2, 13, d})},

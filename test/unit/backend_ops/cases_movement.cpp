@@ -35,6 +35,8 @@ void AddLayout(std::vector<OpCase> &c) {
                          {Uniform(t, {7, 13, 37}, -100, 100)}, kExact));
   c.push_back(MakeCase("transpose", F32, {5, 7, 3, 13}, "perm_0_2_1_3",
                        Attrs().IntList("perm", {0, 2, 1, 3}), {Uniform(F32, {5, 7, 3, 13})}, kExact));
+  c.push_back(MakeCase("transpose", F32, {257, 1031}, "large", {}, {Uniform(F32, {257, 1031})},
+                       kExact));
   c.push_back(MakeCase("transpose", BF16, {13, 37}, "reversed", {}, {Uniform(BF16, {13, 37})}, kExact));
   c.push_back(WithHost(MakeCase("slice", F32, {13, 37, 7}, "steps", {},
                                 {Uniform(F32, {13, 37, 7}), Ints({1, -30}), Ints({12, 100}),
@@ -86,6 +88,8 @@ void AddIndexing(std::vector<OpCase> &c) {
                        {Uniform(F32, {129, 37}), Uniform(I64, {7, 13}, -129, 128)}, kExact));
   c.push_back(MakeCase("gather", F16, {7, 37, 13}, "axis1_i32", Attrs().Int("axis", 1),
                        {Uniform(F16, {7, 37, 13}), Uniform(I32, {5}, -37, 36)}, kExact));
+  c.push_back(MakeCase("gather", F32, {129, 37}, "empty_indices", Attrs().Int("axis", 0),
+                       {Uniform(F32, {129, 37}), Uniform(I64, {0, 3}, 0, 128)}, kExact));
   c.push_back(MakeCase("gather", I64, {13, 7}, "scalar_index", Attrs().Int("axis", -1),
                        {Uniform(I64, {13, 7}, -99, 99), Uniform(I64, {}, 0, 6)}, kExact));
   c.push_back(MakeCase("gather_nd", F32, {7, 13, 37}, "pairs", {},

@@ -31,6 +31,10 @@ void AddArithmetic(std::vector<OpCase> &c) {
                          {Uniform(I64, {13, 37}, -1000, 1000), Uniform(I64, {37}, -1000, 1000)},
                          kPointwise));
   }
+  c.push_back(MakeCase("add", F32, {0, 13}, "empty", {}, {Uniform(F32, {0, 13}), Uniform(F32, {13})},
+                       kPointwise));
+  c.push_back(MakeCase("mul", F32, {257, 1031}, "large", {},
+                       {Uniform(F32, {257, 1031}), Uniform(F32, {257, 1})}, kPointwise));
   for (DType t : {F32, F16})
     c.push_back(MakeCase("div", t, {37, 129}, "", {},
                          {Uniform(t, {37, 129}), AwayFromZero(t, {37, 129}, 0.25, 4)}, kPointwise));

@@ -22,6 +22,14 @@ void AddMatMul(std::vector<OpCase> &c) {
   // A decode step: one row against a wide weight.
   c.push_back(MakeCase("matmul", F32, {1, 129}, "one_row", {},
                        {Uniform(F32, {1, 129}), Uniform(F32, {129, 257})}, kProduct));
+  c.push_back(MakeCase("matmul", F32, {37}, "dot", {}, {Uniform(F32, {37}), Uniform(F32, {37})},
+                       kProduct));
+  // Big enough for the threaded and blocked paths.
+  c.push_back(MakeCase("matmul", F32, {129, 257}, "large", {},
+                       {Uniform(F32, {129, 257}), Uniform(F32, {257, 131})}, kProduct));
+  // Empty rows (a batch with no tokens).
+  c.push_back(MakeCase("matmul", F32, {0, 37}, "empty", {},
+                       {Uniform(F32, {0, 37}), Uniform(F32, {37, 13})}, kProduct));
   c.push_back(MakeCase("gemm", F32, {37, 13}, "plain", {},
                        {Uniform(F32, {37, 13}), Uniform(F32, {13, 29})}, kProduct));
   c.push_back(MakeCase("gemm", F32, {13, 37}, "transA_transB_bias",
@@ -42,6 +50,10 @@ void AddFusedProducts(std::vector<OpCase> &c) {
                          kProduct));
   c.push_back(MakeCase("linear", F32, {1, 129}, "none_one_row", Attrs().String("activation", "none"),
                        {Uniform(F32, {1, 129}), Uniform(F32, {129, 257}, -0.5, 0.5), Omitted()},
+                       kProduct));
+  c.push_back(MakeCase("linear", F32, {129, 257}, "gelu_large", Attrs().String("activation", "gelu"),
+                       {Uniform(F32, {129, 257}), Uniform(F32, {257, 131}, -0.2, 0.2),
+                        Uniform(F32, {131})},
                        kProduct));
   for (DType t : {F16, BF16})
     c.push_back(MakeCase("linear", t, {13, 37}, "silu", Attrs().String("activation", "silu"),

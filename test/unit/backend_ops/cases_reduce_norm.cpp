@@ -27,6 +27,8 @@ void AddReductions(std::vector<OpCase> &c) {
                          {Uniform(F32, {7, 13, 37}, -8, 8)}, kAccumulated));
     c.push_back(MakeCase(op, F16, {13, 37}, "last", {}, {Uniform(F16, {13, 37}, -8, 8)},
                          kAccumulated));
+    c.push_back(MakeCase(op, F32, {129, 1031}, "large", {}, {Uniform(F32, {129, 1031}, -8, 8)},
+                         kAccumulated));
   }
 }
 
@@ -41,12 +43,20 @@ void AddNorms(std::vector<OpCase> &c) {
                           kAccumulated);
   stats.num_outputs = 3;
   c.push_back(stats);
+  c.push_back(MakeCase("layer_normalization", F32, {7, 13, 37}, "axis1_bcast_scale",
+                       Attrs().Int("axis", 1).Float("epsilon", 1e-5f),
+                       {Uniform(F32, {7, 13, 37}), Uniform(F32, {1, 37}), Uniform(F32, {13, 1})},
+                       kAccumulated));
   c.push_back(MakeCase("layer_normalization", BF16, {13, 129}, "last", eps,
                        {Uniform(BF16, {13, 129}), Uniform(BF16, {129}), Uniform(BF16, {129})},
                        kAccumulated));
   for (DType t : {F32, F16, BF16})
     c.push_back(MakeCase("rms_norm", t, {37, 129}, "", eps,
                          {Uniform(t, {37, 129}), Uniform(t, {129})}, kAccumulated));
+  c.push_back(MakeCase("rms_norm", F32, {257, 1031}, "large", eps,
+                       {Uniform(F32, {257, 1031}), Uniform(F32, {1031})}, kAccumulated));
+  c.push_back(MakeCase("rms_norm", F32, {0, 129}, "empty", eps,
+                       {Uniform(F32, {0, 129}), Uniform(F32, {129})}, kAccumulated));
   c.push_back(MakeCase("rms_norm", F32, {2, 7, 13}, "rank3", Attrs().Float("epsilon", 1e-2f),
                        {Uniform(F32, {2, 7, 13}, -0.1, 0.1), Uniform(F32, {13})}, kAccumulated));
   for (DType t : {F32, F16}) {

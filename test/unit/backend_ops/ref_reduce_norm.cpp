@@ -51,20 +51,30 @@ RefFn ReduceRef(std::string kind) {
   return [kind](const OpAttrs &attrs, const RefInputs &in) { return Reduce(kind, attrs, in); };
 }
 
+// Each line along `axis` (outer x inner lines of s[axis] elements) on its own.
 std::vector<RefTensor> Softmax(bool log, const OpAttrs &attrs, const RefInputs &in) {
   const Shape &s = in[0]->shape;
   const int64_t axis = Axis(attrs.Int("axis", -1), s.size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
+    inner *= s[d];
+  const int64_t len = s[axis];
   RefTensor out = *in[0];
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    std::vector<int64_t> idx = Unravel(i, s);
-    double max = -INFINITY, sum = 0;
-    for (idx[axis] = 0; idx[axis] < s[axis]; ++idx[axis])
-      max = std::max(max, in[0]->v[Ravel(idx, s)]);
-    for (idx[axis] = 0; idx[axis] < s[axis]; ++idx[axis])
-      sum += std::exp(in[0]->v[Ravel(idx, s)] - max);
-    const double x = in[0]->v[i] - max;
-    out.v[i] = log ? x - std::log(sum) : std::exp(x) / sum;
-  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
+      double max = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < len; ++j)
+        max = std::max(max, in[0]->v[at(j)]);
+      for (int64_t j = 0; j < len; ++j)
+        sum += std::exp(in[0]->v[at(j)] - max);
+      for (int64_t j = 0; j < len; ++j) {
+        const double x = in[0]->v[at(j)] - max;
+        out.v[at(j)] = log ? x - std::log(sum) : std::exp(x) / sum;
+      }
+    }
   return {out};
 }
 
