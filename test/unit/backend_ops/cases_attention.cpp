@@ -31,33 +31,34 @@ Generator MaskWithEmptyRow(int64_t b, int64_t sq, int64_t skv) {
 
 void AddDenseAttention(std::vector<OpCase> &c) {
   const int64_t d = 16;
-  c.push_back(MakeCase("attention", F32, {2, 6, 13, d}, "gqa_causal", AttentionAttrs(0.25, true),
-                       {Uniform(F32, {2, 6, 13, d}), Uniform(F32, {2, 2, 37, d}),
-                        Uniform(F32, {2, 2, 37, 24})},
-                       kAttention));
-  c.push_back(MakeCase("attention", F32, {2, 3, 13, d}, "mha_bool_mask", AttentionAttrs(0.25, false),
+  c.push_back(MakeCase(
+      "attention", F32, {2, 6, 13, d}, "gqa_causal", AttentionAttrs(0.25, true),
+      {Uniform(F32, {2, 6, 13, d}), Uniform(F32, {2, 2, 37, d}), Uniform(F32, {2, 2, 37, 24})},
+      kAttention));
+  c.push_back(MakeCase("attention", F32, {2, 3, 13, d}, "mha_bool_mask",
+                       AttentionAttrs(0.25, false),
                        {Uniform(F32, {2, 3, 13, d}), Uniform(F32, {2, 3, 37, d}),
                         Uniform(F32, {2, 3, 37, d}), MaskWithEmptyRow(2, 13, 37)},
                        kAttention));
-  c.push_back(MakeCase("attention", F32, {1, 4, 7, d}, "mqa_additive_mask", AttentionAttrs(0.3, true),
+  c.push_back(MakeCase("attention", F32, {1, 4, 7, d}, "mqa_additive_mask",
+                       AttentionAttrs(0.3, true),
                        {Uniform(F32, {1, 4, 7, d}), Uniform(F32, {1, 1, 13, d}),
                         Uniform(F32, {1, 1, 13, d}), Uniform(F32, {7, 13}, -3, 0)},
                        kAttention));
   // Decode: one query against the cache.
-  c.push_back(MakeCase("attention", F32, {3, 8, 1, 32}, "decode", AttentionAttrs(0.17, true),
-                       {Uniform(F32, {3, 8, 1, 32}), Uniform(F32, {3, 2, 129, 32}),
-                        Uniform(F32, {3, 2, 129, 32})},
-                       kAttention));
+  c.push_back(MakeCase(
+      "attention", F32, {3, 8, 1, 32}, "decode", AttentionAttrs(0.17, true),
+      {Uniform(F32, {3, 8, 1, 32}), Uniform(F32, {3, 2, 129, 32}), Uniform(F32, {3, 2, 129, 32})},
+      kAttention));
   // A prefill long enough for the blocked, threaded path.
-  c.push_back(MakeCase("attention", F32, {1, 8, 129, 64}, "prefill_gqa_causal",
-                       AttentionAttrs(0.125, true),
-                       {Uniform(F32, {1, 8, 129, 64}), Uniform(F32, {1, 2, 129, 64}),
-                        Uniform(F32, {1, 2, 129, 64})},
-                       kAttention));
-  c.push_back(MakeCase("attention", F16, {1, 4, 13, d}, "gqa_causal", AttentionAttrs(0.25, true),
-                       {Uniform(F16, {1, 4, 13, d}), Uniform(F16, {1, 2, 13, d}),
-                        Uniform(F16, {1, 2, 13, d})},
-                       kAttention));
+  c.push_back(MakeCase(
+      "attention", F32, {1, 8, 129, 64}, "prefill_gqa_causal", AttentionAttrs(0.125, true),
+      {Uniform(F32, {1, 8, 129, 64}), Uniform(F32, {1, 2, 129, 64}), Uniform(F32, {1, 2, 129, 64})},
+      kAttention));
+  c.push_back(MakeCase(
+      "attention", F16, {1, 4, 13, d}, "gqa_causal", AttentionAttrs(0.25, true),
+      {Uniform(F16, {1, 4, 13, d}), Uniform(F16, {1, 2, 13, d}), Uniform(F16, {1, 2, 13, d})},
+      kAttention));
 }
 
 // The shape of one paged batch: sequences' new-token counts and their

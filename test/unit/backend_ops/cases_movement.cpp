@@ -31,13 +31,16 @@ Generator DistinctRows(int64_t n, int64_t count) {
 
 void AddLayout(std::vector<OpCase> &c) {
   for (DType t : {F32, F16, I64})
-    c.push_back(MakeCase("transpose", t, {7, 13, 37}, "perm_2_0_1", Attrs().IntList("perm", {2, 0, 1}),
-                         {Uniform(t, {7, 13, 37}, -100, 100)}, kExact));
+    c.push_back(MakeCase("transpose", t, {7, 13, 37}, "perm_2_0_1",
+                         Attrs().IntList("perm", {2, 0, 1}), {Uniform(t, {7, 13, 37}, -100, 100)},
+                         kExact));
   c.push_back(MakeCase("transpose", F32, {5, 7, 3, 13}, "perm_0_2_1_3",
-                       Attrs().IntList("perm", {0, 2, 1, 3}), {Uniform(F32, {5, 7, 3, 13})}, kExact));
-  c.push_back(MakeCase("transpose", F32, {257, 1031}, "large", {}, {Uniform(F32, {257, 1031})},
+                       Attrs().IntList("perm", {0, 2, 1, 3}), {Uniform(F32, {5, 7, 3, 13})},
                        kExact));
-  c.push_back(MakeCase("transpose", BF16, {13, 37}, "reversed", {}, {Uniform(BF16, {13, 37})}, kExact));
+  c.push_back(
+      MakeCase("transpose", F32, {257, 1031}, "large", {}, {Uniform(F32, {257, 1031})}, kExact));
+  c.push_back(
+      MakeCase("transpose", BF16, {13, 37}, "reversed", {}, {Uniform(BF16, {13, 37})}, kExact));
   c.push_back(WithHost(MakeCase("slice", F32, {13, 37, 7}, "steps", {},
                                 {Uniform(F32, {13, 37, 7}), Ints({1, -30}), Ints({12, 100}),
                                  Ints({0, 1}), Ints({2, 3})},
@@ -54,15 +57,14 @@ void AddLayout(std::vector<OpCase> &c) {
   c.push_back(WithHost(MakeCase("expand", F32, {7, 1, 1}, "", {},
                                 {Uniform(F32, {7, 1, 1}), Ints({7, 13, 37})}, kExact),
                        {1}));
-  c.push_back(WithHost(MakeCase("expand", BOOL, {1, 13}, "rank_up", {},
-                                {Bools({1, 13}), Ints({3, 7, 1})}, kExact),
-                       {1}));
-  c.push_back(WithHost(MakeCase("tile", F32, {7, 13}, "", {},
-                                {Uniform(F32, {7, 13}), Ints({3, 2})}, kExact),
-                       {1}));
-  c.push_back(MakeCase("concat", F32, {7, 3, 13}, "axis1", Attrs().Int("axis", 1),
-                       {Uniform(F32, {7, 3, 13}), Uniform(F32, {7, 13, 13}), Uniform(F32, {7, 1, 13})},
-                       kExact));
+  c.push_back(WithHost(
+      MakeCase("expand", BOOL, {1, 13}, "rank_up", {}, {Bools({1, 13}), Ints({3, 7, 1})}, kExact),
+      {1}));
+  c.push_back(WithHost(
+      MakeCase("tile", F32, {7, 13}, "", {}, {Uniform(F32, {7, 13}), Ints({3, 2})}, kExact), {1}));
+  c.push_back(MakeCase(
+      "concat", F32, {7, 3, 13}, "axis1", Attrs().Int("axis", 1),
+      {Uniform(F32, {7, 3, 13}), Uniform(F32, {7, 13, 13}), Uniform(F32, {7, 1, 13})}, kExact));
   c.push_back(MakeCase("concat", I64, {13, 7}, "axis_last", Attrs().Int("axis", -1),
                        {Uniform(I64, {13, 7}, -9, 9), Uniform(I64, {13, 37}, -9, 9)}, kExact));
   c.push_back(MakeCase("concat", F16, {5, 37}, "axis0", Attrs().Int("axis", 0),
@@ -109,9 +111,9 @@ void AddIndexing(std::vector<OpCase> &c) {
                        {Uniform(F32, {37, 13}), DistinctRows(37, 11), Uniform(F32, {11, 13})},
                        kExact));
   for (const char *red : {"add", "mul", "max", "min"})
-    c.push_back(MakeCase("scatter_nd", F32, {13, 7}, red, Attrs().String("reduction", red),
-                         {Uniform(F32, {13, 7}), Uniform(I64, {19, 1}, 0, 12), Uniform(F32, {19, 7})},
-                         kPointwise));
+    c.push_back(MakeCase(
+        "scatter_nd", F32, {13, 7}, red, Attrs().String("reduction", red),
+        {Uniform(F32, {13, 7}), Uniform(I64, {19, 1}, 0, 12), Uniform(F32, {19, 7})}, kPointwise));
   c.push_back(MakeCase("scatter_nd", BF16, {13, 7}, "add", Attrs().String("reduction", "add"),
                        {Uniform(BF16, {13, 7}), Uniform(I64, {5, 1}, 0, 12), Uniform(BF16, {5, 7})},
                        kPointwise));
@@ -134,12 +136,38 @@ void AddReshapes(std::vector<OpCase> &c) {
                        {1}));
 }
 
+// Generators of values from shapes; their operands are host scalars and
+// shape tensors.
+void AddGenerators(std::vector<OpCase> &c) {
+  for (DType t : {F32, F16, I64}) {
+    OpCase fill = WithHost(MakeCase("constant_of_shape", t, {7, 13, 37}, "",
+                                    Attrs().Float("value", -1.5f), {Ints({7, 13, 37})}, kExact),
+                           {0});
+    fill.result_dtypes = {t};
+    c.push_back(fill);
+  }
+  OpCase int_fill = WithHost(MakeCase("constant_of_shape", I64, {129}, "int_value",
+                                      Attrs().Int("value", -3), {Ints({129})}, kExact),
+                             {0});
+  int_fill.result_dtypes = {I64};
+  c.push_back(int_fill);
+  c.push_back(
+      WithHost(MakeCase("range", I64, {}, "step3", {},
+                        {Fixed(I64, {}, {3}), Fixed(I64, {}, {40}), Fixed(I64, {}, {3})}, kExact),
+               {0, 1, 2}));
+  c.push_back(WithHost(
+      MakeCase("range", F32, {}, "descending", {},
+               {Fixed(F32, {}, {7}), Fixed(F32, {}, {-1.5}), Fixed(F32, {}, {-0.25})}, kPointwise),
+      {0, 1, 2}));
+}
+
 } // namespace
 
 void AddMovementCases(std::vector<OpCase> &cases) {
   AddLayout(cases);
   AddIndexing(cases);
   AddReshapes(cases);
+  AddGenerators(cases);
 }
 
 } // namespace kiln::oracle

@@ -22,8 +22,8 @@ void AddMatMul(std::vector<OpCase> &c) {
   // A decode step: one row against a wide weight.
   c.push_back(MakeCase("matmul", F32, {1, 129}, "one_row", {},
                        {Uniform(F32, {1, 129}), Uniform(F32, {129, 257})}, kProduct));
-  c.push_back(MakeCase("matmul", F32, {37}, "dot", {}, {Uniform(F32, {37}), Uniform(F32, {37})},
-                       kProduct));
+  c.push_back(
+      MakeCase("matmul", F32, {37}, "dot", {}, {Uniform(F32, {37}), Uniform(F32, {37})}, kProduct));
   // Big enough for the threaded and blocked paths.
   c.push_back(MakeCase("matmul", F32, {129, 257}, "large", {},
                        {Uniform(F32, {129, 257}), Uniform(F32, {257, 131})}, kProduct));
@@ -32,10 +32,10 @@ void AddMatMul(std::vector<OpCase> &c) {
                        {Uniform(F32, {0, 37}), Uniform(F32, {37, 13})}, kProduct));
   c.push_back(MakeCase("gemm", F32, {37, 13}, "plain", {},
                        {Uniform(F32, {37, 13}), Uniform(F32, {13, 29})}, kProduct));
-  c.push_back(MakeCase("gemm", F32, {13, 37}, "transA_transB_bias",
-                       Attrs().Int("transA", 1).Int("transB", 1).Float("alpha", 0.5f).Float("beta", 2),
-                       {Uniform(F32, {13, 37}), Uniform(F32, {29, 13}), Uniform(F32, {29})},
-                       kProduct));
+  c.push_back(
+      MakeCase("gemm", F32, {13, 37}, "transA_transB_bias",
+               Attrs().Int("transA", 1).Int("transB", 1).Float("alpha", 0.5f).Float("beta", 2),
+               {Uniform(F32, {13, 37}), Uniform(F32, {29, 13}), Uniform(F32, {29})}, kProduct));
   c.push_back(MakeCase("gemm", F16, {37, 13}, "transB_col_bias", Attrs().Int("transB", 1),
                        {Uniform(F16, {37, 13}), Uniform(F16, {7, 13}), Uniform(F16, {37, 1})},
                        kProduct));
@@ -43,18 +43,17 @@ void AddMatMul(std::vector<OpCase> &c) {
 
 void AddFusedProducts(std::vector<OpCase> &c) {
   for (const char *act : {"none", "relu", "gelu", "gelu_tanh", "silu"})
-    c.push_back(MakeCase("linear", F32, {7, 13, 37}, std::string(act) + "_bias",
-                         Attrs().String("activation", act),
-                         {Uniform(F32, {7, 13, 37}), Uniform(F32, {37, 29}, -0.5, 0.5),
-                          Uniform(F32, {29})},
-                         kProduct));
-  c.push_back(MakeCase("linear", F32, {1, 129}, "none_one_row", Attrs().String("activation", "none"),
-                       {Uniform(F32, {1, 129}), Uniform(F32, {129, 257}, -0.5, 0.5), Omitted()},
-                       kProduct));
-  c.push_back(MakeCase("linear", F32, {129, 257}, "gelu_large", Attrs().String("activation", "gelu"),
-                       {Uniform(F32, {129, 257}), Uniform(F32, {257, 131}, -0.2, 0.2),
-                        Uniform(F32, {131})},
-                       kProduct));
+    c.push_back(MakeCase(
+        "linear", F32, {7, 13, 37}, std::string(act) + "_bias", Attrs().String("activation", act),
+        {Uniform(F32, {7, 13, 37}), Uniform(F32, {37, 29}, -0.5, 0.5), Uniform(F32, {29})},
+        kProduct));
+  c.push_back(
+      MakeCase("linear", F32, {1, 129}, "none_one_row", Attrs().String("activation", "none"),
+               {Uniform(F32, {1, 129}), Uniform(F32, {129, 257}, -0.5, 0.5), Omitted()}, kProduct));
+  c.push_back(
+      MakeCase("linear", F32, {129, 257}, "gelu_large", Attrs().String("activation", "gelu"),
+               {Uniform(F32, {129, 257}), Uniform(F32, {257, 131}, -0.2, 0.2), Uniform(F32, {131})},
+               kProduct));
   for (DType t : {F16, BF16})
     c.push_back(MakeCase("linear", t, {13, 37}, "silu", Attrs().String("activation", "silu"),
                          {Uniform(t, {13, 37}), Uniform(t, {37, 29}, -0.5, 0.5), Uniform(t, {29})},
@@ -64,7 +63,8 @@ void AddFusedProducts(std::vector<OpCase> &c) {
                          {Uniform(F32, {7, 37}), Uniform(F32, {37, 26}, -0.5, 0.5),
                           Uniform(F32, {13, 29}, -0.5, 0.5)},
                          kProduct));
-  c.push_back(MakeCase("gated_mlp", F32, {1, 1, 129}, "silu_one_row", Attrs().String("activation", "silu"),
+  c.push_back(MakeCase("gated_mlp", F32, {1, 1, 129}, "silu_one_row",
+                       Attrs().String("activation", "silu"),
                        {Uniform(F32, {1, 1, 129}), Uniform(F32, {129, 74}, -0.3, 0.3),
                         Uniform(F32, {37, 129}, -0.3, 0.3)},
                        kProduct));
@@ -86,11 +86,11 @@ void AddRotary(std::vector<OpCase> &c) {
                        {Uniform(F32, {2, 5, 13, 38}), Uniform(F32, {2, 1, 13, 24}, -1, 1),
                         Uniform(F32, {2, 1, 13, 24}, -1, 1)},
                        kPointwise));
-  c.push_back(MakeCase("rotary", F32, {7, 3, 22}, "half_partial_rank3",
-                       Attrs().Int("rotary_dim", 10).Int("interleaved", 0),
-                       {Uniform(F32, {7, 3, 22}), Uniform(F32, {7, 1, 10}, -1, 1),
-                        Uniform(F32, {7, 1, 10}, -1, 1)},
-                       kPointwise));
+  c.push_back(MakeCase(
+      "rotary", F32, {7, 3, 22}, "half_partial_rank3",
+      Attrs().Int("rotary_dim", 10).Int("interleaved", 0),
+      {Uniform(F32, {7, 3, 22}), Uniform(F32, {7, 1, 10}, -1, 1), Uniform(F32, {7, 1, 10}, -1, 1)},
+      kPointwise));
   c.push_back(MakeCase("rotary", F16, {1, 3, 7, 16}, "half_full",
                        Attrs().Int("rotary_dim", 16).Int("interleaved", 0),
                        {Uniform(F16, {1, 3, 7, 16}), Uniform(F16, {1, 1, 7, 16}, -1, 1),

@@ -58,15 +58,25 @@ TensorView HostTensor::View() const {
 double ElementAt(const HostTensor &t, int64_t i) {
   const uint8_t *p = t.bytes.data() + static_cast<size_t>(i) * DTypeSize(t.dtype);
   switch (t.dtype) {
-  case DType::kF32: return Load<float>(p);
-  case DType::kF16: return static_cast<double>(Load<_Float16>(p));
-  case DType::kBF16: return Bf16ToFloat(Load<uint16_t>(p));
-  case DType::kF64: return Load<double>(p);
-  case DType::kI8: return Load<int8_t>(p);
-  case DType::kU8: case DType::kBool: return Load<uint8_t>(p);
-  case DType::kI32: return Load<int32_t>(p);
-  case DType::kI64: return static_cast<double>(Load<int64_t>(p));
-  default: return std::nan("");
+  case DType::kF32:
+    return Load<float>(p);
+  case DType::kF16:
+    return static_cast<double>(Load<_Float16>(p));
+  case DType::kBF16:
+    return Bf16ToFloat(Load<uint16_t>(p));
+  case DType::kF64:
+    return Load<double>(p);
+  case DType::kI8:
+    return Load<int8_t>(p);
+  case DType::kU8:
+  case DType::kBool:
+    return Load<uint8_t>(p);
+  case DType::kI32:
+    return Load<int32_t>(p);
+  case DType::kI64:
+    return static_cast<double>(Load<int64_t>(p));
+  default:
+    return std::nan("");
   }
 }
 
@@ -84,16 +94,35 @@ HostTensor FromDoubles(DType dtype, const Shape &shape, const std::vector<double
     uint8_t *p = t.bytes.data() + i * elem;
     const double v = values[i];
     switch (dtype) {
-    case DType::kF32: Store(p, static_cast<float>(v)); break;
-    case DType::kF16: Store(p, static_cast<_Float16>(v)); break;
-    case DType::kBF16: Store(p, FloatToBf16(static_cast<float>(v))); break;
-    case DType::kF64: Store(p, v); break;
-    case DType::kI8: Store(p, ToInt<int8_t>(v)); break;
-    case DType::kU8: Store(p, ToInt<uint8_t>(v)); break;
-    case DType::kBool: Store<uint8_t>(p, v != 0); break;
-    case DType::kI32: Store(p, ToInt<int32_t>(v)); break;
-    case DType::kI64: Store(p, ToInt<int64_t>(v)); break;
-    default: break;
+    case DType::kF32:
+      Store(p, static_cast<float>(v));
+      break;
+    case DType::kF16:
+      Store(p, static_cast<_Float16>(v));
+      break;
+    case DType::kBF16:
+      Store(p, FloatToBf16(static_cast<float>(v)));
+      break;
+    case DType::kF64:
+      Store(p, v);
+      break;
+    case DType::kI8:
+      Store(p, ToInt<int8_t>(v));
+      break;
+    case DType::kU8:
+      Store(p, ToInt<uint8_t>(v));
+      break;
+    case DType::kBool:
+      Store<uint8_t>(p, v != 0);
+      break;
+    case DType::kI32:
+      Store(p, ToInt<int32_t>(v));
+      break;
+    case DType::kI64:
+      Store(p, ToInt<int64_t>(v));
+      break;
+    default:
+      break;
     }
   }
   return t;

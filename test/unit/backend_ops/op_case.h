@@ -44,6 +44,9 @@ struct OpCase {
   // index arrays): makes all of them at once; `inputs` is then unused.
   std::function<std::vector<HostTensor>(std::mt19937 &)> make_inputs;
   int num_outputs = 1;
+  // The results' dtypes as a plan gives them before the shape rule runs
+  // (constant_of_shape keeps it); empty: the first operand's.
+  std::vector<DType> result_dtypes;
   // Operands the op updates in place (the paged KV caches): after the run
   // they are compared too, after the results.
   std::vector<int> in_place;

@@ -73,11 +73,13 @@ StatusOr<std::vector<TensorView>> InferResults(const OpCase &c,
     views[i] = inputs[i].View();
     in[i] = &views[i];
   }
-  // As in a plan, each result starts with a dtype (the first operand's);
-  // the rule sets the real one.
+  // As in a plan, each result starts with a dtype (the case's, else the
+  // first operand's); the rule sets the real one.
   Outputs out(static_cast<size_t>(c.num_outputs));
-  for (TensorView &o : out)
-    o.dtype = inputs.empty() ? DType::kF32 : inputs[0].dtype;
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i].dtype = i < c.result_dtypes.size() ? c.result_dtypes[i]
+                   : inputs.empty()           ? DType::kF32
+                                              : inputs[0].dtype;
   KILN_RETURN_IF_ERROR(rule->infer(c.attrs, in, out));
   return out;
 }
@@ -200,12 +202,12 @@ std::string Compare(const HostTensor &got, const HostTensor &want, Tolerance tol
   return why.str();
 }
 
-std::string CheckCase(Backend &backend, const KernelTable &kernels, const OpCase &c,
-                      uint32_t seed, Backend *reference) {
+std::string CheckCase(Backend &backend, const KernelTable &kernels, const OpCase &c, uint32_t seed,
+                      Backend *reference) {
   const std::vector<HostTensor> inputs = MakeInputs(c, seed);
   const std::string where = "op " + c.op + ", case " + c.name + ", backend " + backend.name() +
-                            ", seed " + std::to_string(seed) + ", operands (" +
-                            Describe(inputs) + ")";
+                            ", seed " + std::to_string(seed) + ", operands (" + Describe(inputs) +
+                            ")";
   StatusOr<std::vector<HostTensor>> got = RunOnBackend(backend, kernels, c, inputs);
   if (!got.ok())
     return where + ": the run failed: " + got.status().message();
@@ -230,18 +232,28 @@ std::string CheckCase(Backend &backend, const KernelTable &kernels, const OpCase
 }
 
 Backend *SharedBackend(const std::string &name, std::string *error) {
+  struct Entry {
+    std::unique_ptr<Backend> backend;
+    std::string error;
+  };
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<Backend>> backends;
+  // Never destroyed: a device backend must not be torn down after its
+  // runtime library at exit. Failures are kept too, so a missing device is
+  // asked about once.
+  static auto *backends = new std::map<std::string, Entry>;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = backends.find(name);
-  if (it != backends.end())
-    return it->second.get();
-  StatusOr<std::unique_ptr<Backend>> b = CreateBackend(name);
-  if (!b.ok()) {
-    *error = b.status().message();
-    return nullptr;
+  auto it = backends->find(name);
+  if (it == backends->end()) {
+    Entry e;
+    StatusOr<std::unique_ptr<Backend>> b = CreateBackend(name);
+    if (b.ok())
+      e.backend = std::move(*b);
+    else
+      e.error = b.status().message();
+    it = backends->emplace(name, std::move(e)).first;
   }
-  return (backends[name] = std::move(*b)).get();
+  *error = it->second.error;
+  return it->second.backend.get();
 }
 
 } // namespace kiln::oracle

@@ -50,8 +50,8 @@ std::string Compare(const HostTensor &got, const HostTensor &want, Tolerance tol
 // the same case run on `reference`. Empty when it passes; else a report that
 // names the op, the case, the backend, the seed, the operands and the worst
 // element.
-std::string CheckCase(Backend &backend, const KernelTable &kernels, const OpCase &c,
-                      uint32_t seed, Backend *reference);
+std::string CheckCase(Backend &backend, const KernelTable &kernels, const OpCase &c, uint32_t seed,
+                      Backend *reference);
 
 // One backend instance per name for the whole test program (creating a
 // device backend is slow); nullptr with `error` set when it cannot be made.

@@ -62,9 +62,10 @@ std::vector<RefTensor> Attention(const OpAttrs &attrs, const RefInputs &in) {
           if (causal && j > i + skv - sq)
             visible[j] = false;
         }
-        AttendRow(scores, visible,
-                  [&](int64_t j, int64_t e) { return v.v[((bi * hkv + g) * skv + j) * dv + e]; },
-                  dv, &out.v[((bi * hq + h) * sq + i) * dv]);
+        AttendRow(
+            scores, visible,
+            [&](int64_t j, int64_t e) { return v.v[((bi * hkv + g) * skv + j) * dv + e]; }, dv,
+            &out.v[((bi * hq + h) * sq + i) * dv]);
       }
     }
   return {out};
@@ -110,9 +111,10 @@ std::vector<RefTensor> PagedAttention(const OpAttrs &attrs, const RefInputs &in)
             dot += q.v[(h * t_count + t) * d + e] * kc.v[cache_at(block(j), g, j % bs, d) + e];
           scores[j] = dot * scale;
         }
-        AttendRow(scores, std::vector<bool>(pos + 1, true),
-                  [&](int64_t j, int64_t e) { return vc.v[cache_at(block(j), g, j % bs, dv) + e]; },
-                  dv, &out.v[(h * t_count + t) * dv]);
+        AttendRow(
+            scores, std::vector<bool>(pos + 1, true),
+            [&](int64_t j, int64_t e) { return vc.v[cache_at(block(j), g, j % bs, dv) + e]; }, dv,
+            &out.v[(h * t_count + t) * dv]);
       }
     }
   }

@@ -287,6 +287,26 @@ std::vector<RefTensor> Unsqueeze(const OpAttrs &, const RefInputs &in) {
   return {RefTensor{shape, in[0]->v}};
 }
 
+std::vector<RefTensor> ConstantOfShape(const OpAttrs &attrs, const RefInputs &in) {
+  const Shape shape = IntsOf(in[0]);
+  auto it = attrs.all().find("value");
+  const double value = it == attrs.all().end() ? 0.0
+                       : it->second.kind == AttrValue::Kind::kInt
+                           ? static_cast<double>(it->second.i)
+                           : it->second.f;
+  return {RefTensor{shape, std::vector<double>(static_cast<size_t>(NumElements(shape)), value)}};
+}
+
+// start, start + delta, ... while before limit.
+std::vector<RefTensor> Range(const OpAttrs &, const RefInputs &in) {
+  const double start = in[0]->v[0], limit = in[1]->v[0], delta = in[2]->v[0];
+  RefTensor out;
+  for (double x = start; delta > 0 ? x < limit : x > limit; x = start + out.v.size() * delta)
+    out.v.push_back(x);
+  out.shape = {static_cast<int64_t>(out.v.size())};
+  return {out};
+}
+
 } // namespace
 
 void AddMovementRefs(RefTable &t) {
@@ -304,6 +324,8 @@ void AddMovementRefs(RefTable &t) {
   t["flatten"] = Flatten;
   t["squeeze"] = Squeeze;
   t["unsqueeze"] = Unsqueeze;
+  t["constant_of_shape"] = ConstantOfShape;
+  t["range"] = Range;
 }
 
 } // namespace kiln::oracle

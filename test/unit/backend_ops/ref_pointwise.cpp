@@ -11,7 +11,8 @@ using Fn1 = double (*)(double);
 using Fn2 = double (*)(double, double);
 
 // out[i] = f(a[bcast(i)], b[bcast(i)]) over the broadcast shape.
-RefTensor Binary(const RefTensor &a, const RefTensor &b, const std::function<double(double, double)> &f) {
+RefTensor Binary(const RefTensor &a, const RefTensor &b,
+                 const std::function<double(double, double)> &f) {
   RefTensor out;
   out.shape = BroadcastAll({a.shape, b.shape});
   out.v.resize(static_cast<size_t>(out.numel()));

@@ -115,7 +115,8 @@ std::vector<RefTensor> LayerNorm(const OpAttrs &attrs, const RefInputs &in) {
     inv.v[r] = st.inv_std;
     for (int64_t c = 0; c < cols; ++c) {
       const std::vector<int64_t> idx = Unravel(c, norm);
-      double v = (in[0]->v[r * cols + c] - st.mean) * st.inv_std * in[1]->v[BroadcastFrom(idx, in[1]->shape)];
+      double v = (in[0]->v[r * cols + c] - st.mean) * st.inv_std *
+                 in[1]->v[BroadcastFrom(idx, in[1]->shape)];
       if (in.size() > 2 && in[2])
         v += in[2]->v[BroadcastFrom(idx, in[2]->shape)];
       y.v[r * cols + c] = v;
@@ -154,7 +155,8 @@ RefTensor LastDimLayerNorm(const RefTensor &x, const RefTensor &scale, const Ref
   for (int64_t r = 0; r < rows; ++r) {
     const RowStats st = LayerStats(&x.v[r * d], d, eps);
     for (int64_t c = 0; c < d; ++c)
-      y.v[r * d + c] = (x.v[r * d + c] - st.mean) * st.inv_std * scale.v[c] + (bias ? bias->v[c] : 0);
+      y.v[r * d + c] =
+          (x.v[r * d + c] - st.mean) * st.inv_std * scale.v[c] + (bias ? bias->v[c] : 0);
   }
   return y;
 }
