@@ -74,6 +74,11 @@ void AddLayout(std::vector<OpCase> &c) {
                           {1});
   split.num_outputs = 3;
   c.push_back(split);
+  OpCase chunks =
+      MakeCase("split", F16, {13, 7}, "num_outputs3", Attrs().Int("axis", 0).Int("num_outputs", 3),
+               {Uniform(F16, {13, 7})}, kExact);
+  chunks.num_outputs = 3;
+  c.push_back(chunks);
   c.push_back(WithHost(MakeCase("trilu", F32, {7, 13, 37}, "upper_k2", Attrs().Int("upper", 1),
                                 {Uniform(F32, {7, 13, 37}), Fixed(I64, {}, {2})}, kExact),
                        {1}));

@@ -132,8 +132,14 @@ std::vector<RefTensor> Concat(const OpAttrs &attrs, const RefInputs &in) {
 std::vector<RefTensor> Split(const OpAttrs &attrs, const RefInputs &in) {
   const Shape &s = in[0]->shape;
   const int64_t axis = Axis(attrs.Int("axis", 0), s.size());
-  // The cases give the sizes as an operand.
-  const std::vector<int64_t> sizes = IntsOf(in[1]);
+  // Sizes from the operand, else num_outputs chunks of ceil(dim / n), the
+  // last one smaller (opset 18). The cases give one or the other.
+  std::vector<int64_t> sizes = IntsOf(in.size() > 1 ? in[1] : nullptr);
+  if (sizes.empty()) {
+    const int64_t n = attrs.Int("num_outputs", 1), chunk = (s[axis] + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i)
+      sizes.push_back(std::min(chunk, s[axis] - i * chunk));
+  }
   std::vector<RefTensor> outs;
   int64_t offset = 0;
   for (int64_t n : sizes) {
