@@ -57,6 +57,14 @@ void AddLayout(std::vector<OpCase> &c) {
   c.push_back(WithHost(MakeCase("expand", F32, {7, 1, 1}, "", {},
                                 {Uniform(F32, {7, 1, 1}), Ints({7, 13, 37})}, kExact),
                        {1}));
+  c.push_back(WithHost(MakeCase("slice", F32, {7, 13}, "huge_step", {},
+                                {Uniform(F32, {7, 13}), Ints({-100, 3}), Ints({100, 1000}),
+                                 Ints({0, 1}), Ints({50, 4})},
+                                kExact),
+                       {1, 2, 3, 4}));
+  c.push_back(WithHost(MakeCase("expand", F16, {7, 1, 13}, "target_lower_rank", {},
+                                {Uniform(F16, {7, 1, 13}), Ints({5, 1})}, kExact),
+                       {1}));
   c.push_back(WithHost(
       MakeCase("expand", BOOL, {1, 13}, "rank_up", {}, {Bools({1, 13}), Ints({3, 7, 1})}, kExact),
       {1}));

@@ -124,10 +124,13 @@ void AddClipCastGelu(std::vector<OpCase> &c) {
   };
   // Values stay inside the target's range: out-of-range casts are
   // implementation-defined in ONNX.
-  const Cast casts[] = {{F32, F16, -100, 100},  {F32, BF16, -100, 100}, {F32, I64, -100, 100},
-                        {F32, I32, -100, 100},  {F32, BOOL, -1, 1},     {F16, F32, -100, 100},
-                        {BF16, F32, -100, 100}, {F16, BF16, -100, 100}, {I64, F32, -1e6, 1e6},
-                        {I64, I32, -1e6, 1e6},  {BOOL, F32, 0, 1},      {I32, I64, -1e6, 1e6}};
+  const Cast casts[] = {
+      {F32, F16, -100, 100},         {F32, BF16, -100, 100},       {F32, I64, -100, 100},
+      {F32, DType::kU8, 0, 200},     {F32, DType::kI8, -100, 100}, {F32, DType::kF64, -100, 100},
+      {DType::kF64, F16, -100, 100}, {F32, I32, -100, 100},        {F32, BOOL, -1, 1},
+      {F16, F32, -100, 100},         {BF16, F32, -100, 100},       {F16, BF16, -100, 100},
+      {I64, F32, -1e6, 1e6},         {I64, I32, -1e6, 1e6},        {BOOL, F32, 0, 1},
+      {I32, I64, -1e6, 1e6}};
   for (const Cast &k : casts) {
     Generator g = k.from == BOOL ? Bools({13, 37})
                   : k.to == BOOL ? IntValued(k.from, {13, 37}, -1, 1)

@@ -47,6 +47,8 @@ void AddNorms(std::vector<OpCase> &c) {
                        Attrs().Int("axis", 1).Float("epsilon", 1e-5f),
                        {Uniform(F32, {7, 13, 37}), Uniform(F32, {1, 37}), Uniform(F32, {13, 1})},
                        kAccumulated));
+  c.push_back(MakeCase("layer_normalization", F32, {7, 13}, "axis0_all", Attrs().Int("axis", 0),
+                       {Uniform(F32, {7, 13}), Uniform(F32, {7, 13}), Omitted()}, kAccumulated));
   c.push_back(MakeCase("layer_normalization", BF16, {13, 129}, "last", eps,
                        {Uniform(BF16, {13, 129}), Uniform(BF16, {129}), Uniform(BF16, {129})},
                        kAccumulated));
