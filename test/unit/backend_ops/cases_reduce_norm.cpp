@@ -1,0 +1,92 @@
+// Cases of reductions, softmax and the normalizations.
+#include "op_case.h"
+
+namespace kiln::oracle {
+namespace {
+
+constexpr DType F32 = DType::kF32, F16 = DType::kF16, BF16 = DType::kBF16, I64 = DType::kI64;
+
+void AddReductions(std::vector<OpCase> &c) {
+  for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+    c.push_back(MakeCase(op, F32, {7, 13, 37}, "axis1", Attrs().Int("keepdims", 0),
+                         {Uniform(F32, {7, 13, 37}), Ints({1})}, kAccumulated));
+    c.push_back(MakeCase(op, F32, {37, 129}, "last_keepdims", {},
+                         {Uniform(F32, {37, 129}), Ints({-1})}, kAccumulated));
+    c.push_back(MakeCase(op, F32, {7, 13, 5}, "all", {}, {Uniform(F32, {7, 13, 5})}, kAccumulated));
+    c.push_back(MakeCase(op, F16, {13, 37}, "axis0", {}, {Uniform(F16, {13, 37}), Ints({0})},
+                         kAccumulated));
+    c.push_back(MakeCase(op, I64, {7, 13, 37}, "axes_0_2", Attrs().Int("keepdims", 0),
+                         {Uniform(I64, {7, 13, 37}, -100, 100), Ints({0, 2})}, kAccumulated));
+  }
+  c.push_back(MakeCase("reduce_sum", F32, {7, 13}, "noop_empty_axes",
+                       Attrs().Int("noop_with_empty_axes", 1), {Uniform(F32, {7, 13})}, kExact));
+  for (const char *op : {"softmax", "log_softmax"}) {
+    c.push_back(
+        MakeCase(op, F32, {37, 129}, "last", {}, {Uniform(F32, {37, 129}, -8, 8)}, kAccumulated));
+    c.push_back(MakeCase(op, F32, {7, 13, 37}, "axis1", Attrs().Int("axis", 1),
+                         {Uniform(F32, {7, 13, 37}, -8, 8)}, kAccumulated));
+    c.push_back(
+        MakeCase(op, F16, {13, 37}, "last", {}, {Uniform(F16, {13, 37}, -8, 8)}, kAccumulated));
+    c.push_back(MakeCase(op, F32, {129, 1031}, "large", {}, {Uniform(F32, {129, 1031}, -8, 8)},
+                         kAccumulated));
+  }
+}
+
+void AddNorms(std::vector<OpCase> &c) {
+  const OpAttrs eps = Attrs().Float("epsilon", 1e-5f);
+  c.push_back(MakeCase("layer_normalization", F32, {37, 129}, "last", eps,
+                       {Uniform(F32, {37, 129}), Uniform(F32, {129}), Uniform(F32, {129})},
+                       kAccumulated));
+  OpCase stats =
+      MakeCase("layer_normalization", F32, {7, 13, 37}, "axis1_stats",
+               Attrs().Int("axis", 1).Float("epsilon", 1e-3f),
+               {Uniform(F32, {7, 13, 37}, 0, 3), Uniform(F32, {13, 37}), Omitted()}, kAccumulated);
+  stats.num_outputs = 3;
+  c.push_back(stats);
+  c.push_back(MakeCase("layer_normalization", F32, {7, 13, 37}, "axis1_bcast_scale",
+                       Attrs().Int("axis", 1).Float("epsilon", 1e-5f),
+                       {Uniform(F32, {7, 13, 37}), Uniform(F32, {1, 37}), Uniform(F32, {13, 1})},
+                       kAccumulated));
+  c.push_back(MakeCase("layer_normalization", F32, {7, 13}, "axis0_all", Attrs().Int("axis", 0),
+                       {Uniform(F32, {7, 13}), Uniform(F32, {7, 13}), Omitted()}, kAccumulated));
+  c.push_back(MakeCase("layer_normalization", BF16, {13, 129}, "last", eps,
+                       {Uniform(BF16, {13, 129}), Uniform(BF16, {129}), Uniform(BF16, {129})},
+                       kAccumulated));
+  for (DType t : {F32, F16, BF16})
+    c.push_back(MakeCase("rms_norm", t, {37, 129}, "", eps,
+                         {Uniform(t, {37, 129}), Uniform(t, {129})}, kAccumulated));
+  c.push_back(MakeCase("rms_norm", F32, {257, 1031}, "large", eps,
+                       {Uniform(F32, {257, 1031}), Uniform(F32, {1031})}, kAccumulated));
+  c.push_back(MakeCase("rms_norm", F32, {0, 129}, "empty", eps,
+                       {Uniform(F32, {0, 129}), Uniform(F32, {129})}, kAccumulated));
+  c.push_back(MakeCase("rms_norm", F32, {2, 7, 13}, "rank3", Attrs().Float("epsilon", 1e-2f),
+                       {Uniform(F32, {2, 7, 13}, -0.1, 0.1), Uniform(F32, {13})}, kAccumulated));
+  for (DType t : {F32, F16}) {
+    OpCase rms =
+        MakeCase("add_rms_norm", t, {37, 129}, "", eps,
+                 {Uniform(t, {37, 129}), Uniform(t, {37, 129}), Uniform(t, {129})}, kAccumulated);
+    rms.num_outputs = 2;
+    c.push_back(rms);
+    OpCase ln = MakeCase(
+        "add_layer_norm", t, {37, 129}, "bias", eps,
+        {Uniform(t, {37, 129}), Uniform(t, {37, 129}), Uniform(t, {129}), Uniform(t, {129})},
+        kAccumulated);
+    ln.num_outputs = 2;
+    c.push_back(ln);
+  }
+  OpCase no_bias = MakeCase(
+      "add_layer_norm", BF16, {7, 13, 37}, "no_bias", eps,
+      {Uniform(BF16, {7, 13, 37}), Uniform(BF16, {7, 13, 37}), Uniform(BF16, {37}), Omitted()},
+      kAccumulated);
+  no_bias.num_outputs = 2;
+  c.push_back(no_bias);
+}
+
+} // namespace
+
+void AddReduceNormCases(std::vector<OpCase> &cases) {
+  AddReductions(cases);
+  AddNorms(cases);
+}
+
+} // namespace kiln::oracle

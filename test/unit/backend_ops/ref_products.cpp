@@ -1,0 +1,147 @@
+// References of the matrix products (matmul, gemm, linear, gated_mlp) and
+// rotary embeddings.
+#include "references.h"
+
+#include <cmath>
+
+namespace kiln::oracle {
+namespace {
+
+double Activate(const std::string &act, double x) {
+  if (act == "relu")
+    return x > 0 ? x : 0;
+  if (act == "gelu")
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  if (act == "gelu_tanh")
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  if (act == "silu")
+    return x / (1 + std::exp(-x));
+  return x;
+}
+
+// numpy matmul: 1-D operands promoted to matrices, batch dims broadcast.
+std::vector<RefTensor> MatMul(const OpAttrs &, const RefInputs &in) {
+  Shape a = in[0]->shape, b = in[1]->shape;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec)
+    a.insert(a.begin(), 1);
+  if (b_vec)
+    b.push_back(1);
+  const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  const Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const Shape batch = BroadcastAll({ba, bb});
+  Shape full = batch;
+  full.push_back(m);
+  full.push_back(n);
+  RefTensor out{full, std::vector<double>(static_cast<size_t>(NumElements(full)))};
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const std::vector<int64_t> idx = Unravel(i, full);
+    const std::vector<int64_t> bidx(idx.begin(), idx.end() - 2);
+    const int64_t row = idx[idx.size() - 2], col = idx.back();
+    const int64_t oa = BroadcastFrom(bidx, ba) * m * k, ob = BroadcastFrom(bidx, bb) * k * n;
+    double s = 0;
+    for (int64_t j = 0; j < k; ++j)
+      s += in[0]->v[oa + row * k + j] * in[1]->v[ob + j * n + col];
+    out.v[i] = s;
+  }
+  Shape shape = batch;
+  if (!a_vec)
+    shape.push_back(m);
+  if (!b_vec)
+    shape.push_back(n);
+  out.shape = shape;
+  return {out};
+}
+
+// Y = alpha op(A) op(B) + beta C, C broadcast to [M, N].
+std::vector<RefTensor> Gemm(const OpAttrs &attrs, const RefInputs &in) {
+  const bool ta = attrs.Int("transA", 0) != 0, tb = attrs.Int("transB", 0) != 0;
+  const double alpha = attrs.Float("alpha", 1), beta = attrs.Float("beta", 1);
+  const Shape &sa = in[0]->shape, &sb = in[1]->shape;
+  const int64_t m = ta ? sa[1] : sa[0], k = ta ? sa[0] : sa[1], n = tb ? sb[0] : sb[1];
+  RefTensor out{{m, n}, std::vector<double>(static_cast<size_t>(m * n))};
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += in[0]->v[ta ? p * m + i : i * k + p] * in[1]->v[tb ? j * k + p : p * n + j];
+      s *= alpha;
+      if (in.size() > 2 && in[2])
+        s += beta * in[2]->v[BroadcastFrom({i, j}, in[2]->shape)];
+      out.v[i * n + j] = s;
+    }
+  return {out};
+}
+
+// Row r of x [rows, K] times column c of w [K, N].
+double Dot(const RefTensor &x, int64_t r, const RefTensor &w, int64_t c) {
+  const int64_t k = w.shape[0], n = w.shape[1];
+  double s = 0;
+  for (int64_t j = 0; j < k; ++j)
+    s += x.v[r * k + j] * w.v[j * n + c];
+  return s;
+}
+
+std::vector<RefTensor> Linear(const OpAttrs &attrs, const RefInputs &in) {
+  const RefTensor &x = *in[0], &w = *in[1];
+  const std::string act = attrs.String("activation", "none");
+  const int64_t n = w.shape[1], rows = x.numel() / x.shape.back();
+  RefTensor out{x.shape, std::vector<double>(static_cast<size_t>(rows * n))};
+  out.shape.back() = n;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      out.v[r * n + c] =
+          Activate(act, Dot(x, r, w, c) + (in.size() > 2 && in[2] ? in[2]->v[c] : 0));
+  return {out};
+}
+
+// (act(x Wg) * (x Wu)) Wd with w_gate_up = [Wg | Wu].
+std::vector<RefTensor> GatedMlp(const OpAttrs &attrs, const RefInputs &in) {
+  const RefTensor &x = *in[0], &wgu = *in[1], &wd = *in[2];
+  const std::string act = attrs.String("activation", "silu");
+  const int64_t f = wgu.shape[1] / 2, n = wd.shape[1], rows = x.numel() / x.shape.back();
+  RefTensor hidden{{rows, f}, std::vector<double>(static_cast<size_t>(rows * f))};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < f; ++c)
+      hidden.v[r * f + c] = Activate(act, Dot(x, r, wgu, c)) * Dot(x, r, wgu, f + c);
+  RefTensor out{x.shape, std::vector<double>(static_cast<size_t>(rows * n))};
+  out.shape.back() = n;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      out.v[r * n + c] = Dot(hidden, r, wd, c);
+  return {out};
+}
+
+// y[..R] = x cos + rot(x) sin, the rest of the last dim passed through.
+std::vector<RefTensor> Rotary(const OpAttrs &attrs, const RefInputs &in) {
+  const RefTensor &x = *in[0], &cos = *in[1], &sin = *in[2];
+  const int64_t r = attrs.Int("rotary_dim", 0);
+  const bool interleaved = attrs.Int("interleaved", 0) != 0;
+  RefTensor y = x;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    std::vector<int64_t> idx = Unravel(i, x.shape);
+    const int64_t e = idx.back();
+    if (e >= r)
+      continue;
+    double rotated;
+    if (interleaved)
+      rotated = e % 2 == 0 ? -x.v[i + 1] : x.v[i - 1];
+    else
+      rotated = e < r / 2 ? -x.v[i + r / 2] : x.v[i - r / 2];
+    const int64_t t = BroadcastFrom(idx, cos.shape);
+    y.v[i] = x.v[i] * cos.v[t] + rotated * sin.v[t];
+  }
+  return {y};
+}
+
+} // namespace
+
+void AddProductRefs(RefTable &t) {
+  t["matmul"] = MatMul;
+  t["gemm"] = Gemm;
+  t["linear"] = Linear;
+  t["gated_mlp"] = GatedMlp;
+  t["rotary"] = Rotary;
+}
+
+} // namespace kiln::oracle
