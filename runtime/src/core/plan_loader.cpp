@@ -95,14 +95,14 @@ Status PlanLoader::CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h) {
   return Status::Ok();
 }
 
-// The checksum of a weight section, read in 64 MiB pieces. From a file
+// The checksum of a weight section, read in 2 MiB pieces. From a file
 // mapping, each piece's pages are dropped once summed: they are clean and
 // read-only, so a later read faults them back from the page cache, and
 // verifying a multi-GB plan never holds more than one piece in the
 // process's resident memory (a build's check of the plan it just wrote, or
 // a backend that uploads the weights and never reads the mapping again).
 static uint64_t SectionChecksum(const uint8_t *data, uint64_t size, bool mapped) {
-  constexpr uint64_t kPiece = uint64_t{64} << 20;
+  constexpr uint64_t kPiece = uint64_t{2} << 20;
   PlanChecksumStream sum;
   const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   for (uint64_t pos = 0; pos < size; pos += kPiece) {
