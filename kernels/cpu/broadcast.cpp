@@ -2,25 +2,6 @@
 
 namespace kiln::kernels {
 
-bool BroadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
-                     std::vector<int64_t> *out) {
-  const size_t rank = a.size() > b.size() ? a.size() : b.size();
-  std::vector<int64_t> result(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1) {
-      result[i] = da;
-    } else if (da == 1) {
-      result[i] = db;
-    } else {
-      return false;
-    }
-  }
-  *out = std::move(result);
-  return true;
-}
-
 bool MakeBroadcastLayout(const std::vector<std::vector<int64_t>> &inputs,
                          const std::vector<int64_t> &out, BroadcastLayout *layout) {
   const int n = static_cast<int>(inputs.size());

@@ -26,11 +26,6 @@ struct BroadcastLayout {
   int64_t rows = 1;
 };
 
-// Computes the numpy broadcast of `a` and `b`; false when some dim pair is
-// neither equal nor 1.
-bool BroadcastShapes(const std::vector<int64_t> &a, const std::vector<int64_t> &b,
-                     std::vector<int64_t> *out);
-
 // Builds the row layout of `inputs` (each right-aligned against `out`) onto
 // `out`. False when an input does not broadcast to `out` or there are more than
 // kMaxInputs inputs.

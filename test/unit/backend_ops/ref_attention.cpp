@@ -53,7 +53,7 @@ std::vector<RefTensor> Attention(const OpAttrs &attrs, const RefInputs &in) {
             s += q.v[((bi * hq + h) * sq + i) * d + e] * k.v[((bi * hkv + g) * skv + j) * d + e];
           scores[j] = s * scale;
           if (mask) {
-            const double m = mask->v[BroadcastFrom({bi, h, i, j}, mask->shape)];
+            const double m = mask->v[BroadcastIndex({bi, h, i, j}, mask->shape)];
             if (bool_mask)
               visible[j] = m != 0;
             else

@@ -95,7 +95,7 @@ std::vector<RefTensor> Slice(const OpAttrs &, const RefInputs &in) {
 std::vector<RefTensor> Expand(const OpAttrs &, const RefInputs &in) {
   const Shape shape = BroadcastAll({in[0]->shape, IntsOf(in[1])});
   return {Walk(shape, *in[0],
-               [&](const std::vector<int64_t> &idx) { return BroadcastFrom(idx, in[0]->shape); })};
+               [&](const std::vector<int64_t> &idx) { return BroadcastIndex(idx, in[0]->shape); })};
 }
 
 std::vector<RefTensor> Tile(const OpAttrs &, const RefInputs &in) {

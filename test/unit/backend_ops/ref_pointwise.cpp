@@ -18,7 +18,7 @@ RefTensor Binary(const RefTensor &a, const RefTensor &b,
   out.v.resize(static_cast<size_t>(out.numel()));
   for (int64_t i = 0; i < out.numel(); ++i) {
     const std::vector<int64_t> idx = Unravel(i, out.shape);
-    out.v[i] = f(a.v[BroadcastFrom(idx, a.shape)], b.v[BroadcastFrom(idx, b.shape)]);
+    out.v[i] = f(a.v[BroadcastIndex(idx, a.shape)], b.v[BroadcastIndex(idx, b.shape)]);
   }
   return out;
 }
@@ -60,8 +60,8 @@ std::vector<RefTensor> Where(const OpAttrs &, const RefInputs &in) {
   out.v.resize(static_cast<size_t>(out.numel()));
   for (int64_t i = 0; i < out.numel(); ++i) {
     const std::vector<int64_t> idx = Unravel(i, out.shape);
-    out.v[i] = c.v[BroadcastFrom(idx, c.shape)] != 0 ? x.v[BroadcastFrom(idx, x.shape)]
-                                                     : y.v[BroadcastFrom(idx, y.shape)];
+    out.v[i] = c.v[BroadcastIndex(idx, c.shape)] != 0 ? x.v[BroadcastIndex(idx, x.shape)]
+                                                     : y.v[BroadcastIndex(idx, y.shape)];
   }
   return {out};
 }

@@ -38,7 +38,7 @@ std::vector<RefTensor> MatMul(const OpAttrs &, const RefInputs &in) {
     const std::vector<int64_t> idx = Unravel(i, full);
     const std::vector<int64_t> bidx(idx.begin(), idx.end() - 2);
     const int64_t row = idx[idx.size() - 2], col = idx.back();
-    const int64_t oa = BroadcastFrom(bidx, ba) * m * k, ob = BroadcastFrom(bidx, bb) * k * n;
+    const int64_t oa = BroadcastIndex(bidx, ba) * m * k, ob = BroadcastIndex(bidx, bb) * k * n;
     double s = 0;
     for (int64_t j = 0; j < k; ++j)
       s += in[0]->v[oa + row * k + j] * in[1]->v[ob + j * n + col];
@@ -67,7 +67,7 @@ std::vector<RefTensor> Gemm(const OpAttrs &attrs, const RefInputs &in) {
         s += in[0]->v[ta ? p * m + i : i * k + p] * in[1]->v[tb ? j * k + p : p * n + j];
       s *= alpha;
       if (in.size() > 2 && in[2])
-        s += beta * in[2]->v[BroadcastFrom({i, j}, in[2]->shape)];
+        s += beta * in[2]->v[BroadcastIndex({i, j}, in[2]->shape)];
       out.v[i * n + j] = s;
     }
   return {out};
@@ -128,7 +128,7 @@ std::vector<RefTensor> Rotary(const OpAttrs &attrs, const RefInputs &in) {
       rotated = e % 2 == 0 ? -x.v[i + 1] : x.v[i - 1];
     else
       rotated = e < r / 2 ? -x.v[i + r / 2] : x.v[i - r / 2];
-    const int64_t t = BroadcastFrom(idx, cos.shape);
+    const int64_t t = BroadcastIndex(idx, cos.shape);
     y.v[i] = x.v[i] * cos.v[t] + rotated * sin.v[t];
   }
   return {y};

@@ -116,9 +116,9 @@ std::vector<RefTensor> LayerNorm(const OpAttrs &attrs, const RefInputs &in) {
     for (int64_t c = 0; c < cols; ++c) {
       const std::vector<int64_t> idx = Unravel(c, norm);
       double v = (in[0]->v[r * cols + c] - st.mean) * st.inv_std *
-                 in[1]->v[BroadcastFrom(idx, in[1]->shape)];
+                 in[1]->v[BroadcastIndex(idx, in[1]->shape)];
       if (in.size() > 2 && in[2])
-        v += in[2]->v[BroadcastFrom(idx, in[2]->shape)];
+        v += in[2]->v[BroadcastIndex(idx, in[2]->shape)];
       y.v[r * cols + c] = v;
     }
   }

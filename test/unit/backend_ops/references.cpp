@@ -18,30 +18,6 @@ const RefFn *FindReference(std::string_view op) {
   return it == table.end() ? nullptr : &it->second;
 }
 
-std::vector<int64_t> Unravel(int64_t flat, const Shape &shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return idx;
-}
-
-int64_t Ravel(const std::vector<int64_t> &index, const Shape &shape) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    flat = flat * shape[d] + index[d];
-  return flat;
-}
-
-int64_t BroadcastFrom(const std::vector<int64_t> &out_idx, const Shape &in) {
-  const size_t lead = out_idx.size() - in.size();
-  int64_t flat = 0;
-  for (size_t d = 0; d < in.size(); ++d)
-    flat = flat * in[d] + (in[d] == 1 ? 0 : out_idx[d + lead]);
-  return flat;
-}
-
 Shape BroadcastAll(const std::vector<Shape> &shapes) {
   size_t rank = 0;
   for (const Shape &s : shapes)

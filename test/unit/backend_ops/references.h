@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "test/support/index_math.h"
+
 namespace kiln::oracle {
 
 struct RefTensor {
@@ -40,11 +42,10 @@ void AddProductRefs(RefTable &t);
 void AddAttentionRefs(RefTable &t);
 
 // ---- Index helpers, one element at a time -------------------------------
-std::vector<int64_t> Unravel(int64_t flat, const Shape &shape);
-int64_t Ravel(const std::vector<int64_t> &index, const Shape &shape);
-// The flat index into `in` that output index `out_idx` reads when `in`
-// broadcasts (numpy rules: right-aligned, size-1 dims repeat).
-int64_t BroadcastFrom(const std::vector<int64_t> &out_idx, const Shape &in);
+// Unravel, Ravel and BroadcastIndex come from test/support/index_math.h.
+using test::BroadcastIndex;
+using test::Ravel;
+using test::Unravel;
 // Numpy broadcast of several shapes (the test's cases always broadcast).
 Shape BroadcastAll(const std::vector<Shape> &shapes);
 // A negative axis counts from the end.

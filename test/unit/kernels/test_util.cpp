@@ -68,30 +68,6 @@ Status InferOp(const std::string &type, const OpAttrs &attrs,
   return rule->infer(attrs, in, *out);
 }
 
-std::vector<int64_t> Unravel(int64_t flat, const Shape &shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return idx;
-}
-
-int64_t Ravel(const std::vector<int64_t> &index, const Shape &shape) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    flat = flat * shape[d] + index[d];
-  return flat;
-}
-
-int64_t BroadcastIndex(const std::vector<int64_t> &out_idx, const Shape &in) {
-  const size_t lead = out_idx.size() - in.size();
-  int64_t flat = 0;
-  for (size_t d = 0; d < in.size(); ++d)
-    flat = flat * in[d] + (in[d] == 1 ? 0 : out_idx[d + lead]);
-  return flat;
-}
-
 bool NaiveBroadcast(const Shape &a, const Shape &b, Shape *out) {
   const size_t rank = std::max(a.size(), b.size());
   Shape pa(rank - a.size(), 1), pb(rank - b.size(), 1);

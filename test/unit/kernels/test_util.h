@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "test/support/index_math.h"
+
 namespace kiln::test {
 
 template <typename T> constexpr DType DTypeOf();
@@ -137,11 +139,8 @@ Status InferOp(const std::string &type, const OpAttrs &attrs,
 // or without data the kernel must not read), with the CPU backend's context.
 Status RunKernel(const std::string &type, const OpAttrs &attrs, const Inputs &in, Outputs &out);
 
-// Naive index helpers for references.
-std::vector<int64_t> Unravel(int64_t flat, const Shape &shape);
-int64_t Ravel(const std::vector<int64_t> &index, const Shape &shape);
-// Flat index into `in` (right-aligned, broadcast) of output index `out_idx`.
-int64_t BroadcastIndex(const std::vector<int64_t> &out_idx, const Shape &in);
+// Naive index helpers for references: Unravel, Ravel, BroadcastIndex
+// (test/support/index_math.h).
 
 // Numpy broadcast of two shapes, written independently of the kernels;
 // false when they do not broadcast.
