@@ -107,6 +107,16 @@ Status PostProcessor::ParseTemplate(const Json &config, const std::string &path)
   return Status::Ok();
 }
 
+Status PostProcessor::CheckIds(const std::function<bool(int32_t)> &known) const {
+  for (const std::vector<int32_t> *ids : {&before_, &after_})
+    for (int32_t id : *ids)
+      if (!known(id))
+        return InvalidArgument("tokenizer.json: post_processor: the template adds id " +
+                               std::to_string(id) +
+                               ", which is neither in the vocabulary nor an added token");
+  return Status::Ok();
+}
+
 std::vector<int32_t> PostProcessor::Apply(std::vector<int32_t> ids) const {
   if (!has_template_)
     return ids;

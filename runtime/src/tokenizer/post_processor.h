@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "tokenizer/json_util.h"
@@ -16,6 +17,9 @@ public:
   Status Parse(const Json *config);
   // Wraps the ids of one sequence in the template's special tokens.
   std::vector<int32_t> Apply(std::vector<int32_t> ids) const;
+  // InvalidArgument naming the first id the template adds for which
+  // `known(id)` is false: every id an encoding yields must be a token.
+  Status CheckIds(const std::function<bool(int32_t)> &known) const;
 
 private:
   Status ParseOne(const Json &config, const std::string &path);

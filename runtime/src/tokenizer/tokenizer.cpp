@@ -48,7 +48,9 @@ Status TokenizerImpl::Build(const Json &root) {
     decoded_[id] = decoder_.byte_level() ? ByteLevelDecodeToken(*token) : *token;
     kind_[id] = added && added->special ? Kind::kSpecial : Kind::kNormal;
   }
-  return Status::Ok();
+  return post_processor_.CheckIds([this](int32_t id) {
+    return id >= 0 && id < static_cast<int64_t>(kind_.size()) && kind_[id] != Kind::kUnknown;
+  });
 }
 
 Status TokenizerImpl::EncodeText(std::string_view text, std::vector<int32_t> *ids) const {

@@ -225,6 +225,15 @@ TEST(TokenizerErrors, BadFieldsSayWhere) {
           "single": [{"SpecialToken": {"id": "<x>", "type_id": 0}}, {"Sequence": {"id": "A"}}],
           "special_tokens": {}})"),
        "<x>"},
+      // Ids the template adds must be tokens (a fuzzer found encodings with
+      // an id past the vocabulary when they were not checked).
+      {"/post_processor", json::parse(R"({"type": "TemplateProcessing",
+          "single": [{"SpecialToken": {"id": "<x>", "type_id": 0}}, {"Sequence": {"id": "A"}}],
+          "special_tokens": {"<x>": {"id": "<x>", "ids": [4000], "tokens": ["<x>"]}}})"),
+       "adds id 4000"},
+      {"/post_processor", json::parse(R"({"type": "BertProcessing",
+          "cls": ["[CLS]", 0], "sep": ["[SEP]", 77]})"),
+       "adds id 77"},
   };
   for (const Case &c : cases) {
     json config = Tiny();
