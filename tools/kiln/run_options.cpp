@@ -30,7 +30,8 @@ const std::vector<std::string> kRequestOptions = {"--max-new-tokens",
 const std::vector<std::string> kRequestFlags = {"--ignore-eos"};
 const std::vector<std::string> kEngineOptions = {
     "--engine-config", "--kv-cache-mb", "--block-size", "--max-batched-tokens",
-    "--max-seqs",      "--max-tracked", "--threads",    "--backend"};
+    "--max-seqs",      "--max-tracked", "--threads",    "--device",
+    "--backend",       "--gpu-memory-utilization"};
 const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 
 const char kEngineUsage[] =
@@ -40,6 +41,10 @@ const char kEngineUsage[] =
     "                           the flags below override it\n"
     "  --kv-cache-mb N          KV cache memory budget in MiB (default: room for\n"
     "                           --max-seqs sequences of the full context, at most 1024)\n"
+    "  --gpu-memory-utilization F\n"
+    "                           on cuda, without --kv-cache-mb: give the KV cache the\n"
+    "                           fraction F, in (0, 1], of the GPU memory free after the\n"
+    "                           weights and a largest step's activations\n"
     "  --block-size N           tokens per KV block (default 16)\n"
     "  --max-batched-tokens N   token budget of one step; longer prompts are split\n"
     "                           across steps (default 512)\n"
@@ -47,8 +52,9 @@ const char kEngineUsage[] =
     "  --max-tracked N          requests waiting or running at once (default 1024)\n"
     "  --no-prefix-caching      do not share the KV of common prompt prefixes\n"
     "  --threads N              cap the CPU threads of matrix products (0: all cores)\n"
-    "  --backend NAME           the runtime backend that runs the plan (default cpu;\n"
-    "                           a name this kiln was built with)\n";
+    "  --device DEV             what runs the plan: cpu, cuda (GPU 0) or cuda:N (default\n"
+    "                           cuda when this kiln has it and a GPU is visible, else cpu)\n"
+    "  --backend DEV            the same as --device\n";
 
 namespace {
 
@@ -187,25 +193,44 @@ Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *o) {
     o->max_batched_tokens = std::max<int64_t>(o->max_batched_tokens, o->max_seqs);
   if (a.Has("--no-prefix-caching"))
     o->prefix_caching = false;
-  KILN_ASSIGN_OR_RETURN(o->backend, BackendFlag(a));
+  KILN_ASSIGN_OR_RETURN(o->backend, DeviceFlag(a));
+  if (a.Has("--gpu-memory-utilization")) {
+    double f = 0;
+    if (!ParseFloat(a.Get("--gpu-memory-utilization"), &f) || !(f > 0 && f <= 1))
+      return InvalidArgument("--gpu-memory-utilization expects a fraction in (0, 1], got '" +
+                             a.Get("--gpu-memory-utilization") + "'");
+    KILN_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDevice(o->backend));
+    if (spec.backend == "cpu")
+      return InvalidArgument("--gpu-memory-utilization sizes the KV cache from free GPU memory; "
+                             "the cpu device has none (use --kv-cache-mb, or --device cuda)");
+    o->gpu_memory_utilization = f;
+  }
   return Status::Ok();
 }
 
-StatusOr<std::string> BackendFlag(const ParsedArgs &a) {
-  std::string name = a.Get("--backend", "cpu");
+StatusOr<std::string> DeviceFlag(const ParsedArgs &a) {
+  if (a.Has("--device") && a.Has("--backend"))
+    return InvalidArgument("give --device or --backend (the same option), not both");
+  const std::string flag = a.Has("--backend") ? "--backend" : "--device";
+  if (!a.Has(flag))
+    return DefaultDevice();
+  const std::string device = a.Get(flag);
+  StatusOr<DeviceSpec> spec = ParseDevice(device);
+  if (!spec.ok())
+    return InvalidArgument(flag + ": " + spec.status().message());
   std::string known;
   for (const std::string &n : BackendNames()) {
-    if (n == name)
-      return name;
+    if (n == spec->backend)
+      return device;
     known += (known.empty() ? "" : ", ") + n;
   }
-  return InvalidArgument("--backend: unknown backend '" + name +
+  return InvalidArgument(flag + ": unknown backend '" + spec->backend +
                          "'; this kiln was built with: " + known);
 }
 
 StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a) {
-  KILN_ASSIGN_OR_RETURN(std::string name, BackendFlag(a));
-  return CreateBackend(name);
+  KILN_ASSIGN_OR_RETURN(std::string device, DeviceFlag(a));
+  return CreateBackend(device);
 }
 
 Status ApplyThreads(const ParsedArgs &a) {
