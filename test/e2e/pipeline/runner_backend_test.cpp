@@ -109,6 +109,56 @@ TEST_P(RunnerOnDevice, BadIndexArraysAreRefusedBeforeAnyKernelRuns) {
   EXPECT_EQ(device.kernel_calls, 0);
 }
 
+// --gpu-memory-utilization: the weights are uploaded and a largest step's
+// arena allocated first; the cache then takes the fraction of what is left,
+// and the runner still matches the CPU.
+TEST_P(RunnerOnDevice, CacheSizedByAFractionOfFreeMemory) {
+  auto plan = LoadNamed(GetParam());
+  ASSERT_TRUE(plan);
+  auto per_block = PlanModelRunner::BytesPerBlock(*plan, kBlockSize);
+  ASSERT_TRUE(per_block.ok());
+  test::SimulatedDevice device;
+  device.total_memory = 64ull << 20;
+  PlanModelRunner::StepLimits limits;
+  limits.max_tokens = 32;
+  limits.max_seqs = 4;
+  limits.max_context = 64;
+  auto runner =
+      PlanModelRunner::CreateForMemoryFraction(*plan, device, 0.25, kBlockSize, limits);
+  ASSERT_TRUE(runner.ok()) << runner.status().message();
+  const int64_t blocks = (*runner)->num_blocks();
+  // What the weights and the arena left, before the cache took its share
+  // (each cache allocation rounds up to 64 bytes on this device).
+  const double before_cache =
+      static_cast<double>(device.total_memory) -
+      static_cast<double>(device.live_bytes() - static_cast<uint64_t>(blocks * *per_block));
+  EXPECT_GE(blocks, 1);
+  EXPECT_LE(static_cast<double>(blocks * *per_block), 0.25 * before_cache + 1);
+  EXPECT_GT(static_cast<double>((blocks + 2) * *per_block), 0.25 * before_cache);
+
+  // The reservation bound a step as large as the limits allow; a real step
+  // fits in the arena it left, so running allocates nothing more.
+  const int allocations = device.allocations;
+  Sequence seq;
+  seq.id = 3;
+  seq.prompt = {3, 1, 4, 1, 5, 9};
+  seq.block_table = {1, 0};
+  std::vector<float> logits;
+  Status st = (*runner)->Run(OneChunk(seq, 0, 6), logits);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(device.allocations, allocations);
+  EXPECT_EQ(logits.size(), static_cast<size_t>((*runner)->vocab_size()));
+  EXPECT_EQ(device.errors, "");
+
+  // The cpu reports no device memory: the fraction needs a device.
+  auto cpu = CreateBackend("cpu");
+  ASSERT_TRUE(cpu.ok());
+  auto refused = PlanModelRunner::CreateForMemoryFraction(*plan, **cpu, 0.5, kBlockSize, limits);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("needs a device backend"), std::string::npos)
+      << refused.status().message();
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, RunnerOnDevice, ::testing::Values("demo", "llama", "gpt2"),
                          [](const auto &info) { return info.param; });
 

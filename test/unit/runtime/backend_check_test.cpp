@@ -1,10 +1,14 @@
 // A plan checked against a backend's kernel table (core/backend.h): every
 // op the table lacks is named, host ops are not held against it, and the
-// registry (backends/registry.h) knows the CPU and nothing else by default.
+// registry (backends/registry.h) knows the CPU, and CUDA exactly when this
+// build has it, and parses device spellings (cpu, cuda, cuda:N).
 #include "backends/cpu/cpu_backend.h"
 #include "backends/registry.h"
 #include "core/backend.h"
 #include "test_models.h"
+#ifdef KILN_TEST_EXPECT_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 #include <gtest/gtest.h>
 
@@ -72,6 +76,69 @@ TEST(BackendCheck, RegistryKnowsTheBuiltBackends) {
   auto backend = CreateBackend("nosuch");
   ASSERT_FALSE(backend.ok());
   EXPECT_NE(backend.status().message().find("cpu"), std::string::npos);
+}
+
+#ifdef KILN_TEST_EXPECT_CUDA
+constexpr bool kCudaBuilt = true;
+#else
+constexpr bool kCudaBuilt = false;
+#endif
+
+TEST(BackendCheck, RegistryListsCudaOnlyWhenBuilt) {
+  std::vector<std::string> want = {"cpu"};
+  if (kCudaBuilt)
+    want.push_back("cuda");
+  EXPECT_EQ(BackendNames(), want);
+  EXPECT_EQ(BackendKernels("cuda") != nullptr, kCudaBuilt);
+  EXPECT_EQ(BackendKernels("cuda:1"), BackendKernels("cuda"));
+#ifdef KILN_TEST_EXPECT_CUDA
+  EXPECT_EQ(DefaultDevice(), cuda::CudaDeviceCount() > 0 ? "cuda" : "cpu");
+#else
+  EXPECT_EQ(DefaultDevice(), "cpu");
+#endif
+}
+
+TEST(BackendCheck, DeviceSpellings) {
+  struct Good {
+    const char *text, *backend;
+    int index;
+  };
+  for (const Good &g : {Good{"cpu", "cpu", 0}, Good{"cuda", "cuda", 0}, Good{"cuda:0", "cuda", 0},
+                        Good{"cuda:1", "cuda", 1}, Good{"cuda:15", "cuda", 15},
+                        Good{"nosuch", "nosuch", 0}}) {
+    auto spec = ParseDevice(g.text);
+    ASSERT_TRUE(spec.ok()) << g.text << ": " << spec.status().message();
+    EXPECT_EQ(spec->backend, g.backend) << g.text;
+    EXPECT_EQ(spec->index, g.index) << g.text;
+  }
+  for (const char *bad : {"", ":1", "cuda:", "cuda:x", "cuda:-1", "cuda:+1", "cuda:1x", "cuda:1:2",
+                          "cuda: 1", "cuda:99999999999", "cpu:0"}) {
+    auto spec = ParseDevice(bad);
+    ASSERT_FALSE(spec.ok()) << "'" << bad << "' was accepted";
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(spec.status().message().find(std::string("'") + bad + "'"), std::string::npos)
+        << spec.status().message();
+  }
+}
+
+// A device index that no machine has fails with a message, never a crash:
+// without a GPU it says none is visible; with one, how many are.
+TEST(BackendCheck, CudaDeviceOutOfRangeFailsClearly) {
+  auto backend = CreateBackend("cuda:99");
+  ASSERT_FALSE(backend.ok());
+  const std::string m = backend.status().message();
+  if (kCudaBuilt) {
+    EXPECT_EQ(backend.status().code(), StatusCode::kInvalidArgument) << m;
+    EXPECT_TRUE(m.find("no CUDA device visible: ") == 0 ||
+                m.find("no CUDA device cuda:99; ") == 0)
+        << m;
+  } else {
+    EXPECT_EQ(backend.status().code(), StatusCode::kNotFound) << m;
+    EXPECT_NE(m.find("unknown backend 'cuda'"), std::string::npos) << m;
+  }
+  auto bad = CreateBackend("cuda:x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }
 
 } // namespace
