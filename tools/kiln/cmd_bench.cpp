@@ -219,6 +219,7 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
                                   {"input_len", a.Has("--requests") ? -1 : in_len},
                                   {"output_len", a.Has("--requests") ? -1 : out_len},
                                   {"threads", a.Get("--threads", "all")},
+                                  {"device", options.backend},
                                   {"requests_file", a.Get("--write-requests", "")},
                                   {"results", results}};
     KILN_RETURN_IF_ERROR(WriteText(a.Get("--json"), doc.dump(2) + "\n"));
