@@ -20,7 +20,7 @@ using test::TempPath;
 #define KILN_SKIP_WITHOUT_GPU()                                                                    \
   do {                                                                                             \
     if (cuda::CudaDeviceCount() == 0)                                                              \
-      GTEST_SKIP() << "no CUDA device visible (the GPU tests run with `make test-gpu`)";          \
+      GTEST_SKIP() << "no CUDA device visible (the GPU tests run with `make test-gpu`)";           \
   } while (0)
 
 std::unique_ptr<Backend> Cuda() {

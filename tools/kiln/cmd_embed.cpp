@@ -332,10 +332,10 @@ Status Embed(const ParsedArgs &a) {
 
 int EmbedMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::string err =
-      ParseArgs(args, {"--text", "--texts-file", "--npy", "--batch-size", "--threads", "--device",
-                 "--backend"},
-                {"--normalize"}, {}, &a);
+  std::string err = ParseArgs(
+      args,
+      {"--text", "--texts-file", "--npy", "--batch-size", "--threads", "--device", "--backend"},
+      {"--normalize"}, {}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

@@ -145,9 +145,8 @@ Status Exec(const ParsedArgs &a) {
 
 int ExecMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::string err =
-      ParseArgs(args, {"--input", "--input-dir", "--output-dir", "--device", "--backend"}, {}, {},
-                &a);
+  std::string err = ParseArgs(
+      args, {"--input", "--input-dir", "--output-dir", "--device", "--backend"}, {}, {}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

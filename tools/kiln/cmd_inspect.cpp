@@ -1,7 +1,7 @@
 // kiln inspect: what a plan holds, without running it. The report is built
 // once as JSON; the text form prints the same fields.
-#include "cli.h"
 #include "backends/registry.h"
+#include "cli.h"
 #include "cli_args.h"
 #include "core/backend.h"
 #include "kiln/plan.h"

@@ -29,8 +29,8 @@ const std::vector<std::string> kRequestOptions = {"--max-new-tokens",
                                                   "--n"};
 const std::vector<std::string> kRequestFlags = {"--ignore-eos"};
 const std::vector<std::string> kEngineOptions = {
-    "--engine-config", "--kv-cache-mb", "--block-size", "--max-batched-tokens",
-    "--max-seqs",      "--max-tracked", "--threads",    "--device",
+    "--engine-config", "--kv-cache-mb",           "--block-size", "--max-batched-tokens",
+    "--max-seqs",      "--max-tracked",           "--threads",    "--device",
     "--backend",       "--gpu-memory-utilization"};
 const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 

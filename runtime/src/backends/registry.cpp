@@ -67,8 +67,8 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view device) {
   std::string known;
   for (const std::string &n : BackendNames())
     known += (known.empty() ? "" : ", ") + n;
-  return Status(StatusCode::kNotFound, "unknown backend '" + spec.backend +
-                                           "'; this runtime was built with: " + known);
+  return Status(StatusCode::kNotFound,
+                "unknown backend '" + spec.backend + "'; this runtime was built with: " + known);
 }
 
 std::string DefaultDevice() {

@@ -69,8 +69,8 @@ Status CheckPagedInputs(const Plan &plan, const std::vector<TensorView> &inputs)
     const TensorView *v[9] = {};
     for (int k : {kKCache, kSlots, kQueryStart, kContextLens, kTables}) {
       const int t = op.inputs()->Get(k);
-      const int pos = t >= 0 && t < static_cast<int>(plan.tensors().size()) ? plan.InputIndex(t)
-                                                                             : -1;
+      const int pos =
+          t >= 0 && t < static_cast<int>(plan.tensors().size()) ? plan.InputIndex(t) : -1;
       if (pos < 0 || pos >= static_cast<int>(inputs.size()) ||
           inputs[pos].space != MemorySpace::kHost)
         return InvalidArgument(label + ": operand " + std::to_string(k) +
@@ -86,9 +86,12 @@ Status CheckPagedInputs(const Plan &plan, const std::vector<TensorView> &inputs)
     if (v[kQueryStart]->shape[0] != N + 1 || v[kTables]->shape[0] != N)
       return InvalidArgument(label + ": query_start, context_lens and block_tables disagree on "
                                      "the number of sequences");
-    const PagedIndices p{v[kSlots]->as<const int64_t>(),      v[kQueryStart]->as<const int64_t>(),
-                         v[kContextLens]->as<const int64_t>(), v[kTables]->as<const int64_t>(),
-                         v[kSlots]->shape[0],                  N,
+    const PagedIndices p{v[kSlots]->as<const int64_t>(),
+                         v[kQueryStart]->as<const int64_t>(),
+                         v[kContextLens]->as<const int64_t>(),
+                         v[kTables]->as<const int64_t>(),
+                         v[kSlots]->shape[0],
+                         N,
                          v[kTables]->shape[1]};
     Status st = CheckPagedIndices(p, v[kKCache]->shape[0], v[kKCache]->shape[2]);
     if (!st.ok())

@@ -121,8 +121,8 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
     } else {
       KILN_ASSIGN_OR_RETURN(int64_t per_block,
                             engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
-      KILN_ASSIGN_OR_RETURN(int64_t blocks, engine::KvCacheBlocks(engine_options, per_block,
-                                                                  impl->context_length));
+      KILN_ASSIGN_OR_RETURN(int64_t blocks,
+                            engine::KvCacheBlocks(engine_options, per_block, impl->context_length));
       KILN_ASSIGN_OR_RETURN(runner, engine::PlanModelRunner::Create(plan, *impl->backend, blocks,
                                                                     options.block_size));
     }

@@ -123,8 +123,7 @@ StatusOr<std::unique_ptr<PlanModelRunner>>
 PlanModelRunner::Prepare(const Plan &plan, Backend &backend, int64_t block_size) {
   KILN_ASSIGN_OR_RETURN(Roles roles, ReadRoles(plan));
   if (block_size < 1)
-    return InvalidArgument("the KV cache needs block_size >= 1, got " +
-                           std::to_string(block_size));
+    return InvalidArgument("the KV cache needs block_size >= 1, got " + std::to_string(block_size));
   std::unique_ptr<PlanModelRunner> r(new PlanModelRunner(plan, backend, 0, block_size));
   r->ids_ = roles.ids;
   r->pos_ = roles.pos;

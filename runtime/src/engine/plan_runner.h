@@ -42,8 +42,8 @@ public:
   // keeps the rest, for op scratch and the arena's growth. InvalidArgument
   // on a backend that does not report device memory (the cpu).
   static StatusOr<std::unique_ptr<PlanModelRunner>>
-  CreateForMemoryFraction(const Plan &plan, Backend &backend, double fraction,
-                          int64_t block_size, const StepLimits &limits);
+  CreateForMemoryFraction(const Plan &plan, Backend &backend, double fraction, int64_t block_size,
+                          const StepLimits &limits);
 
   int64_t vocab_size() const override { return vocab_; }
   int64_t num_blocks() const override { return num_blocks_; }

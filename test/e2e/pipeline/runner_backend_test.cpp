@@ -123,8 +123,7 @@ TEST_P(RunnerOnDevice, CacheSizedByAFractionOfFreeMemory) {
   limits.max_tokens = 32;
   limits.max_seqs = 4;
   limits.max_context = 64;
-  auto runner =
-      PlanModelRunner::CreateForMemoryFraction(*plan, device, 0.25, kBlockSize, limits);
+  auto runner = PlanModelRunner::CreateForMemoryFraction(*plan, device, 0.25, kBlockSize, limits);
   ASSERT_TRUE(runner.ok()) << runner.status().message();
   const int64_t blocks = (*runner)->num_blocks();
   // What the weights and the arena left, before the cache took its share

@@ -103,9 +103,9 @@ TEST(BackendCheck, DeviceSpellings) {
     const char *text, *backend;
     int index;
   };
-  for (const Good &g : {Good{"cpu", "cpu", 0}, Good{"cuda", "cuda", 0}, Good{"cuda:0", "cuda", 0},
-                        Good{"cuda:1", "cuda", 1}, Good{"cuda:15", "cuda", 15},
-                        Good{"nosuch", "nosuch", 0}}) {
+  for (const Good &g :
+       {Good{"cpu", "cpu", 0}, Good{"cuda", "cuda", 0}, Good{"cuda:0", "cuda", 0},
+        Good{"cuda:1", "cuda", 1}, Good{"cuda:15", "cuda", 15}, Good{"nosuch", "nosuch", 0}}) {
     auto spec = ParseDevice(g.text);
     ASSERT_TRUE(spec.ok()) << g.text << ": " << spec.status().message();
     EXPECT_EQ(spec->backend, g.backend) << g.text;
@@ -129,8 +129,7 @@ TEST(BackendCheck, CudaDeviceOutOfRangeFailsClearly) {
   const std::string m = backend.status().message();
   if (kCudaBuilt) {
     EXPECT_EQ(backend.status().code(), StatusCode::kInvalidArgument) << m;
-    EXPECT_TRUE(m.find("no CUDA device visible: ") == 0 ||
-                m.find("no CUDA device cuda:99; ") == 0)
+    EXPECT_TRUE(m.find("no CUDA device visible: ") == 0 || m.find("no CUDA device cuda:99; ") == 0)
         << m;
   } else {
     EXPECT_EQ(backend.status().code(), StatusCode::kNotFound) << m;

@@ -30,9 +30,12 @@ uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 class Staging {
 public:
   ~Staging() {
+    // After a failed copy some may still be read: wait for each first.
     for (int i = 0; i < kStagingBuffers; ++i) {
-      if (events_[i])
+      if (events_[i]) {
+        cudaEventSynchronize(events_[i]);
         cudaEventDestroy(events_[i]);
+      }
       if (host_[i])
         cudaFreeHost(host_[i]);
     }
@@ -108,6 +111,10 @@ public:
   StatusOr<void *> Allocate(uint64_t bytes, uint64_t alignment) override {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
       return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");
+    if (bytes > (uint64_t{1} << 60) || alignment > (uint64_t{1} << 30))
+      return Status(StatusCode::kResourceExhausted, "cannot allocate " + std::to_string(bytes) +
+                                                        " bytes aligned to " +
+                                                        std::to_string(alignment) + " on a GPU");
     KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     // cudaMalloc aligns to 256 bytes; a larger alignment over-allocates and
     // remembers the pointer cudaMalloc gave.
@@ -146,18 +153,18 @@ public:
     if (bytes == 0)
       return Status::Ok();
     KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    // From pageable memory the driver copies `src` out before returning, so
-    // the caller may reuse it at once; the device copy runs in stream order.
-    KILN_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    // From pageable memory (every caller's today) the driver copies `src`
+    // out before returning, so the caller may reuse it at once; from pinned
+    // memory the copy is asynchronous and `src` must stay unchanged until
+    // the next Synchronize or CopyToHost. The device side is in stream order.
+    KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     return Status::Ok();
   }
   Status CopyToHost(void *dst, const void *src, uint64_t bytes) override {
     if (bytes == 0)
       return Synchronize();
     KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-    KILN_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return Status::Ok();
   }
@@ -212,7 +219,7 @@ private:
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;
   ExecContext ctx_;
-  std::vector<void *> weights_; // one allocation per UploadWeights
+  std::vector<void *> weights_;           // one allocation per UploadWeights
   std::map<void *, void *> over_aligned_; // Allocate's result -> cudaMalloc's
   void *scratch_ = nullptr;
   uint64_t scratch_bytes_ = 0, scratch_bytes_grown_ = 0;
@@ -243,10 +250,9 @@ Status CudaBackend::UploadWeights(const Plan &plan, const std::vector<WeightUse>
   if (!base.ok())
     return Status(base.status().code(), "cannot hold the plan's " + std::to_string(total >> 20) +
                                             " MiB of weights: " + base.status().message());
-  weights_.push_back(*base);
   auto *device = static_cast<uint8_t *>(*base);
-  {
-    Staging staging;
+  Status copied = [&]() -> Status {
+    Staging staging; // freed on return, after its copies finished
     KILN_RETURN_IF_ERROR(staging.Init());
     // In offset order, so the mapping is read front to back.
     std::vector<std::pair<uint64_t, std::pair<const void *, uint64_t>>> order;
@@ -255,9 +261,14 @@ Status CudaBackend::UploadWeights(const Plan &plan, const std::vector<WeightUse>
     std::sort(order.begin(), order.end());
     for (const auto &[offset, key] : order)
       KILN_RETURN_IF_ERROR(staging.Copy(device + offset, key.first, key.second, stream_));
-    // The staging buffers are freed when this scope ends.
     KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }();
+  if (!copied.ok()) {
+    Free(device);
+    return copied.WithContext("uploading the plan's weights");
   }
+  weights_.push_back(device);
   for (const auto &[id, offset] : placed)
     data[id] = device + offset;
   stats.device_bytes += total;
