@@ -5,6 +5,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/registry.h"
 #include "core/backend.h"
+#include "core/paged_indices.h"
 #include "test_models.h"
 #ifdef KILN_TEST_EXPECT_CUDA
 #include "backends/cuda/cuda_backend.h"
@@ -138,6 +139,74 @@ TEST(BackendCheck, CudaDeviceOutOfRangeFailsClearly) {
   auto bad = CreateBackend("cuda:x");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
+// One paged_attention over graph inputs (docs/fused-ops.md): 2 query heads,
+// 1 KV head, head dim 4, T tokens of N sequences over a cache of NB blocks of
+// BS slots.
+std::unique_ptr<Plan> PagedPlan() {
+  test::TestPlan p;
+  int q = p.Input("q", DType::kF32, {1, 2, "T", 4});
+  int k = p.Input("k", DType::kF32, {1, 1, "T", 4});
+  int v = p.Input("v", DType::kF32, {1, 1, "T", 4});
+  int kc = p.Input("k_cache", DType::kF32, {"NB", 1, "BS", 4});
+  int vc = p.Input("v_cache", DType::kF32, {"NB", 1, "BS", 4});
+  int slots = p.Input("slots", DType::kI64, {"T"});
+  int qs = p.Input("query_start", DType::kI64, {"N1"});
+  int ctx = p.Input("context_lens", DType::kI64, {"N"});
+  int tables = p.Input("block_tables", DType::kI64, {"N", "MB"});
+  int out = p.Act("out", DType::kF32, {1, 2, "T", 4});
+  p.Op("paged_attention", {q, k, v, kc, vc, slots, qs, ctx, tables}, {out},
+       {test::AFloat("scale", 0.5f)});
+  p.Output(out);
+  return Load(std::move(p), "paged_inputs.plan");
+}
+
+// What kiln exec checks before a device runs a ragged plan's inputs.
+TEST(BackendCheck, PagedInputsAreCheckedOnTheHost) {
+  auto plan = PagedPlan();
+  ASSERT_TRUE(plan);
+  // Two sequences: 2 new tokens of a 5-token context, 1 of a 3-token one;
+  // a cache of 4 blocks of 2 slots.
+  std::vector<float> q(2 * 3 * 4), kv(3 * 4), cache(4 * 2 * 4);
+  std::vector<int64_t> slots = {3, 4, 5}, qs = {0, 2, 3}, ctx = {5, 3}, tables = {0, 1, 2, 2, 3, 0};
+  auto views = [&]() {
+    return std::vector<TensorView>{{DType::kF32, {1, 2, 3, 4}, q.data()},
+                                   {DType::kF32, {1, 1, 3, 4}, kv.data()},
+                                   {DType::kF32, {1, 1, 3, 4}, kv.data()},
+                                   {DType::kF32, {4, 1, 2, 4}, cache.data()},
+                                   {DType::kF32, {4, 1, 2, 4}, cache.data()},
+                                   {DType::kI64, {3}, slots.data()},
+                                   {DType::kI64, {3}, qs.data()},
+                                   {DType::kI64, {2}, ctx.data()},
+                                   {DType::kI64, {2, 3}, tables.data()}};
+  };
+  Status st = CheckPagedInputs(*plan, views());
+  EXPECT_TRUE(st.ok()) << st.message();
+
+  tables[4] = 4; // sequence 1 reads block 4 of 4
+  st = CheckPagedInputs(*plan, views());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("(paged_attention): paged step: block_tables[1][1] = 4"),
+            std::string::npos)
+      << st.message();
+  tables[4] = 3;
+  slots[2] = 8; // past the cache's 8 slots
+  st = CheckPagedInputs(*plan, views());
+  EXPECT_NE(st.message().find("slots[2] = 8"), std::string::npos) << st.message();
+  slots[2] = 5;
+  ctx[1] = 0; // shorter than its new token
+  st = CheckPagedInputs(*plan, views());
+  EXPECT_NE(st.message().find("context_lens[1] = 0"), std::string::npos) << st.message();
+  ctx[1] = 3;
+
+  // Indices already in device memory cannot be read here.
+  std::vector<TensorView> on_device = views();
+  on_device[5].space = MemorySpace::kDevice;
+  st = CheckPagedInputs(*plan, on_device);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("not a graph input in host memory"), std::string::npos)
+      << st.message();
 }
 
 } // namespace
