@@ -104,6 +104,7 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1]));
+  DenseDefaultsToCpu(a, *plan, &options);
   long long num = 64, in_len = 64, out_len = 64, seed = 0;
   auto positive = [&](const char *name, long long *v) -> Status {
     if (a.Has(name) && (!ParseInt(a.Get(name), v) || *v < 1 || *v > (1 << 24)))

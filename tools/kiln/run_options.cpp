@@ -3,6 +3,7 @@
 
 #include "backends/registry.h"
 #include "kiln/cpu.h"
+#include "kiln_schema/plan_generated.h"
 
 #include <cmath>
 #include <cstdio>
@@ -53,7 +54,8 @@ const char kEngineUsage[] =
     "  --no-prefix-caching      do not share the KV of common prompt prefixes\n"
     "  --threads N              cap the CPU threads of matrix products (0: all cores)\n"
     "  --device DEV             what runs the plan: cpu, cuda (GPU 0) or cuda:N (default\n"
-    "                           cuda when this kiln has it and a GPU is visible, else cpu)\n"
+    "                           cuda when this kiln has it and a GPU is visible, else cpu;\n"
+    "                           cpu for a dense plan, which only the cpu runs here)\n"
     "  --backend DEV            the same as --device\n";
 
 namespace {
@@ -226,6 +228,12 @@ StatusOr<std::string> DeviceFlag(const ParsedArgs &a) {
   }
   return InvalidArgument(flag + ": unknown backend '" + spec->backend +
                          "'; this kiln was built with: " + known);
+}
+
+void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *o) {
+  if (!a.Has("--device") && !a.Has("--backend") && !a.Has("--gpu-memory-utilization") &&
+      plan.fb().ragged() == nullptr)
+    o->backend = "cpu";
 }
 
 StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a) {

@@ -40,6 +40,10 @@ Status ApplyThreads(const ParsedArgs &a);
 // (InvalidArgument listing them), and the index's spelling; whether device
 // N exists is the backend's to say when it is created.
 StatusOr<std::string> DeviceFlag(const ParsedArgs &a);
+// Without --device/--backend/--gpu-memory-utilization, a plan without the
+// ragged interface runs on the cpu (the engine drives dense plans only
+// there) whatever the default device is.
+void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *options);
 // A backend instance for --device, for the commands that run an executor
 // directly (exec, embed).
 StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a);
