@@ -37,9 +37,9 @@ const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 
 const char kEngineUsage[] =
     "engine options (plans with the ragged interface batch requests; docs/engine.md):\n"
-    "  --engine-config FILE     JSON with any of kv_cache_mb, block_size,\n"
-    "                           max_batched_tokens, max_seqs, max_tracked, prefix_caching;\n"
-    "                           the flags below override it\n"
+    "  --engine-config FILE     JSON with any of kv_cache_mb, gpu_memory_utilization,\n"
+    "                           block_size, max_batched_tokens, max_seqs, max_tracked,\n"
+    "                           prefix_caching; the flags below override it\n"
     "  --kv-cache-mb N          KV cache memory budget in MiB (default: room for\n"
     "                           --max-seqs sequences of the full context, at most 1024)\n"
     "  --gpu-memory-utilization F\n"
@@ -159,14 +159,18 @@ Status ApplyEngineConfig(const std::string &path, PipelineOptions *o, bool *trac
     } else if (key == "max_tracked") {
       KILN_RETURN_IF_ERROR(integer(1, 1 << 24, &o->max_tracked));
       *tracked_set = true;
+    } else if (key == "gpu_memory_utilization") {
+      if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 1))
+        return InvalidArgument(path + ": \"gpu_memory_utilization\" must be a number in (0, 1]");
+      o->gpu_memory_utilization = v.get<double>();
     } else if (key == "prefix_caching") {
       if (!v.is_boolean())
         return InvalidArgument(path + ": \"prefix_caching\" must be true or false");
       o->prefix_caching = v.get<bool>();
     } else {
       return InvalidArgument(path + ": unknown key \"" + key +
-                             "\" (known: kv_cache_mb, block_size, max_batched_tokens, "
-                             "max_seqs, max_tracked, prefix_caching)");
+                             "\" (known: kv_cache_mb, gpu_memory_utilization, block_size, "
+                             "max_batched_tokens, max_seqs, max_tracked, prefix_caching)");
     }
   }
   return Status::Ok();
@@ -201,12 +205,12 @@ Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *o) {
     if (!ParseFloat(a.Get("--gpu-memory-utilization"), &f) || !(f > 0 && f <= 1))
       return InvalidArgument("--gpu-memory-utilization expects a fraction in (0, 1], got '" +
                              a.Get("--gpu-memory-utilization") + "'");
-    KILN_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDevice(o->backend));
-    if (spec.backend == "cpu")
-      return InvalidArgument("--gpu-memory-utilization sizes the KV cache from free GPU memory; "
-                             "the cpu device has none (use --kv-cache-mb, or --device cuda)");
     o->gpu_memory_utilization = f;
   }
+  KILN_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDevice(o->backend));
+  if (o->gpu_memory_utilization > 0 && spec.backend == "cpu")
+    return InvalidArgument("--gpu-memory-utilization sizes the KV cache from free GPU memory; "
+                           "the cpu device has none (use --kv-cache-mb, or --device cuda)");
   return Status::Ok();
 }
 
@@ -231,7 +235,7 @@ StatusOr<std::string> DeviceFlag(const ParsedArgs &a) {
 }
 
 void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *o) {
-  if (!a.Has("--device") && !a.Has("--backend") && !a.Has("--gpu-memory-utilization") &&
+  if (!a.Has("--device") && !a.Has("--backend") && o->gpu_memory_utilization == 0 &&
       plan.fb().ragged() == nullptr)
     o->backend = "cpu";
 }

@@ -312,6 +312,9 @@ TEST(Cli, BackendMustBeBuilt) {
 // range and device are checked before any plan is read.
 TEST(Cli, DeviceAndMemoryFractionFlags) {
   std::string plan = MlpPlan();
+  const std::string half = TempPath("cli_gpu_half.json"), two = TempPath("cli_gpu_two.json");
+  std::ofstream(half) << R"({"gpu_memory_utilization": 0.5})";
+  std::ofstream(two) << R"({"gpu_memory_utilization": 2})";
   struct Case {
     std::vector<std::string> args;
     const char *message;
@@ -325,6 +328,8 @@ TEST(Cli, DeviceAndMemoryFractionFlags) {
       {{"--gpu-memory-utilization", "0"}, "expects a fraction in (0, 1], got '0'"},
       {{"--gpu-memory-utilization", "1.5"}, "expects a fraction in (0, 1], got '1.5'"},
       {{"--gpu-memory-utilization", "half"}, "expects a fraction in (0, 1], got 'half'"},
+      {{"--device", "cpu", "--engine-config", half}, "the cpu device has none"},
+      {{"--engine-config", two}, "\"gpu_memory_utilization\" must be a number in (0, 1]"},
   };
   for (const Case &c : cases) {
     std::vector<std::string> args = {plan, "--prompt-ids", "1"};
