@@ -165,12 +165,15 @@ public:
       return Synchronize();
     KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    return Status::Ok();
+    return Synchronize();
   }
   Status Synchronize() override {
-    KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    return Status::Ok();
+    // A kernel's failure (an illegal address) shows at the next wait.
+    Status st = [&]() -> Status {
+      KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+      return Status::Ok();
+    }();
+    return st.WithContext("waiting for the cuda stream (a kernel enqueued before may have failed)");
   }
 
   StatusOr<DeviceMemoryInfo> MemoryInfo() override {
