@@ -8,7 +8,9 @@ Builds a decoder fixture and checks that:
 2. `--target nosuch` exits 2 naming the backend and listing the known ones,
    and leaves the file already at -o untouched, with no temporary left over;
 3. `kiln run`, `bench offline`, `exec` and `embed` with `--backend nosuch`
-   exit 2 listing the backends this kiln was built with.
+   (or `--device nosuch`, the same option) exit 2 listing the backends this
+   kiln was built with;
+4. `--device cpu` runs, and `kiln inspect` says the plan runs on cpu.
 """
 
 import argparse
@@ -45,6 +47,12 @@ def main():
         r = kiln(args.kiln, "run", plan, "--prompt-ids", "1,2,3", "--max-new-tokens", "2",
                  "--temperature", "0", "--backend", "cpu")
         check(r.returncode == 0, f"run --backend cpu exits 0 (got {r.returncode}: {r.stderr})")
+        r = kiln(args.kiln, "run", plan, "--prompt-ids", "1,2,3", "--max-new-tokens", "2",
+                 "--temperature", "0", "--device", "cpu")
+        check(r.returncode == 0, f"run --device cpu exits 0 (got {r.returncode}: {r.stderr})")
+        r = kiln(args.kiln, "inspect", plan)
+        check(r.returncode == 0 and "backends    runs on cpu" in r.stdout,
+              f"inspect says the plan runs on cpu: {r.stdout[-300:]!r}")
 
         kept = Path(tmp) / "kept.plan"
         kept.write_bytes(b"previous plan")
@@ -58,9 +66,10 @@ def main():
         for argv in (["run", plan, "--prompt-ids", "1", "--backend", "nosuch"],
                      ["bench", "offline", plan, "--num-prompts", "1", "--backend", "nosuch"],
                      ["exec", plan, "--backend", "nosuch"],
-                     ["embed", plan, "--text", "a", "--backend", "nosuch"]):
+                     ["embed", plan, "--text", "a", "--backend", "nosuch"],
+                     ["exec", plan, "--device", "nosuch"]):
             r = kiln(args.kiln, *argv)
-            check(r.returncode == 2, f"{argv[0]} --backend nosuch exits 2 (got {r.returncode})")
+            check(r.returncode == 2, f"{argv[:2]} ... nosuch exits 2 (got {r.returncode})")
             check("unknown backend 'nosuch'; this kiln was built with: cpu" in r.stderr,
                   f"{argv[0]} --backend nosuch lists the built backends: {r.stderr!r}")
     return check.exit_code()

@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "core/backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -91,6 +92,21 @@ public:
     ++synchronizations;
     return Status::Ok();
   }
+  // With total_memory set: free is what the live allocations leave of it.
+  StatusOr<DeviceMemoryInfo> MemoryInfo() override {
+    if (total_memory == 0)
+      return Backend::MemoryInfo();
+    DeviceMemoryInfo info;
+    info.total_bytes = total_memory;
+    info.free_bytes = total_memory - std::min(total_memory, live_bytes());
+    return info;
+  }
+  uint64_t live_bytes() const {
+    uint64_t sum = 0;
+    for (auto &[p, bytes] : live_)
+      sum += bytes;
+    return sum;
+  }
 
   // Whether [p, p + bytes) lies inside one live allocation.
   bool OnDevice(const void *p, uint64_t bytes) const {
@@ -104,6 +120,7 @@ public:
   }
 
   uint64_t limit_ = UINT64_MAX;
+  uint64_t total_memory = 0; // what MemoryInfo reports; 0: it reports nothing
   int allocations = 0, uploaded_weights = 0, synchronizations = 0, kernel_calls = 0;
   uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
   std::string errors; // placement violations seen by kernels and copies

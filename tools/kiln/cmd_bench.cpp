@@ -104,6 +104,7 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1]));
+  DenseDefaultsToCpu(a, *plan, &options);
   long long num = 64, in_len = 64, out_len = 64, seed = 0;
   auto positive = [&](const char *name, long long *v) -> Status {
     if (a.Has(name) && (!ParseInt(a.Get(name), v) || *v < 1 || *v > (1 << 24)))
@@ -219,6 +220,7 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
                                   {"input_len", a.Has("--requests") ? -1 : in_len},
                                   {"output_len", a.Has("--requests") ? -1 : out_len},
                                   {"threads", a.Get("--threads", "all")},
+                                  {"device", options.backend},
                                   {"requests_file", a.Get("--write-requests", "")},
                                   {"results", results}};
     KILN_RETURN_IF_ERROR(WriteText(a.Get("--json"), doc.dump(2) + "\n"));

@@ -24,7 +24,7 @@ namespace {
 const char kUsage[] =
     "usage: kiln embed model.plan (--text TEXT [--text TEXT ...] | --texts-file FILE)\n"
     "                  [--normalize] [--npy FILE] [--batch-size N] [--threads N]\n"
-    "                  [--backend NAME]\n"
+    "                  [--device DEV]\n"
     "\n"
     "Embeds each input text with an encoder plan (a BERT-family model built by\n"
     "`kiln build`): one vector per text, in input order.\n"
@@ -49,8 +49,9 @@ const char kUsage[] =
     "  --npy FILE         write float32 [texts, hidden] as .npy instead of JSON on stdout\n"
     "  --batch-size N     texts per graph run (default 16)\n"
     "  --threads N        cap the CPU threads of matrix products (0: all cores)\n"
-    "  --backend NAME     the runtime backend that runs the plan (default cpu; a name\n"
-    "                     this kiln was built with)\n"
+    "  --device DEV       what runs the plan: cpu, cuda (GPU 0) or cuda:N (default cuda\n"
+    "                     when this kiln has it and a GPU is visible, else cpu);\n"
+    "                     --backend DEV is the same\n"
     "\n"
     "stdout (without --npy): {\"pooling\": \"mean\"|\"cls\", \"normalized\": bool,\n"
     "\"dimension\": H, \"token_counts\": [...], \"embeddings\": [[H floats], ...]}\n"
@@ -208,7 +209,10 @@ public:
                              std::string(DTypeName(states.dtype)) + ShapeToString(states.shape) +
                              ", not float32 [batch, sequence, hidden]");
     *hidden = states.shape[2];
-    const float *data = states.as<const float>();
+    // The states may be in device memory: read them through the executor.
+    host_states_.resize(static_cast<size_t>(states.numel()));
+    KILN_RETURN_IF_ERROR(exec_.CopyOutputToHost(io_.hidden_output, host_states_.data()));
+    const float *data = host_states_.data();
     for (int64_t b = 0; b < rows; ++b) {
       out->resize(out->size() + static_cast<size_t>(*hidden));
       Pool(data + b * len * *hidden, static_cast<int64_t>(batch[b].size()), *hidden, pooling,
@@ -243,6 +247,7 @@ private:
   const EncoderIO &io_;
   Executor &exec_;
   int64_t pad_id_;
+  std::vector<float> host_states_; // the last batch's token states, on the host
 };
 
 StatusOr<std::vector<std::vector<int32_t>>> Tokenize(const Plan &plan,
@@ -327,9 +332,10 @@ Status Embed(const ParsedArgs &a) {
 
 int EmbedMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::string err =
-      ParseArgs(args, {"--text", "--texts-file", "--npy", "--batch-size", "--threads", "--backend"},
-                {"--normalize"}, {}, &a);
+  std::string err = ParseArgs(
+      args,
+      {"--text", "--texts-file", "--npy", "--batch-size", "--threads", "--device", "--backend"},
+      {"--normalize"}, {}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

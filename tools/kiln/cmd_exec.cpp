@@ -5,6 +5,7 @@
 #include "run_options.h"
 
 #include "backends/registry.h"
+#include "core/paged_indices.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
 #include "kiln/tensor_proto.h"
@@ -17,7 +18,7 @@ namespace kiln::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: kiln exec model.plan [inputs] [--output-dir DIR] [--backend NAME]\n"
+    "usage: kiln exec model.plan [inputs] [--output-dir DIR] [--device DEV]\n"
     "\n"
     "Runs the plan's graph once and writes each graph output to\n"
     "DIR/<output name>.pb as an ONNX TensorProto (name set; characters other\n"
@@ -32,8 +33,9 @@ const char kUsage[] =
     "\n"
     "options:\n"
     "  --output-dir DIR       write each output there (see above)\n"
-    "  --backend NAME         the runtime backend that runs the plan (default cpu;\n"
-    "                         a name this kiln was built with)\n"
+    "  --device DEV           what runs the plan: cpu, cuda (GPU 0) or cuda:N (default\n"
+    "                         cuda when this kiln has it and a GPU is visible, else cpu);\n"
+    "                         --backend DEV is the same\n"
     "\n"
     "Exit status: 0 ok, 2 bad arguments, plan or tensor files, 1 internal error.\n";
 
@@ -107,7 +109,12 @@ Status Exec(const ParsedArgs &a) {
 
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan, *backend));
   KILN_RETURN_IF_ERROR(exec->Bind(views));
+  // A device's paged attention reads its index arrays unchecked (the
+  // engine checks them once per step); here the user gave them.
+  if (backend->memory_space() != MemorySpace::kHost)
+    KILN_RETURN_IF_ERROR(CheckPagedInputs(*plan, views));
   KILN_RETURN_IF_ERROR(exec->Run());
+  KILN_RETURN_IF_ERROR(backend->Synchronize());
 
   std::string dir = a.Get("--output-dir");
   if (!dir.empty()) {
@@ -123,7 +130,8 @@ Status Exec(const ParsedArgs &a) {
                 ShapeToString(outs[i].shape).c_str());
     if (dir.empty())
       continue;
-    Tensor t = Tensor::CopyOf(outs[i], name);
+    Tensor t(outs[i].dtype, outs[i].shape, name);
+    KILN_RETURN_IF_ERROR(exec->CopyOutputToHost(static_cast<int>(i), t.bytes().data()));
     std::string path = dir + "/" + SafeFileName(name) + ".pb";
     Status st = WriteTensorProtoFile(path, t);
     // The plan ran; failing to write is the host's problem, not the input's.
@@ -137,8 +145,8 @@ Status Exec(const ParsedArgs &a) {
 
 int ExecMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::string err =
-      ParseArgs(args, {"--input", "--input-dir", "--output-dir", "--backend"}, {}, {}, &a);
+  std::string err = ParseArgs(
+      args, {"--input", "--input-dir", "--output-dir", "--device", "--backend"}, {}, {}, &a);
   if (a.help) {
     std::printf("%s", kUsage);
     return kExitOk;

@@ -1,7 +1,9 @@
 // kiln inspect: what a plan holds, without running it. The report is built
 // once as JSON; the text form prints the same fields.
+#include "backends/registry.h"
 #include "cli.h"
 #include "cli_args.h"
+#include "core/backend.h"
 #include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 
@@ -24,7 +26,8 @@ const char kUsage[] = "usage: kiln inspect model.plan [--ops] [--json]\n"
                       "(kiln version and commit, build host and time, SHA-256 of the source ONNX\n"
                       "and external-data files), injection report, graph inputs and outputs with\n"
                       "their symbolic shapes, op counts by type, memory plan, weight sections,\n"
-                      "weights by dtype (tensors and bytes of each) and the KV cache's dtype.\n"
+                      "weights by dtype (tensors and bytes of each), the KV cache's dtype, and\n"
+                      "which of this kiln's backends have a kernel for every op of the plan.\n"
                       "The plan is fully verified (checksums, structure) before anything prints.\n"
                       "\n"
                       "options:\n"
@@ -261,6 +264,13 @@ Json Report(const Plan &plan, bool with_ops) {
   r["weight_bytes"] = plan.weight_bytes();
   r["weight_dtypes"] = WeightDtypes(plan);
   r["kv_cache_dtype"] = KvCacheDtype(plan);
+  // Which built backends have every op's kernel (host ops run on the host).
+  Json backends = Json::array();
+  for (const std::string &b : BackendNames()) {
+    std::vector<std::string> missing = MissingKernels(plan, *BackendKernels(b));
+    backends.push_back({{"name", b}, {"runs", missing.empty()}, {"missing_ops", missing}});
+  }
+  r["backends"] = backends;
   return r;
 }
 
@@ -376,6 +386,21 @@ void PrintText(const Json &r) {
   std::printf("kv cache    %s\n", r["kv_cache_dtype"].is_null()
                                       ? "none"
                                       : r["kv_cache_dtype"].get<std::string>().c_str());
+  std::string runs;
+  for (const Json &b : r["backends"]) {
+    const std::string name = b["name"].get<std::string>();
+    std::string line = "runs on " + name;
+    if (!b["runs"].get<bool>()) {
+      std::string ops;
+      for (const Json &op : b["missing_ops"])
+        ops += (ops.empty() ? "" : ", ") + op.get<std::string>();
+      line = "not on " + name + ": missing op" + (b["missing_ops"].size() > 1 ? "s " : " ") + ops;
+    } else if (name != "cpu" && r["interface"] == "dense") {
+      line += " (kiln exec; kiln run drives dense plans on the cpu only)";
+    }
+    runs += (runs.empty() ? "" : "; ") + line;
+  }
+  std::printf("backends    %s\n", runs.c_str());
 }
 
 } // namespace

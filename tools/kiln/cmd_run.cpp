@@ -151,6 +151,7 @@ Status Run(const ParsedArgs &a) {
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   // The plan outlives the pipeline that reads it.
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
+  DenseDefaultsToCpu(a, *plan, &options);
   KILN_RETURN_IF_ERROR(RefuseEncoder(*plan, a.positional[0]));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Create(*plan, options));
   RequestParams params = pipe->DefaultParams();

@@ -3,6 +3,7 @@
 
 #include "backends/registry.h"
 #include "kiln/cpu.h"
+#include "kiln_schema/plan_generated.h"
 
 #include <cmath>
 #include <cstdio>
@@ -29,17 +30,22 @@ const std::vector<std::string> kRequestOptions = {"--max-new-tokens",
                                                   "--n"};
 const std::vector<std::string> kRequestFlags = {"--ignore-eos"};
 const std::vector<std::string> kEngineOptions = {
-    "--engine-config", "--kv-cache-mb", "--block-size", "--max-batched-tokens",
-    "--max-seqs",      "--max-tracked", "--threads",    "--backend"};
+    "--engine-config", "--kv-cache-mb",           "--block-size", "--max-batched-tokens",
+    "--max-seqs",      "--max-tracked",           "--threads",    "--device",
+    "--backend",       "--gpu-memory-utilization"};
 const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
 
 const char kEngineUsage[] =
     "engine options (plans with the ragged interface batch requests; docs/engine.md):\n"
-    "  --engine-config FILE     JSON with any of kv_cache_mb, block_size,\n"
-    "                           max_batched_tokens, max_seqs, max_tracked, prefix_caching;\n"
-    "                           the flags below override it\n"
+    "  --engine-config FILE     JSON with any of kv_cache_mb, gpu_memory_utilization,\n"
+    "                           block_size, max_batched_tokens, max_seqs, max_tracked,\n"
+    "                           prefix_caching; the flags below override it\n"
     "  --kv-cache-mb N          KV cache memory budget in MiB (default: room for\n"
     "                           --max-seqs sequences of the full context, at most 1024)\n"
+    "  --gpu-memory-utilization F\n"
+    "                           on cuda, without --kv-cache-mb: give the KV cache the\n"
+    "                           fraction F, in (0, 1], of the GPU memory free after the\n"
+    "                           weights and a largest step's activations\n"
     "  --block-size N           tokens per KV block (default 16)\n"
     "  --max-batched-tokens N   token budget of one step; longer prompts are split\n"
     "                           across steps (default 512)\n"
@@ -47,8 +53,10 @@ const char kEngineUsage[] =
     "  --max-tracked N          requests waiting or running at once (default 1024)\n"
     "  --no-prefix-caching      do not share the KV of common prompt prefixes\n"
     "  --threads N              cap the CPU threads of matrix products (0: all cores)\n"
-    "  --backend NAME           the runtime backend that runs the plan (default cpu;\n"
-    "                           a name this kiln was built with)\n";
+    "  --device DEV             what runs the plan: cpu, cuda (GPU 0) or cuda:N (default\n"
+    "                           cuda when this kiln has it and a GPU is visible, else cpu;\n"
+    "                           cpu for a dense plan, which only the cpu runs here)\n"
+    "  --backend DEV            the same as --device\n";
 
 namespace {
 
@@ -151,14 +159,18 @@ Status ApplyEngineConfig(const std::string &path, PipelineOptions *o, bool *trac
     } else if (key == "max_tracked") {
       KILN_RETURN_IF_ERROR(integer(1, 1 << 24, &o->max_tracked));
       *tracked_set = true;
+    } else if (key == "gpu_memory_utilization") {
+      if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 1))
+        return InvalidArgument(path + ": \"gpu_memory_utilization\" must be a number in (0, 1]");
+      o->gpu_memory_utilization = v.get<double>();
     } else if (key == "prefix_caching") {
       if (!v.is_boolean())
         return InvalidArgument(path + ": \"prefix_caching\" must be true or false");
       o->prefix_caching = v.get<bool>();
     } else {
       return InvalidArgument(path + ": unknown key \"" + key +
-                             "\" (known: kv_cache_mb, block_size, max_batched_tokens, "
-                             "max_seqs, max_tracked, prefix_caching)");
+                             "\" (known: kv_cache_mb, gpu_memory_utilization, block_size, "
+                             "max_batched_tokens, max_seqs, max_tracked, prefix_caching)");
     }
   }
   return Status::Ok();
@@ -187,25 +199,50 @@ Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *o) {
     o->max_batched_tokens = std::max<int64_t>(o->max_batched_tokens, o->max_seqs);
   if (a.Has("--no-prefix-caching"))
     o->prefix_caching = false;
-  KILN_ASSIGN_OR_RETURN(o->backend, BackendFlag(a));
+  KILN_ASSIGN_OR_RETURN(o->backend, DeviceFlag(a));
+  if (a.Has("--gpu-memory-utilization")) {
+    double f = 0;
+    if (!ParseFloat(a.Get("--gpu-memory-utilization"), &f) || !(f > 0 && f <= 1))
+      return InvalidArgument("--gpu-memory-utilization expects a fraction in (0, 1], got '" +
+                             a.Get("--gpu-memory-utilization") + "'");
+    o->gpu_memory_utilization = f;
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDevice(o->backend));
+  if (o->gpu_memory_utilization > 0 && spec.backend == "cpu")
+    return InvalidArgument("--gpu-memory-utilization sizes the KV cache from free GPU memory; "
+                           "the cpu device has none (use --kv-cache-mb, or --device cuda)");
   return Status::Ok();
 }
 
-StatusOr<std::string> BackendFlag(const ParsedArgs &a) {
-  std::string name = a.Get("--backend", "cpu");
+StatusOr<std::string> DeviceFlag(const ParsedArgs &a) {
+  if (a.Has("--device") && a.Has("--backend"))
+    return InvalidArgument("give --device or --backend (the same option), not both");
+  const std::string flag = a.Has("--backend") ? "--backend" : "--device";
+  if (!a.Has(flag))
+    return DefaultDevice();
+  const std::string device = a.Get(flag);
+  StatusOr<DeviceSpec> spec = ParseDevice(device);
+  if (!spec.ok())
+    return InvalidArgument(flag + ": " + spec.status().message());
   std::string known;
   for (const std::string &n : BackendNames()) {
-    if (n == name)
-      return name;
+    if (n == spec->backend)
+      return device;
     known += (known.empty() ? "" : ", ") + n;
   }
-  return InvalidArgument("--backend: unknown backend '" + name +
+  return InvalidArgument(flag + ": unknown backend '" + spec->backend +
                          "'; this kiln was built with: " + known);
 }
 
+void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *o) {
+  if (!a.Has("--device") && !a.Has("--backend") && o->gpu_memory_utilization == 0 &&
+      plan.fb().ragged() == nullptr)
+    o->backend = "cpu";
+}
+
 StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a) {
-  KILN_ASSIGN_OR_RETURN(std::string name, BackendFlag(a));
-  return CreateBackend(name);
+  KILN_ASSIGN_OR_RETURN(std::string device, DeviceFlag(a));
+  return CreateBackend(device);
 }
 
 Status ApplyThreads(const ParsedArgs &a) {

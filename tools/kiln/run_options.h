@@ -34,10 +34,17 @@ Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *options);
 // --threads N; no-op when absent.
 Status ApplyThreads(const ParsedArgs &a);
 
-// --backend NAME (default "cpu"), checked against the backends this kiln was
-// built with: InvalidArgument listing them for any other name.
-StatusOr<std::string> BackendFlag(const ParsedArgs &a);
-// A backend instance for --backend, for the commands that run an executor
+// --device DEV, or its alias --backend: "cpu", "cuda" or "cuda:N" (default
+// DefaultDevice(): cuda when built and a GPU is visible, else cpu). The
+// backend name is checked against the backends this kiln was built with
+// (InvalidArgument listing them), and the index's spelling; whether device
+// N exists is the backend's to say when it is created.
+StatusOr<std::string> DeviceFlag(const ParsedArgs &a);
+// Without --device/--backend/--gpu-memory-utilization, a plan without the
+// ragged interface runs on the cpu (the engine drives dense plans only
+// there) whatever the default device is.
+void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *options);
+// A backend instance for --device, for the commands that run an executor
 // directly (exec, embed).
 StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a);
 

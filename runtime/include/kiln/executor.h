@@ -69,6 +69,7 @@ public:
     int packed_weights = 0;      // weights packed for matrix products at Create
     uint64_t packed_bytes = 0;   // bytes those packed copies hold
     int released_weights = 0;    // of those, weights whose mapped pages were released
+    uint64_t device_bytes = 0;   // bytes of weights copied into a device backend's memory
   };
   const Stats &stats() const;
   // The data pointer a tensor had in the last binding (for tests of slot

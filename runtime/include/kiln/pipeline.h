@@ -41,7 +41,11 @@ struct PipelineOptions {
   int max_seqs = 64;                // sequences in one step (the concurrency)
   int max_tracked = 1024;           // requests waiting + running; Submit refuses more
   bool prefix_caching = true;       // share the KV of common prompt prefixes
-  std::string backend = "cpu";      // what runs the plan: a name from BackendNames()
+  std::string backend = "cpu";      // what runs the plan: "cpu", "cuda" or "cuda:N"
+  // On a device backend, when kv_cache_bytes is 0: size the KV cache as this
+  // fraction, in (0, 1], of the device memory free after the weights and a
+  // largest step's activations. 0: off (the kv_cache_bytes default applies).
+  double gpu_memory_utilization = 0;
 };
 
 // A prompt and how to continue it.

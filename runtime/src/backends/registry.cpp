@@ -4,25 +4,79 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/executor_impl.h"
+#ifdef KILN_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
+
+#include <cerrno>
+#include <cstdlib>
 
 namespace kiln {
 
-std::vector<std::string> BackendNames() { return {"cpu"}; }
+std::vector<std::string> BackendNames() {
+#ifdef KILN_HAVE_CUDA
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
+
+StatusOr<DeviceSpec> ParseDevice(std::string_view device) {
+  DeviceSpec spec;
+  const size_t colon = device.find(':');
+  spec.backend = std::string(device.substr(0, colon));
+  if (spec.backend.empty())
+    return InvalidArgument("device '" + std::string(device) +
+                           "' has no backend name (e.g. cpu, cuda, cuda:1)");
+  if (colon == std::string_view::npos)
+    return spec;
+  const std::string index(device.substr(colon + 1));
+  char *end = nullptr;
+  errno = 0;
+  const long v = index.empty() ? -1 : std::strtol(index.c_str(), &end, 10);
+  if (index.empty() || *end != '\0' || errno != 0 || v < 0 || v > 1023 ||
+      !(index[0] >= '0' && index[0] <= '9'))
+    return InvalidArgument("device '" + std::string(device) +
+                           "': the index after ':' must be a device number such as 0 or 1");
+  if (spec.backend == "cpu")
+    return InvalidArgument("device '" + std::string(device) +
+                           "': the cpu backend has no device index; use 'cpu'");
+  spec.index = static_cast<int>(v);
+  return spec;
+}
 
 const KernelTable *BackendKernels(std::string_view name) {
-  if (name == "cpu")
+  const std::string_view backend = name.substr(0, name.find(':'));
+  if (backend == "cpu")
     return &cpu::CpuKernels();
+#ifdef KILN_HAVE_CUDA
+  if (backend == "cuda")
+    return &cuda::CudaKernels();
+#endif
   return nullptr;
 }
 
-StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name) {
-  if (name == "cpu")
+StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view device) {
+  KILN_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDevice(device));
+  if (spec.backend == "cpu")
     return cpu::CreateCpuBackend();
+#ifdef KILN_HAVE_CUDA
+  if (spec.backend == "cuda")
+    return cuda::CreateCudaBackend(spec.index);
+#endif
   std::string known;
   for (const std::string &n : BackendNames())
     known += (known.empty() ? "" : ", ") + n;
-  return Status(StatusCode::kNotFound, "unknown backend '" + std::string(name) +
-                                           "'; this runtime was built with: " + known);
+  return Status(StatusCode::kNotFound,
+                "unknown backend '" + spec.backend + "'; this runtime was built with: " + known);
+}
+
+std::string DefaultDevice() {
+#ifdef KILN_HAVE_CUDA
+  if (cuda::CudaDeviceCount() > 0)
+    return "cuda";
+#endif
+  return "cpu";
 }
 
 // Executor::Create without a backend: the executor owns a CPU backend. It

@@ -38,6 +38,12 @@ struct UploadStats {
   uint64_t device_bytes = 0; // bytes of weights copied into device memory
 };
 
+// A device's memory, for sizing the KV cache by a fraction of what is free.
+struct DeviceMemoryInfo {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -71,6 +77,12 @@ public:
 
   // Waits for every enqueued kernel and copy.
   virtual Status Synchronize() = 0;
+
+  // Free and total memory of a device backend's device, now; Unimplemented
+  // for a backend whose memory is the host's.
+  virtual StatusOr<DeviceMemoryInfo> MemoryInfo() {
+    return Unimplemented(std::string("the ") + name() + " backend does not report device memory");
+  }
 };
 
 // Memory from a backend, freed through it when the handle goes away.

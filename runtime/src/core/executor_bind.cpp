@@ -223,6 +223,12 @@ Status Executor::Impl::ApplyLayout() {
     arena.Reset();
     arena_capacity = 0;
     StatusOr<DeviceBuffer> grown = DeviceBuffer::Allocate(*backend, want, alignment);
+    if (!grown.ok() && want > AlignUp(layout.arena_bytes, alignment)) {
+      // A device with little left (the KV cache took most) may still hold
+      // exactly what this binding needs.
+      want = AlignUp(layout.arena_bytes, alignment);
+      grown = DeviceBuffer::Allocate(*backend, want, alignment);
+    }
     if (!grown.ok())
       return Status(StatusCode::kResourceExhausted,
                     "cannot allocate a " + std::to_string(want) + "-byte activation arena on the " +

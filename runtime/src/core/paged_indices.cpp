@@ -1,5 +1,8 @@
 #include "core/paged_indices.h"
 
+#include "core/shapes/paged_attention.h"
+#include "kiln_schema/plan_generated.h"
+
 #include <string>
 
 namespace kiln {
@@ -47,6 +50,53 @@ Status CheckPagedIndices(const PagedIndices &p, int64_t num_blocks, int64_t bloc
     if (p.slots[t] >= 0 && p.slots[t] / block_size >= num_blocks)
       return Bad("slots[" + Num(t) + "] = " + Num(p.slots[t]) + " is outside the cache's " +
                  Num(num_blocks) + " * " + Num(block_size) + " slots");
+  return Status::Ok();
+}
+
+Status CheckPagedInputs(const Plan &plan, const std::vector<TensorView> &inputs) {
+  using namespace paged_attention;
+  const auto *ops = plan.fb().ops();
+  for (uint32_t i = 0; ops && i < ops->size(); ++i) {
+    const fb::Op &op = *ops->Get(i);
+    if (!op.type() || op.type()->string_view() != "paged_attention")
+      continue;
+    const std::string label =
+        "op '" + (op.name() ? op.name()->str() : std::string()) + "' (paged_attention)";
+    if (!op.inputs() || op.inputs()->size() != 9)
+      return InvalidArgument(label + ": expected 9 operands");
+    // The bound view of operand k, which must be a host graph input of
+    // `rank` dims (i64 unless it is the cache).
+    const TensorView *v[9] = {};
+    for (int k : {kKCache, kSlots, kQueryStart, kContextLens, kTables}) {
+      const int t = op.inputs()->Get(k);
+      const int pos =
+          t >= 0 && t < static_cast<int>(plan.tensors().size()) ? plan.InputIndex(t) : -1;
+      if (pos < 0 || pos >= static_cast<int>(inputs.size()) ||
+          inputs[pos].space != MemorySpace::kHost)
+        return InvalidArgument(label + ": operand " + std::to_string(k) +
+                               " is not a graph input in host memory, so its values cannot be "
+                               "checked before a device kernel reads them");
+      v[k] = &inputs[pos];
+      const size_t rank = k == kKCache ? 4 : k == kTables ? 2 : 1;
+      if (v[k]->shape.size() != rank || (k != kKCache && v[k]->dtype != DType::kI64))
+        return InvalidArgument(label + ": operand " + std::to_string(k) + " is " +
+                               DTypeName(v[k]->dtype) + ShapeToString(v[k]->shape));
+    }
+    const int64_t N = v[kContextLens]->shape[0];
+    if (v[kQueryStart]->shape[0] != N + 1 || v[kTables]->shape[0] != N)
+      return InvalidArgument(label + ": query_start, context_lens and block_tables disagree on "
+                                     "the number of sequences");
+    const PagedIndices p{v[kSlots]->as<const int64_t>(),
+                         v[kQueryStart]->as<const int64_t>(),
+                         v[kContextLens]->as<const int64_t>(),
+                         v[kTables]->as<const int64_t>(),
+                         v[kSlots]->shape[0],
+                         N,
+                         v[kTables]->shape[1]};
+    Status st = CheckPagedIndices(p, v[kKCache]->shape[0], v[kKCache]->shape[2]);
+    if (!st.ok())
+      return st.WithContext(label);
+  }
   return Status::Ok();
 }
 

@@ -6,9 +6,12 @@
 // read them without re-checking or copying them back.
 #pragma once
 
+#include "kiln/plan.h"
 #include "kiln/status.h"
+#include "kiln/tensor.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln {
 
@@ -25,5 +28,14 @@ struct PagedIndices {
 // context is shorter than its new tokens or longer than its table, or a
 // block a context reads is outside [0, num_blocks).
 Status CheckPagedIndices(const PagedIndices &p, int64_t num_blocks, int64_t block_size);
+
+// For a caller that binds a plan's graph inputs itself (kiln exec) and runs
+// it on a device, whose kernels read index arrays without checking them:
+// checks every paged_attention op's index operands, as bound in `inputs`
+// (plan.inputs() order, after a successful Executor::Bind), against its
+// key cache. InvalidArgument naming the op when an index operand or the
+// cache is not a graph input bound in host memory (its values cannot be
+// checked before a kernel reads them), or as CheckPagedIndices.
+Status CheckPagedInputs(const Plan &plan, const std::vector<TensorView> &inputs);
 
 } // namespace kiln

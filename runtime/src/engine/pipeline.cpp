@@ -44,6 +44,9 @@ Status ValidateOptions(const PipelineOptions &o) {
   if (o.max_tracked < o.max_seqs)
     return bad("max_tracked (" + std::to_string(o.max_tracked) + ") must be >= max_seqs (" +
                std::to_string(o.max_seqs) + ")");
+  if (!(o.gpu_memory_utilization >= 0 && o.gpu_memory_utilization <= 1))
+    return bad("gpu_memory_utilization must be in (0, 1] (0: off), got " +
+               std::to_string(o.gpu_memory_utilization));
   return Status::Ok();
 }
 
@@ -106,13 +109,23 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
   if (impl->batched) {
     const engine::EngineOptions engine_options = ToEngineOptions(options);
     KILN_ASSIGN_OR_RETURN(impl->backend, CreateBackend(options.backend));
-    KILN_ASSIGN_OR_RETURN(int64_t per_block,
-                          engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
-    KILN_ASSIGN_OR_RETURN(int64_t blocks,
-                          engine::KvCacheBlocks(engine_options, per_block, impl->context_length));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<engine::PlanModelRunner> runner,
-                          engine::PlanModelRunner::Create(plan, *impl->backend, blocks,
-                                                          options.block_size));
+    std::unique_ptr<engine::PlanModelRunner> runner;
+    if (options.gpu_memory_utilization > 0 && options.kv_cache_bytes == 0) {
+      engine::PlanModelRunner::StepLimits limits;
+      limits.max_tokens = options.max_batched_tokens;
+      limits.max_seqs = options.max_seqs;
+      limits.max_context = impl->context_length;
+      KILN_ASSIGN_OR_RETURN(runner, engine::PlanModelRunner::CreateForMemoryFraction(
+                                        plan, *impl->backend, options.gpu_memory_utilization,
+                                        options.block_size, limits));
+    } else {
+      KILN_ASSIGN_OR_RETURN(int64_t per_block,
+                            engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
+      KILN_ASSIGN_OR_RETURN(int64_t blocks,
+                            engine::KvCacheBlocks(engine_options, per_block, impl->context_length));
+      KILN_ASSIGN_OR_RETURN(runner, engine::PlanModelRunner::Create(plan, *impl->backend, blocks,
+                                                                    options.block_size));
+    }
     KILN_ASSIGN_OR_RETURN(impl->engine,
                           engine::CreateBatchedEngine(std::move(runner), impl->tokenizer.get(),
                                                       engine_options, impl->context_length));

@@ -119,15 +119,12 @@ StatusOr<int64_t> PlanModelRunner::BytesPerBlock(const Plan &plan, int64_t block
   return bytes;
 }
 
-StatusOr<std::unique_ptr<PlanModelRunner>> PlanModelRunner::Create(const Plan &plan,
-                                                                   Backend &backend,
-                                                                   int64_t num_blocks,
-                                                                   int64_t block_size) {
+StatusOr<std::unique_ptr<PlanModelRunner>>
+PlanModelRunner::Prepare(const Plan &plan, Backend &backend, int64_t block_size) {
   KILN_ASSIGN_OR_RETURN(Roles roles, ReadRoles(plan));
-  if (num_blocks < 1 || block_size < 1)
-    return InvalidArgument("the KV cache needs num_blocks >= 1 and block_size >= 1, got " +
-                           std::to_string(num_blocks) + " and " + std::to_string(block_size));
-  std::unique_ptr<PlanModelRunner> r(new PlanModelRunner(plan, backend, num_blocks, block_size));
+  if (block_size < 1)
+    return InvalidArgument("the KV cache needs block_size >= 1, got " + std::to_string(block_size));
+  std::unique_ptr<PlanModelRunner> r(new PlanModelRunner(plan, backend, 0, block_size));
   r->ids_ = roles.ids;
   r->pos_ = roles.pos;
   r->slots_ = roles.slots;
@@ -142,27 +139,119 @@ StatusOr<std::unique_ptr<PlanModelRunner>> PlanModelRunner::Create(const Plan &p
     c.key_input = l.key;
     c.value_input = l.value;
     c.dtype = l.dtype;
-    c.key_shape = {num_blocks, l.kv_heads, block_size, l.key_dim};
-    c.value_shape = {num_blocks, l.kv_heads, block_size, l.value_dim};
+    c.key_shape = {0, l.kv_heads, block_size, l.key_dim};
+    c.value_shape = {0, l.kv_heads, block_size, l.value_dim};
+    r->caches_.push_back(std::move(c));
+  }
+  // The weights first: on a device they decide what memory is left.
+  KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan, backend));
+  return r;
+}
+
+Status PlanModelRunner::AllocateCaches() {
+  for (Cache &c : caches_) {
+    c.key.Reset();
+    c.value.Reset();
+  }
+  for (Cache &c : caches_) {
+    c.key_shape[0] = num_blocks_;
+    c.value_shape[0] = num_blocks_;
     // Not zeroed: attention reads only positions its sequence wrote, and
     // untouched host pages cost no memory until a block is first used.
-    const uint64_t elem = DTypeSize(l.dtype);
-    const uint64_t key_bytes = num_blocks * l.kv_heads * block_size * l.key_dim * elem;
-    const uint64_t value_bytes = num_blocks * l.kv_heads * block_size * l.value_dim * elem;
+    const uint64_t elem = DTypeSize(c.dtype);
+    uint64_t key_bytes = elem, value_bytes = elem;
+    for (int64_t d : c.key_shape)
+      key_bytes *= static_cast<uint64_t>(d);
+    for (int64_t d : c.value_shape)
+      value_bytes *= static_cast<uint64_t>(d);
     for (auto [bytes, buffer] : {std::pair{key_bytes, &c.key}, std::pair{value_bytes, &c.value}}) {
-      StatusOr<DeviceBuffer> got = DeviceBuffer::Allocate(backend, bytes);
+      StatusOr<DeviceBuffer> got = DeviceBuffer::Allocate(backend_, bytes);
       if (!got.ok())
         return Status(StatusCode::kResourceExhausted,
                       "cannot allocate a KV cache of " +
                           std::to_string((key_bytes + value_bytes) >> 20) +
-                          " MiB for one layer on the " + backend.name() +
+                          " MiB for one layer on the " + backend_.name() +
                           " backend; lower the KV cache budget (" + got.status().message() + ")");
       *buffer = std::move(got.value());
     }
-    r->caches_.push_back(std::move(c));
   }
-  KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan, backend));
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<PlanModelRunner>> PlanModelRunner::Create(const Plan &plan,
+                                                                   Backend &backend,
+                                                                   int64_t num_blocks,
+                                                                   int64_t block_size) {
+  KILN_RETURN_IF_ERROR(ReadRoles(plan).status());
+  if (num_blocks < 1 || block_size < 1)
+    return InvalidArgument("the KV cache needs num_blocks >= 1 and block_size >= 1, got " +
+                           std::to_string(num_blocks) + " and " + std::to_string(block_size));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<PlanModelRunner> r, Prepare(plan, backend, block_size));
+  r->num_blocks_ = num_blocks;
+  KILN_RETURN_IF_ERROR(r->AllocateCaches());
   return r;
+}
+
+StatusOr<std::unique_ptr<PlanModelRunner>>
+PlanModelRunner::CreateForMemoryFraction(const Plan &plan, Backend &backend, double fraction,
+                                         int64_t block_size, const StepLimits &limits) {
+  if (!(fraction > 0 && fraction <= 1))
+    return InvalidArgument("the KV cache's share of free device memory must be in (0, 1], got " +
+                           std::to_string(fraction));
+  if (limits.max_tokens < 1 || limits.max_seqs < 1)
+    return InvalidArgument("a step needs at least one token and one sequence");
+  if (backend.memory_space() == MemorySpace::kHost)
+    return InvalidArgument(std::string("a KV cache sized by free device memory needs a device "
+                                       "backend; the ") +
+                           backend.name() + " backend's memory is the host's (give its size)");
+  KILN_ASSIGN_OR_RETURN(const int64_t per_block, BytesPerBlock(plan, block_size));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<PlanModelRunner> r, Prepare(plan, backend, block_size));
+  KILN_RETURN_IF_ERROR(r->ReserveActivations(limits));
+  KILN_ASSIGN_OR_RETURN(DeviceMemoryInfo memory, backend.MemoryInfo());
+  const double budget = fraction * static_cast<double>(memory.free_bytes);
+  const int64_t blocks = static_cast<int64_t>(budget / static_cast<double>(per_block));
+  if (blocks < 1)
+    return Status(StatusCode::kResourceExhausted,
+                  std::to_string(fraction) + " of the " + std::to_string(memory.free_bytes >> 20) +
+                      " MiB the " + backend.name() +
+                      " device has free after the weights and activations holds no KV block of " +
+                      std::to_string(per_block) + " bytes");
+  r->num_blocks_ = blocks;
+  KILN_RETURN_IF_ERROR(r->AllocateCaches());
+  return r;
+}
+
+Status PlanModelRunner::ReserveActivations(const StepLimits &limits) {
+  // One-block caches: the step's shapes, not its cache, size the arena.
+  num_blocks_ = 1;
+  KILN_RETURN_IF_ERROR(AllocateCaches());
+  // N sequences of one token each, but the last, which takes the rest; each
+  // samples, and the block table is as wide as the longest context needs.
+  const int64_t T = limits.max_tokens;
+  const int64_t N = std::min(limits.max_seqs, T);
+  const int64_t longest = std::max(limits.max_context, T);
+  const int64_t width = (longest + block_size_ - 1) / block_size_;
+  ids_buf_.assign(T, 0);
+  pos_buf_.assign(T, 0);
+  slots_buf_.assign(T, -1); // stores nothing
+  qstart_buf_.assign(1, 0);
+  ctx_buf_.clear();
+  rows_buf_.clear();
+  for (int64_t s = 0; s < N; ++s) {
+    const int64_t n = s + 1 < N ? 1 : T - (N - 1);
+    qstart_buf_.push_back(qstart_buf_.back() + n);
+    ctx_buf_.push_back(n);
+    rows_buf_.push_back(qstart_buf_.back() - 1);
+  }
+  tables_buf_.assign(static_cast<size_t>(N * width), 0);
+  max_blocks_ = width;
+  Status st = BindStep(T, N);
+  num_blocks_ = 0;
+  for (Cache &c : caches_) {
+    c.key.Reset();
+    c.value.Reset();
+  }
+  return st;
 }
 
 Status PlanModelRunner::BuildIndices(const Step &step) {
@@ -204,6 +293,23 @@ Status PlanModelRunner::BuildIndices(const Step &step) {
   return Status::Ok();
 }
 
+Status PlanModelRunner::BindStep(int64_t T, int64_t N) {
+  std::vector<TensorView> inputs(plan_.inputs().size());
+  inputs[ids_] = View(ids_buf_, {1, T});
+  inputs[pos_] = View(pos_buf_, {1, T});
+  inputs[slots_] = View(slots_buf_, {T});
+  inputs[qstart_] = View(qstart_buf_, {N + 1});
+  inputs[ctx_] = View(ctx_buf_, {N});
+  inputs[tables_] = View(tables_buf_, {N, max_blocks_});
+  inputs[rows_] = View(rows_buf_, {static_cast<int64_t>(rows_buf_.size())});
+  const MemorySpace space = backend_.memory_space();
+  for (Cache &c : caches_) {
+    inputs[c.key_input] = TensorView{c.dtype, c.key_shape, c.key.data(), space};
+    inputs[c.value_input] = TensorView{c.dtype, c.value_shape, c.value.data(), space};
+  }
+  return executor_->Bind(inputs);
+}
+
 Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   const int64_t T = step.num_tokens;
   const int64_t N = static_cast<int64_t>(step.chunks.size());
@@ -229,29 +335,41 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
     rows_buf_.push_back(0);
   }
 
-  std::vector<TensorView> inputs(plan_.inputs().size());
-  inputs[ids_] = View(ids_buf_, {1, T});
-  inputs[pos_] = View(pos_buf_, {1, T});
-  inputs[slots_] = View(slots_buf_, {T});
-  inputs[qstart_] = View(qstart_buf_, {N + 1});
-  inputs[ctx_] = View(ctx_buf_, {N});
-  inputs[tables_] = View(tables_buf_, {N, max_blocks});
-  inputs[rows_] = View(rows_buf_, {static_cast<int64_t>(rows_buf_.size())});
-  const MemorySpace space = backend_.memory_space();
-  for (Cache &c : caches_) {
-    inputs[c.key_input] = TensorView{c.dtype, c.key_shape, c.key.data(), space};
-    inputs[c.value_input] = TensorView{c.dtype, c.value_shape, c.value.data(), space};
-  }
-  KILN_RETURN_IF_ERROR(executor_->Bind(inputs));
+  KILN_RETURN_IF_ERROR(BindStep(T, N));
   KILN_RETURN_IF_ERROR(executor_->Run());
   if (L == 0)
     return Status::Ok();
   const TensorView &out = executor_->output(logits_);
-  if (out.dtype != DType::kF32 || out.numel() != L * vocab_)
-    return Internal("the plan's logits are " + ShapeToString(out.shape) + " for " +
-                    std::to_string(L) + " sampled rows of vocab " + std::to_string(vocab_));
   logits.resize(static_cast<size_t>(L * vocab_));
-  return executor_->CopyOutputToHost(logits_, logits.data());
+  if (out.dtype == DType::kF32 && out.numel() == L * vocab_)
+    return executor_->CopyOutputToHost(logits_, logits.data());
+  if (out.dtype == DType::kF32 && out.numel() == T * vocab_ && out.data)
+    return CopyRows(out, logits);
+  return Internal("the plan's logits are " + ShapeToString(out.shape) + " for " +
+                  std::to_string(L) + " sampled rows of vocab " + std::to_string(vocab_));
+}
+
+Status PlanModelRunner::CopyRows(const TensorView &out, std::vector<float> &logits) {
+  // A logits output with every token's row: only the sampled rows come
+  // back, each run of consecutive rows in one copy.
+  const uint64_t row_bytes = static_cast<uint64_t>(vocab_) * sizeof(float);
+  const auto *base = static_cast<const uint8_t *>(out.data);
+  if (out.space == MemorySpace::kHost)
+    KILN_RETURN_IF_ERROR(backend_.Synchronize());
+  const size_t L = rows_buf_.size();
+  for (size_t i = 0; i < L;) {
+    size_t j = i + 1;
+    while (j < L && rows_buf_[j] == rows_buf_[j - 1] + 1)
+      ++j;
+    const uint8_t *src = base + static_cast<uint64_t>(rows_buf_[i]) * row_bytes;
+    float *dst = logits.data() + i * static_cast<size_t>(vocab_);
+    if (out.space == MemorySpace::kHost)
+      std::memcpy(dst, src, (j - i) * row_bytes);
+    else
+      KILN_RETURN_IF_ERROR(backend_.CopyToHost(dst, src, (j - i) * row_bytes));
+    i = j;
+  }
+  return Status::Ok();
 }
 
 } // namespace kiln::engine

@@ -29,6 +29,22 @@ public:
   static StatusOr<std::unique_ptr<PlanModelRunner>> Create(const Plan &plan, Backend &backend,
                                                            int64_t num_blocks, int64_t block_size);
 
+  // The largest step the engine will run, for sizing the KV cache by what
+  // the device has left.
+  struct StepLimits {
+    int64_t max_tokens = 512; // tokens of one step (max_batched_tokens)
+    int64_t max_seqs = 64;    // sequences of one step
+    int64_t max_context = 0;  // tokens of one sequence (the context length)
+  };
+  // Like Create, with as many blocks as `fraction` (0 < fraction <= 1) of
+  // the device memory that is free once the weights are uploaded and the
+  // activations of a largest step (`limits`) are allocated. The device
+  // keeps the rest, for op scratch and the arena's growth. InvalidArgument
+  // on a backend that does not report device memory (the cpu).
+  static StatusOr<std::unique_ptr<PlanModelRunner>>
+  CreateForMemoryFraction(const Plan &plan, Backend &backend, double fraction, int64_t block_size,
+                          const StepLimits &limits);
+
   int64_t vocab_size() const override { return vocab_; }
   int64_t num_blocks() const override { return num_blocks_; }
   int64_t block_size() const override { return block_size_; }
@@ -37,6 +53,19 @@ public:
 private:
   PlanModelRunner(const Plan &plan, Backend &backend, int64_t num_blocks, int64_t block_size)
       : plan_(plan), backend_(backend), num_blocks_(num_blocks), block_size_(block_size) {}
+  // The runner without its caches: roles read, weights uploaded.
+  static StatusOr<std::unique_ptr<PlanModelRunner>> Prepare(const Plan &plan, Backend &backend,
+                                                            int64_t block_size);
+  // Allocates num_blocks_ blocks for every layer's key and value cache.
+  Status AllocateCaches();
+  // Binds a largest step over one-block caches, so the executor allocates
+  // the arena that step needs; runs nothing.
+  Status ReserveActivations(const StepLimits &limits);
+  // Binds the arrays of BuildIndices with the caches as they are.
+  Status BindStep(int64_t tokens, int64_t seqs);
+  // The sampled rows (rows_buf_) of a logits output that holds a row for
+  // every token of the step.
+  Status CopyRows(const TensorView &out, std::vector<float> &logits);
   // Fills the index arrays of `step`; Internal when a sequence lacks blocks.
   Status BuildIndices(const Step &step);
 

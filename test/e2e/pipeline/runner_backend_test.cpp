@@ -6,62 +6,21 @@
 #include "backends/registry.h"
 #include "engine/plan_runner.h"
 #include "kiln/cpu.h"
+#include "runner_steps.h"
 #include "test/support/simulated_device.h"
 
 #include <gtest/gtest.h>
-
-#include <cstdlib>
-#include <sstream>
 
 namespace kiln {
 namespace {
 
 using engine::PlanModelRunner;
-using engine::ScheduledChunk;
 using engine::Sequence;
-using engine::Step;
-
-std::unique_ptr<Plan> LoadNamed(const std::string &name) {
-  const char *env = std::getenv("KILN_TEST_PLANS");
-  std::stringstream ss(env ? env : "");
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t eq = item.find('=');
-    if (eq != std::string::npos && item.substr(0, eq) == name) {
-      auto plan = LoadPlan(item.substr(eq + 1));
-      EXPECT_TRUE(plan.ok()) << plan.status().message();
-      return plan.ok() ? std::move(*plan) : nullptr;
-    }
-  }
-  ADD_FAILURE() << "KILN_TEST_PLANS has no plan named " << name;
-  return nullptr;
-}
-
-constexpr int64_t kBlocks = 8, kBlockSize = 4;
-
-Step OneChunk(Sequence &seq, int64_t start, int64_t n) {
-  Step step;
-  step.chunks.push_back(ScheduledChunk{&seq, seq.id, start, n, true});
-  step.num_tokens = n;
-  return step;
-}
-
-// Prefill of a 6-token prompt, then one decode step; the logits of both.
-std::vector<float> PrefillThenDecode(PlanModelRunner &runner) {
-  Sequence seq;
-  seq.id = 1;
-  seq.prompt = {3, 1, 4, 1, 5, 9};
-  seq.block_table = {5, 2}; // not in order, so a wrong slot shows
-  std::vector<float> all, logits;
-  Status st = runner.Run(OneChunk(seq, 0, 6), logits);
-  EXPECT_TRUE(st.ok()) << st.message();
-  all = logits;
-  seq.output = {2};
-  st = runner.Run(OneChunk(seq, 6, 1), logits);
-  EXPECT_TRUE(st.ok()) << st.message();
-  all.insert(all.end(), logits.begin(), logits.end());
-  return all;
-}
+using test::kBlocks;
+using test::kBlockSize;
+using test::LoadNamed;
+using test::OneChunk;
+using test::PrefillThenDecode;
 
 class RunnerOnDevice : public ::testing::TestWithParam<std::string> {};
 
@@ -107,6 +66,55 @@ TEST_P(RunnerOnDevice, BadIndexArraysAreRefusedBeforeAnyKernelRuns) {
   EXPECT_EQ(st.code(), StatusCode::kInternal);
   EXPECT_NE(st.message().find("is outside [0, 8)"), std::string::npos) << st.message();
   EXPECT_EQ(device.kernel_calls, 0);
+}
+
+// --gpu-memory-utilization: the weights are uploaded and a largest step's
+// arena allocated first; the cache then takes the fraction of what is left,
+// and the runner still matches the CPU.
+TEST_P(RunnerOnDevice, CacheSizedByAFractionOfFreeMemory) {
+  auto plan = LoadNamed(GetParam());
+  ASSERT_TRUE(plan);
+  auto per_block = PlanModelRunner::BytesPerBlock(*plan, kBlockSize);
+  ASSERT_TRUE(per_block.ok());
+  test::SimulatedDevice device;
+  device.total_memory = 64ull << 20;
+  PlanModelRunner::StepLimits limits;
+  limits.max_tokens = 32;
+  limits.max_seqs = 4;
+  limits.max_context = 64;
+  auto runner = PlanModelRunner::CreateForMemoryFraction(*plan, device, 0.25, kBlockSize, limits);
+  ASSERT_TRUE(runner.ok()) << runner.status().message();
+  const int64_t blocks = (*runner)->num_blocks();
+  // What the weights and the arena left, before the cache took its share
+  // (each cache allocation rounds up to 64 bytes on this device).
+  const double before_cache =
+      static_cast<double>(device.total_memory) -
+      static_cast<double>(device.live_bytes() - static_cast<uint64_t>(blocks * *per_block));
+  EXPECT_GE(blocks, 1);
+  EXPECT_LE(static_cast<double>(blocks * *per_block), 0.25 * before_cache + 1);
+  EXPECT_GT(static_cast<double>((blocks + 2) * *per_block), 0.25 * before_cache);
+
+  // The reservation bound a step as large as the limits allow; a real step
+  // fits in the arena it left, so running allocates nothing more.
+  const int allocations = device.allocations;
+  Sequence seq;
+  seq.id = 3;
+  seq.prompt = {3, 1, 4, 1, 5, 9};
+  seq.block_table = {1, 0};
+  std::vector<float> logits;
+  Status st = (*runner)->Run(OneChunk(seq, 0, 6), logits);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(device.allocations, allocations);
+  EXPECT_EQ(logits.size(), static_cast<size_t>((*runner)->vocab_size()));
+  EXPECT_EQ(device.errors, "");
+
+  // The cpu reports no device memory: the fraction needs a device.
+  auto cpu = CreateBackend("cpu");
+  ASSERT_TRUE(cpu.ok());
+  auto refused = PlanModelRunner::CreateForMemoryFraction(*plan, **cpu, 0.5, kBlockSize, limits);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("needs a device backend"), std::string::npos)
+      << refused.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RunnerOnDevice, ::testing::Values("demo", "llama", "gpt2"),

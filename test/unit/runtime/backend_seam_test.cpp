@@ -94,6 +94,28 @@ TEST(BackendSeam, ArenaAndInputsGoThroughTheBackendAndGrowWithTheBatch) {
   EXPECT_EQ(device.errors, "");
 }
 
+// The arena grows by half again, but when the device cannot hold that (the
+// KV cache took most of it), by exactly what the binding needs.
+TEST(BackendSeam, ArenaGrowsExactlyWhenHalfAgainDoesNotFit) {
+  test::Mlp m;
+  auto plan = Load(m.Build(), "seam_tight.plan");
+  ASSERT_TRUE(plan);
+  SimulatedDevice device;
+  auto e = Executor::Create(*plan, device);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  std::vector<float> x(41 * 4, 0.5f);
+  ASSERT_TRUE((*e)->Bind({TensorView{DType::kF32, {40, 4}, x.data()}}).ok());
+  const uint64_t first = (*e)->stats().arena_capacity;
+  device.limit_ = first + first / 4;
+  Status st = (*e)->Bind({TensorView{DType::kF32, {41, 4}, x.data()}});
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_GT((*e)->stats().arena_bytes, first);
+  EXPECT_EQ((*e)->stats().arena_capacity, (*e)->stats().arena_bytes);
+  EXPECT_EQ((*e)->stats().arena_allocations, 2);
+  ASSERT_TRUE((*e)->Run().ok());
+  EXPECT_EQ(device.errors, "");
+}
+
 TEST(BackendSeam, InputAlreadyOnTheDeviceIsReadInPlace) {
   test::Mlp m;
   auto plan = Load(m.Build(), "seam_resident.plan");

@@ -1,5 +1,6 @@
 // The kiln tool's run, exec and inspect mains, called in-process: results,
 // files written, and exit codes (2 for bad input).
+#include "backends/registry.h"
 #include "cli.h"
 #include "kiln/tensor_proto.h"
 #include "test_models.h"
@@ -276,29 +277,97 @@ TEST(Cli, RunRefusesBadSamplingOptions) {
 namespace kiln {
 namespace {
 
-// --backend picks a backend this kiln was built with; any other name is bad
-// input (exit 2) whose message lists the built ones.
+// --device (alias --backend) picks a backend this kiln was built with; any
+// other name is bad input (exit 2) whose message lists the built ones.
 TEST(Cli, BackendMustBeBuilt) {
   std::string plan = MlpPlan();
   std::string dir = TempPath("cli_backend");
   ::mkdir(dir.c_str(), 0755);
   Tensor x(DType::kF32, {1, 4}, "x");
   ASSERT_TRUE(WriteTensorProtoFile(dir + "/x.pb", x).ok());
-  testing::internal::CaptureStdout();
-  EXPECT_EQ(ExecMain({plan, dir + "/x.pb", "--backend", "cpu"}), 0);
-  EXPECT_NE(testing::internal::GetCapturedStdout().find("y: f32[1, 3]"), std::string::npos);
+  for (const char *flag : {"--backend", "--device"}) {
+    testing::internal::CaptureStdout();
+    EXPECT_EQ(ExecMain({plan, dir + "/x.pb", flag, "cpu"}), 0);
+    EXPECT_NE(testing::internal::GetCapturedStdout().find("y: f32[1, 3]"), std::string::npos);
+  }
 
+  std::string built;
+  for (const std::string &n : BackendNames())
+    built += (built.empty() ? "" : ", ") + n;
   testing::internal::CaptureStderr();
   EXPECT_EQ(ExecMain({plan, dir + "/x.pb", "--backend", "nosuch"}), 2);
-  EXPECT_EQ(RunMain({plan, "--prompt-ids", "1", "--backend", "cuda"}), 2);
+  EXPECT_EQ(RunMain({plan, "--prompt-ids", "1", "--device", "tpu:1"}), 2);
   std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(
-      err.find("kiln exec: --backend: unknown backend 'nosuch'; this kiln was built with: cpu"),
-      std::string::npos)
-      << err;
-  EXPECT_NE(err.find("kiln run: --backend: unknown backend 'cuda'; this kiln was built with: cpu"),
+  EXPECT_NE(err.find("kiln exec: --backend: unknown backend 'nosuch'; this kiln was built with: " +
+                     built),
             std::string::npos)
       << err;
+  EXPECT_NE(
+      err.find("kiln run: --device: unknown backend 'tpu'; this kiln was built with: " + built),
+      std::string::npos)
+      << err;
+}
+
+// --device spellings, the alias given twice, and --gpu-memory-utilization's
+// range and device are checked before any plan is read.
+TEST(Cli, DeviceAndMemoryFractionFlags) {
+  std::string plan = MlpPlan();
+  const std::string half = TempPath("cli_gpu_half.json"), two = TempPath("cli_gpu_two.json");
+  std::ofstream(half) << R"({"gpu_memory_utilization": 0.5})";
+  std::ofstream(two) << R"({"gpu_memory_utilization": 2})";
+  struct Case {
+    std::vector<std::string> args;
+    const char *message;
+  };
+  const std::vector<Case> cases = {
+      {{"--device", "cuda:x"}, "--device: device 'cuda:x': the index after ':'"},
+      {{"--device", "cpu:0"}, "the cpu backend has no device index"},
+      {{"--device", ""}, "has no backend name"},
+      {{"--device", "cpu", "--backend", "cpu"}, "give --device or --backend"},
+      {{"--device", "cpu", "--gpu-memory-utilization", "0.5"}, "the cpu device has none"},
+      {{"--gpu-memory-utilization", "0"}, "expects a fraction in (0, 1], got '0'"},
+      {{"--gpu-memory-utilization", "1.5"}, "expects a fraction in (0, 1], got '1.5'"},
+      {{"--gpu-memory-utilization", "half"}, "expects a fraction in (0, 1], got 'half'"},
+      {{"--device", "cpu", "--engine-config", half}, "the cpu device has none"},
+      {{"--engine-config", two}, "\"gpu_memory_utilization\" must be a number in (0, 1]"},
+  };
+  for (const Case &c : cases) {
+    std::vector<std::string> args = {plan, "--prompt-ids", "1"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(RunMain(args), 2) << c.message;
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find(c.message), std::string::npos) << err;
+  }
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(RunMain({"--help"}), 0);
+  std::string help = testing::internal::GetCapturedStdout();
+  for (const char *option : {"--device DEV", "--backend DEV", "--gpu-memory-utilization F"})
+    EXPECT_NE(help.find(option), std::string::npos) << option;
+}
+
+// kiln inspect says, per built backend, whether it has every op's kernel.
+TEST(Cli, InspectSaysWhichBackendsRunThePlan) {
+  std::string plan = MlpPlan();
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(InspectMain({plan, "--json"}), 0);
+  auto j = nlohmann::json::parse(testing::internal::GetCapturedStdout());
+  ASSERT_EQ(j["backends"].size(), BackendNames().size());
+  EXPECT_EQ(j["backends"][0]["name"], "cpu");
+  EXPECT_EQ(j["backends"][0]["runs"], true);
+  EXPECT_TRUE(j["backends"][0]["missing_ops"].empty());
+  testing::internal::CaptureStdout();
+  ASSERT_EQ(InspectMain({plan}), 0);
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("backends    runs on cpu"), std::string::npos) << out;
+  for (size_t i = 1; i < BackendNames().size(); ++i) {
+    const nlohmann::json &b = j["backends"][i];
+    const std::string name = b["name"];
+    if (b["runs"])
+      EXPECT_NE(out.find("runs on " + name), std::string::npos) << out;
+    else
+      EXPECT_NE(out.find("not on " + name + ": missing op"), std::string::npos) << out;
+  }
 }
 
 } // namespace
