@@ -26,15 +26,9 @@ struct BoolByte {
 };
 
 // The type a storage type computes in.
-template <typename T> struct ComputeOf {
-  using type = T;
-};
-template <> struct ComputeOf<__half> {
-  using type = float;
-};
-template <> struct ComputeOf<__nv_bfloat16> {
-  using type = float;
-};
+template <typename T> struct ComputeOf { using type = T; };
+template <> struct ComputeOf<__half> { using type = float; };
+template <> struct ComputeOf<__nv_bfloat16> { using type = float; };
 template <typename T> using Compute = typename ComputeOf<T>::type;
 
 template <typename T> constexpr bool kIsFloat = std::is_floating_point_v<Compute<T>>;
@@ -47,7 +41,7 @@ __device__ __forceinline__ __half FloatToHalf(float f) {
   if (isnan(f)) {
     const uint32_t x = __float_as_uint(f);
     const uint16_t bits = static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7c00u | 0x200u |
-                                                 (((x & 0x7fffffffu) >> 13) & 0x3ffu));
+                                                (((x & 0x7fffffffu) >> 13) & 0x3ffu));
     return __ushort_as_half(bits);
   }
   return __float2half_rn(f);
@@ -144,8 +138,8 @@ template <typename T> using Unsigned = std::make_unsigned_t<T>;
 
 template <typename T> __device__ __forceinline__ T WrapAdd(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(static_cast<Unsigned<T>>(static_cast<Unsigned<T>>(a) +
-                                                   static_cast<Unsigned<T>>(b)));
+    return static_cast<T>(
+        static_cast<Unsigned<T>>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b)));
   } else {
     return a + b;
   }
@@ -153,8 +147,8 @@ template <typename T> __device__ __forceinline__ T WrapAdd(T a, T b) {
 
 template <typename T> __device__ __forceinline__ T WrapSub(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(static_cast<Unsigned<T>>(static_cast<Unsigned<T>>(a) -
-                                                   static_cast<Unsigned<T>>(b)));
+    return static_cast<T>(
+        static_cast<Unsigned<T>>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b)));
   } else {
     return a - b;
   }
@@ -206,12 +200,9 @@ inline unsigned GridFor(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
 }
 
-
 // ---- Host-side dispatch on ElemType ----------------------------------------
 
-template <typename T> struct TypeTag {
-  using type = T;
-};
+template <typename T> struct TypeTag { using type = T; };
 
 // Calls f(TypeTag<T>{}) with T the storage type of t (bool as BoolByte).
 template <typename F> auto DispatchType(ElemType t, F &&f) {

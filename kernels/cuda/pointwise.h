@@ -36,8 +36,8 @@ struct Broadcast {
 
 // False when an input does not broadcast to `out`, there are more than
 // kMaxInputs inputs, or the merged rank exceeds kMaxRank.
-bool MakeBroadcast(const std::vector<std::vector<int64_t>> &inputs,
-                   const std::vector<int64_t> &out, Broadcast *b);
+bool MakeBroadcast(const std::vector<std::vector<int64_t>> &inputs, const std::vector<int64_t> &out,
+                   Broadcast *b);
 
 // ---- Unary --------------------------------------------------------------------
 
@@ -68,19 +68,10 @@ cudaError_t LogicalNot(const uint8_t *x, uint8_t *y, int64_t n, cudaStream_t str
 // y = isnan(x) over n floats (f32, f16, bf16, f64).
 cudaError_t IsNaN(ElemType t, const void *x, uint8_t *y, int64_t n, cudaStream_t stream);
 
-// The bounds of Clip: a bound is read from device memory when its pointer is
-// set (one element of the input's type), else taken from the host value
-// (lo_value/hi_value hold an element of that type in their first bytes),
-// else absent: the type's extreme (+-inf for floats).
-struct ClipBounds {
-  const void *lo_device = nullptr;
-  const void *hi_device = nullptr;
-  bool has_lo_value = false, has_hi_value = false;
-  alignas(8) unsigned char lo_value[8] = {};
-  alignas(8) unsigned char hi_value[8] = {};
-};
-// y = min(max(x, lo), hi) over n elements of a numeric type; NaN passes.
-cudaError_t Clip(ElemType t, const void *x, const ClipBounds &bounds, void *y, int64_t n,
+// y = min(max(x, *lo), *hi) over n elements of a numeric type; lo and hi
+// point to one element of that type in device memory, or are null for an
+// absent bound (the type's extreme, +-inf for floats). NaN passes through.
+cudaError_t Clip(ElemType t, const void *x, const void *lo, const void *hi, void *y, int64_t n,
                  cudaStream_t stream);
 
 // ONNX Cast of n elements between any two types: float to integer
@@ -100,14 +91,11 @@ enum class LogicOp { kAnd, kOr, kXor, kEqual };
 // is pow over doubles, truncated and saturated to t (computed exactly).
 cudaError_t Binary(BinaryOp op, ElemType t, const Broadcast &b, const void *a, const void *bv,
                    void *out, cudaStream_t stream);
-// Pow of a half base (f16 or bf16) with an f32 exponent, computed in f32.
-cudaError_t PowHalfF32(ElemType t, const Broadcast &b, const void *a, const float *e, void *out,
-                       cudaStream_t stream);
 // out = a op b as bools; NaN compares false (and unequal).
 cudaError_t Compare(CompareOp op, ElemType t, const Broadcast &b, const void *a, const void *bv,
                     uint8_t *out, cudaStream_t stream);
-cudaError_t Logic(LogicOp op, const Broadcast &b, const uint8_t *a, const uint8_t *bv,
-                  uint8_t *out, cudaStream_t stream);
+cudaError_t Logic(LogicOp op, const Broadcast &b, const uint8_t *a, const uint8_t *bv, uint8_t *out,
+                  cudaStream_t stream);
 // out = cond ? x : y over a Broadcast of (cond, x, y), elements of
 // elem_size bytes (1, 2, 4 or 8; cudaErrorInvalidValue otherwise).
 cudaError_t Where(size_t elem_size, const Broadcast &b, const uint8_t *cond, const void *x,

@@ -7,8 +7,8 @@ namespace kiln::kernels::cuda {
 
 // ---- Broadcast layout (host) ------------------------------------------------
 
-bool MakeBroadcast(const std::vector<std::vector<int64_t>> &inputs,
-                   const std::vector<int64_t> &out, Broadcast *b) {
+bool MakeBroadcast(const std::vector<std::vector<int64_t>> &inputs, const std::vector<int64_t> &out,
+                   Broadcast *b) {
   const int n = static_cast<int>(inputs.size());
   if (n < 1 || n > Broadcast::kMaxInputs)
     return false;
@@ -153,8 +153,8 @@ template <typename T> __device__ __forceinline__ T IntPow(T a_in, T b_in) {
       base *= base;
     }
   }
-  const double m = overflow ? ::cuda::std::numeric_limits<double>::infinity()
-                            : static_cast<double>(mag);
+  const double m =
+      overflow ? ::cuda::std::numeric_limits<double>::infinity() : static_cast<double>(mag);
   return SaturateFromDouble<T>(a < 0 && (b & 1) ? -m : m);
 }
 
@@ -293,20 +293,6 @@ cudaError_t Binary(BinaryOp op, ElemType t, const Broadcast &b, const void *a, c
   });
 }
 
-cudaError_t PowHalfF32(ElemType t, const Broadcast &b, const void *a, const float *e, void *out,
-                       cudaStream_t stream) {
-  if (t == ElemType::kF16)
-    return LaunchBroadcast<2>(
-        b, PowFn<__half, float>{static_cast<const __half *>(a), e, static_cast<__half *>(out)},
-        stream);
-  if (t == ElemType::kBF16)
-    return LaunchBroadcast<2>(b,
-                              PowFn<__nv_bfloat16, float>{static_cast<const __nv_bfloat16 *>(a),
-                                                          e, static_cast<__nv_bfloat16 *>(out)},
-                              stream);
-  return cudaErrorInvalidValue;
-}
-
 cudaError_t Compare(CompareOp op, ElemType t, const Broadcast &b, const void *a, const void *bv,
                     uint8_t *out, cudaStream_t stream) {
   if (t == ElemType::kBool) {
@@ -322,8 +308,8 @@ cudaError_t Compare(CompareOp op, ElemType t, const Broadcast &b, const void *a,
   });
 }
 
-cudaError_t Logic(LogicOp op, const Broadcast &b, const uint8_t *a, const uint8_t *bv,
-                  uint8_t *out, cudaStream_t stream) {
+cudaError_t Logic(LogicOp op, const Broadcast &b, const uint8_t *a, const uint8_t *bv, uint8_t *out,
+                  cudaStream_t stream) {
   return LaunchBroadcast<2>(b, LogicFn{op, a, bv, out}, stream);
 }
 
@@ -332,8 +318,8 @@ cudaError_t Where(size_t elem_size, const Broadcast &b, const uint8_t *cond, con
   auto run = [&](auto tag) {
     using U = typename decltype(tag)::type;
     return LaunchBroadcast<3>(b,
-                              WhereFn<U>{cond, static_cast<const U *>(x),
-                                         static_cast<const U *>(y), static_cast<U *>(out)},
+                              WhereFn<U>{cond, static_cast<const U *>(x), static_cast<const U *>(y),
+                                         static_cast<U *>(out)},
                               stream);
   };
   switch (elem_size) {

@@ -3,8 +3,6 @@
 #include "kernels/cuda/numeric.cuh"
 #include "kernels/cuda/pointwise.h"
 
-#include <cstring>
-
 namespace kiln::kernels::cuda {
 namespace {
 
@@ -100,10 +98,24 @@ template <typename C> __device__ __forceinline__ C UnaryInteger(UnaryOp op, C v)
   }
 }
 
+// The extremes an absent Clip bound stands for.
+template <typename C> __device__ __forceinline__ C Lowest() {
+  if constexpr (std::is_floating_point_v<C>)
+    return -::cuda::std::numeric_limits<C>::infinity();
+  else
+    return ::cuda::std::numeric_limits<C>::lowest();
+}
+template <typename C> __device__ __forceinline__ C Highest() {
+  if constexpr (std::is_floating_point_v<C>)
+    return ::cuda::std::numeric_limits<C>::infinity();
+  else
+    return ::cuda::std::numeric_limits<C>::max();
+}
+
 // ---- Kernels ------------------------------------------------------------------
 
 #define KILN_GRID_STRIDE(i, n)                                                                     \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);          \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);           \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 template <typename T>
@@ -130,16 +142,16 @@ __global__ void __launch_bounds__(kThreads)
   KILN_GRID_STRIDE(i, n) { y[i] = isnan(Load(x[i])); }
 }
 
-// Bounds come from device memory (lo_ptr/hi_ptr) when given, else lo/hi.
+// An absent bound (null) is the type's extreme.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    ClipKernel(const T *__restrict__ x, T lo, T hi, const T *lo_ptr, const T *hi_ptr, T *y,
-               int64_t n) {
-  const Compute<T> l = Load(lo_ptr ? *lo_ptr : lo);
-  const Compute<T> h = Load(hi_ptr ? *hi_ptr : hi);
+    ClipKernel(const T *__restrict__ x, const T *lo, const T *hi, T *y, int64_t n) {
+  using C = Compute<T>;
+  const C l = lo ? Load(*lo) : Lowest<C>();
+  const C h = hi ? Load(*hi) : Highest<C>();
   KILN_GRID_STRIDE(i, n) {
-    const Compute<T> v0 = Load(x[i]);
-    const Compute<T> v = v0 < l ? l : v0;
+    const C v0 = Load(x[i]);
+    const C v = v0 < l ? l : v0;
     y[i] = Store<T>(v > h ? h : v);
   }
 }
@@ -151,36 +163,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 #undef KILN_GRID_STRIDE
-
-// The extremes an absent Clip bound stands for.
-template <typename T> T LowestOf() {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __ushort_as_half(0xfc00); // -inf
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __ushort_as_bfloat16(0xff80);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return -::cuda::std::numeric_limits<T>::infinity();
-  } else {
-    return ::cuda::std::numeric_limits<T>::lowest();
-  }
-}
-template <typename T> T HighestOf() {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __ushort_as_half(0x7c00); // +inf
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __ushort_as_bfloat16(0x7f80);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return ::cuda::std::numeric_limits<T>::infinity();
-  } else {
-    return ::cuda::std::numeric_limits<T>::max();
-  }
-}
-
-template <typename T> T FromBytes(const unsigned char *bytes) {
-  T v;
-  memcpy(&v, bytes, sizeof(T));
-  return v;
-}
 
 } // namespace
 
@@ -228,17 +210,15 @@ cudaError_t IsNaN(ElemType t, const void *x, uint8_t *y, int64_t n, cudaStream_t
   });
 }
 
-cudaError_t Clip(ElemType t, const void *x, const ClipBounds &bounds, void *y, int64_t n,
+cudaError_t Clip(ElemType t, const void *x, const void *lo, const void *hi, void *y, int64_t n,
                  cudaStream_t stream) {
   if (n == 0)
     return cudaSuccess;
   return DispatchNumeric(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T lo = bounds.has_lo_value ? FromBytes<T>(bounds.lo_value) : LowestOf<T>();
-    const T hi = bounds.has_hi_value ? FromBytes<T>(bounds.hi_value) : HighestOf<T>();
-    ClipKernel<T><<<GridFor(n), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), lo, hi, static_cast<const T *>(bounds.lo_device),
-        static_cast<const T *>(bounds.hi_device), static_cast<T *>(y), n);
+    ClipKernel<T>
+        <<<GridFor(n), kThreads, 0, stream>>>(static_cast<const T *>(x), static_cast<const T *>(lo),
+                                              static_cast<const T *>(hi), static_cast<T *>(y), n);
     return cudaGetLastError();
   });
 }

@@ -15,8 +15,7 @@ namespace {
 
 // The accumulator: f32 for f32/f16/bf16, f64 for f64, i64 for integers
 // (sums wrap through u64; truncating to T afterwards gives T's wrapped sum).
-template <typename T>
-using Acc = std::conditional_t<kIsFloat<T>, Compute<T>, int64_t>;
+template <typename T> using Acc = std::conditional_t<kIsFloat<T>, Compute<T>, int64_t>;
 
 template <typename A> struct Combine {
   ReduceOp op;
@@ -237,8 +236,9 @@ cudaError_t Reduce(ReduceOp op, ElemType t, const void *x, const std::vector<int
       RowBlockKernel<T><<<Blocks(l.outputs), kThreads, 0, stream>>>(op, px, py, l.outputs, l.count);
     } else if (rows) {
       constexpr int kRowsPerBlock = kThreads / kWarp;
-      RowWarpKernel<T><<<Blocks((l.outputs + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0,
-                         stream>>>(op, px, py, l.outputs, l.count);
+      RowWarpKernel<T>
+          <<<Blocks((l.outputs + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, stream>>>(
+              op, px, py, l.outputs, l.count);
     } else if (l.outputs >= 2048 || l.count < 256) {
       GeneralThreadKernel<T><<<GridFor(l.outputs), kThreads, 0, stream>>>(op, px, py, l);
     } else {

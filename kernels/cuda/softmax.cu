@@ -129,11 +129,12 @@ cudaError_t Softmax(ElemType t, const void *x, void *y, int64_t outer, int64_t l
         RowBlockKernel<T><<<Blocks(outer), kThreads, 0, stream>>>(px, py, outer, len, log);
       } else if (inner == 1) {
         constexpr int kRowsPerBlock = kThreads / kWarp;
-        RowWarpKernel<T><<<Blocks((outer + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0,
-                           stream>>>(px, py, outer, len, log);
+        RowWarpKernel<T>
+            <<<Blocks((outer + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, stream>>>(
+                px, py, outer, len, log);
       } else {
-        ColumnKernel<T><<<GridFor(outer * inner), kThreads, 0, stream>>>(px, py, outer, len,
-                                                                          inner, log);
+        ColumnKernel<T>
+            <<<GridFor(outer * inner), kThreads, 0, stream>>>(px, py, outer, len, inner, log);
       }
       return cudaGetLastError();
     } else {
