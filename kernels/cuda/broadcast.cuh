@@ -14,7 +14,7 @@ namespace kiln::kernels::cuda {
 // Broadcast::dims are innermost first, so the loop indexes the parameter
 // arrays with constants and nothing goes to local memory.
 template <int N, typename Idx>
-__device__ __forceinline__ void BroadcastOffsets(const Broadcast &b, Idx i, int64_t (&off)[N]) {
+KILN_HD void BroadcastOffsets(const Broadcast &b, Idx i, int64_t (&off)[N]) {
 #pragma unroll
   for (int k = 0; k < N; ++k)
     off[k] = 0;
