@@ -4,7 +4,9 @@
 // reduction switches from a warp to a block per row, reductions whose
 // reduced dims are not innermost (strided walks), broadcasts whose merged
 // rank is high (every dim alternating between operands), integer Pow and
-// mixed-dtype Pow, and casts between more dtype pairs.
+// mixed-dtype Pow, casts between more dtype pairs, operands a plan keeps in
+// host memory (axes, scalars the host computed), and float operands of mixed
+// types (f32 with f16, f16 with bf16), which compute in f32.
 #include "op_case.h"
 
 namespace kiln::oracle {
@@ -133,6 +135,45 @@ void AddSoftmaxEdges(std::vector<OpCase> &c) {
   }
 }
 
+void AddHostAndMixedOperands(std::vector<OpCase> &c) {
+  // Reduction axes on the host, as plans hold them; keepdims 0 so the axes
+  // decide which dims go.
+  for (const char *op : {"reduce_sum", "reduce_max"}) {
+    OpCase r = MakeCase(op, F32, {7, 13, 37}, "host_axes", Attrs().Int("keepdims", 0),
+                        {Uniform(F32, {7, 13, 37}), Ints({0, 2})}, kAccumulated);
+    r.host_inputs = {1};
+    c.push_back(r);
+  }
+  // Device ops reading a tensor the host computed.
+  OpCase add = MakeCase("add", F32, {13, 37}, "host_operand", {},
+                        {Uniform(F32, {13, 37}), Uniform(F32, {37})}, kPointwise);
+  add.host_inputs = {1};
+  c.push_back(add);
+  OpCase clip = MakeCase(
+      "clip", F32, {13, 37}, "host_bounds", {},
+      {Uniform(F32, {13, 37}, -3, 3), Fixed(F32, {}, {-0.5}), Fixed(F32, {}, {1.5})}, kExact);
+  clip.host_inputs = {1, 2};
+  c.push_back(clip);
+  OpCase cast =
+      MakeCase("cast", I64, {1031}, "host_operand_to_f32", Attrs().Int("to", int64_t(F32)),
+               {Uniform(I64, {1031}, -1000, 1000)}, kExact);
+  cast.host_inputs = {0};
+  c.push_back(cast);
+  // Float operands of mixed types: f32 math, a half result.
+  c.push_back(MakeCase("add", F32, {13, 37}, "mixed_f16", {},
+                       {Uniform(F32, {13, 37}), Uniform(F16, {37})}, kPointwise));
+  c.push_back(MakeCase("mul", F16, {13, 37}, "mixed_bf16", {},
+                       {Uniform(F16, {13, 37}), Uniform(BF16, {13, 1})}, kPointwise));
+  c.push_back(MakeCase("max", BF16, {7, 13}, "mixed_f32", {},
+                       {Uniform(BF16, {7, 13}), Uniform(F32, {13}), Uniform(BF16, {7, 1})},
+                       kPointwise));
+  c.push_back(MakeCase("less", F16, {7, 13}, "mixed_f32", {},
+                       {IntValued(F16, {7, 13}, -3, 3), IntValued(F32, {13}, -3, 3)}, kExact));
+  c.push_back(MakeCase("clip", F16, {13, 37}, "mixed_f32_bounds", {},
+                       {Uniform(F16, {13, 37}, -3, 3), Fixed(F32, {}, {-1.25}), Omitted()},
+                       kExact));
+}
+
 } // namespace
 
 void AddPointwiseEdgeCases(std::vector<OpCase> &cases) {
@@ -141,6 +182,7 @@ void AddPointwiseEdgeCases(std::vector<OpCase> &cases) {
   AddPowAndCasts(cases);
   AddReductionEdges(cases);
   AddSoftmaxEdges(cases);
+  AddHostAndMixedOperands(cases);
 }
 
 } // namespace kiln::oracle
