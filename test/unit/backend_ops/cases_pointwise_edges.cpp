@@ -112,6 +112,9 @@ void AddReductionEdges(std::vector<OpCase> &c) {
                          {Uniform(I32, {6, 1, 7, 9}, -1000, 1000), Ints({1, 3})}, kExact));
     c.push_back(MakeCase(op, I8, {7, 13}, "axis1", Attrs().Int("keepdims", 0),
                          {Uniform(I8, {7, 13}, -5, 5), Ints({1})}, kExact));
+    // Shapes that do not say which dim went ([6,6] -> [6]): the axes decide.
+    c.push_back(MakeCase(op, F32, {6, 6}, "axis1_square", Attrs().Int("keepdims", 0),
+                         {Uniform(F32, {6, 6}), Ints({1})}, kAccumulated));
     // An empty reduced dim: the identity (NaN for a float mean).
     c.push_back(MakeCase(op, F32, {0, 13}, "empty_axis", {}, {Uniform(F32, {0, 13}), Ints({0})},
                          kAccumulated));

@@ -16,21 +16,65 @@ namespace {
 namespace kc = kernels::cuda;
 using kc::ElemType;
 
-// Which dims are reduced. With keepdims the result's shape says it (a
-// reduced dim is 1 where the input's is not; reducing a dim of 1 or not
-// moves no data), so no axes need reading. Otherwise the axes operand is
-// read: directly when the plan holds it on the host (shape operands
-// normally are), else copied back from device memory, which waits for the
-// stream (a few bytes; only a plan that keeps axes on the device pays it).
+// The reduced dims when the shapes alone decide them, so no axes need
+// reading. Dims of 1 are left out (reducing one or not moves no data). With
+// keepdims a reduced dim is 1 where the input's is not; without, the
+// result's other dims must fit into the input's at one place only (the
+// leftmost and rightmost fits agree): [7,13,37] -> [13] does, [3,3] -> [3]
+// does not.
+bool ReducedDimsFromShapes(const Shape &in, const Shape &out, bool keepdims,
+                           std::vector<bool> *reduce) {
+  reduce->assign(in.size(), false);
+  if (keepdims) {
+    if (out.size() != in.size())
+      return false;
+    for (size_t d = 0; d < in.size(); ++d)
+      (*reduce)[d] = out[d] != in[d];
+    return true;
+  }
+  std::vector<size_t> dims; // the input's dims other than 1
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1)
+      dims.push_back(d);
+  std::vector<int64_t> want; // the result's
+  for (int64_t o : out)
+    if (o != 1)
+      want.push_back(o);
+  std::vector<size_t> left, right(want.size());
+  size_t p = 0;
+  for (int64_t w : want) {
+    while (p < dims.size() && in[dims[p]] != w)
+      ++p;
+    if (p == dims.size())
+      return false;
+    left.push_back(p++);
+  }
+  size_t q = dims.size();
+  for (size_t j = want.size(); j-- > 0;) {
+    while (q > 0 && in[dims[q - 1]] != want[j])
+      --q;
+    if (q == 0)
+      return false;
+    right[j] = --q;
+  }
+  if (left != right)
+    return false;
+  for (size_t i = 0; i < dims.size(); ++i)
+    (*reduce)[dims[i]] = true;
+  for (size_t i : left)
+    (*reduce)[dims[i]] = false;
+  return true;
+}
+
+// Which dims are reduced: from the shapes when they decide it, else from the
+// axes operand, read directly when the plan holds it on the host, else
+// copied back from device memory, which waits for the stream (a few bytes;
+// only an ambiguous reduction with its axes on the device pays it).
 StatusOr<std::vector<bool>> ReducedDimsOf(ExecContext &ctx, const char *op, const OpAttrs &attrs,
                                           const Inputs &in, const TensorView &out) {
-  const Shape &shape = in[0]->shape;
-  if (attrs.Int("keepdims", 1) != 0 && out.shape.size() == shape.size()) {
-    std::vector<bool> reduce(shape.size());
-    for (size_t d = 0; d < shape.size(); ++d)
-      reduce[d] = out.shape[d] != shape[d];
+  std::vector<bool> reduce;
+  if (ReducedDimsFromShapes(in[0]->shape, out.shape, attrs.Int("keepdims", 1) != 0, &reduce))
     return reduce;
-  }
   const TensorView *axes = in.size() > 1 ? in[1] : nullptr;
   if (axes == nullptr || axes->space == MemorySpace::kHost || axes->numel() == 0)
     return ReducedDims(op, attrs, in);
