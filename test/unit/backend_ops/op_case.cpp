@@ -115,6 +115,7 @@ const std::vector<OpCase> &AllCases() {
     AddReduceNormCases(c);
     AddProductCases(c);
     AddAttentionCases(c);
+    AddPointwiseEdgeCases(c);
     return c;
   }();
   return cases;

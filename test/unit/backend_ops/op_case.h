@@ -102,5 +102,8 @@ void AddMovementCases(std::vector<OpCase> &cases);
 void AddReduceNormCases(std::vector<OpCase> &cases);
 void AddProductCases(std::vector<OpCase> &cases);
 void AddAttentionCases(std::vector<OpCase> &cases);
+// Edges of device kernels: block sizes, high-rank broadcasts, strided
+// reductions (cases_pointwise_edges.cpp).
+void AddPointwiseEdgeCases(std::vector<OpCase> &cases);
 
 } // namespace kiln::oracle

@@ -17,6 +17,8 @@ namespace kiln::cuda {
 
 // Unary, binary (numpy broadcasting), comparison, logical, where, clip, cast.
 void AddPointwiseKernels(std::vector<KernelDef> &table);
+// Its broadcasting half (ops_pointwise_binary.cpp); AddPointwiseKernels calls it.
+void AddBroadcastKernels(std::vector<KernelDef> &table);
 // reduce_*, softmax, log_softmax.
 void AddReduceKernels(std::vector<KernelDef> &table);
 // Data movement: reshape family, transpose, concat, split, slice, expand,
