@@ -49,18 +49,19 @@ const char *OpName(int32_t op) {
 
 } // namespace
 
-StatusOr<IndexError *> DeviceIndexErrors() {
+StatusOr<IndexError *> DeviceIndexErrors(cudaStream_t stream) {
   KILN_ASSIGN_OR_RETURN(int device, CurrentDevice());
   std::lock_guard<std::mutex> lock(RecordsMutex());
   IndexError *&record = Records()[device];
   if (record == nullptr) {
     void *p = nullptr;
     KILN_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(IndexError)));
-    // Synchronous: the record is clear before any kernel can see it.
-    const cudaError_t err = cudaMemset(p, 0, sizeof(IndexError));
+    cudaError_t err = cudaMemsetAsync(p, 0, sizeof(IndexError), stream);
+    if (err == cudaSuccess)
+      err = cudaStreamSynchronize(stream);
     if (err != cudaSuccess) {
       cudaFree(p);
-      return CudaError(err, "cudaMemset(index error record)", __FILE__, __LINE__);
+      return CudaError(err, "clearing the index error record", __FILE__, __LINE__);
     }
     record = static_cast<IndexError *>(p);
   }

@@ -20,9 +20,11 @@
 namespace kiln::cuda {
 
 // The current device's record, allocated (cudaMalloc) and zeroed on the
-// first call for that device. A backend may call it at creation so no index
-// op allocates later (e.g. while a CUDA graph is captured).
-StatusOr<kernels::cuda::IndexError *> DeviceIndexErrors();
+// first call for that device (which waits for `stream` once, so the record
+// is clear before any stream's kernel can see it). A backend may call it at
+// creation so no index op allocates later (e.g. while a CUDA graph is
+// captured).
+StatusOr<kernels::cuda::IndexError *> DeviceIndexErrors(cudaStream_t stream);
 
 // Waits for `stream`; then, if a kernel recorded a bad index on the current
 // device since the last call, clears the record and returns InvalidArgument

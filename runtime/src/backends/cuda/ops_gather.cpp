@@ -46,10 +46,10 @@ Status CheckHostGatherIndices(const TensorView &idx, int64_t axis, int64_t dim) 
 
 // The error record for index operands in device memory; null for host ones
 // (already checked).
-StatusOr<kc::IndexError *> ErrorRecordFor(const TensorView &idx) {
+StatusOr<kc::IndexError *> ErrorRecordFor(ExecContext &ctx, const TensorView &idx) {
   if (idx.space == MemorySpace::kHost)
     return static_cast<kc::IndexError *>(nullptr);
-  return DeviceIndexErrors();
+  return DeviceIndexErrors(Stream(ctx));
 }
 
 Status RunGather(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
@@ -61,7 +61,7 @@ Status RunGather(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outpu
     return Status::Ok();
   if (idx.space == MemorySpace::kHost)
     KILN_RETURN_IF_ERROR(CheckHostGatherIndices(idx, axis, s[axis]));
-  KILN_ASSIGN_OR_RETURN(kc::IndexError * error, ErrorRecordFor(idx));
+  KILN_ASSIGN_OR_RETURN(kc::IndexError * error, ErrorRecordFor(ctx, idx));
   KILN_ASSIGN_OR_RETURN(DeviceOperands d, DeviceOperands::Make(ctx, in, {0, 1}));
   const int64_t row_bytes = Count(s, static_cast<size_t>(axis) + 1, s.size()) *
                             static_cast<int64_t>(DTypeSize(in[0]->dtype));
@@ -116,7 +116,7 @@ Status RunGatherND(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Out
     return Status::Ok();
   if (in[1]->space == MemorySpace::kHost)
     KILN_RETURN_IF_ERROR(CheckHostTuples("gather_nd", *in[1], s, b));
-  KILN_ASSIGN_OR_RETURN(kc::IndexError * error, ErrorRecordFor(*in[1]));
+  KILN_ASSIGN_OR_RETURN(kc::IndexError * error, ErrorRecordFor(ctx, *in[1]));
   KILN_ASSIGN_OR_RETURN(DeviceOperands d, DeviceOperands::Make(ctx, in, {0, 1}));
   const int64_t row_bytes =
       Count(s, b + m, s.size()) * static_cast<int64_t>(DTypeSize(in[0]->dtype));
@@ -187,7 +187,7 @@ Status RunScatterND(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
   const int64_t n = Count(is, 0, is.size() - 1), inner = Count(s, k, s.size());
   if (n == 0)
     return Status::Ok();
-  KILN_ASSIGN_OR_RETURN(kc::IndexError * error, ErrorRecordFor(*in[1]));
+  KILN_ASSIGN_OR_RETURN(kc::IndexError * error, ErrorRecordFor(ctx, *in[1]));
   // Half data with a reduction is combined in a float copy of out.
   const bool widen = type == kc::ScatterType::kF16Into32 || type == kc::ScatterType::kBF16Into32;
   const int64_t numel = out[0].numel();
