@@ -83,6 +83,106 @@ void Widen(const void *src, void *dst, CopyDims &d) {
   }
 }
 
+// ---- Tiled transpose --------------------------------------------------------
+
+// A copy whose innermost destination dim is strided in the source while an
+// outer dim `p` is contiguous there (a transpose that moves the last dim)
+// reads the source along p and writes the destination along the last dim,
+// through a shared-memory tile, so both sides are coalesced. The remaining
+// dims are a batch of such [rows, cols] blocks.
+constexpr int kTile = 32, kTileRows = 8;
+
+struct TiledDims {
+  int64_t offset = 0;
+  int64_t rows = 0, row_stride = 0; // dim p: its length and destination stride
+  int64_t cols = 0, col_stride = 0; // the last dim: its length and source stride
+  int others = 0;                   // the batch dims, outermost first
+  int64_t other_shape[kMaxCopyDims] = {};
+  int64_t other_src[kMaxCopyDims] = {};
+  int64_t other_dst[kMaxCopyDims] = {};
+  int64_t batch = 1;
+};
+
+template <typename U>
+__global__ void TiledCopyKernel(const U *__restrict__ src, TiledDims t, U *__restrict__ dst) {
+  __shared__ U tile[kTile][kTile + 1]; // tile[j - j0][i - i0]; +1 staggers the banks
+  const int64_t tiles_i = (t.rows + kTile - 1) / kTile, tiles_j = (t.cols + kTile - 1) / kTile;
+  const int64_t total = t.batch * tiles_i * tiles_j;
+  // The loop bounds depend on the block only, so every thread reaches each
+  // barrier.
+  for (int64_t blk = blockIdx.x; blk < total; blk += gridDim.x) {
+    const int64_t tj = blk % tiles_j, ti = (blk / tiles_j) % tiles_i;
+    int64_t b = blk / tiles_j / tiles_i;
+    int64_t src_base = t.offset, dst_base = 0;
+    for (int k = t.others - 1; k >= 0; --k) {
+      const int64_t q = b / t.other_shape[k], r = b - q * t.other_shape[k];
+      src_base += r * t.other_src[k];
+      dst_base += r * t.other_dst[k];
+      b = q;
+    }
+    const int64_t i0 = ti * kTile, j0 = tj * kTile;
+    for (int r = threadIdx.y; r < kTile; r += kTileRows) {
+      const int64_t i = i0 + threadIdx.x, j = j0 + r;
+      if (i < t.rows && j < t.cols)
+        tile[r][threadIdx.x] = src[src_base + i + j * t.col_stride];
+    }
+    __syncthreads();
+    for (int r = threadIdx.y; r < kTile; r += kTileRows) {
+      const int64_t i = i0 + r, j = j0 + threadIdx.x;
+      if (i < t.rows && j < t.cols)
+        dst[dst_base + i * t.row_stride + j] = tile[threadIdx.x][r];
+    }
+    __syncthreads();
+  }
+}
+
+// The tiled form of `d` when it applies: the last dim has a source stride
+// other than 0 and 1, and an outer dim of at least a few elements has
+// source stride 1.
+bool MakeTiled(const CopyDims &d, TiledDims *t) {
+  const int last = d.rank - 1;
+  if (d.rank < 2 || d.strides[last] == 0 || d.strides[last] == 1 || d.shape[last] < 4)
+    return false;
+  int p = -1;
+  for (int k = 0; k < last; ++k)
+    if (d.strides[k] == 1 && d.shape[k] >= 4)
+      p = k;
+  if (p < 0)
+    return false;
+  int64_t dst_strides[kMaxCopyDims];
+  int64_t s = 1;
+  for (int k = last; k >= 0; --k) {
+    dst_strides[k] = s;
+    s *= d.shape[k];
+  }
+  t->offset = d.offset;
+  t->rows = d.shape[p];
+  t->row_stride = dst_strides[p];
+  t->cols = d.shape[last];
+  t->col_stride = d.strides[last];
+  t->others = 0;
+  t->batch = 1;
+  for (int k = 0; k < last; ++k) {
+    if (k == p)
+      continue;
+    t->other_shape[t->others] = d.shape[k];
+    t->other_src[t->others] = d.strides[k];
+    t->other_dst[t->others] = dst_strides[k];
+    t->batch *= d.shape[k];
+    ++t->others;
+  }
+  return true;
+}
+
+template <typename U>
+cudaError_t LaunchTiled(const void *src, const TiledDims &t, void *dst, cudaStream_t stream) {
+  const int64_t tiles = t.batch * ((t.rows + kTile - 1) / kTile) * ((t.cols + kTile - 1) / kTile);
+  const int blocks = static_cast<int>(std::min<int64_t>(tiles, kMaxBlocks));
+  TiledCopyKernel<U><<<blocks, dim3(kTile, kTileRows), 0, stream>>>(static_cast<const U *>(src), t,
+                                                                    static_cast<U *>(dst));
+  return cudaGetLastError();
+}
+
 // ---- Slice with device bounds ---------------------------------------------
 
 struct SliceResolveArgs {
@@ -293,6 +393,21 @@ cudaError_t StridedCopy(const void *src, const CopyDims &dims, void *dst, cudaSt
   if (dims.rank == 0 || (dims.rank == 1 && dims.strides[0] == 1))
     return cudaMemcpyAsync(dst, base, static_cast<size_t>(n) * dims.elem_size,
                            cudaMemcpyDeviceToDevice, stream);
+  TiledDims t;
+  if (MakeTiled(dims, &t)) {
+    switch (dims.elem_size) {
+    case 1:
+      return LaunchTiled<Word<1>::type>(src, t, dst, stream);
+    case 2:
+      return LaunchTiled<Word<2>::type>(src, t, dst, stream);
+    case 4:
+      return LaunchTiled<Word<4>::type>(src, t, dst, stream);
+    case 8:
+      return LaunchTiled<Word<8>::type>(src, t, dst, stream);
+    default:
+      break; // the element-wise copy below
+    }
+  }
   CopyDims d = dims;
   Widen(src, dst, d);
   const int64_t words = CopyElements(d);
