@@ -58,12 +58,6 @@ INSTANTIATE_TEST_SUITE_P(Backends, OpOracle, testing::ValuesIn(AllParams()),
                            return info.param.backend + "_" + info.param.c->name;
                          });
 
-// Ops without a case: their results are metadata of an operand's shape (its
-// dims, its element count), never its values, and plans evaluate them on the
-// host; test/unit/kernels/shape_ops_test.cpp (shape) and index_ops_test.cpp
-// (size) check them.
-const std::set<std::string> kHostShapeOps = {"shape", "size"};
-
 // A new op in the CPU table fails here until it has a case (and the oracle
 // a reference), so no kernel lands without its oracle test.
 TEST(OpOracleCoverage, EveryCpuKernelHasACaseAndAReference) {
@@ -73,14 +67,9 @@ TEST(OpOracleCoverage, EveryCpuKernelHasACaseAndAReference) {
   for (const OpCase &c : AllCases())
     with_case.insert(c.op);
   for (const std::string &type : cpu->Types()) {
-    if (kHostShapeOps.count(type))
-      continue;
     EXPECT_TRUE(with_case.count(type)) << "op '" << type << "' has no oracle case (cases_*.cpp)";
     EXPECT_NE(FindReference(type), nullptr) << "op '" << type << "' has no plain reference";
   }
-  for (const std::string &type : kHostShapeOps)
-    EXPECT_NE(cpu->Find(type), nullptr)
-        << "allow-listed op '" << type << "' is no longer in the table";
 }
 
 TEST(OpOracleCoverage, CasesAreWellFormed) {

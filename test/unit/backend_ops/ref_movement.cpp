@@ -313,9 +313,29 @@ std::vector<RefTensor> Range(const OpAttrs &, const RefInputs &in) {
   return {out};
 }
 
+// The operand's dims from `start` to `end` (negative ones count from the
+// end; both clamped to [0, rank]).
+std::vector<RefTensor> ShapeOf(const OpAttrs &attrs, const RefInputs &in) {
+  const Shape &s = in[0]->shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  const int64_t start = clamp(attrs.Int("start", 0)), end = clamp(attrs.Int("end", rank));
+  RefTensor out;
+  for (int64_t d = start; d < end; ++d)
+    out.v.push_back(static_cast<double>(s[d]));
+  out.shape = {static_cast<int64_t>(out.v.size())};
+  return {out};
+}
+
+std::vector<RefTensor> Size(const OpAttrs &, const RefInputs &in) {
+  return {RefTensor{{}, {static_cast<double>(in[0]->numel())}}};
+}
+
 } // namespace
 
 void AddMovementRefs(RefTable &t) {
+  t["shape"] = ShapeOf;
+  t["size"] = Size;
   t["transpose"] = Transpose;
   t["slice"] = Slice;
   t["expand"] = Expand;
