@@ -27,7 +27,7 @@ constexpr uint64_t kMaxAlignment = 256;
 // on. The device and the handle keep backends on different GPUs apart.
 struct PlanKey {
   int device = 0;
-  const void *handle = nullptr;
+  uintptr_t handle = 0;
   uint64_t workspace = 0;
   DType ab = DType::kUndefined, d = DType::kUndefined;
   int64_t m = 0, n = 0, k = 0;
@@ -251,7 +251,7 @@ Status LtGemm(ExecContext &ctx, const LtGemmShape &s, const LtGemmArgs &args) {
     return Internal("cuBLASLt GEMM: the execution context has no handle");
   PlanKey key;
   KILN_CUDA_RETURN_IF_ERROR(cudaGetDevice(&key.device));
-  key.handle = handle;
+  key.handle = reinterpret_cast<uintptr_t>(handle);
   key.workspace = ctx.workspace.data ? ctx.workspace.bytes : 0;
   key.ab = s.ab;
   key.d = s.d;
