@@ -6,6 +6,7 @@
 
 #include <cublasLt.h>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -152,6 +153,8 @@ Status CheckShape(const LtGemmShape &s, const LtGemmArgs &args) {
     return bad("the result must have the operands' type, or f32 for half operands");
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0)
     return bad("M, N, K and the batch must be positive");
+  if (s.batch > std::numeric_limits<int32_t>::max())
+    return bad("the batch exceeds cuBLASLt's 32-bit batch count");
   if (s.lda < (s.trans_a ? s.m : s.k) || s.ldb < (s.trans_b ? s.k : s.n) || s.ldd < s.n)
     return bad("a leading dimension is shorter than its row");
   if (s.stride_a < 0 || s.stride_b < 0 || s.stride_d < 0)
@@ -209,7 +212,7 @@ Status BuildDescriptors(const LtGemmShape &s, const void *bias, LtPlan &plan) {
 }
 
 // The heuristic's first choice within the workspace and the operands'
-// actual alignments.
+// actual alignments, accumulating in f32 throughout for half results.
 Status ChooseAlgorithm(cublasLtHandle_t handle, const PlanKey &key, const LtGemmShape &s,
                        LtPlan &plan) {
   PreferenceGuard pref;
@@ -227,6 +230,13 @@ Status ChooseAlgorithm(cublasLtHandle_t handle, const PlanKey &key, const LtGemm
   for (const auto &a : aligns)
     KILN_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulPreferenceSetAttribute(pref.pref, a.attr, &a.bytes, sizeof(a.bytes)));
+  if (IsHalf(s.d)) {
+    // Split-K partial sums must add up in f32: the in-place and output-type
+    // schemes would round them to the half output on every step.
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+        pref.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes)));
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(

@@ -10,7 +10,8 @@
 // "bias per row of D".
 //
 // Precision: f32 runs with CUBLAS_COMPUTE_32F (never TF32), f16 and bf16
-// with CUBLAS_COMPUTE_32F and f32 scales (fp32 accumulation), f64 with
+// with CUBLAS_COMPUTE_32F and f32 scales (fp32 accumulation, split-K
+// partial sums reduced in f32, never in the half output type), f64 with
 // CUBLAS_COMPUTE_64F.
 //
 // Plans: the matmul descriptor, the four layouts and the heuristic's

@@ -124,11 +124,18 @@ Status RunMatMul(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &o
     return LtGemm(ctx, s, {a.data, b.data, y.data});
   }
   if (count_a == 1) {
-    s.batch = count_b;
-    s.stride_a = 0;
-    s.stride_b = size_b;
-    s.stride_d = size_y;
-    return LtGemm(ctx, s, {a.data, b.data, y.data});
+    LtGemmShape batched = s;
+    batched.batch = count_b;
+    batched.stride_a = 0;
+    batched.stride_b = size_b;
+    batched.stride_d = size_y;
+    Status st = LtGemm(ctx, batched, {a.data, b.data, y.data});
+    if (st.code() != StatusCode::kUnimplemented)
+      return st;
+    // No algorithm takes the repeated A: one product per batch entry.
+    for (int64_t i = 0; i < count_b; ++i)
+      KILN_RETURN_IF_ERROR(LtGemm(ctx, s, {a.data, At(b, i * size_b), At(y, i * size_y)}));
+    return Status::Ok();
   }
   // Both batched: batch dims left-padded with 1 to the result's rank.
   const Shape &bo = d.batch_out;
