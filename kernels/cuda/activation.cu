@@ -58,15 +58,15 @@ __global__ void GatedActivationKernel(const float *h, T *out, int64_t rows, int6
 template <typename T, Activation A>
 cudaError_t LaunchBias(const float *acc, const void *bias, void *out, int64_t rows, int64_t cols,
                        cudaStream_t stream) {
-  BiasActivationKernel<T, A><<<GridFor(rows * cols, kThreads), kThreads, 0, stream>>>(
+  BiasActivationKernel<T, A><<<GridStrideBlocks(rows * cols, kThreads), kThreads, 0, stream>>>(
       acc, static_cast<const T *>(bias), static_cast<T *>(out), rows, cols);
   return cudaGetLastError();
 }
 
 template <typename T, Activation A>
 cudaError_t LaunchGated(const float *h, void *out, int64_t rows, int64_t f, cudaStream_t stream) {
-  GatedActivationKernel<T, A>
-      <<<GridFor(rows * f, kThreads), kThreads, 0, stream>>>(h, static_cast<T *>(out), rows, f);
+  GatedActivationKernel<T, A><<<GridStrideBlocks(rows * f, kThreads), kThreads, 0, stream>>>(
+      h, static_cast<T *>(out), rows, f);
   return cudaGetLastError();
 }
 

@@ -26,7 +26,7 @@ __device__ __forceinline__ void StoreF32(__nv_bfloat16 *p, int64_t i, float v) {
 
 // Blocks for a grid-stride loop over n items: enough to fill the device,
 // capped so the grid stays within launch limits for any n.
-inline unsigned GridFor(int64_t n, int threads) {
+inline unsigned GridStrideBlocks(int64_t n, int threads) {
   constexpr int64_t kMaxBlocks = int64_t{1} << 20;
   const int64_t blocks = (n + threads - 1) / threads;
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);

@@ -34,7 +34,7 @@ __global__ void BroadcastMatrixKernel(const T *c, int64_t row_stride, int64_t co
 template <typename T, typename S>
 cudaError_t Launch(const void *c, int64_t row_stride, int64_t col_stride, double scale, void *d,
                    int64_t m, int64_t n, cudaStream_t stream) {
-  BroadcastMatrixKernel<T, S><<<GridFor(m * n, kThreads), kThreads, 0, stream>>>(
+  BroadcastMatrixKernel<T, S><<<GridStrideBlocks(m * n, kThreads), kThreads, 0, stream>>>(
       static_cast<const T *>(c), row_stride, col_stride, static_cast<S>(scale), static_cast<T *>(d),
       m, n);
   return cudaGetLastError();
