@@ -4,10 +4,13 @@
 namespace kiln::oracle {
 namespace {
 
-constexpr DType F32 = DType::kF32, F16 = DType::kF16, BF16 = DType::kBF16;
+constexpr DType F32 = DType::kF32, F16 = DType::kF16, BF16 = DType::kBF16, F64 = DType::kF64;
 
-// Sums of K products: f32 accumulation error grows with K (up to 129 here).
-constexpr Tolerance kProduct = {1e-10, 5e-5};
+// Sums of K products in f32, checked at the 1e-5 relative bound:
+// the accumulation error grows like sqrt(K) eps, under 1e-6 of the largest
+// result even at K = 4096 (and f32 GEMMs on the device never use TF32).
+// Half results get the oracle's rounding floors (HalfFloor).
+constexpr Tolerance kProduct = {1e-10, 1e-5};
 
 void AddMatMul(std::vector<OpCase> &c) {
   for (DType t : {F32, F16, BF16})
@@ -38,6 +41,43 @@ void AddMatMul(std::vector<OpCase> &c) {
                {Uniform(F32, {13, 37}), Uniform(F32, {29, 13}), Uniform(F32, {29})}, kProduct));
   c.push_back(MakeCase("gemm", F16, {37, 13}, "transB_col_bias", Attrs().Int("transB", 1),
                        {Uniform(F16, {37, 13}), Uniform(F16, {7, 13}), Uniform(F16, {37, 1})},
+                       kProduct));
+}
+
+// Shapes a device GEMM library treats specially: decode steps (M = 1), K
+// and N not multiples of 8 (half operands lose 16-byte alignment), long
+// sums (K = 4096, an 8B model's hidden size), every batching scheme, and
+// empty sums (K = 0), in every float type the op takes.
+void AddDeviceMatMul(std::vector<OpCase> &c) {
+  for (DType t : {F32, F16, BF16}) {
+    c.push_back(MakeCase("matmul", t, {1, 77}, "decode", {},
+                         {Uniform(t, {1, 77}), Uniform(t, {77, 259})}, kProduct));
+    c.push_back(MakeCase("matmul", t, {19, 4096}, "long_k", {},
+                         {Uniform(t, {19, 4096}), Uniform(t, {4096, 67})}, kProduct));
+    c.push_back(MakeCase("matmul", t, {2, 3, 5, 7}, "same_batch", {},
+                         {Uniform(t, {2, 3, 5, 7}), Uniform(t, {2, 3, 7, 9})}, kProduct));
+  }
+  c.push_back(MakeCase("matmul", F64, {13, 37}, "", {},
+                       {Uniform(F64, {13, 37}), Uniform(F64, {37, 11})}, kProduct));
+  // B batched, A shared by every batch entry.
+  c.push_back(MakeCase("matmul", F32, {13, 37}, "shared_a", {},
+                       {Uniform(F32, {13, 37}), Uniform(F32, {3, 37, 11})}, kProduct));
+  // Batch dims agree on a trailing run ([3]) and broadcast before it.
+  c.push_back(MakeCase("matmul", F32, {2, 3, 5, 7}, "partial_bcast", {},
+                       {Uniform(F32, {2, 3, 5, 7}), Uniform(F32, {1, 3, 7, 4})}, kProduct));
+  c.push_back(MakeCase("matmul", F32, {5, 0}, "k0", {},
+                       {Uniform(F32, {5, 0}), Uniform(F32, {0, 7})}, kProduct));
+
+  // One row of C with beta = 1 is a bias; alpha must not scale it.
+  for (DType t : {F32, BF16})
+    c.push_back(MakeCase(
+        "gemm", t, {1, 77}, "transB_bias_row", Attrs().Int("transB", 1).Float("alpha", 0.5f),
+        {Uniform(t, {1, 77}), Uniform(t, {259, 77}), Uniform(t, {259})}, kProduct));
+  c.push_back(
+      MakeCase("gemm", F64, {37, 13}, "transA_full_c", Attrs().Int("transA", 1).Float("beta", 0.5f),
+               {Uniform(F64, {37, 13}), Uniform(F64, {37, 11}), Uniform(F64, {13, 11})}, kProduct));
+  c.push_back(MakeCase("gemm", F32, {5, 0}, "k0_scaled_c", Attrs().Float("beta", 2),
+                       {Uniform(F32, {5, 0}), Uniform(F32, {0, 7}), Uniform(F32, {1, 7})},
                        kProduct));
 }
 
@@ -74,6 +114,42 @@ void AddFusedProducts(std::vector<OpCase> &c) {
                        kProduct));
 }
 
+// The fused products' device paths: each activation with and without a
+// bias in half precision (cuBLASLt epilogues or the activation kernel after
+// the GEMM), decode steps with long sums, and empty sums.
+void AddDeviceFusedProducts(std::vector<OpCase> &c) {
+  const char *acts[] = {"none", "relu", "gelu", "gelu_tanh", "silu"};
+  for (DType t : {F16, BF16})
+    for (const char *act : acts) {
+      c.push_back(MakeCase(
+          "linear", t, {3, 77}, std::string(act) + "_bias", Attrs().String("activation", act),
+          {Uniform(t, {3, 77}), Uniform(t, {77, 259}, -0.5, 0.5), Uniform(t, {259})}, kProduct));
+      c.push_back(MakeCase("linear", t, {1, 77}, act, Attrs().String("activation", act),
+                           {Uniform(t, {1, 77}), Uniform(t, {77, 67}, -0.5, 0.5), Omitted()},
+                           kProduct));
+    }
+  for (DType t : {F32, BF16}) {
+    c.push_back(MakeCase(
+        "linear", t, {1, 4096}, "gelu_tanh_long_k", Attrs().String("activation", "gelu_tanh"),
+        {Uniform(t, {1, 4096}), Uniform(t, {4096, 259}, -0.1, 0.1), Uniform(t, {259})}, kProduct));
+    c.push_back(MakeCase("gated_mlp", t, {1, 4096}, "silu_long_k",
+                         Attrs().String("activation", "silu"),
+                         {Uniform(t, {1, 4096}), Uniform(t, {4096, 258}, -0.1, 0.1),
+                          Uniform(t, {129, 67}, -0.5, 0.5)},
+                         kProduct));
+  }
+  for (const char *act : {"gelu", "gelu_tanh"})
+    c.push_back(MakeCase("gated_mlp", F16, {5, 37}, act, Attrs().String("activation", act),
+                         {Uniform(F16, {5, 37}), Uniform(F16, {37, 26}, -0.5, 0.5),
+                          Uniform(F16, {13, 29}, -0.5, 0.5)},
+                         kProduct));
+  c.push_back(MakeCase("linear", F32, {3, 0}, "relu_bias_k0", Attrs().String("activation", "relu"),
+                       {Uniform(F32, {3, 0}), Uniform(F32, {0, 5}), Uniform(F32, {5})}, kProduct));
+  c.push_back(MakeCase("gated_mlp", F32, {3, 0}, "silu_k0", Attrs().String("activation", "silu"),
+                       {Uniform(F32, {3, 0}), Uniform(F32, {0, 8}), Uniform(F32, {4, 5})},
+                       kProduct));
+}
+
 void AddRotary(std::vector<OpCase> &c) {
   // Tables as a model computes them; any values in [-1, 1] exercise the op.
   c.push_back(MakeCase("rotary", F32, {2, 5, 13, 38}, "half_full",
@@ -102,7 +178,9 @@ void AddRotary(std::vector<OpCase> &c) {
 
 void AddProductCases(std::vector<OpCase> &cases) {
   AddMatMul(cases);
+  AddDeviceMatMul(cases);
   AddFusedProducts(cases);
+  AddDeviceFusedProducts(cases);
   AddRotary(cases);
 }
 

@@ -73,6 +73,9 @@ std::vector<RefTensor> Gemm(const OpAttrs &attrs, const RefInputs &in) {
   return {out};
 }
 
+// x [..., K] as rows of K: the product of the leading dims (K may be 0).
+int64_t Rows(const RefTensor &x) { return NumElements(Shape(x.shape.begin(), x.shape.end() - 1)); }
+
 // Row r of x [rows, K] times column c of w [K, N].
 double Dot(const RefTensor &x, int64_t r, const RefTensor &w, int64_t c) {
   const int64_t k = w.shape[0], n = w.shape[1];
@@ -85,7 +88,7 @@ double Dot(const RefTensor &x, int64_t r, const RefTensor &w, int64_t c) {
 std::vector<RefTensor> Linear(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor &x = *in[0], &w = *in[1];
   const std::string act = attrs.String("activation", "none");
-  const int64_t n = w.shape[1], rows = x.numel() / x.shape.back();
+  const int64_t n = w.shape[1], rows = Rows(x);
   RefTensor out{x.shape, std::vector<double>(static_cast<size_t>(rows * n))};
   out.shape.back() = n;
   for (int64_t r = 0; r < rows; ++r)
@@ -99,7 +102,7 @@ std::vector<RefTensor> Linear(const OpAttrs &attrs, const RefInputs &in) {
 std::vector<RefTensor> GatedMlp(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor &x = *in[0], &wgu = *in[1], &wd = *in[2];
   const std::string act = attrs.String("activation", "silu");
-  const int64_t f = wgu.shape[1] / 2, n = wd.shape[1], rows = x.numel() / x.shape.back();
+  const int64_t f = wgu.shape[1] / 2, n = wd.shape[1], rows = Rows(x);
   RefTensor hidden{{rows, f}, std::vector<double>(static_cast<size_t>(rows * f))};
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < f; ++c)
