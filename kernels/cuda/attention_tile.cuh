@@ -1,0 +1,189 @@
+// The tile loop shared by the CUDA dense and paged attention kernels: one
+// thread block attends kTileRows query rows that share one KV head to their
+// keys, kTileKeys keys at a time, with an online softmax (running max and
+// sum per row), so shared memory depends on the head dims only, never on the
+// context length. Scores, softmax and the weighted sum are f32; K and V
+// tiles are widened into shared memory.
+//
+// Work split: a warp owns rows warp, warp + 4, ...; for scores lane l takes
+// key l of the tile (the K tile's rows are padded by one float so the lanes
+// read distinct banks); for the weighted sum thread t owns the output
+// columns t, t + 128, ... of every row.
+#pragma once
+
+#include "kernels/cuda/fused_io.cuh"
+
+#include <cstdint>
+
+namespace kiln::kernels::cuda {
+
+constexpr int kTileThreads = 128;
+constexpr int kTileWarps = kTileThreads / 32;
+constexpr int kTileRows = 16;
+constexpr int kRowsPerWarp = kTileRows / kTileWarps;
+constexpr int kTileKeys = 32; // one per lane
+// Head dims the tile handles: the output columns per thread are a template
+// parameter of 1, 2 or 4 (Dv <= 128, 256, 512).
+constexpr int64_t kMaxTileHeadDim = 512;
+
+// One query row of a tile. q_row indexes q's rows of D (and out's rows of
+// Dv); -1 marks an unused row. Keys 0..limit are attended (-1: none).
+// mask_off is the row's offset into the mask (dense attention only).
+struct TileRow {
+  int64_t q_row = -1;
+  int64_t limit = -1;
+  int64_t mask_off = 0;
+};
+
+enum class TileMask { kNone, kAdditive, kBool };
+
+// An additive (f32) or bool (one byte) mask read at row offset + j * key_stride.
+struct TileMaskRef {
+  TileMask kind = TileMask::kNone;
+  const void *data = nullptr;
+  int64_t key_stride = 0;
+};
+
+// Shared memory of one block, in floats: q tile, padded K tile, V tile,
+// probabilities, per-row rescale factors and sums; then the rows and the
+// key rows (int64, 8-byte aligned since the float count is even).
+__host__ __device__ constexpr int64_t TileSharedFloats(int64_t d, int64_t dv) {
+  const int64_t floats =
+      kTileRows * d + kTileKeys * (d + 1) + kTileKeys * dv + kTileRows * kTileKeys + 2 * kTileRows;
+  return floats + (floats & 1);
+}
+__host__ __device__ constexpr int64_t TileSharedBytes(int64_t d, int64_t dv) {
+  return TileSharedFloats(d, dv) * 4 + kTileRows * static_cast<int64_t>(sizeof(TileRow)) +
+         kTileKeys * 8;
+}
+
+// Fits the 227 KiB a block may opt into on sm_90.
+static_assert(TileSharedBytes(kMaxTileHeadDim, kMaxTileHeadDim) <= 227 * 1024);
+
+__device__ __forceinline__ float ApplyMask(const TileMaskRef &m, int64_t off, float s) {
+  if (m.kind == TileMask::kAdditive)
+    return s + static_cast<const float *>(m.data)[off];
+  if (m.kind == TileMask::kBool)
+    return static_cast<const uint8_t *>(m.data)[off] != 0 ? s : -INFINITY;
+  return s;
+}
+
+// Attends the block's rows. `Source` gives:
+//   TileRow Row(int r)          row r of the tile (r < kTileRows);
+//   int64_t KeyRow(int64_t j)   key j's row in k (rows of D) and v (rows
+//                               of Dv), or -1 when it cannot be read (it
+//                               then counts as zeros).
+// Each used row's result goes to out + q_row * dv; a row with no attended
+// key gets zeros.
+template <typename T, int kColsPerThread, typename Source>
+__device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v, T *out, int d,
+                           int dv, float scale, const TileMaskRef &mask) {
+  extern __shared__ float4 shared_raw[];
+  float *sq = reinterpret_cast<float *>(shared_raw);
+  float *sk = sq + kTileRows * d;
+  float *sv = sk + kTileKeys * (d + 1);
+  float *sp = sv + kTileKeys * dv;
+  float *salpha = sp + kTileRows * kTileKeys;
+  float *ssum = salpha + kTileRows;
+  TileRow *rows = reinterpret_cast<TileRow *>(sq + TileSharedFloats(d, dv));
+  int64_t *key_rows = reinterpret_cast<int64_t *>(rows + kTileRows);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid < kTileRows)
+    rows[tid] = src.Row(tid);
+  __syncthreads();
+  int64_t num_keys = 0; // past the largest limit
+  for (int r = 0; r < kTileRows; ++r)
+    num_keys = rows[r].limit + 1 > num_keys ? rows[r].limit + 1 : num_keys;
+  for (int i = tid; i < kTileRows * d; i += kTileThreads) {
+    const int r = i / d;
+    const int64_t qr = rows[r].q_row;
+    sq[i] = qr >= 0 ? Widen<float>(q[qr * d + (i - r * d)]) : 0.0f;
+  }
+
+  float m[kRowsPerWarp], l[kRowsPerWarp];
+  int64_t limit[kRowsPerWarp], mask_off[kRowsPerWarp];
+  for (int i = 0; i < kRowsPerWarp; ++i) {
+    m[i] = -INFINITY;
+    l[i] = 0;
+    limit[i] = rows[warp + i * kTileWarps].limit;
+    mask_off[i] = rows[warp + i * kTileWarps].mask_off;
+  }
+  float acc[kTileRows][kColsPerThread];
+  for (int r = 0; r < kTileRows; ++r)
+    for (int c = 0; c < kColsPerThread; ++c)
+      acc[r][c] = 0;
+
+  for (int64_t j0 = 0; j0 < num_keys; j0 += kTileKeys) {
+    __syncthreads(); // the previous tile is consumed
+    if (tid < kTileKeys)
+      key_rows[tid] = j0 + tid < num_keys ? src.KeyRow(j0 + tid) : -1;
+    __syncthreads();
+    for (int i = tid; i < kTileKeys * d; i += kTileThreads) {
+      const int kk = i / d, e = i - kk * d;
+      const int64_t kr = key_rows[kk];
+      sk[kk * (d + 1) + e] = kr >= 0 ? Widen<float>(k[kr * d + e]) : 0.0f;
+    }
+    for (int i = tid; i < kTileKeys * dv; i += kTileThreads) {
+      const int kk = i / dv;
+      const int64_t kr = key_rows[kk];
+      sv[i] = kr >= 0 ? Widen<float>(v[kr * dv + (i - kk * dv)]) : 0.0f;
+    }
+    __syncthreads();
+    const int64_t j = j0 + lane;
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      const int r = warp + i * kTileWarps;
+      float s = -INFINITY;
+      if (j <= limit[i]) {
+        const float *qr = sq + r * d, *kr = sk + lane * (d + 1);
+        float dot = 0;
+        for (int e = 0; e < d; ++e)
+          dot += qr[e] * kr[e];
+        s = ApplyMask(mask, mask_off[i] + j * mask.key_stride, scale * dot);
+      }
+      const float m_new = fmaxf(m[i], WarpMax(s));
+      const float p = s == -INFINITY ? 0.0f : expf(s - m_new);
+      const float alpha = m[i] == -INFINITY ? 0.0f : expf(m[i] - m_new);
+      l[i] = l[i] * alpha + WarpSum(p);
+      m[i] = m_new;
+      sp[r * kTileKeys + lane] = p;
+      if (lane == 0)
+        salpha[r] = alpha;
+    }
+    __syncthreads();
+    for (int r = 0; r < kTileRows; ++r) {
+      const float a = salpha[r];
+      for (int c = 0; c < kColsPerThread; ++c)
+        acc[r][c] *= a;
+    }
+    for (int kk = 0; kk < kTileKeys; ++kk) {
+      float vk[kColsPerThread];
+      for (int c = 0; c < kColsPerThread; ++c) {
+        const int col = tid + c * kTileThreads;
+        vk[c] = col < dv ? sv[kk * dv + col] : 0.0f;
+      }
+      for (int r = 0; r < kTileRows; ++r) {
+        const float p = sp[r * kTileKeys + kk];
+        for (int c = 0; c < kColsPerThread; ++c)
+          acc[r][c] += p * vk[c];
+      }
+    }
+  }
+  if (lane == 0)
+    for (int i = 0; i < kRowsPerWarp; ++i)
+      ssum[warp + i * kTileWarps] = l[i];
+  __syncthreads();
+  for (int r = 0; r < kTileRows; ++r) {
+    const int64_t qr = rows[r].q_row;
+    if (qr < 0)
+      continue;
+    const float inv = ssum[r] > 0 ? 1.0f / ssum[r] : 0.0f;
+    for (int c = 0; c < kColsPerThread; ++c) {
+      const int col = tid + c * kTileThreads;
+      if (col < dv)
+        out[qr * dv + col] = Narrow<T>(acc[r][c] * inv);
+    }
+  }
+}
+
+} // namespace kiln::kernels::cuda
