@@ -7,7 +7,7 @@
 //
 // Work split: a warp owns rows warp, warp + 4, ...; for scores lane l takes
 // key l of the tile (the K tile's rows are padded by one float so the lanes
-// read distinct banks); for the weighted sum thread t owns the output
+// read distinct banks: the row stride is odd); for the weighted sum thread t owns the output
 // columns t, t + 128, ... of every row.
 #pragma once
 
@@ -80,6 +80,7 @@ __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v
                            int dv, float scale, const TileMaskRef &mask) {
   extern __shared__ float4 shared_raw[];
   float *sq = reinterpret_cast<float *>(shared_raw);
+  const int ks = d | 1; // the K tile's odd row stride (at most d + 1)
   float *sk = sq + kTileRows * d;
   float *sv = sk + kTileKeys * (d + 1);
   float *sp = sv + kTileKeys * dv;
@@ -122,7 +123,7 @@ __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v
     for (int i = tid; i < kTileKeys * d; i += kTileThreads) {
       const int kk = i / d, e = i - kk * d;
       const int64_t kr = key_rows[kk];
-      sk[kk * (d + 1) + e] = kr >= 0 ? Widen<float>(k[kr * d + e]) : 0.0f;
+      sk[kk * ks + e] = kr >= 0 ? Widen<float>(k[kr * d + e]) : 0.0f;
     }
     for (int i = tid; i < kTileKeys * dv; i += kTileThreads) {
       const int kk = i / dv;
@@ -135,7 +136,7 @@ __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v
       const int r = warp + i * kTileWarps;
       float s = -INFINITY;
       if (j <= limit[i]) {
-        const float *qr = sq + r * d, *kr = sk + lane * (d + 1);
+        const float *qr = sq + r * d, *kr = sk + lane * ks;
         float dot = 0;
         for (int e = 0; e < d; ++e)
           dot += qr[e] * kr[e];

@@ -19,6 +19,7 @@ namespace kc = kernels::cuda;
 
 constexpr const char *kAttention = "attention";
 constexpr const char *kPaged = "paged_attention";
+constexpr const char *kIndexNames[] = {"slots", "query_start", "context_lens", "block_tables"};
 
 // ---- attention -----------------------------------------------------------
 
@@ -93,6 +94,11 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
                                std::to_string(kc::kMaxPagedHeadDim) + ") or KV heads " +
                                std::to_string(d.kv_heads) +
                                " (at most 65535) exceed the CUDA kernel's limits");
+  for (int i : {kSlots, kQueryStart, kContextLens, kTables})
+    if (in[i]->space != MemorySpace::kDevice && in[i]->numel() > 0)
+      return OpError(kPaged, std::string("operand '") + kIndexNames[i - kSlots] +
+                                 "' is in host memory; the CUDA kernel reads the index arrays "
+                                 "on the device");
   kc::PagedTensors t;
   t.q = in[kQ]->data;
   t.k_new = in[kKNew]->data;
