@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kTileThreads)
   m.data = mask.data;
   m.key_stride = mask.strides[3];
   AttendTile<T, kCols>(src, q, k, v, out, static_cast<int>(dims.head_dim),
-                       static_cast<int>(dims.v_dim), scale, m);
+                       static_cast<int>(dims.v_dim), scale, m, TileSplit{});
 }
 
 template <typename T, int kCols>
@@ -61,9 +61,12 @@ cudaError_t LaunchCols(const void *q, const void *k, const void *v, const DenseM
                   static_cast<unsigned>(dims.kv_heads), static_cast<unsigned>(dims.batch));
   const int64_t smem = TileSharedBytes(dims.head_dim, dims.v_dim);
   auto *kernel = DenseAttentionKernel<T, kCols>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (err != cudaSuccess)
-    return err;
+  if (smem > kDefaultSharedBytes) {
+    const cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err != cudaSuccess)
+      return err;
+  }
   kernel<<<grid, kTileThreads, smem, stream>>>(static_cast<const T *>(q), static_cast<const T *>(k),
                                                static_cast<const T *>(v), static_cast<T *>(out),
                                                dims, mask, scale, causal);

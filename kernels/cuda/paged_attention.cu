@@ -125,18 +125,15 @@ struct PagedSource {
   }
 };
 
-// Block (x, g): tile x of the whole batch, found in tile_starts by binary
-// search; blocks past the last tile return at once (the grid is sized for
-// the most tiles any batch of these dims can have).
-template <typename T, int kCols>
-__global__ void __launch_bounds__(kTileThreads)
-    PagedAttentionKernel(const T *q, const T *k_cache, const T *v_cache, T *out,
-                         PagedIndexArrays idx, PagedDims d, float scale,
-                         const int64_t *tile_starts) {
+// The tile of the batch that block x takes, or false past the last tile
+// (the grid is sized for the most tiles any batch of these dims can have):
+// the last sequence s with tile_starts[s] <= x, by binary search.
+__device__ bool FindTile(const int64_t *tile_starts, const PagedIndexArrays &idx,
+                         const PagedDims &d, PagedSource *src) {
   const int64_t x = blockIdx.x;
   if (x >= tile_starts[d.num_seqs])
-    return;
-  int64_t lo = 0, hi = d.num_seqs - 1; // the last s with tile_starts[s] <= x
+    return false;
+  int64_t lo = 0, hi = d.num_seqs - 1;
   while (lo < hi) {
     const int64_t mid = (lo + hi + 1) / 2;
     if (tile_starts[mid] <= x)
@@ -144,9 +141,48 @@ __global__ void __launch_bounds__(kTileThreads)
     else
       hi = mid - 1;
   }
-  const PagedSource src{idx, d, lo, static_cast<int64_t>(blockIdx.y), x - tile_starts[lo]};
+  *src = PagedSource{idx, d, lo, static_cast<int64_t>(blockIdx.y), x - tile_starts[lo]};
+  return true;
+}
+
+// Split keys: block (x, g, z) writes split z of tile x's keys to the
+// partials, from index ((x * Hkv + g) * splits + z) * kTileRows records.
+struct PagedSplits {
+  int64_t count = 1;
+  float *partials = nullptr; // null when count is 1
+};
+
+__device__ __forceinline__ float *PartialsOf(const PagedSplits &sp, const PagedDims &d, int64_t z) {
+  const int64_t first = (blockIdx.x * d.kv_heads + blockIdx.y) * sp.count + z;
+  return sp.partials + first * kTileRows * TilePartialFloats(d.v_dim);
+}
+
+// Block (x, g, z): split z of tile x for KV head g.
+template <typename T, int kCols>
+__global__ void __launch_bounds__(kTileThreads)
+    PagedAttentionKernel(const T *q, const T *k_cache, const T *v_cache, T *out,
+                         PagedIndexArrays idx, PagedDims d, float scale, const int64_t *tile_starts,
+                         PagedSplits splits) {
+  PagedSource src;
+  if (!FindTile(tile_starts, idx, d, &src))
+    return;
+  TileSplit split;
+  split.index = blockIdx.z;
+  split.count = splits.count;
+  split.partial = splits.count > 1 ? PartialsOf(splits, d, blockIdx.z) : nullptr;
   AttendTile<T, kCols>(src, q, k_cache, v_cache, out, static_cast<int>(d.head_dim),
-                       static_cast<int>(d.v_dim), scale, TileMaskRef{});
+                       static_cast<int>(d.v_dim), scale, TileMaskRef{}, split);
+}
+
+// Block (x, g): merges the splits of tile x for KV head g into out.
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads)
+    CombinePagedSplits(T *out, PagedIndexArrays idx, PagedDims d, const int64_t *tile_starts,
+                       PagedSplits splits) {
+  PagedSource src;
+  if (!FindTile(tile_starts, idx, d, &src))
+    return;
+  CombineSplits(src, PartialsOf(splits, d, 0), splits.count, out, static_cast<int>(d.v_dim));
 }
 
 // The most tiles a batch can have: sum_s ceil(n_s G / R) <= T G / R + N.
@@ -155,24 +191,66 @@ int64_t MaxTiles(const PagedDims &d) {
   return (d.tokens * group + kTileRows - 1) / kTileRows + d.num_seqs;
 }
 
+// Blocks that keep an H200 (132 SMs) busy: splits are added until a batch's
+// tiles make about this many blocks.
+constexpr int64_t kFillBlocks = 264;
+// A split takes at least this many key tiles of the longest context the
+// block tables allow (MB * BS keys).
+constexpr int64_t kMinKeyTilesPerSplit = 4;
+
+// How many blocks share each tile's keys; from the dims only, so the grid
+// and scratch never depend on index values. 1 when the tiles alone fill the
+// GPU (prefill) or contexts are short.
+int64_t SplitCount(const PagedDims &d) {
+  const int64_t blocks = MaxTiles(d) * d.kv_heads;
+  if (blocks <= 0)
+    return 1;
+  const int64_t key_tiles = (d.max_blocks * d.block_size + kTileKeys - 1) / kTileKeys;
+  int64_t n = (kFillBlocks + blocks - 1) / blocks;
+  n = n < key_tiles / kMinKeyTilesPerSplit ? n : key_tiles / kMinKeyTilesPerSplit;
+  return n < 1 ? 1 : n > 65535 ? 65535 : n;
+}
+
+// Scratch: tile_starts (N + 1 i64), then the partials (256-byte aligned).
+int64_t TileStartsBytes(const PagedDims &d) {
+  return ((d.num_seqs + 1) * static_cast<int64_t>(sizeof(int64_t)) + 255) / 256 * 256;
+}
+int64_t PartialBytes(const PagedDims &d, int64_t splits) {
+  if (splits <= 1)
+    return 0;
+  return MaxTiles(d) * d.kv_heads * splits * kTileRows * TilePartialFloats(d.v_dim) *
+         static_cast<int64_t>(sizeof(float));
+}
+
 template <typename T, int kCols>
 cudaError_t LaunchAttention(const PagedTensors &t, const PagedIndexArrays &idx, const PagedDims &d,
-                            float scale, const int64_t *tile_starts, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(MaxTiles(d)), static_cast<unsigned>(d.kv_heads));
+                            float scale, const int64_t *tile_starts, const PagedSplits &splits,
+                            cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(MaxTiles(d)), static_cast<unsigned>(d.kv_heads),
+                  static_cast<unsigned>(splits.count));
   const int64_t smem = TileSharedBytes(d.head_dim, d.v_dim);
   auto *kernel = PagedAttentionKernel<T, kCols>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (err != cudaSuccess)
-    return err;
+  if (smem > kDefaultSharedBytes) {
+    const cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err != cudaSuccess)
+      return err;
+  }
   kernel<<<grid, kTileThreads, smem, stream>>>(
       static_cast<const T *>(t.q), static_cast<const T *>(t.k_cache),
-      static_cast<const T *>(t.v_cache), static_cast<T *>(t.out), idx, d, scale, tile_starts);
+      static_cast<const T *>(t.v_cache), static_cast<T *>(t.out), idx, d, scale, tile_starts,
+      splits);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess || splits.count == 1)
+    return err;
+  CombinePagedSplits<T><<<dim3(grid.x, grid.y), kTileThreads, 0, stream>>>(
+      static_cast<T *>(t.out), idx, d, tile_starts, splits);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t LaunchTyped(const PagedTensors &t, const PagedIndexArrays &idx, const PagedDims &d,
-                        float scale, int64_t *tile_starts, cudaStream_t stream) {
+                        float scale, void *scratch, cudaStream_t stream) {
   if (d.tokens > 0 && d.kv_heads > 0) {
     const unsigned grid = static_cast<unsigned>(d.tokens < (1 << 20) ? d.tokens : (1 << 20));
     StoreNewRows<T><<<grid, 128, 0, stream>>>(
@@ -184,15 +262,20 @@ cudaError_t LaunchTyped(const PagedTensors &t, const PagedIndexArrays &idx, cons
   }
   if (d.tokens == 0 || d.num_seqs == 0 || d.q_heads == 0 || d.v_dim == 0)
     return cudaSuccess;
+  int64_t *tile_starts = static_cast<int64_t *>(scratch);
+  PagedSplits splits;
+  splits.count = SplitCount(d);
+  if (splits.count > 1)
+    splits.partials = reinterpret_cast<float *>(static_cast<char *>(scratch) + TileStartsBytes(d));
   SplitTiles<<<1, kScanThreads, 0, stream>>>(idx, d, tile_starts);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return err;
   if (d.v_dim <= kTileThreads)
-    return LaunchAttention<T, 1>(t, idx, d, scale, tile_starts, stream);
+    return LaunchAttention<T, 1>(t, idx, d, scale, tile_starts, splits, stream);
   if (d.v_dim <= 2 * kTileThreads)
-    return LaunchAttention<T, 2>(t, idx, d, scale, tile_starts, stream);
-  return LaunchAttention<T, 4>(t, idx, d, scale, tile_starts, stream);
+    return LaunchAttention<T, 2>(t, idx, d, scale, tile_starts, splits, stream);
+  return LaunchAttention<T, 4>(t, idx, d, scale, tile_starts, splits, stream);
 }
 
 } // namespace
@@ -203,21 +286,20 @@ bool PagedAttentionSupported(const PagedDims &d) {
 }
 
 int64_t PagedAttentionScratchBytes(const PagedDims &d) {
-  return (d.num_seqs + 1) * static_cast<int64_t>(sizeof(int64_t));
+  return TileStartsBytes(d) + PartialBytes(d, SplitCount(d));
 }
 
 cudaError_t PagedAttention(FusedFloat type, const PagedTensors &t, const PagedIndexArrays &idx,
                            const PagedDims &dims, float scale, void *scratch, cudaStream_t stream) {
   if (!PagedAttentionSupported(dims))
     return cudaErrorInvalidValue;
-  int64_t *tile_starts = static_cast<int64_t *>(scratch);
   switch (type) {
   case FusedFloat::kF32:
-    return LaunchTyped<float>(t, idx, dims, scale, tile_starts, stream);
+    return LaunchTyped<float>(t, idx, dims, scale, scratch, stream);
   case FusedFloat::kF16:
-    return LaunchTyped<__half>(t, idx, dims, scale, tile_starts, stream);
+    return LaunchTyped<__half>(t, idx, dims, scale, scratch, stream);
   case FusedFloat::kBF16:
-    return LaunchTyped<__nv_bfloat16>(t, idx, dims, scale, tile_starts, stream);
+    return LaunchTyped<__nv_bfloat16>(t, idx, dims, scale, scratch, stream);
   default:
     return cudaErrorInvalidValue;
   }

@@ -3,13 +3,15 @@
 // all) stored into the paged KV cache in place, then each attending to its
 // own sequence's positions 0..p(t) through the sequence's block table.
 //
-// Three launches on one stream: the cache store; a one-block pass that
-// splits each sequence's query rows into tiles (a prefix sum over the
-// sequences, written to `tile_starts`); and the attention, one block per
-// (tile, KV head) with an online softmax over key tiles read through the
-// block table. Grid sizes depend only on the dims, never on the index
-// values (which stay on the device), so the op can be captured in a CUDA
-// graph.
+// Launches on one stream: the cache store; a one-block pass that splits
+// each sequence's query rows into tiles of 16 (a prefix sum over the
+// sequences, kept in scratch); and the attention, one block per (tile, KV
+// head) with an online softmax over key tiles read through the block table.
+// When the tiles are too few to fill the GPU (decoding), each tile's keys
+// are split over several blocks (flash-decoding) whose partial results a
+// last launch merges. Grid sizes and scratch depend only on the dims, never
+// on the index values (which stay on the device), so the op can be captured
+// in a CUDA graph.
 //
 // The index arrays are checked on the host before upload
 // (core/paged_indices.h); the kernels still never read or write outside an
@@ -57,7 +59,8 @@ constexpr int64_t kMaxPagedHeadDim = 512;
 // kMaxPagedHeadDim, Hkv at most 65535 (the grid's y).
 bool PagedAttentionSupported(const PagedDims &dims);
 
-// Device scratch the op needs (the tile prefix), in bytes.
+// Device scratch the op needs (the tile prefix and the split partials), in
+// bytes; from the dims only.
 int64_t PagedAttentionScratchBytes(const PagedDims &dims);
 
 // Stores, then attends (see above). `type` is f32, f16 or bf16: the store
