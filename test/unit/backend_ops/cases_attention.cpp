@@ -1,14 +1,19 @@
 // Cases of attention (MHA, GQA, MQA, causal, bool and additive masks, a
-// fully masked row) and paged attention over a continuous batch.
+// fully masked row), paged attention over a continuous batch, and rotary at
+// model shapes. The larger ones are shaped for device kernels: head dims of
+// real models (64, 80, 96, 128, 256) and odd ones, contexts of many cache
+// blocks, query rows that cross a device tile (16 rows, 32 keys).
 #include "op_case.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace kiln::oracle {
 namespace {
 
-constexpr DType F32 = DType::kF32, F16 = DType::kF16, BOOL = DType::kBool, I64 = DType::kI64;
+constexpr DType F32 = DType::kF32, F16 = DType::kF16, BF16 = DType::kBF16, BOOL = DType::kBool,
+                I64 = DType::kI64;
 
 // Softmax-weighted sums over up to a few dozen keys.
 constexpr Tolerance kAttention = {1e-10, 5e-5};
@@ -66,6 +71,10 @@ void AddDenseAttention(std::vector<OpCase> &c) {
 struct PagedShape {
   std::vector<int64_t> new_tokens, contexts;
   int64_t q_heads, kv_heads, head_dim, block_size, num_blocks, max_blocks;
+  DType dtype = F32;
+  int64_t v_dim = 0;     // 0: head_dim
+  bool pad_last = false; // the last sequence's tokens are padding (slot -1)
+  double scale = 0.25;
 };
 
 // A consistent batch: each sequence owns distinct random blocks, its new
@@ -85,17 +94,21 @@ std::vector<HostTensor> PagedInputs(const PagedShape &p, std::mt19937 &rng) {
     for (int64_t j = 0; j < used; ++j)
       tables[s * p.max_blocks + j] = blocks[next_block++];
     for (int64_t pos = ctx - p.new_tokens[s]; pos < ctx; ++pos)
-      slots.push_back(tables[s * p.max_blocks + pos / p.block_size] * p.block_size +
-                      pos % p.block_size);
+      slots.push_back(p.pad_last && s == n - 1
+                          ? -1
+                          : tables[s * p.max_blocks + pos / p.block_size] * p.block_size +
+                                pos % p.block_size);
     query_start.push_back(query_start.back() + p.new_tokens[s]);
     contexts.push_back(static_cast<double>(ctx));
   }
   const int64_t hq = p.q_heads, hkv = p.kv_heads, d = p.head_dim;
-  return {Uniform(F32, {1, hq, t, d})(rng),
-          Uniform(F32, {1, hkv, t, d})(rng),
-          Uniform(F32, {1, hkv, t, d})(rng),
-          Uniform(F32, {p.num_blocks, hkv, p.block_size, d})(rng),
-          Uniform(F32, {p.num_blocks, hkv, p.block_size, d})(rng),
+  const int64_t dv = p.v_dim ? p.v_dim : d;
+  const DType f = p.dtype;
+  return {Uniform(f, {1, hq, t, d})(rng),
+          Uniform(f, {1, hkv, t, d})(rng),
+          Uniform(f, {1, hkv, t, dv})(rng),
+          Uniform(f, {p.num_blocks, hkv, p.block_size, d})(rng),
+          Uniform(f, {p.num_blocks, hkv, p.block_size, dv})(rng),
           FromDoubles(I64, {t}, slots),
           FromDoubles(I64, {n + 1}, query_start),
           FromDoubles(I64, {n}, contexts),
@@ -104,11 +117,93 @@ std::vector<HostTensor> PagedInputs(const PagedShape &p, std::mt19937 &rng) {
 
 OpCase PagedCase(const std::string &variant, const PagedShape &p) {
   const int64_t t = std::accumulate(p.new_tokens.begin(), p.new_tokens.end(), int64_t{0});
-  OpCase c = MakeCase("paged_attention", F32, {1, p.q_heads, t, p.head_dim}, variant,
-                      Attrs().Float("scale", 0.25f), {}, kAttention);
+  OpCase c = MakeCase("paged_attention", p.dtype, {1, p.q_heads, t, p.head_dim}, variant,
+                      Attrs().Float("scale", static_cast<float>(p.scale)), {}, kAttention);
   c.make_inputs = [p](std::mt19937 &rng) { return PagedInputs(p, rng); };
   c.in_place = {3, 4}; // k_cache and v_cache
   return c;
+}
+
+// Dense attention at model shapes: a causal limit with an offset (Sq < Skv)
+// combined with bool and broadcast additive masks, queries past the keys
+// (Sq > Skv, causal: the first rows see no key and are zeros), a long
+// GQA decode, and value dims crossing 128 and 256 (Dv != D).
+void AddDenseAtModelShapes(std::vector<OpCase> &c) {
+  c.push_back(MakeCase("attention", F32, {2, 8, 5, 80}, "causal_offset_bool_mask_d80",
+                       AttentionAttrs(1 / std::sqrt(80.0), true),
+                       {Uniform(F32, {2, 8, 5, 80}), Uniform(F32, {2, 2, 300, 80}),
+                        Uniform(F32, {2, 2, 300, 80}), MaskWithEmptyRow(2, 5, 300)},
+                       kAttention));
+  c.push_back(MakeCase("attention", F32, {2, 8, 17, 96}, "causal_offset_f32_mask_d96",
+                       AttentionAttrs(1 / std::sqrt(96.0), true),
+                       {Uniform(F32, {2, 8, 17, 96}), Uniform(F32, {2, 1, 71, 96}),
+                        Uniform(F32, {2, 1, 71, 96}), Uniform(F32, {1, 8, 1, 71}, -4, 0)},
+                       kAttention));
+  c.push_back(MakeCase(
+      "attention", F32, {1, 2, 9, 16}, "causal_queries_past_keys", AttentionAttrs(0.25, true),
+      {Uniform(F32, {1, 2, 9, 16}), Uniform(F32, {1, 2, 4, 16}), Uniform(F32, {1, 2, 4, 16})},
+      kAttention));
+  c.push_back(MakeCase("attention", BF16, {1, 16, 1, 128}, "decode_gqa4_d128",
+                       AttentionAttrs(1 / std::sqrt(128.0), true),
+                       {Uniform(BF16, {1, 16, 1, 128}), Uniform(BF16, {1, 4, 1029, 128}),
+                        Uniform(BF16, {1, 4, 1029, 128})},
+                       kAttention));
+  c.push_back(MakeCase(
+      "attention", F32, {1, 3, 21, 40}, "dv_300", AttentionAttrs(0.2, false),
+      {Uniform(F32, {1, 3, 21, 40}), Uniform(F32, {1, 3, 45, 40}), Uniform(F32, {1, 3, 45, 300})},
+      kAttention));
+  c.push_back(MakeCase(
+      "attention", F16, {2, 4, 19, 64}, "dv_130_causal", AttentionAttrs(0.125, true),
+      {Uniform(F16, {2, 4, 19, 64}), Uniform(F16, {2, 2, 50, 64}), Uniform(F16, {2, 2, 50, 130})},
+      kAttention));
+}
+
+// Paged batches at model shapes (BS 16 unless noted).
+void AddPagedAtModelShapes(std::vector<OpCase> &c) {
+  PagedShape p;
+  // GQA 8:1 (one KV head), D 128: decodes and a prefill chunk over contexts of
+  // 30-70 blocks.
+  p = {{1, 9, 1}, {1031, 1100, 517}, 8, 1, 128, 16, 180, 70};
+  p.scale = 1 / std::sqrt(128.0);
+  c.push_back(PagedCase("long_gqa8_d128", p));
+  // MQA in bf16, D 64: a context of 94 blocks next to short ones.
+  p = {{5, 1, 1}, {1003, 64, 1500}, 8, 1, 64, 16, 170, 94, BF16};
+  p.scale = 0.125;
+  c.push_back(PagedCase("long_mqa_d64_bf16", p));
+  // MHA in f16, D 80: a whole prompt (context = its tokens), decodes, an idle
+  // sequence and a chunk continuing a prompt.
+  p = {{33, 1, 0, 7}, {33, 200, 50, 40}, 4, 4, 80, 16, 30, 13, F16};
+  p.scale = 1 / std::sqrt(80.0);
+  c.push_back(PagedCase("mixed_mha_d80_f16", p));
+  // GQA 3:1, D 96, with a padding sequence whose tokens store nothing (slot
+  // -1) but still attend; query tiles cross token boundaries (3 heads).
+  p = {{3, 1, 2}, {40, 77, 2}, 6, 2, 96, 16, 12, 5};
+  p.pad_last = true;
+  p.scale = 1 / std::sqrt(96.0);
+  c.push_back(PagedCase("padded_gqa3_d96", p));
+  // bf16 GQA 4:1 with D 256, blocks of 32.
+  p = {{9, 1}, {9, 300}, 4, 1, 256, 32, 12, 10, BF16};
+  p.scale = 0.0625;
+  c.push_back(PagedCase("gqa4_d256_bf16_bs32", p));
+  // Odd dims: D 33, Dv 130 (over 128), blocks of 5.
+  p = {{11, 1}, {45, 70}, 6, 2, 33, 5, 30, 15};
+  p.v_dim = 130;
+  c.push_back(PagedCase("odd_d33_dv130_bs5", p));
+}
+
+// rotary as Llama ([B, H, S, D], cos/sin [B or 1, 1, S, R], partial R) and
+// as GPT-J/NeoX exports lay it out ([B, S, H, D], tables broadcast over H).
+void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
+  c.push_back(MakeCase("rotary", F32, {1, 32, 7, 128}, "half_partial_d128",
+                       Attrs().Int("rotary_dim", 64).Int("interleaved", 0),
+                       {Uniform(F32, {1, 32, 7, 128}), Uniform(F32, {1, 1, 7, 64}, -1, 1),
+                        Uniform(F32, {1, 1, 7, 64}, -1, 1)},
+                       kPointwise));
+  c.push_back(MakeCase("rotary", BF16, {2, 7, 8, 80}, "interleaved_bshd_d80",
+                       Attrs().Int("rotary_dim", 80).Int("interleaved", 1),
+                       {Uniform(BF16, {2, 7, 8, 80}), Uniform(BF16, {2, 7, 1, 80}, -1, 1),
+                        Uniform(BF16, {2, 7, 1, 80}, -1, 1)},
+                       kPointwise));
 }
 
 } // namespace
@@ -119,6 +214,9 @@ void AddAttentionCases(std::vector<OpCase> &cases) {
   // SplitFuse), blocks of an odd size.
   cases.push_back(PagedCase("mixed_gqa", {{7, 1, 0, 13}, {7, 20, 9, 13}, 6, 2, 16, 5, 19, 4}));
   cases.push_back(PagedCase("decode_mqa", {{1, 1, 1}, {37, 5, 1}, 4, 1, 32, 7, 13, 6}));
+  AddDenseAtModelShapes(cases);
+  AddPagedAtModelShapes(cases);
+  AddRotaryAtModelShapes(cases);
 }
 
 } // namespace kiln::oracle

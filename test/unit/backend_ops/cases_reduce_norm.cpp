@@ -32,6 +32,42 @@ void AddReductions(std::vector<OpCase> &c) {
   }
 }
 
+// Rows of a model's width (4096) and odd widths past a device block's
+// threads, in every float dtype the fused norms take.
+void AddNormsAtModelShapes(std::vector<OpCase> &c) {
+  const OpAttrs eps = Attrs().Float("epsilon", 1e-5f);
+  c.push_back(MakeCase("rms_norm", F32, {5, 4096}, "d4096", eps,
+                       {Uniform(F32, {5, 4096}), Uniform(F32, {4096})}, kAccumulated));
+  c.push_back(MakeCase("rms_norm", BF16, {3, 4096}, "d4096", eps,
+                       {Uniform(BF16, {3, 4096}), Uniform(BF16, {4096})}, kAccumulated));
+  c.push_back(MakeCase("rms_norm", F32, {3, 4099}, "odd", eps,
+                       {Uniform(F32, {3, 4099}), Uniform(F32, {4099})}, kAccumulated));
+  c.push_back(MakeCase("layer_normalization", F32, {4, 4096}, "d4096", eps,
+                       {Uniform(F32, {4, 4096}, 1, 3), Uniform(F32, {4096}), Uniform(F32, {4096})},
+                       kAccumulated));
+  c.push_back(MakeCase("layer_normalization", F16, {3, 5, 1031}, "odd", eps,
+                       {Uniform(F16, {3, 5, 1031}), Uniform(F16, {1031}), Uniform(F16, {1031})},
+                       kAccumulated));
+  const struct {
+    const char *op;
+    DType t;
+    int64_t d;
+    bool bias;
+  } fused[] = {{"add_rms_norm", BF16, 4096, false},
+               {"add_rms_norm", F32, 4097, false},
+               {"add_layer_norm", F16, 4096, true},
+               {"add_layer_norm", F32, 2053, false}};
+  for (const auto &f : fused) {
+    OpCase k = MakeCase(f.op, f.t, {3, f.d}, f.d % 2 ? "odd" : "d4096", eps,
+                        {Uniform(f.t, {3, f.d}), Uniform(f.t, {3, f.d}), Uniform(f.t, {f.d})},
+                        kAccumulated);
+    if (std::string(f.op) == "add_layer_norm")
+      k.inputs.push_back(f.bias ? Uniform(f.t, {f.d}) : Omitted());
+    k.num_outputs = 2;
+    c.push_back(k);
+  }
+}
+
 void AddNorms(std::vector<OpCase> &c) {
   const OpAttrs eps = Attrs().Float("epsilon", 1e-5f);
   c.push_back(MakeCase("layer_normalization", F32, {37, 129}, "last", eps,
@@ -80,6 +116,7 @@ void AddNorms(std::vector<OpCase> &c) {
       kAccumulated);
   no_bias.num_outputs = 2;
   c.push_back(no_bias);
+  AddNormsAtModelShapes(c);
 }
 
 } // namespace

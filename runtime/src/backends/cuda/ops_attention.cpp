@@ -1,0 +1,125 @@
+// CUDA kernels of attention (dense, with GQA heads, an optional broadcast
+// mask and a causal limit) and paged_attention (a continuous batch over the
+// paged KV cache, the caches written in place); docs/fused-ops.md. Their
+// shape rules are in core/shapes/{fused_attention,paged_attention}.cpp; the
+// device code is in kernels/cuda/{attention,paged_attention}.cu.
+#include "core/shapes/fused_attention.h"
+#include "core/shapes/fused_checks.h"
+#include "core/shapes/paged_attention.h"
+#include "cuda_kernels.h"
+#include "cuda_util.h"
+#include "fused_operands.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/paged_attention.h"
+
+namespace kiln::cuda {
+namespace {
+
+namespace kc = kernels::cuda;
+
+constexpr const char *kAttention = "attention";
+constexpr const char *kPaged = "paged_attention";
+constexpr const char *kIndexNames[] = {"slots", "query_start", "context_lens", "block_tables"};
+
+// ---- attention -----------------------------------------------------------
+
+// The mask as strides over [b, h, i, j]: right-aligned, 0 where broadcast.
+kc::DenseMask MaskOf(const TensorView *m) {
+  kc::DenseMask mask;
+  if (m == nullptr)
+    return mask;
+  mask.kind = m->dtype == DType::kBool ? kc::DenseMaskKind::kBool : kc::DenseMaskKind::kAdditive;
+  mask.data = m->data;
+  const std::vector<int64_t> strides = ContiguousStrides(m->shape);
+  const size_t lead = 4 - m->shape.size();
+  for (size_t i = 0; i < m->shape.size(); ++i)
+    mask.strides[lead + i] = m->shape[i] == 1 ? 0 : strides[i];
+  return mask;
+}
+
+Status RunAttention(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(AttentionDims a, ResolveAttention(in));
+  KILN_ASSIGN_OR_RETURN(float scale, RequiredFloat(kAttention, attrs, "scale"));
+  KILN_ASSIGN_OR_RETURN(bool causal, RequiredFlag(kAttention, attrs, "causal"));
+  KILN_ASSIGN_OR_RETURN(kc::FusedFloat type, FusedFloatOf(kAttention, "q", *in[0]));
+  for (int i : {1, 2})
+    if (in[i]->dtype != in[0]->dtype)
+      return OpError(kAttention, std::string("operand '") + (i == 1 ? "k" : "v") + "' is " +
+                                     DTypeName(in[i]->dtype) + " but 'q' is " +
+                                     DTypeName(in[0]->dtype) +
+                                     "; the CUDA kernel needs one dtype for q, k and v");
+  KILN_RETURN_IF_ERROR(CheckResultDType(kAttention, *in[0], out, 1));
+  const TensorView *mask = in.size() > 3 ? in[3] : nullptr;
+  if (mask != nullptr && mask->dtype != DType::kF32 && mask->dtype != DType::kBool)
+    return OpError(kAttention, std::string("operand 'mask' must be f32 or bool, got ") +
+                                   DTypeName(mask->dtype));
+  const kc::DenseAttentionDims d = {a.batch,  a.q_heads,  a.kv_heads, a.q_len,
+                                    a.kv_len, a.head_dim, a.v_dim};
+  if (!kc::DenseAttentionSupported(d))
+    return OpError(kAttention, "head dims D = " + std::to_string(d.head_dim) +
+                                   ", Dv = " + std::to_string(d.v_dim) + " (at most " +
+                                   std::to_string(kc::kMaxDenseHeadDim) + "), batch " +
+                                   std::to_string(d.batch) + " or KV heads " +
+                                   std::to_string(d.kv_heads) +
+                                   " (at most 65535) exceed the CUDA kernel's limits");
+  KILN_CUDA_RETURN_IF_ERROR(kc::DenseAttention(type, in[0]->data, in[1]->data, in[2]->data,
+                                               MaskOf(mask), out[0].data, d, scale, causal,
+                                               Stream(ctx)));
+  return Status::Ok();
+}
+
+// ---- paged_attention -----------------------------------------------------
+
+// The index operands live on the device, so their values are not checked
+// here: the model runner checks them on the host before upload
+// (core/paged_indices.h), and the kernels guard every read and write.
+Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  using namespace paged_attention;
+  KILN_ASSIGN_OR_RETURN(Dims dims, ResolveDims(in));
+  KILN_ASSIGN_OR_RETURN(float scale, RequiredFloat(kPaged, attrs, "scale"));
+  KILN_ASSIGN_OR_RETURN(kc::FusedFloat type, FusedFloatOf(kPaged, "q", *in[kQ]));
+  kc::PagedDims d;
+  d.q_heads = dims.q_heads;
+  d.kv_heads = dims.kv_heads;
+  d.tokens = dims.tokens;
+  d.head_dim = dims.head_dim;
+  d.v_dim = dims.v_dim;
+  d.num_blocks = dims.num_blocks;
+  d.block_size = dims.block_size;
+  d.num_seqs = dims.num_seqs;
+  d.max_blocks = dims.max_blocks;
+  if (!kc::PagedAttentionSupported(d))
+    return OpError(kPaged, "head dims D = " + std::to_string(d.head_dim) +
+                               ", Dv = " + std::to_string(d.v_dim) + " (at most " +
+                               std::to_string(kc::kMaxPagedHeadDim) + ") or KV heads " +
+                               std::to_string(d.kv_heads) +
+                               " (at most 65535) exceed the CUDA kernel's limits");
+  for (int i : {kSlots, kQueryStart, kContextLens, kTables})
+    if (in[i]->space != MemorySpace::kDevice && in[i]->numel() > 0)
+      return OpError(kPaged, std::string("operand '") + kIndexNames[i - kSlots] +
+                                 "' is in host memory; the CUDA kernel reads the index arrays "
+                                 "on the device");
+  kc::PagedTensors t;
+  t.q = in[kQ]->data;
+  t.k_new = in[kKNew]->data;
+  t.v_new = in[kVNew]->data;
+  t.k_cache = in[kKCache]->data; // written in place (see the CPU kernel's note)
+  t.v_cache = in[kVCache]->data;
+  t.out = out[0].data;
+  const kc::PagedIndexArrays idx = {
+      in[kSlots]->as<const int64_t>(), in[kQueryStart]->as<const int64_t>(),
+      in[kContextLens]->as<const int64_t>(), in[kTables]->as<const int64_t>()};
+  KILN_ASSIGN_OR_RETURN(void *scratch,
+                        OpScratch(ctx, static_cast<uint64_t>(kc::PagedAttentionScratchBytes(d))));
+  KILN_CUDA_RETURN_IF_ERROR(kc::PagedAttention(type, t, idx, d, scale, scratch, Stream(ctx)));
+  return Status::Ok();
+}
+
+} // namespace
+
+void AddAttentionKernels(std::vector<KernelDef> &table) {
+  table.push_back({kAttention, RunAttention});
+  table.push_back({kPaged, RunPaged});
+}
+
+} // namespace kiln::cuda
