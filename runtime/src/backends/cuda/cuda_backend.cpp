@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
+#include "backends/cuda/index_errors.h"
 
 #include <algorithm>
 #include <cstring>
@@ -100,6 +101,9 @@ public:
     ctx_.workspace.bytes = kCublasWorkspaceBytes;
     ctx_.stream = stream_;
     ctx_.blas = blas_;
+    // The index kernels' error record, allocated now rather than by the
+    // first index op (which could be inside a captured CUDA graph).
+    KILN_RETURN_IF_ERROR(DeviceIndexErrors(stream_).status());
     return Status::Ok();
   }
 
@@ -173,7 +177,11 @@ public:
       KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
       return Status::Ok();
     }();
-    return st.WithContext("waiting for the cuda stream (a kernel enqueued before may have failed)");
+    if (!st.ok())
+      return st.WithContext("waiting for the cuda stream (a kernel enqueued before may have failed)");
+    // An index kernel that met an out-of-range index says so here.
+    KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    return TakeIndexError(stream_);
   }
 
   StatusOr<DeviceMemoryInfo> MemoryInfo() override {
