@@ -193,8 +193,9 @@ class Fixture:
 
     def sequence(self, info):
         """The teacher-forced token sequence: as half_plans.py for decoders;
-        an encoder's 64-token case, or fixed ids below its vocabulary."""
-        for key in ("len64_prompt_ids", "len64_input_ids"):
+        an encoder's 64-token case or first text, or fixed ids below its
+        vocabulary."""
+        for key in ("len64_prompt_ids", "len64_input_ids", "text0_ids"):
             if key in self.arrays:
                 return [int(x) for x in self.arrays[key]]
         gen = self.ref.get("generation")
@@ -275,9 +276,9 @@ class Fixture:
         if step < len(want_logits):
             top = np.sort(want_logits[step])[-2:]
             margin = (top[1] - top[0]) / max(np.max(np.abs(want_logits[step])), 1e-30)
-            self.check.note(f"     first difference at step {step}: device {got[step:step + 4]}, cpu "
-                  f"{want[step:step + 4]}; the cpu's top-2 margin there is {margin:.2e} of "
-                  f"max|logit|")
+            self.check.note(f"     first difference at step {step}: device "
+                            f"{got[step:step + 4]}, cpu {want[step:step + 4]}; the cpu's top-2 "
+                            f"margin there is {margin:.2e} of max|logit|")
 
     def fp32(self, variant, flags):
         plan, info = self.build(variant, flags)

@@ -198,7 +198,8 @@ if want other; then
 fi
 
 if want memcheck; then
-  SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+  SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer ||
+    echo /usr/local/cuda/bin/compute-sanitizer)}
   if [ ! -x "$SANITIZER" ]; then
     row memcheck 0 1 0 "no compute-sanitizer (set COMPUTE_SANITIZER)"
   elif [ -z "$PIPELINE" ]; then

@@ -99,7 +99,8 @@ protected:
 TEST_P(PipelineTest, PlanIsBatched) {
   auto plan = Load(PlanName());
   ASSERT_TRUE(plan);
-  EXPECT_TRUE(Make(*plan, Options())->batched()) << PlanName() << " was built without the ragged interface";
+  EXPECT_TRUE(Make(*plan, Options())->batched())
+      << PlanName() << " was built without the ragged interface";
 }
 
 // 32 requests of mixed prompt and output lengths, all at once, give each
@@ -407,8 +408,8 @@ TEST_P(PipelineTest, BadRequestsAreRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PipelineTest,
-                         ::testing::ValuesIn(test::EveryRoleAndPlan({test::kCpuRole, test::kGpuRole},
-                                                                    {"demo", "llama", "gpt2"})),
+                         ::testing::ValuesIn(test::EveryRoleAndPlan(
+                             {test::kCpuRole, test::kGpuRole}, {"demo", "llama", "gpt2"})),
                          test::RoleAndPlanName);
 
 // The device under test against the cpu: a batch of greedy requests gives
@@ -433,9 +434,8 @@ TEST_P(PipelineOnDevice, GreedyBatchEqualsTheCpu) {
     auto pipe = Make(*plan, o);
     if (!pipe)
       return std::vector<Response>{};
-    pipe->set_logits_hook([&](int64_t id, int, const float *l, int64_t v) {
-      (*rows)[id].emplace_back(l, l + v);
-    });
+    pipe->set_logits_hook(
+        [&](int64_t id, int, const float *l, int64_t v) { (*rows)[id].emplace_back(l, l + v); });
     auto out = pipe->Generate(requests);
     EXPECT_TRUE(out.ok()) << backend << ": " << out.status().message();
     return out.ok() ? *out : std::vector<Response>{};
