@@ -20,13 +20,18 @@ present), with plans that --builder builds (the default interface, plus
      against the cpu's logits of the fp32 plan, per position
      max_rel = max_v |half - fp32| / max_v |fp32| and
      l2_rel = ||half - fp32||_2 / ||fp32||_2, and top-1 agreement.
-     Gated: the largest l2_rel <= HALF_L2 (2e-2), the largest max_rel <=
-     half_plans.REL_TOL (the bound the cpu's half plans are held to: bf16
-     5e-2, fp16 2e-2) and top-1 on >= 95% of positions. The cpu's own half
-     plan is measured beside it (printed, not gated). Then `kiln run` of
-     the half plan on the device (ragged plans; its half KV cache on the
-     device) generates --tokens tokens, and its first logits are within the
-     same bounds of the fp32 plan's at that position.
+     Gated: top-1 on >= 95% of positions, and the largest max_rel (l2_rel is
+     printed, not gated) <= HALF_REL (2e-2), or, where the cpu's own half
+     plan (measured beside it) misses 2e-2, <= HALF_SLACK (1.5) times the
+     cpu half plan's max_rel; never above half_plans.REL_TOL (bf16 5e-2,
+     fp16 2e-2), the bound the cpu's half plans are held to. bfloat16's 8
+     significant bits put the cpu's bf16 plans at up to 3.8e-2 max_rel (and
+     3.2e-2 l2_rel) on 8 of the 20 decoder fixtures, 2-layer random-weight
+     models (docs/build-config.md#half-precision-plans), so 2e-2 cannot hold
+     there on any hardware. Then `kiln run` of the half plan on the device
+     (ragged plans; its half KV cache on the device) generates --tokens
+     tokens, and its first logits are within REL_TOL of the fp32 plan's at
+     that position.
 Encoder fixtures (no logits output) get step 1 only.
 
 The device: --device, else KILN_TEST_DEVICE, else cuda. Where this kiln was
@@ -61,7 +66,8 @@ from half_plans import BLOCK, REL_TOL, int_proto, zeros_proto  # noqa: E402
 
 SKIP = 77
 FP32_REL = 1e-4
-HALF_L2 = 2e-2
+HALF_REL = 2e-2
+HALF_SLACK = 1.5
 TOP1_MIN = 0.95
 
 
@@ -105,6 +111,11 @@ class FixtureLog:
         else:
             self.failures.append(what)
         return ok
+
+    def require(self, ok, what):
+        """A step that must work for the checks after it (a build, a run):
+        logged only when it fails."""
+        return ok or self(ok, what)
 
     def note(self, line):
         self.lines.append(line)
@@ -183,11 +194,11 @@ class Fixture:
         plan = self.tmp / f"{self.dir.name}-{variant}.plan"
         r = self.kiln.run(["build", self.dir / "model.onnx", "-o", plan, "--quiet", *flags],
                           self.kiln.builder)
-        if not self.check(r.returncode == 0, f"{self.dir.name} {variant}: kiln build "
+        if not self.check.require(r.returncode == 0, f"{self.dir.name} {variant}: kiln build "
                           f"{' '.join(flags)} (exit {r.returncode}) {r.stderr.strip()[-300:]}"):
             return None, None
         r = self.kiln.run(["inspect", plan, "--json"])
-        if not self.check(r.returncode == 0, f"{self.dir.name} {variant}: kiln inspect"):
+        if not self.check.require(r.returncode == 0, f"{self.dir.name} {variant}: kiln inspect"):
             return None, None
         return plan, json.loads(r.stdout)
 
@@ -217,14 +228,14 @@ class Fixture:
             path.write_bytes(proto.SerializeToString())
             argv += ["--input", f"{proto.name}={path}"]
         r = self.kiln.run(argv)
-        if not self.check(r.returncode == 0, f"{where}: kiln exec on {device} "
+        if not self.check.require(r.returncode == 0, f"{where}: kiln exec on {device} "
                           f"(exit {r.returncode}) {r.stderr.strip()[-300:]}"):
             return None
         out = {}
         for spec in info["outputs"]:
             path = work / "out" / (re.sub(r"[^A-Za-z0-9._-]", "_", spec["name"]) + ".pb")
-            if not self.check(path.exists(), f"{where}: kiln exec on {device} wrote "
-                              f"{spec['name']}"):
+            if not self.check.require(path.exists(), f"{where}: kiln exec on {device} "
+                                      f"wrote no {spec['name']}"):
                 return None
             a = numpy_helper.to_array(onnx.load_tensor(str(path)))
             out[spec["name"]] = a.reshape(len(ids), -1) if a.size % len(ids) == 0 else a
@@ -237,7 +248,7 @@ class Fixture:
                            "--max-new-tokens", n, "--temperature", "0", "--ignore-eos",
                            "--no-stream", "--dump-logits", work / "logits.npy", "--output-ids",
                            work / "ids.json", self.kiln.device_flag, device])
-        if not self.check(r.returncode == 0, f"{where}: kiln run on {device} "
+        if not self.check.require(r.returncode == 0, f"{where}: kiln run on {device} "
                           f"(exit {r.returncode}) {r.stderr.strip()[-300:]}"):
             return None, None
         return np.load(work / "logits.npy"), json.loads((work / "ids.json").read_text())
@@ -257,7 +268,7 @@ class Fixture:
     # -- checks --------------------------------------------------------------
 
     def compare_fp32(self, where, name, got, want):
-        if not self.check(got.shape == want.shape,
+        if not self.check.require(got.shape == want.shape,
                           f"{where}: {name} shape {got.shape} on the device, {want.shape} on cpu"):
             return
         max_rel, l2_rel = rel_per_position(got, want)
@@ -265,7 +276,7 @@ class Fixture:
                    f"{where}: {name}, max over {len(max_rel)} positions of max|dev - cpu| / "
                    f"max|cpu| = {max_rel.max():.2e} (worst position {int(max_rel.argmax())})")
         self.check.note(f"device {self.dir.name} {where.split()[-1]} fp32 {name} max_rel "
-              f"{max_rel.max():.3e} l2_rel {l2_rel.max():.3e}")
+                        f"{max_rel.max():.3e} l2_rel {l2_rel.max():.3e}")
 
     def compare_tokens(self, where, got, want, want_logits):
         ok = self.check(got == want, f"{where}: {len(want)} greedy tokens equal the cpu's")
@@ -302,9 +313,9 @@ class Fixture:
             got_l, got_t = greedy(plan, dev, prompt, self.args.tokens, where)
             if want_t is not None and got_t is not None:
                 self.compare_tokens(where, got_t, want_t, want_l)
-                steps = min(len(got_l), len(want_l))
-                if got_t != want_t:  # past a differing token the inputs differ
-                    steps = next(i for i, (a, b) in enumerate(zip(got_t, want_t)) if a != b) + 1
+                # Past a differing token the inputs differ: compare up to it.
+                steps = next((i + 1 for i, (a, b) in enumerate(zip(got_t, want_t)) if a != b),
+                             min(len(got_l), len(want_l)))
                 max_rel, _ = rel_per_position(got_l[:steps], want_l[:steps])
                 self.check(float(max_rel.max()) <= FP32_REL,
                            f"{where}: greedy logits of {steps} steps within {FP32_REL:g} of the "
@@ -327,19 +338,20 @@ class Fixture:
         half = got["logits"]
         max_rel, l2_rel = rel_per_position(half, full)
         top1 = float(np.mean(np.argmax(half, -1) == np.argmax(full, -1)))
-        self.check(float(l2_rel.max()) <= HALF_L2,
-                   f"{where}: max over {len(ids)} positions of ||dev {dtype} - cpu fp32||_2 / "
-                   f"||cpu fp32||_2 = {l2_rel.max():.2e} (gate {HALF_L2:g})")
-        self.check(float(max_rel.max()) <= REL_TOL[dtype],
-                   f"{where}: max over positions of max|dev {dtype} - cpu fp32| / max|cpu fp32| "
-                   f"= {max_rel.max():.2e} (gate {REL_TOL[dtype]:g}, the cpu half plans' bound)")
-        self.check(top1 >= TOP1_MIN, f"{where}: top-1 agrees with the cpu fp32 plan on "
-                   f"{top1:.1%} of {len(ids)} teacher-forced positions")
+        bound, why = REL_TOL[dtype], f"the cpu {dtype} plans' bound"
         line = (f"device {self.dir.name} {variant} max_rel {max_rel.max():.3e} "
                 f"l2_rel {l2_rel.max():.3e} top1 {top1:.4f}")
         if base is not None:
             bmax, bl2 = rel_per_position(base["logits"], full)
             line += f" (cpu {dtype} plan: max_rel {bmax.max():.3e} l2_rel {bl2.max():.3e})"
+            bound = min(REL_TOL[dtype], max(HALF_REL, HALF_SLACK * float(bmax.max())))
+            why = (f"2e-2, or {HALF_SLACK:g}x the cpu {dtype} plan's {bmax.max():.2e}, at most "
+                   f"{REL_TOL[dtype]:g}")
+        self.check(float(max_rel.max()) <= bound,
+                   f"{where}: max over {len(ids)} positions of max|dev {dtype} - cpu fp32| / "
+                   f"max|cpu fp32| = {max_rel.max():.2e} <= {bound:.2e} ({why})")
+        self.check(top1 >= TOP1_MIN, f"{where}: top-1 agrees with the cpu fp32 plan on "
+                   f"{top1:.1%} of {len(ids)} teacher-forced positions")
         self.check.note(line)
         if info["interface"] != "ragged":
             return
@@ -350,9 +362,9 @@ class Fixture:
         self.check(len(toks) == self.args.tokens,
                    f"{where}: kiln run generated {len(toks)} of {self.args.tokens} tokens")
         mr, l2 = rel_per_position(logits[:1], full[n - 1:n])
-        self.check(float(l2[0]) <= HALF_L2 and float(mr[0]) <= REL_TOL[dtype],
-                   f"{where}: kiln run's logits after {n} prompt tokens: l2_rel {l2[0]:.2e}, "
-                   f"max_rel {mr[0]:.2e} to the cpu fp32 plan's")
+        self.check(float(mr[0]) <= REL_TOL[dtype],
+                   f"{where}: kiln run's logits after {n} prompt tokens: max_rel {mr[0]:.2e} "
+                   f"(l2_rel {l2[0]:.2e}) to the cpu fp32 plan's, within {REL_TOL[dtype]:g}")
 
     def test(self, no_inject):
         flags = list(self.args.build_flag)

@@ -90,7 +90,7 @@ protected:
   const std::string &PlanName() const { return GetParam().plan; }
   // Default options on this test's backend.
   PipelineOptions Options() const {
-    PipelineOptions o = Options();
+    PipelineOptions o;
     o.backend = test::BackendOfRole(GetParam().role);
     return o;
   }

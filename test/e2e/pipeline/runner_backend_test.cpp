@@ -95,7 +95,7 @@ protected:
 TEST_P(RunnerOnDevice, MatchesTheCpuWithTheCacheInDeviceMemory) {
   auto plan = LoadNamed(GetParam().plan);
   ASSERT_TRUE(plan);
-  EXPECT_EQ(device_->memory_space(), MemorySpace::kDevice);
+  EXPECT_EQ(device_->memory_space(), MemorySpace::kDevice) << "a device keeps its own memory";
   auto cpu = CreateBackend("cpu");
   ASSERT_TRUE(cpu.ok());
   // The simulated device runs the CPU's kernels on unpacked weights; with
