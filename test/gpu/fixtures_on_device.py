@@ -275,8 +275,9 @@ class Fixture:
         self.check(float(max_rel.max()) <= FP32_REL,
                    f"{where}: {name}, max over {len(max_rel)} positions of max|dev - cpu| / "
                    f"max|cpu| = {max_rel.max():.2e} (worst position {int(max_rel.argmax())})")
-        self.check.note(f"device {self.dir.name} {where.split()[-1]} fp32 {name} max_rel "
-                        f"{max_rel.max():.3e} l2_rel {l2_rel.max():.3e}")
+        if not name.startswith("present"):  # a dense plan's KV outputs: checked, not summed up
+            self.check.note(f"device {self.dir.name} {where.split()[-1]} fp32 {name} max_rel "
+                            f"{max_rel.max():.3e} l2_rel {l2_rel.max():.3e}")
 
     def compare_tokens(self, where, got, want, want_logits):
         ok = self.check(got == want, f"{where}: {len(want)} greedy tokens equal the cpu's")

@@ -24,7 +24,7 @@
 # default 590), FIXTURES (fixture folders, default all), FIXTURE_JOBS
 # (default 8), MEMCHECK_FILTER, MEMCHECK_ARGS
 # (extra compute-sanitizer flags, e.g. --leak-check full), COMPUTE_SANITIZER
-# (default: on PATH, else /usr/local/cuda/bin/compute-sanitizer).
+# (default: on PATH, else /usr/local/cuda/bin/compute-sanitizer), PYTHON.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -47,7 +47,8 @@ BUNDLE=$(cd "$BUNDLE" && pwd)
 export KILN_TEST_DEVICE=${KILN_TEST_DEVICE:-cuda}
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-590}
 MEMCHECK_FILTER=${MEMCHECK_FILTER:-'*/gpu_gpt2:*RunnerOnDevice*/gpu_*'}
-PY=${PYTHON:-python3}
+# Python with numpy and onnx: PYTHON, else this checkout's .venv, else python3.
+PY=${PYTHON:-$( [ -x "$ROOT/.venv/bin/python" ] && echo "$ROOT/.venv/bin/python" || echo python3)}
 LOG_DIR=${LOG_DIR:-$ROOT/build/gpu-test-logs}
 mkdir -p "$LOG_DIR" || exit 2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-gpu-tests.XXXXXX")
