@@ -3,14 +3,15 @@
 # bundle: a folder holding `kiln` and the test programs test/gpu/bundle.txt
 # names, at any depth (make gpu-bundle makes one). Fixtures and scripts come
 # from this checkout. Suites:
-#   pipeline   kiln_pipeline_tests, its "gpu" instances (the pipeline and the
-#              plan runner on the device)
+#   pipeline   kiln_pipeline_tests, its "gpu" instances (the pipeline on the
+#              device)
 #   oracle     kiln_backend_ops_test, its cuda cases (every op against the cpu)
 #   fixtures   test/gpu/fixtures_on_device.py: every fixture, fp32 and half
 #              plans, against the cpu
-#   other      any other program bundle.txt names, whole
+#   other      any other program bundle.txt names, whole (the CUDA backend's
+#              and the plan runner's tests), with the pipeline plans
 #   memcheck   compute-sanitizer --tool memcheck on the pipeline tests
-#              (MEMCHECK_FILTER, default the gpt2 plan and the runner tests)
+#              (MEMCHECK_FILTER, default those on the gpt2 plan)
 # Prints a table (suite, passed, failed, skipped) and exits 1 when any test
 # failed, when a suite could not run, or when a device test skipped (on the
 # GPU machine a skip means the device did not open).
@@ -46,7 +47,7 @@ fi
 BUNDLE=$(cd "$BUNDLE" && pwd)
 export KILN_TEST_DEVICE=${KILN_TEST_DEVICE:-cuda}
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-590}
-MEMCHECK_FILTER=${MEMCHECK_FILTER:-'*/gpu_gpt2:*RunnerOnDevice*/gpu_*'}
+MEMCHECK_FILTER=${MEMCHECK_FILTER:-'*/gpu_gpt2'}
 # Python with numpy and onnx: PYTHON, else this checkout's .venv, else python3.
 PY=${PYTHON:-$( [ -x "$ROOT/.venv/bin/python" ] && echo "$ROOT/.venv/bin/python" || echo python3)}
 LOG_DIR=${LOG_DIR:-$ROOT/build/gpu-test-logs}
