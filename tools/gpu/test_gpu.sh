@@ -18,8 +18,9 @@
 #
 # usage: tools/gpu/test_gpu.sh [BUNDLE_DIR] [--suites pipeline,oracle,...]
 #   BUNDLE_DIR   default $KILN_GPU_BUNDLE, else build/gpu-bundle
-#   --suites     the suites to run, comma-separated (default all); each
-#                finishes well inside the device tool's 10 minutes a command
+#   --suites     the suites to run, comma-separated (default all); each is
+#                cut at SUITE_TIMEOUT, inside the device tool's 10 minutes a
+#                command, so one suite per command always fits
 # Environment: KILN_TEST_DEVICE (default cuda), LOG_DIR (each suite's full
 # log, default build/gpu-test-logs), SUITE_TIMEOUT (seconds per suite,
 # default 590), FIXTURES (fixture folders, default all), FIXTURE_JOBS
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --suites) SUITES=$2; shift 2 ;;
     --suites=*) SUITES=${1#--suites=}; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
     -*) echo "test_gpu.sh: unknown option $1" >&2; exit 2 ;;
     *) BUNDLE=$1; shift ;;
   esac
