@@ -67,7 +67,7 @@ STATUS=0
 # row SUITE PASSED FAILED SKIPPED [NOTE]: one line of the table; a failure,
 # or a skip of a device test, makes the script fail.
 row() {
-  ROWS+=("$(printf '%-10s %7s %7s %8s  %s' "$1" "$2" "$3" "$4" "${5:-}")")
+  ROWS+=("$(printf '%-24s %7s %7s %8s  %s' "$1" "$2" "$3" "$4" "${5:-}")")
   if [ "$3" != 0 ] || [ "$4" != 0 ]; then STATUS=1; fi
 }
 
@@ -215,7 +215,7 @@ if want memcheck; then
 fi
 
 echo
-printf '%-10s %7s %7s %8s  %s\n' suite passed failed skipped note
+printf '%-24s %7s %7s %8s  %s\n' suite passed failed skipped note
 for r in "${ROWS[@]}"; do echo "$r"; done
 if [ "$STATUS" = 0 ]; then echo "test-gpu: all passed"; else echo "test-gpu: FAILED"; fi
 exit "$STATUS"

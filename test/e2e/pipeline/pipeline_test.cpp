@@ -78,6 +78,8 @@ std::vector<int32_t> RandomIds(std::mt19937 &rng, int64_t n, int64_t vocab) {
 std::vector<int32_t> Alone(const Plan &plan, const Request &r, PipelineOptions o) {
   o.prefix_caching = false;
   auto pipe = Make(plan, o);
+  if (!pipe)
+    return {};
   auto out = pipe->Generate({r});
   EXPECT_TRUE(out.ok()) << out.status().message();
   return out.ok() && out->size() == 1 ? (*out)[0].tokens : std::vector<int32_t>{};
@@ -99,8 +101,9 @@ protected:
 TEST_P(PipelineTest, PlanIsBatched) {
   auto plan = Load(PlanName());
   ASSERT_TRUE(plan);
-  EXPECT_TRUE(Make(*plan, Options())->batched())
-      << PlanName() << " was built without the ragged interface";
+  auto pipe = Make(*plan, Options());
+  ASSERT_TRUE(pipe);
+  EXPECT_TRUE(pipe->batched()) << PlanName() << " was built without the ragged interface";
 }
 
 // 32 requests of mixed prompt and output lengths, all at once, give each
@@ -118,6 +121,7 @@ TEST_P(PipelineTest, ThirtyTwoConcurrentEqualAlone) {
   o.max_batched_tokens = 256; // several prompts per step, some split
   o.prefix_caching = false;
   auto pipe = Make(*plan, o);
+  ASSERT_TRUE(pipe);
   auto batch = pipe->Generate(requests);
   ASSERT_TRUE(batch.ok()) << batch.status().message();
   ASSERT_EQ(batch->size(), requests.size());
@@ -143,6 +147,8 @@ TEST_P(PipelineTest, ChunkedPromptEqualsUnchunked) {
     o.max_batched_tokens = budget;
     o.max_seqs = 1;
     auto pipe = Make(*plan, o);
+    if (!pipe)
+      return std::vector<int32_t>{};
     pipe->set_logits_hook(
         [&](int64_t, int, const float *l, int64_t v) { logits->emplace_back(l, l + v); });
     auto out = pipe->Generate({r});
@@ -184,6 +190,7 @@ TEST_P(PipelineTest, PrefixHitsEqualMisses) {
   o.block_size = 16;
   o.max_seqs = 1; // one at a time, so later ones find the first one's blocks
   auto pipe = Make(*plan, o);
+  ASSERT_TRUE(pipe);
   auto out = pipe->Generate(requests);
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ((*out)[0].prefix_hit_tokens, 0);
@@ -210,6 +217,7 @@ TEST_P(PipelineTest, ForcedPreemptionCompletesEveryRequest) {
   o.max_seqs = 8;
   o.prefix_caching = false;
   auto pipe = Make(*plan, o);
+  ASSERT_TRUE(pipe);
   ASSERT_EQ(pipe->stats().kv_blocks, 12);
   auto out = pipe->Generate(requests);
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -241,6 +249,7 @@ TEST_P(PipelineTest, SeededSamplingAloneEqualsInBatch) {
   PipelineOptions o = Options();
   o.max_seqs = 8;
   auto pipe = Make(*plan, o);
+  ASSERT_TRUE(pipe);
   auto out = pipe->Generate(requests);
   ASSERT_TRUE(out.ok()) << out.status().message();
   for (size_t i = 0; i < requests.size(); ++i)
@@ -270,6 +279,7 @@ TEST_P(PipelineTest, PenaltiesAloneEqualInBatch) {
   PipelineOptions o = Options();
   o.max_seqs = 8;
   auto pipe = Make(*plan, o);
+  ASSERT_TRUE(pipe);
   auto out = pipe->Generate(requests);
   ASSERT_TRUE(out.ok()) << out.status().message();
   int changed = 0;
@@ -292,6 +302,7 @@ TEST_P(PipelineTest, TwoCompletionsPerRequest) {
   Request two = r;
   two.params.n = 2;
   auto pipe = Make(*plan, Options());
+  ASSERT_TRUE(pipe);
   auto out = pipe->Generate({two});
   ASSERT_TRUE(out.ok()) << out.status().message();
   ASSERT_EQ(out->size(), 2u);
@@ -311,6 +322,7 @@ TEST_P(PipelineTest, CancelEndsOnlyThatRequest) {
   for (int i = 0; i < 4; ++i)
     requests.push_back(Greedy(RandomIds(rng, 6, Vocab(*plan)), 20));
   auto pipe = Make(*plan, Options());
+  ASSERT_TRUE(pipe);
   std::vector<int64_t> ids;
   int streamed_by_third = 0;
   for (int i = 0; i < 4; ++i) {
@@ -352,6 +364,7 @@ TEST_P(PipelineTest, StreamedTextAddsUpToGeneratedText) {
   auto plan = Load(PlanName());
   ASSERT_TRUE(plan);
   auto pipe = Make(*plan, Options());
+  ASSERT_TRUE(pipe);
   if (!pipe->tokenizer())
     GTEST_SKIP() << "the plan has no tokenizer";
   RequestParams p;
@@ -375,6 +388,7 @@ TEST_P(PipelineTest, BadRequestsAreRefused) {
   auto plan = Load(PlanName());
   ASSERT_TRUE(plan);
   auto pipe = Make(*plan, Options());
+  ASSERT_TRUE(pipe);
   Request ok = Greedy({1, 2, 3}, 4);
   Request bad = ok;
   bad.params.sampling.temperature = -1;
