@@ -99,21 +99,24 @@ bench-offline: build
 
 # GPU tests (docs/testing.md#gpu-tests), on the GPU machine: tools/gpu/test_gpu.sh
 # runs them from a bundle (GPU_BUNDLE: kiln and the programs test/gpu/bundle.txt
-# names; `make gpu-bundle` makes one on the build machine). Where there is no
-# bundle but a CUDA toolchain, it builds those targets into build/gpu first.
+# names, or the GPU_BUNDLE.tar.xz that `make gpu-bundle` packs on the build
+# machine). Where there is neither but a CUDA toolchain, it builds those targets
+# into build/gpu first.
 # GPU_SUITES picks suites (pipeline,oracle,fixtures,other,memcheck).
 GPU_BUNDLE ?= build/gpu-bundle
 GPU_SUITES ?= pipeline,oracle,fixtures,other,memcheck
 
 .PHONY: test-gpu
 test-gpu:
-	@if [ -d $(GPU_BUNDLE) ]; then bundle=$(GPU_BUNDLE); else \
+	@if [ -d $(GPU_BUNDLE) ] || [ -f $(GPU_BUNDLE).tar.xz ]; then \
+	  KILN_GPU_BUNDLE=$(abspath $(GPU_BUNDLE)) KILN_GPU_BUNDLE_TAR=$(abspath $(GPU_BUNDLE)).tar.xz \
+	    tools/gpu/test_gpu.sh --suites $(GPU_SUITES); \
+	else \
 	  echo "make test-gpu: no bundle at $(GPU_BUNDLE); building the GPU tests in build/gpu"; \
 	  cmake -S . -B build/gpu $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_CUDA=ON && \
-	  cmake --build build/gpu -j $(JOBS) --target kiln $$(sed 's/#.*//' test/gpu/bundle.txt) \
-	    || exit 1; \
-	  bundle=build/gpu; fi; \
-	tools/gpu/test_gpu.sh $$bundle --suites $(GPU_SUITES)
+	  cmake --build build/gpu -j $(JOBS) --target kiln $$(sed 's/#.*//' test/gpu/bundle.txt) && \
+	  tools/gpu/test_gpu.sh build/gpu --suites $(GPU_SUITES); \
+	fi
 
 clean:
 	rm -rf build

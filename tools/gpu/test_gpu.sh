@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs every GPU test on the GPU machine (docs/testing.md#gpu-tests), from a
 # bundle: a folder holding `kiln` and the test programs test/gpu/bundle.txt
-# names, at any depth (make gpu-bundle makes one). Fixtures and scripts come
-# from this checkout. Suites:
+# names, at any depth. `make gpu-bundle` packs one as build/gpu-bundle.tar.xz;
+# tools/gpu/bundle_env.sh (sourced here when the bundle is one of those)
+# unpacks it into build/gpu-bundle and puts the machine's cuBLASLt on
+# LD_LIBRARY_PATH. A build folder of a CUDA build works as a bundle too.
+# Fixtures and scripts come from this checkout. Suites:
 #   pipeline   kiln_pipeline_tests, its "gpu" instances (the pipeline on the
 #              device)
 #   oracle     kiln_backend_ops_test, its cuda cases (every op against the cpu)
@@ -17,7 +20,8 @@
 # GPU machine a skip means the device did not open).
 #
 # usage: tools/gpu/test_gpu.sh [BUNDLE_DIR] [--suites pipeline,oracle,...]
-#   BUNDLE_DIR   default $KILN_GPU_BUNDLE, else build/gpu-bundle
+#   BUNDLE_DIR   default $KILN_GPU_BUNDLE, else build/gpu-bundle (unpacked
+#                from build/gpu-bundle.tar.xz, or KILN_GPU_BUNDLE_TAR)
 #   --suites     the suites to run, comma-separated (default all); each is
 #                cut at SUITE_TIMEOUT, inside the device tool's 10 minutes a
 #                command, so one suite per command always fits
@@ -31,6 +35,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUNDLE=${KILN_GPU_BUNDLE:-$ROOT/build/gpu-bundle}
+GIVEN=""
 SUITES=pipeline,oracle,fixtures,other,memcheck
 while [ $# -gt 0 ]; do
   case $1 in
@@ -38,9 +43,20 @@ while [ $# -gt 0 ]; do
     --suites=*) SUITES=${1#--suites=}; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
     -*) echo "test_gpu.sh: unknown option $1" >&2; exit 2 ;;
-    *) BUNDLE=$1; shift ;;
+    *) BUNDLE=$1; GIVEN=1; shift ;;
   esac
 done
+# An unpacked bundle (bin/kiln), or, with no folder given, the place the
+# archive unpacks to: bundle_env.sh unpacks the archive when it is newer
+# (replacing the folder) and finds cuBLASLt. Never on a build folder.
+TAR=${KILN_GPU_BUNDLE_TAR:-$ROOT/build/gpu-bundle.tar.xz}
+if [ -f "$ROOT/tools/gpu/bundle_env.sh" ] && [ ! -f "$BUNDLE/CMakeCache.txt" ] &&
+  { [ -x "$BUNDLE/bin/kiln" ] || { [ -z "$GIVEN" ] && [ -f "$TAR" ]; }; }; then
+  export KILN_GPU_BUNDLE=$BUNDLE
+  # shellcheck source=/dev/null # tools/gpu/bundle_env.sh, from the 8B flow
+  . "$ROOT/tools/gpu/bundle_env.sh" || exit 2
+  BUNDLE=$KILN_GPU_BUNDLE
+fi
 if [ ! -d "$BUNDLE" ]; then
   echo "test_gpu.sh: no bundle at $BUNDLE (make gpu-bundle, or pass its folder)" >&2
   exit 2
