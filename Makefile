@@ -35,6 +35,27 @@ test: setup
 	$(PY) test/fuzz/run_fuzz.py --fuzz-dir build/fuzz/fuzz --builder build/ci-asan/tools/kiln/kiln \
 	    --seconds $(FUZZ_TEST_SECONDS)
 
+# GPU tests (docs/testing.md#gpu-tests), on the GPU machine: tools/gpu/test_gpu.sh
+# runs them from a bundle (GPU_BUNDLE: kiln and the programs test/gpu/bundle.txt
+# names, or the GPU_BUNDLE.tar.xz that `make gpu-bundle` packs on the build
+# machine). Where there is neither but a CUDA toolchain, it builds those targets
+# into build/gpu first.
+# GPU_SUITES picks suites (pipeline,oracle,fixtures,other,memcheck).
+GPU_BUNDLE ?= build/gpu-bundle
+GPU_SUITES ?= pipeline,oracle,fixtures,other,memcheck
+
+.PHONY: test-gpu
+test-gpu:
+	@if [ -d $(GPU_BUNDLE) ] || [ -f $(GPU_BUNDLE).tar.xz ]; then \
+	  KILN_GPU_BUNDLE=$(abspath $(GPU_BUNDLE)) KILN_GPU_BUNDLE_TAR=$(abspath $(GPU_BUNDLE)).tar.xz \
+	    tools/gpu/test_gpu.sh --suites $(GPU_SUITES); \
+	else \
+	  echo "make test-gpu: no bundle at $(GPU_BUNDLE); building the GPU tests in build/gpu"; \
+	  cmake -S . -B build/gpu $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_CUDA=ON && \
+	  cmake --build build/gpu -j $(JOBS) --target kiln $$(sed 's/#.*//' test/gpu/bundle.txt) && \
+	  tools/gpu/test_gpu.sh build/gpu --suites $(GPU_SUITES); \
+	fi
+
 # libFuzzer targets (docs/testing.md): a clang build of their own, holding
 # only them and the libraries they link. `make test` runs each briefly;
 # `make fuzz FUZZ_SECONDS=3600 [FUZZ_TARGETS=plan_loader]` runs longer,
