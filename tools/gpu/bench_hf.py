@@ -62,16 +62,15 @@ def main() -> int:
 
     cfg = AutoConfig.from_pretrained(str(a.config_dir))
     torch.manual_seed(0)
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)
     t0 = time.perf_counter()
-    try:
-        with torch.device(a.device):
-            model = AutoModelForCausalLM.from_config(cfg).eval()
-    finally:
-        torch.set_default_dtype(old)
+    with torch.device(a.device):
+        # dtype given: from_config would otherwise take config.json's (the graph's f32).
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16).eval()
     init_s = time.perf_counter() - t0
     params = sum(p.numel() for p in model.parameters())
+    dtypes = sorted({str(p.dtype) for p in model.parameters()})
+    if dtypes != ["torch.bfloat16"]:
+        raise SystemExit(f"error: parameters in {dtypes}, expected bf16 only")
     if not a.no_compile:
         model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
         # generate() would otherwise compile the decoding step once more on its own.
@@ -93,7 +92,7 @@ def main() -> int:
         "engine": f"transformers {transformers.__version__} (torch {torch.__version__}), "
                   f"static cache{'' if a.no_compile else ' + torch.compile'}",
         "device": torch.cuda.get_device_name() if a.device.startswith("cuda") else a.device,
-        "params_b": round(params / 1e9, 3),
+        "params_b": round(params / 1e9, 3), "dtype": "bf16",
         "prompt_len": a.prompt_len, "new_tokens": a.new_tokens, "repeats": a.repeats,
         "prefill_s": round(prefill, 4),
         "decode_tok_s": round((a.new_tokens - 1) / max(total - prefill, 1e-9), 2),

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The 8B flow on the GPU machine (docs/gpu.md), from the bundle that
 # build/gpu-bundle.tar.xz carries and this checkout:
-#   fill    test/models/llama3-8b-shape's weightless graph + random bf16
-#           weights (tools/gpu/fill_random_weights.py): a Llama-3-8B-shaped
-#           model, 16 GB of external data
-#   build   kiln build of it (BUILD_FLAGS), wall time and peak RSS recorded
+#   fill    test/models/llama3-8b-shape's weightless graph + random weights
+#           (tools/gpu/fill_random_weights.py): a Llama-3-8B-shaped model,
+#           32 GB of f32 external data
+#   build   kiln build of it into a bf16 plan (BUILD_FLAGS), wall time and
+#           peak RSS recorded
 #   tests   tools/gpu/test_gpu.sh, every GPU test (where that script exists)
 #   bench   kiln bench offline on the device: batch 1, a PROMPT_LEN-token
 #           prompt (prefill time = TTFT) and NEW_TOKENS new tokens (decode
@@ -17,7 +18,7 @@
 #
 # usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,hf] [--work DIR]
 # Environment: KILN_8B_WORK (default build/8b), BUILD_FLAGS (default
-# "--require-injection --target cuda"), KILN_DEVICE (default cuda),
+# "--require-injection --target cuda --dtype bf16"), KILN_DEVICE (default cuda),
 # PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PYTHON (python3);
 # KILN_GPU_BUNDLE / KILN_GPU_BUNDLE_TAR as tools/gpu/bundle_env.sh reads them.
 # Exits non-zero when a step fails; the table still prints.
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
 done
 PY=${PYTHON:-python3}
 DEVICE=${KILN_DEVICE:-cuda}
-BUILD_FLAGS=${BUILD_FLAGS:---require-injection --target cuda}
+BUILD_FLAGS=${BUILD_FLAGS:---require-injection --target cuda --dtype bf16}
 PROMPT_LEN=${PROMPT_LEN:-1024}
 NEW_TOKENS=${NEW_TOKENS:-128}
 GRAPH=$ROOT/test/models/llama3-8b-shape
