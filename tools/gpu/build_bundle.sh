@@ -78,12 +78,13 @@ printf '%10.1f MiB  unpacked in all\n' "$(du -sb "$STAGE/gpu-bundle" | awk '{pri
 printf '%10.1f MiB  %s\n' "$(stat -c %s "$OUT" | awk '{print $1 / 1048576}')" "$OUT"
 
 # The check, on the packed copy, in a clean folder with a scrubbed environment.
-CHECK=$STAGE/check
+CHECK=$(readlink -f "$STAGE")/check
 mkdir -p "$CHECK"
 tar -C "$CHECK" -xJf "$OUT"
 bad=0
 for bin in "$CHECK"/gpu-bundle/bin/*; do
   while read -r name path; do
+    [ -e "$path" ] && path=$(readlink -f "$path")
     case $path in
       "$CHECK"/gpu-bundle/lib/*) ;;
       'not') [[ $name =~ ^libcu ]] || { echo "  $(basename "$bin"): $name not found" >&2; bad=1; } ;;

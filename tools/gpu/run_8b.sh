@@ -19,7 +19,11 @@
 # usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,hf] [--work DIR]
 # Environment: KILN_8B_WORK (default build/8b), BUILD_FLAGS (default
 # "--require-injection --target cuda --dtype bf16"), KILN_DEVICE (default cuda),
-# PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PYTHON (python3);
+# PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PYTHON (python3),
+# DEVICE_FLAG (default --device; --backend for a kiln from before the CUDA
+# backend), HF_FLAGS (more bench_hf.py flags, e.g. "--device cpu
+# --no-compile" for a dry run), KILN_8B_GRAPH (default test/models/llama3-8b-shape; make_8b_graph.py --size
+# tiny makes a small one for a dry run);
 # KILN_GPU_BUNDLE / KILN_GPU_BUNDLE_TAR as tools/gpu/bundle_env.sh reads them.
 # Exits non-zero when a step fails; the table still prints.
 set -uo pipefail
@@ -43,7 +47,7 @@ DEVICE=${KILN_DEVICE:-cuda}
 BUILD_FLAGS=${BUILD_FLAGS:---require-injection --target cuda --dtype bf16}
 PROMPT_LEN=${PROMPT_LEN:-1024}
 NEW_TOKENS=${NEW_TOKENS:-128}
-GRAPH=$ROOT/test/models/llama3-8b-shape
+GRAPH=${KILN_8B_GRAPH:-$ROOT/test/models/llama3-8b-shape}
 MODEL=$WORK/model
 PLAN=$WORK/llama3-8b-bf16.plan
 mkdir -p "$WORK"
@@ -99,7 +103,7 @@ if want bench; then
   # is one request alone (TTFT = its prefill, not time queued behind
   # another), the first one warms up and the table takes the median of the rest.
   levels=$(printf '1%.0s,' $(seq "${BENCH_RUNS:-4}")); levels=${levels%,}
-  "$KILN" bench offline "$PLAN" --device "$DEVICE" --num-prompts 1 \
+  "$KILN" bench offline "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" --num-prompts 1 \
     --input-len "$PROMPT_LEN" --output-len "$NEW_TOKENS" --concurrency "$levels" \
     --max-batched-tokens "$PROMPT_LEN" --kv-cache-mb 2048 --json "$WORK/kiln_bench.json" \
     || fail "kiln bench failed"
@@ -108,8 +112,9 @@ fi
 if want hf; then
   echo "== hf: tools/gpu/bench_hf.py (static cache + torch.compile)"
   rm -f "$WORK/hf.json"
+  # shellcheck disable=SC2086
   "$PY" tools/gpu/bench_hf.py "$GRAPH" --prompt-len "$PROMPT_LEN" --new-tokens "$NEW_TOKENS" \
-    --json "$WORK/hf.json" || fail "the transformers baseline failed"
+    --json "$WORK/hf.json" ${HF_FLAGS:-} || fail "the transformers baseline failed"
 fi
 
 echo
