@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     --steps=*) STEPS=${1#--steps=}; shift ;;
     --work) WORK=$2; shift 2 ;;
     --work=*) WORK=${1#--work=}; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ {print; next} NR > 1 {exit}' "$0"; exit 0 ;;
     *) echo "run_8b.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
