@@ -118,5 +118,12 @@ bench-offline: build
 	$(PY) tools/plot_bench.py --kiln build/bench/kiln.json --ort build/bench/ort.json \
 	    --out build/bench/bench-offline-demo.png
 
+# The GPU machine's kiln (docs/gpu.md): kiln and the GPU test programs linked
+# with KILN_PORTABLE=ON into build/gpu-bundle.tar.xz, which the device tool
+# carries; tools/gpu/run_8b.sh and tools/gpu/test_gpu.sh unpack it there.
+.PHONY: gpu-bundle
+gpu-bundle: setup
+	JOBS=$(JOBS) ./tools/gpu/build_bundle.sh
+
 clean:
 	rm -rf build
