@@ -43,9 +43,11 @@ __global__ void __launch_bounds__(kTileThreads)
                         causal,     static_cast<int64_t>(blockIdx.z),
                         blockIdx.y, static_cast<int64_t>(blockIdx.x) * kTileRows};
   TileMaskRef m;
-  m.kind = mask.kind == DenseMaskKind::kAdditive ? TileMask::kAdditive
-           : mask.kind == DenseMaskKind::kBool   ? TileMask::kBool
-                                                 : TileMask::kNone;
+  m.kind = mask.kind == DenseMaskKind::kAdditive       ? TileMask::kAdditive
+           : mask.kind == DenseMaskKind::kAdditiveF16  ? TileMask::kAdditiveF16
+           : mask.kind == DenseMaskKind::kAdditiveBF16 ? TileMask::kAdditiveBF16
+           : mask.kind == DenseMaskKind::kBool         ? TileMask::kBool
+                                                       : TileMask::kNone;
   m.data = mask.data;
   m.key_stride = mask.strides[3];
   AttendTile<T, kCols>(src, q, k, v, out, static_cast<int>(dims.head_dim),

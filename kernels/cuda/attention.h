@@ -18,10 +18,11 @@ struct DenseAttentionDims {
   int64_t head_dim = 0, v_dim = 0;              // D (q, k), Dv (v, out)
 };
 
-enum class DenseMaskKind { kNone, kAdditive, kBool };
+enum class DenseMaskKind { kNone, kAdditive, kAdditiveF16, kAdditiveBF16, kBool };
 
 // The mask as element strides over [b, h, i, j] (0 where it broadcasts);
-// kAdditive: f32 added to the scores; kBool: bytes, zero masks to -inf.
+// kAdditive*: f32, f16 or bf16 values added to the scores (a half plan's
+// mask is half); kBool: bytes, zero masks to -inf.
 struct DenseMask {
   DenseMaskKind kind = DenseMaskKind::kNone;
   const void *data = nullptr;

@@ -40,7 +40,7 @@ struct TileRow {
   int64_t mask_off = 0;
 };
 
-enum class TileMask { kNone, kAdditive, kBool };
+enum class TileMask { kNone, kAdditive, kAdditiveF16, kAdditiveBF16, kBool };
 
 // An additive (f32) or bool (one byte) mask read at row offset + j * key_stride.
 struct TileMaskRef {
@@ -143,6 +143,10 @@ __device__ __forceinline__ bool VectorRows(const T *k, const T *v, int d, int dv
 __device__ __forceinline__ float ApplyMask(const TileMaskRef &m, int64_t off, float s) {
   if (m.kind == TileMask::kAdditive)
     return s + static_cast<const float *>(m.data)[off];
+  if (m.kind == TileMask::kAdditiveF16)
+    return s + __half2float(static_cast<const __half *>(m.data)[off]);
+  if (m.kind == TileMask::kAdditiveBF16)
+    return s + __bfloat162float(static_cast<const __nv_bfloat16 *>(m.data)[off]);
   if (m.kind == TileMask::kBool)
     return static_cast<const uint8_t *>(m.data)[off] != 0 ? s : -INFINITY;
   return s;

@@ -71,10 +71,20 @@ def main() -> int:
     dtypes = sorted({str(p.dtype) for p in model.parameters()})
     if dtypes != ["torch.bfloat16"]:
         raise SystemExit(f"error: parameters in {dtypes}, expected bf16 only")
-    if not a.no_compile:
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
-        # generate() would otherwise compile the decoding step once more on its own.
+    # With a static cache on CUDA, generate() compiles the decoding step itself
+    # (torch.compile, mode "reduce-overhead": CUDA graphs) and marks each step
+    # for the graph's buffers. Compiling model.forward by hand instead makes
+    # the static cache's in-place update read a CUDA graph output that the
+    # next replay overwrote (seen on the H200 with transformers 5.17).
+    if a.no_compile:
         model.generation_config.disable_compile = True
+    else:
+        try:
+            from transformers import CompileConfig
+        except ImportError:  # older layouts
+            from transformers.generation import CompileConfig
+        model.generation_config.compile_config = CompileConfig(fullgraph=True,
+                                                               mode="reduce-overhead")
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, cfg.vocab_size, (1, a.prompt_len), generator=g).to(a.device)
 

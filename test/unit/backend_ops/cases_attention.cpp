@@ -64,6 +64,14 @@ void AddDenseAttention(std::vector<OpCase> &c) {
       "attention", F16, {1, 4, 13, d}, "gqa_causal", AttentionAttrs(0.25, true),
       {Uniform(F16, {1, 4, 13, d}), Uniform(F16, {1, 2, 13, d}), Uniform(F16, {1, 2, 13, d})},
       kAttention));
+  // A half plan's additive mask is half too (the exporters' causal mask
+  // after the float conversion), broadcast over heads.
+  for (DType t : {F16, BF16})
+    c.push_back(MakeCase("attention", t, {2, 4, 9, d}, "half_additive_mask",
+                         AttentionAttrs(0.25, false),
+                         {Uniform(t, {2, 4, 9, d}), Uniform(t, {2, 2, 21, d}),
+                          Uniform(t, {2, 2, 21, d}), Uniform(t, {2, 1, 9, 21}, -4, 0)},
+                         kAttention));
 }
 
 // The shape of one paged batch: sequences' new-token counts and their

@@ -28,7 +28,11 @@ kc::DenseMask MaskOf(const TensorView *m) {
   kc::DenseMask mask;
   if (m == nullptr)
     return mask;
-  mask.kind = m->dtype == DType::kBool ? kc::DenseMaskKind::kBool : kc::DenseMaskKind::kAdditive;
+  mask.kind = m->dtype == DType::kBool  ? kc::DenseMaskKind::kBool
+              : m->dtype == DType::kF16 ? kc::DenseMaskKind::kAdditiveF16
+              : m->dtype == DType::kBF16
+                  ? kc::DenseMaskKind::kAdditiveBF16
+                  : kc::DenseMaskKind::kAdditive;
   mask.data = m->data;
   const std::vector<int64_t> strides = ContiguousStrides(m->shape);
   const size_t lead = 4 - m->shape.size();
@@ -50,8 +54,9 @@ Status RunAttention(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
                                      "; the CUDA kernel needs one dtype for q, k and v");
   KILN_RETURN_IF_ERROR(CheckResultDType(kAttention, *in[0], out, 1));
   const TensorView *mask = in.size() > 3 ? in[3] : nullptr;
-  if (mask != nullptr && mask->dtype != DType::kF32 && mask->dtype != DType::kBool)
-    return OpError(kAttention, std::string("operand 'mask' must be f32 or bool, got ") +
+  if (mask != nullptr && mask->dtype != DType::kF32 && mask->dtype != DType::kF16 &&
+      mask->dtype != DType::kBF16 && mask->dtype != DType::kBool)
+    return OpError(kAttention, std::string("operand 'mask' must be f32, f16, bf16 or bool, got ") +
                                    DTypeName(mask->dtype));
   const kc::DenseAttentionDims d = {a.batch,  a.q_heads,  a.kv_heads, a.q_len,
                                     a.kv_len, a.head_dim, a.v_dim};
