@@ -64,7 +64,7 @@ fi
 BUNDLE=$(cd "$BUNDLE" && pwd)
 export KILN_TEST_DEVICE=${KILN_TEST_DEVICE:-cuda}
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-590}
-MEMCHECK_FILTER=${MEMCHECK_FILTER:-'*/gpu_gpt2'}
+MEMCHECK_FILTER=${MEMCHECK_FILTER:-'*/gpu_*'}
 # Python with numpy and onnx: PYTHON, else this checkout's .venv, else python3.
 PY=${PYTHON:-$( [ -x "$ROOT/.venv/bin/python" ] && echo "$ROOT/.venv/bin/python" || echo python3)}
 LOG_DIR=${LOG_DIR:-$ROOT/build/gpu-test-logs}
