@@ -110,7 +110,14 @@ public:
   const char *name() const override { return "cuda"; }
   MemorySpace memory_space() const override { return MemorySpace::kDevice; }
   const KernelTable &kernels() const override { return CudaKernels(); }
-  ExecContext &context() override { return ctx_; }
+  // Kernels launch on ctx_.stream, which belongs to this backend's device:
+  // make that device current for the calling thread (a pipeline may run on
+  // another thread than the one that created the backend, whose current
+  // device would be 0). Init already proved the index valid.
+  ExecContext &context() override {
+    cudaSetDevice(device_);
+    return ctx_;
+  }
 
   StatusOr<void *> Allocate(uint64_t bytes, uint64_t alignment) override {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
