@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace kiln {
@@ -72,6 +73,31 @@ public:
     uint64_t device_bytes = 0;   // bytes of weights copied into a device backend's memory
   };
   const Stats &stats() const;
+
+  // Where a run's time goes, per op type. With profiling on, Run() waits
+  // for the backend after every op and charges the time to the op's type,
+  // so a device op is timed whole (launch and execution, nothing
+  // overlapped) and the sum is slower than a plain run: for measurement
+  // only. Bind()'s shape pass and Run()'s input staging are timed too.
+  // KILN_PROFILE=1 in the environment turns it on for every executor and
+  // prints ProfileTable() to stderr when the executor is destroyed.
+  struct OpTime {
+    std::string type;
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  struct Profile {
+    std::vector<OpTime> ops; // most time first
+    int64_t runs = 0, binds = 0;
+    double run_seconds = 0;   // Run() in all, staging and waits included
+    double stage_seconds = 0; // copying host inputs to the backend
+    double bind_seconds = 0;  // Bind(): checks, shape pass or cache hit, layout
+  };
+  void SetProfiling(bool on);
+  Profile profile() const;
+  // The profile as a table: per op type, calls and milliseconds per run and
+  // the share of the ops' time.
+  std::string ProfileTable() const;
   // The data pointer a tensor had in the last binding (for tests of slot
   // sharing); nullptr for unknown ids.
   const void *TensorData(int tensor_id) const;

@@ -48,13 +48,18 @@ AttrValue DecodeAttr(const fb::Attr &a) {
 } // namespace
 
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Executor::~Executor() = default;
+Executor::~Executor() {
+  if (impl_ && impl_->print_profile && impl_->totals.runs > 0)
+    std::fputs(ProfileTable().c_str(), stderr);
+}
 
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &backend) {
   KILN_RETURN_IF_ERROR(CheckPlanRunsOn(plan, backend.kernels(), backend.name()));
   auto impl = std::make_unique<Impl>();
   impl->plan = &plan;
   impl->backend = &backend;
+  if (const char *env = std::getenv("KILN_PROFILE"); env && *env && std::strcmp(env, "0") != 0)
+    impl->profiling = impl->print_profile = true;
   const auto &tensors = plan.tensors();
   impl->views.resize(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -147,6 +152,8 @@ Status Executor::Run() {
   Impl &m = *impl_;
   if (!m.bound)
     return InvalidArgument("Executor::Run called before a successful Bind");
+  if (m.profiling)
+    return m.ProfiledRun();
   KILN_RETURN_IF_ERROR(m.StageInputs());
   ExecContext &ctx = m.backend->context();
   for (ExecOp &op : m.ops) {

@@ -283,6 +283,7 @@ Status Executor::Impl::StageInputs() {
 
 Status Executor::Bind(const std::vector<TensorView> &inputs) {
   Impl &m = *impl_;
+  const BindTimer timer(m.profiling, m.totals);
   m.bound = false;
   KILN_RETURN_IF_ERROR(m.CheckInputs(inputs));
   const auto &ids = m.plan->inputs();

@@ -7,6 +7,7 @@
 #include "kiln/executor.h"
 #include "op_attrs.h"
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -72,16 +73,46 @@ struct Executor::Impl {
 
   Stats stats;
 
+  // Profiling (Executor::SetProfiling): time per op type, in plan order of
+  // first appearance.
+  bool profiling = false;
+  bool print_profile = false; // KILN_PROFILE: print at destruction
+  std::map<std::string, Executor::OpTime> op_times;
+  Executor::Profile totals; // runs, binds and their seconds (ops unused)
+
   Status CheckInputs(const std::vector<TensorView> &inputs) const;
   std::string Signature(const std::vector<TensorView> &inputs) const;
   Status ShapePass();
   void LayoutArena();
   Status ApplyLayout();
   Status StageInputs();
+  // Run() with profiling on (executor_profile.cpp).
+  Status ProfiledRun();
   Status UploadWeights();
   // Points every weight view at the host mapping (shape pass) or at the
   // backend's copy (Run).
   void WeightViews(bool device);
+};
+
+// Charges a Bind() to `totals` when `on`, however the Bind returns.
+class BindTimer {
+public:
+  BindTimer(bool on, Executor::Profile &totals)
+      : on_(on), totals_(totals), t0_(std::chrono::steady_clock::now()) {}
+  ~BindTimer() {
+    if (!on_)
+      return;
+    totals_.binds += 1;
+    totals_.bind_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  BindTimer(const BindTimer &) = delete;
+  BindTimer &operator=(const BindTimer &) = delete;
+
+private:
+  bool on_;
+  Executor::Profile &totals_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 } // namespace kiln

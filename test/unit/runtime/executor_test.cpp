@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 namespace kiln {
 namespace {
 
@@ -45,6 +48,47 @@ TEST(Executor, MlpMatchesReference) {
     for (int j = 0; j < 3; ++j)
       EXPECT_NEAR(y.as<float>()[r * 3 + j], want[j], 1e-5f);
   }
+}
+
+TEST(Executor, ProfileChargesEveryOpToItsTypeAndLeavesResultsAlone) {
+  Mlp m;
+  auto plan = Load(m.Build(), "exec_profile.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  ASSERT_TRUE(exec);
+  std::vector<float> x = {1, 2, 3, 4, -1, 0.5f, 0, 2};
+  ASSERT_TRUE(exec->Bind({View(x, {2, 4})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  const std::vector<float> plain(exec->output(0).as<float>(), exec->output(0).as<float>() + 6);
+  EXPECT_EQ(exec->profile().runs, 0); // off unless asked for
+
+  exec->SetProfiling(true);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(exec->Bind({View(x, {2, 4})}).ok());
+    ASSERT_TRUE(exec->Run().ok());
+  }
+  for (int j = 0; j < 6; ++j)
+    EXPECT_EQ(exec->output(0).as<float>()[j], plain[j]);
+  const Executor::Profile p = exec->profile();
+  EXPECT_EQ(p.runs, 3);
+  EXPECT_EQ(p.binds, 3);
+  // Every op of the plan (test_models.h's Mlp), once a run, under its type.
+  const std::map<std::string, int64_t> want = {{"add", 3}, {"matmul", 3}, {"softmax", 3}};
+  std::map<std::string, int64_t> got;
+  double op_seconds = 0;
+  for (const Executor::OpTime &t : p.ops) {
+    got[t.type] = t.calls;
+    EXPECT_GE(t.seconds, 0);
+    op_seconds += t.seconds;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_LE(op_seconds, p.run_seconds);
+  for (size_t i = 1; i < p.ops.size(); ++i)
+    EXPECT_GE(p.ops[i - 1].seconds, p.ops[i].seconds); // most time first
+  const std::string table = exec->ProfileTable();
+  EXPECT_NE(table.find("3 runs, 3 binds"), std::string::npos) << table;
+  for (const auto &[type, calls] : want)
+    EXPECT_NE(table.find(type), std::string::npos) << table;
 }
 
 TEST(Executor, TensorsInOneSlotShareMemory) {
