@@ -5,6 +5,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/registry.h"
+#include "kiln/executor.h"
 #include "test_models.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +55,68 @@ TEST(CudaBackend, AllocateAndCopyRoundTrip) {
   }
   EXPECT_TRUE(cuda->Synchronize().ok());
   EXPECT_TRUE(cuda->CopyToHost(nullptr, nullptr, 0).ok());
+}
+
+TEST(CudaBackend, TimingMarksMeasureTheStreamInOrder) {
+  KILN_SKIP_WITHOUT_GPU();
+  auto cuda = Cuda();
+  ASSERT_TRUE(cuda);
+  // Mark 0, a copy of 256 MiB, mark 1, nothing, mark 2: the copy lies
+  // between marks 0 and 1 and takes time; marks never go backwards.
+  const uint64_t n = 256ull << 20;
+  auto a = DeviceBuffer::Allocate(*cuda, n);
+  auto b = DeviceBuffer::Allocate(*cuda, n);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(cuda->Mark(0).ok());
+  ASSERT_EQ(cudaMemcpyAsync(b->data(), a->data(), n, cudaMemcpyDeviceToDevice,
+                            static_cast<cudaStream_t>(cuda->context().stream)),
+            cudaSuccess);
+  ASSERT_TRUE(cuda->Mark(1).ok());
+  ASSERT_TRUE(cuda->Mark(2).ok());
+  auto at = cuda->MarkSeconds(3);
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  ASSERT_EQ(at->size(), 3u);
+  EXPECT_EQ((*at)[0], 0.0);
+  EXPECT_GT((*at)[1], 0.0);
+  EXPECT_GE((*at)[2], (*at)[1]);
+  EXPECT_FALSE(cuda->MarkSeconds(4).ok()); // only 3 were recorded
+  EXPECT_FALSE(cuda->Mark(-1).ok());
+}
+
+TEST(CudaBackend, ProfiledExecutorTimesOpsOnTheDevice) {
+  KILN_SKIP_WITHOUT_GPU();
+  test::Mlp m;
+  const std::string path = TempPath("cuda_profile.plan");
+  ASSERT_EQ(m.Build().Write(path), "");
+  auto plan = LoadPlan(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  auto cuda = Cuda();
+  ASSERT_TRUE(cuda);
+  auto exec = Executor::Create(**plan, *cuda);
+  ASSERT_TRUE(exec.ok()) << exec.status().message();
+  (*exec)->SetProfiling(true);
+  std::vector<float> x = {1, 2, 3, 4, -1, 0.5f, 0, 2};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*exec)->Bind({TensorView{DType::kF32, {2, 4}, x.data()}}).ok());
+    Status st = (*exec)->Run();
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  std::vector<float> y(6);
+  ASSERT_TRUE((*exec)->CopyOutputToHost(0, y.data()).ok());
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<float> want = m.Reference(&x[r * 4]);
+    for (int j = 0; j < 3; ++j)
+      EXPECT_NEAR(y[r * 3 + j], want[j], 1e-5f);
+  }
+  const Executor::Profile p = (*exec)->profile();
+  EXPECT_TRUE(p.device_timing);
+  EXPECT_EQ(p.runs, 2);
+  ASSERT_EQ(p.ops.size(), 3u); // matmul, add, softmax
+  for (const Executor::OpTime &t : p.ops) {
+    EXPECT_EQ(t.calls, 2) << t.type;
+    EXPECT_GE(t.seconds, 0) << t.type;
+  }
+  EXPECT_NE((*exec)->ProfileTable().find("ops timed on the device"), std::string::npos);
 }
 
 TEST(CudaBackend, TooLargeAnAllocationIsResourceExhausted) {

@@ -81,10 +81,20 @@ public:
   // only. Bind()'s shape pass and Run()'s input staging are timed too.
   // KILN_PROFILE=1 in the environment turns it on for every executor and
   // prints ProfileTable() to stderr when the executor is destroyed.
+  // On a device backend each op is timed on the device, by marks recorded
+  // between ops with no wait, so launches overlap as in a plain run. With
+  // KILN_PROFILE=shape ops are told apart by type and operand shape (the
+  // rows x K x N of a product), else by type alone. Every entry carries the
+  // floating-point operations and bytes its ops must do at least
+  // (core/op_cost.h), for a roofline: the table divides them by the time
+  // and, given KILN_PEAK_GBPS and KILN_PEAK_TFLOPS, shows the fraction of
+  // those peaks reached.
   struct OpTime {
-    std::string type;
+    std::string type; // op type, and with KILN_PROFILE=shape its shape
     int64_t calls = 0;
     double seconds = 0;
+    double flops = 0; // estimated, summed over calls
+    double bytes = 0; // estimated device-memory traffic, summed over calls
   };
   struct Profile {
     std::vector<OpTime> ops; // most time first
@@ -92,6 +102,7 @@ public:
     double run_seconds = 0;   // Run() in all, staging and waits included
     double stage_seconds = 0; // copying host inputs to the backend
     double bind_seconds = 0;  // Bind(): checks, shape pass or cache hit, layout
+    bool device_timing = false; // ops timed by device marks, not host waits
   };
   void SetProfiling(bool on);
   Profile profile() const;

@@ -78,6 +78,20 @@ public:
   // Waits for every enqueued kernel and copy.
   virtual Status Synchronize() = 0;
 
+  // Device-side timing, for the profiler. Mark(i) records mark i in stream
+  // order, after every kernel enqueued before it, without waiting;
+  // MarkSeconds(n) waits for marks 0..n-1 and gives each one's seconds after
+  // mark 0. Unimplemented on a backend whose kernels run on the calling
+  // thread (the profiler then waits after each op and reads the host clock).
+  virtual Status Mark(int index) {
+    (void)index;
+    return Unimplemented(std::string("the ") + name() + " backend has no device timing");
+  }
+  virtual StatusOr<std::vector<double>> MarkSeconds(int count) {
+    (void)count;
+    return Unimplemented(std::string("the ") + name() + " backend has no device timing");
+  }
+
   // Free and total memory of a device backend's device, now; Unimplemented
   // for a backend whose memory is the host's.
   virtual StatusOr<DeviceMemoryInfo> MemoryInfo() {

@@ -59,7 +59,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &
   impl->plan = &plan;
   impl->backend = &backend;
   if (const char *env = std::getenv("KILN_PROFILE"); env && *env && std::strcmp(env, "0") != 0)
+  {
     impl->profiling = impl->print_profile = true;
+    impl->profile_shapes = std::strcmp(env, "shape") == 0;
+  }
   const auto &tensors = plan.tensors();
   impl->views.resize(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {

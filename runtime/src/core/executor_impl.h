@@ -77,6 +77,7 @@ struct Executor::Impl {
   // first appearance.
   bool profiling = false;
   bool print_profile = false; // KILN_PROFILE: print at destruction
+  bool profile_shapes = false; // KILN_PROFILE=shape: entries per type and shape
   std::map<std::string, Executor::OpTime> op_times;
   Executor::Profile totals; // runs, binds and their seconds (ops unused)
 
@@ -88,6 +89,7 @@ struct Executor::Impl {
   Status StageInputs();
   // Run() with profiling on (executor_profile.cpp).
   Status ProfiledRun();
+  void ChargeOp(const ExecOp &op, double seconds);
   Status UploadWeights();
   // Points every weight view at the host mapping (shape pass) or at the
   // backend's copy (Run).

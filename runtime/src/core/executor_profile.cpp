@@ -1,11 +1,14 @@
-// Executor profiling (Executor::SetProfiling, KILN_PROFILE): Run() with a
-// wait after every op, its time charged to the op's type, and the table
-// that shows it.
+// Executor profiling (Executor::SetProfiling, KILN_PROFILE): Run() with each
+// op timed (device marks between ops where the backend has them, else a
+// wait after every op and the host clock), its time and estimated cost
+// (core/op_cost.h) charged to the op's type, and the table that shows it.
 #include "core/executor_impl.h"
+#include "core/op_cost.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace kiln {
@@ -17,7 +20,54 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+std::string Dims(const Shape &s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? "x" : "") + std::to_string(s[i]);
+  return out.empty() ? "scalar" : out;
+}
+
+// A product as rows x K x N (gated_mlp: rows x K x F), anything else by its
+// first result's shape.
+std::string ShapeKey(const ExecOp &op) {
+  const bool product = op.type == "linear" || op.type == "matmul" || op.type == "gemm" ||
+                       op.type == "gated_mlp";
+  if (product && op.in.size() >= 2 && op.in[0] && op.in[1] && !op.in[0]->shape.empty() &&
+      !op.in[1]->shape.empty()) {
+    const int64_t k = op.in[0]->shape.back();
+    const int64_t rows = k > 0 ? op.in[0]->numel() / k : 0;
+    int64_t n = op.in[1]->shape.back();
+    if (op.type == "gated_mlp")
+      n /= 2;
+    return std::to_string(rows) + "x" + std::to_string(k) + "x" + std::to_string(n);
+  }
+  if (!op.out.empty())
+    return Dims(op.out[0].shape);
+  return "";
+}
+
+// A peak rate from the environment (KILN_PEAK_GBPS, KILN_PEAK_TFLOPS), or 0.
+double PeakFromEnv(const char *name) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return 0;
+  char *end = nullptr;
+  const double x = std::strtod(v, &end);
+  return end && *end == '\0' && x > 0 ? x : 0;
+}
+
 } // namespace
+
+void Executor::Impl::ChargeOp(const ExecOp &op, double seconds) {
+  const std::string key = profile_shapes ? op.type + " " + ShapeKey(op) : op.type;
+  OpTime &t = op_times[key];
+  const OpCost cost = EstimateOpCost(op.type, op.in, op.out);
+  t.type = key;
+  t.calls += 1;
+  t.seconds += seconds;
+  t.flops += cost.flops;
+  t.bytes += cost.bytes;
+}
 
 Status Executor::Impl::ProfiledRun() {
   const Clock::time_point run0 = Clock::now();
@@ -27,19 +77,33 @@ Status Executor::Impl::ProfiledRun() {
   KILN_RETURN_IF_ERROR(backend->Synchronize());
   totals.stage_seconds += Since(stage0);
   ExecContext &ctx = backend->context();
+  // Device marks when the backend has them: op i runs between marks i and
+  // i + 1, and nothing waits until the last op is enqueued.
+  Status mark = backend->Mark(0);
+  if (!mark.ok() && mark.code() != StatusCode::kUnimplemented)
+    return mark.WithContext("profiling");
+  const bool marks = mark.ok();
+  totals.device_timing = marks;
+  std::vector<const ExecOp *> timed;
   for (ExecOp &op : ops) {
     if (op.host)
       continue; // evaluated by Bind
     const Clock::time_point t0 = Clock::now();
     Status st = op.kernel->run(ctx, op.attrs, op.in, op.out);
     if (st.ok())
-      st = backend->Synchronize();
+      st = marks ? backend->Mark(static_cast<int>(timed.size()) + 1) : backend->Synchronize();
     if (!st.ok())
       return st.WithContext(op.label);
-    OpTime &t = op_times[op.type];
-    t.type = op.type;
-    t.calls += 1;
-    t.seconds += Since(t0);
+    if (!marks)
+      ChargeOp(op, Since(t0));
+    timed.push_back(&op);
+  }
+  if (marks) {
+    KILN_ASSIGN_OR_RETURN(std::vector<double> at,
+                          backend->MarkSeconds(static_cast<int>(timed.size()) + 1));
+    KILN_RETURN_IF_ERROR(backend->Synchronize()); // a failed kernel reports here
+    for (size_t i = 0; i < timed.size(); ++i)
+      ChargeOp(*timed[i], at[i + 1] - at[i]);
   }
   totals.runs += 1;
   totals.run_seconds += Since(run0);
@@ -61,26 +125,44 @@ Executor::Profile Executor::profile() const {
 std::string Executor::ProfileTable() const {
   const Profile p = profile();
   const double runs = static_cast<double>(std::max<int64_t>(p.runs, 1));
+  const double peak_gbps = PeakFromEnv("KILN_PEAK_GBPS");
+  const double peak_tflops = PeakFromEnv("KILN_PEAK_TFLOPS");
   double op_seconds = 0;
-  for (const OpTime &t : p.ops)
+  size_t width = 24;
+  for (const OpTime &t : p.ops) {
     op_seconds += t.seconds;
+    width = std::max(width, t.type.size() + 1);
+  }
   std::string out;
-  char line[160];
+  char line[320];
   std::snprintf(line, sizeof line,
-                "kiln profile (%s): %lld runs, %lld binds; per run: %.3f ms in Run "
+                "kiln profile (%s, %s): %lld runs, %lld binds; per run: %.3f ms in Run "
                 "(%.3f ms staging inputs), %.3f ms in Bind\n",
-                impl_->backend->name(), static_cast<long long>(p.runs),
-                static_cast<long long>(p.binds), 1e3 * p.run_seconds / runs,
-                1e3 * p.stage_seconds / runs,
+                impl_->backend->name(),
+                p.device_timing ? "ops timed on the device" : "a wait after each op",
+                static_cast<long long>(p.runs), static_cast<long long>(p.binds),
+                1e3 * p.run_seconds / runs, 1e3 * p.stage_seconds / runs,
                 1e3 * p.bind_seconds / std::max<int64_t>(p.binds, 1));
   out += line;
-  std::snprintf(line, sizeof line, "%-24s %10s %10s %7s\n", "op type", "calls/run", "ms/run",
-                "share");
+  const int w = static_cast<int>(width);
+  std::snprintf(line, sizeof line, "%-*s %10s %10s %7s %9s %6s %9s %6s\n", w, "op", "calls/run",
+                "ms/run", "share", "GB/s", "%bw", "TFLOP/s", "%peak");
   out += line;
   for (const OpTime &t : p.ops) {
-    std::snprintf(line, sizeof line, "%-24s %10.1f %10.3f %6.1f%%\n", t.type.c_str(),
-                  static_cast<double>(t.calls) / runs, 1e3 * t.seconds / runs,
-                  op_seconds > 0 ? 100.0 * t.seconds / op_seconds : 0.0);
+    const double gbps = t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0;
+    const double tflops = t.seconds > 0 ? t.flops / t.seconds / 1e12 : 0;
+    char bw[16] = "-", fl[16] = "-", bwp[16] = "-", flp[16] = "-";
+    if (t.bytes > 0)
+      std::snprintf(bw, sizeof bw, "%.1f", gbps);
+    if (t.flops > 0)
+      std::snprintf(fl, sizeof fl, "%.2f", tflops);
+    if (t.bytes > 0 && peak_gbps > 0)
+      std::snprintf(bwp, sizeof bwp, "%.0f%%", 100 * gbps / peak_gbps);
+    if (t.flops > 0 && peak_tflops > 0)
+      std::snprintf(flp, sizeof flp, "%.0f%%", 100 * tflops / peak_tflops);
+    std::snprintf(line, sizeof line, "%-*s %10.1f %10.3f %6.1f%% %9s %6s %9s %6s\n", w,
+                  t.type.c_str(), static_cast<double>(t.calls) / runs, 1e3 * t.seconds / runs,
+                  op_seconds > 0 ? 100.0 * t.seconds / op_seconds : 0.0, bw, bwp, fl, flp);
     out += line;
   }
   return out;

@@ -83,6 +83,17 @@ TEST(Executor, ProfileChargesEveryOpToItsTypeAndLeavesResultsAlone) {
   }
   EXPECT_EQ(got, want);
   EXPECT_LE(op_seconds, p.run_seconds);
+  EXPECT_FALSE(p.device_timing); // the cpu waits after each op
+  // The roofline's estimates: x [2, 4] @ W [4, 3] is 2 * 2 * 4 * 3 FLOP a
+  // run; softmax moves its [2, 3] in and out and computes no product.
+  for (const Executor::OpTime &t : p.ops) {
+    if (t.type == "matmul")
+      EXPECT_DOUBLE_EQ(t.flops, 3 * 48.0);
+    if (t.type == "softmax") {
+      EXPECT_EQ(t.flops, 0);
+      EXPECT_DOUBLE_EQ(t.bytes, 3 * 2 * 6 * 4.0);
+    }
+  }
   for (size_t i = 1; i < p.ops.size(); ++i)
     EXPECT_GE(p.ops[i - 1].seconds, p.ops[i].seconds); // most time first
   const std::string table = exec->ProfileTable();

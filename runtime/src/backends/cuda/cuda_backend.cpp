@@ -87,6 +87,8 @@ public:
       cudaFree(scratch_);
     if (ctx_.workspace.data)
       cudaFree(ctx_.workspace.data);
+    for (cudaEvent_t e : marks_)
+      cudaEventDestroy(e);
     if (blas_)
       cublasLtDestroy(blas_);
     if (stream_)
@@ -201,6 +203,35 @@ public:
     return info;
   }
 
+  Status Mark(int index) override {
+    if (index < 0 || index > (1 << 20))
+      return InvalidArgument("timing mark " + std::to_string(index) + " is out of range");
+    KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    while (marks_.size() <= static_cast<size_t>(index)) {
+      cudaEvent_t e = nullptr;
+      KILN_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+      marks_.push_back(e);
+    }
+    KILN_CUDA_RETURN_IF_ERROR(cudaEventRecord(marks_[index], stream_));
+    return Status::Ok();
+  }
+  StatusOr<std::vector<double>> MarkSeconds(int count) override {
+    if (count < 0 || static_cast<size_t>(count) > marks_.size())
+      return InvalidArgument("asked for " + std::to_string(count) + " timing marks, " +
+                             std::to_string(marks_.size()) + " recorded");
+    std::vector<double> seconds(count, 0.0);
+    if (count == 0)
+      return seconds;
+    KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    KILN_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(marks_[count - 1]));
+    for (int i = 1; i < count; ++i) {
+      float ms = 0;
+      KILN_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, marks_[0], marks_[i]));
+      seconds[i] = 1e-3 * ms;
+    }
+    return seconds;
+  }
+
   // ScratchOwner: one buffer for every op's intermediates. Growing it waits
   // for the stream (an op enqueued before may still use the old buffer),
   // frees it and allocates the larger size, rounded up to 2 MiB and at
@@ -237,6 +268,7 @@ private:
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;
   ExecContext ctx_;
+  std::vector<cudaEvent_t> marks_;        // the profiler's timing marks
   std::vector<void *> weights_;           // one allocation per UploadWeights
   std::map<void *, void *> over_aligned_; // Allocate's result -> cudaMalloc's
   void *scratch_ = nullptr;
