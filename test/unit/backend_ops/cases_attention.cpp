@@ -213,9 +213,10 @@ void AddPagedPrefill(std::vector<OpCase> &c) {
   p = {{100}, {100}, 4, 1, 64, 16, 10, 8, F16};
   p.scale = 0.125;
   c.push_back(PagedCase("prefill100_mqa_d64_f16", p));
-  p = {{1024}, {1024}, 8, 2, 128, 16, 70, 64, BF16};
+  // Two query heads only: the CPU reference of 1024 tokens is slow.
+  p = {{1024}, {1024}, 2, 1, 128, 16, 70, 64, BF16};
   p.scale = 1 / std::sqrt(128.0);
-  c.push_back(PagedCase("prefill1024_gqa4_d128_bf16", p));
+  c.push_back(PagedCase("prefill1024_gqa2_d128_bf16", p));
   p = {{37, 64, 5, 130}, {37, 64, 5, 130}, 8, 2, 80, 16, 30, 9, F16};
   p.scale = 1 / std::sqrt(80.0);
   c.push_back(PagedCase("prefill_batch_gqa4_d80_f16", p));
