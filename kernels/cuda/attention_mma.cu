@@ -129,7 +129,9 @@ __device__ __forceinline__ int64_t KeyOffset(const PrefillArgs &a, int64_t s, in
   return ((blk * a.d.kv_heads + g) * a.d.block_size + j % a.d.block_size) * dim;
 }
 
-// Block (x, h): query tile x of the batch, query head h.
+// Block (h, x): query head h, query tile x of the batch. Heads vary fastest
+// in launch order, so every head's longest tiles start first and the heads
+// of one KV group read its keys at about the same time (from L2).
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
   constexpr int kStride = D + kPad; // shared row, in elements
@@ -144,7 +146,7 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
 
   // The tile: the last sequence s with tile_starts[s] <= x; its tiles run
   // last-first, so the longest (latest queries, most keys) start first.
-  const int64_t x = blockIdx.x, num_seqs = a.d.num_seqs;
+  const int64_t x = blockIdx.y, num_seqs = a.d.num_seqs;
   if (x >= a.tile_starts[num_seqs])
     return;
   int64_t lo = 0, hi = num_seqs - 1;
@@ -162,7 +164,7 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
   const int64_t tile = (a.tile_starts[s + 1] - a.tile_starts[s]) - 1 - (x - a.tile_starts[s]);
   const int64_t q0 = tile * kTileQ;
   const int rows = static_cast<int>(n - q0 < kTileQ ? n - q0 : kTileQ);
-  const int64_t h = blockIdx.y, g = h / (a.d.q_heads / a.d.kv_heads);
+  const int64_t h = blockIdx.x, g = h / (a.d.q_heads / a.d.kv_heads);
   const int64_t pos0 = pos0_seq + q0;  // position of row 0
   const int64_t key_end = pos0 + rows; // keys [0, key_end)
   const int64_t key_tiles = (key_end + kTileK - 1) / kTileK;
@@ -331,7 +333,7 @@ template <typename T, int D> cudaError_t Launch(const PrefillArgs &args, cudaStr
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess)
     return err;
-  const dim3 grid(static_cast<unsigned>(MaxTiles(args.d)), static_cast<unsigned>(args.d.q_heads));
+  const dim3 grid(static_cast<unsigned>(args.d.q_heads), static_cast<unsigned>(MaxTiles(args.d)));
   kernel<<<grid, kThreads, smem, stream>>>(args);
   return cudaGetLastError();
 }
@@ -362,9 +364,9 @@ bool PrefillAttentionSupported(FusedFloat type, const PagedDims &d, const Prefil
   const int64_t hd = d.head_dim;
   if (hd != d.v_dim || (hd != 64 && hd != 80 && hd != 96 && hd != 128))
     return false;
-  if (d.kv_heads <= 0 || d.q_heads % d.kv_heads != 0 || d.q_heads > 65535 || d.block_size <= 0)
+  if (d.kv_heads <= 0 || d.q_heads % d.kv_heads != 0 || d.block_size <= 0)
     return false;
-  if (MaxTiles(d) > 0x7fffffff)
+  if (d.q_heads > 0x7fffffff || MaxTiles(d) > 65535) // the grid's x and y
     return false;
   for (const int64_t s : {st.q_token, st.q_head, st.out_token, st.out_head})
     if (s < 0 || s % 8 != 0)

@@ -40,8 +40,8 @@ struct PrefillTensors {
 };
 
 // Whether the kernel takes these operands: f16 or bf16, D == Dv in {64, 80,
-// 96, 128}, Hq <= 65535, every pointer 16-byte aligned and every stride a
-// multiple of 8 elements.
+// 96, 128}, at most 65535 query tiles (T / 64 + N), every pointer 16-byte
+// aligned and every stride a multiple of 8 elements.
 bool PrefillAttentionSupported(FusedFloat type, const PagedDims &dims, const PrefillTensors &t,
                                const PrefillStrides &strides);
 
