@@ -29,10 +29,11 @@ kc::DenseMask MaskOf(const TensorView *m) {
   kc::DenseMask mask;
   if (m == nullptr)
     return mask;
-  mask.kind = m->dtype == DType::kBool   ? kc::DenseMaskKind::kBool
-              : m->dtype == DType::kF16  ? kc::DenseMaskKind::kAdditiveF16
-              : m->dtype == DType::kBF16 ? kc::DenseMaskKind::kAdditiveBF16
-                                         : kc::DenseMaskKind::kAdditive;
+  mask.kind = m->dtype == DType::kBool  ? kc::DenseMaskKind::kBool
+              : m->dtype == DType::kF16 ? kc::DenseMaskKind::kAdditiveF16
+              : m->dtype == DType::kBF16
+                  ? kc::DenseMaskKind::kAdditiveBF16
+                  : kc::DenseMaskKind::kAdditive;
   mask.data = m->data;
   const std::vector<int64_t> strides = ContiguousStrides(m->shape);
   const size_t lead = 4 - m->shape.size();
