@@ -4,12 +4,15 @@
 //     bf16, blocks of 16): the tensor-core prefill kernel (attention_mma.h)
 //     against the split-key kernel (paged_attention.h) and a double
 //     reference on sampled rows;
-//   - bf16 GEMMs [1024, 4096] x [4096, N] (and the MLP's down projection)
-//     through kiln's LtGemm against direct cuBLASLt calls with a 32 MiB
+//   - bf16 GEMMs [1024, 4096] x [4096, N] (and the MLP's down projection,
+//     and the lm_head over every row, though a prefill samples only the
+//     last) through kiln's LtGemm against direct cuBLASLt calls with a 32 MiB
 //     workspace (the same layout with the heuristic's first choice and with
 //     the fastest of its first eight, and the weight stored transposed),
 //     and a double reference on sampled elements; LtGemm's first call
 //     (plan, heuristic, module load) is timed on its own;
+//   - gated_mlp's gate/up product into f32 scratch plus its SiLU gate,
+//     against the same product written in bf16;
 //   - rotary over [1, 32, 1024, 128] bf16 against a double reference.
 // Exits 1 on any mismatch or CUDA error; prints one table per part.
 //
@@ -298,11 +301,9 @@ void BenchGemms(cudaStream_t stream, cublasLtHandle_t handle, void *workspace, s
     const char *name;
     int64_t k, n;
   };
-  const Shape shapes[] = {{"qkv", 4096, 6144},
-                          {"o_proj", 4096, 4096},
-                          {"gate_up", 4096, 28672},
-                          {"14336 wide", 4096, 14336},
-                          {"down", 14336, 4096}};
+  const Shape shapes[] = {{"qkv", 4096, 6144},      {"o_proj", 4096, 4096},
+                          {"gate_up", 4096, 28672}, {"14336 wide", 4096, 14336},
+                          {"down", 14336, 4096},    {"lm_head, every row", 4096, 128256}};
   const int64_t m = 1024;
   kiln::ExecContext ctx;
   ctx.stream = stream;
