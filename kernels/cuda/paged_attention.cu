@@ -249,17 +249,22 @@ cudaError_t LaunchAttention(const PagedTensors &t, const PagedIndexArrays &idx, 
 }
 
 template <typename T>
+cudaError_t LaunchStore(const PagedTensors &t, const PagedIndexArrays &idx, const PagedDims &d,
+                        cudaStream_t stream) {
+  if (d.tokens == 0 || d.kv_heads == 0)
+    return cudaSuccess;
+  const unsigned grid = static_cast<unsigned>(d.tokens < (1 << 20) ? d.tokens : (1 << 20));
+  StoreNewRows<T><<<grid, 128, 0, stream>>>(
+      static_cast<const T *>(t.k_new), static_cast<const T *>(t.v_new), static_cast<T *>(t.k_cache),
+      static_cast<T *>(t.v_cache), idx.slots, d);
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t LaunchTyped(const PagedTensors &t, const PagedIndexArrays &idx, const PagedDims &d,
                         float scale, void *scratch, cudaStream_t stream) {
-  if (d.tokens > 0 && d.kv_heads > 0) {
-    const unsigned grid = static_cast<unsigned>(d.tokens < (1 << 20) ? d.tokens : (1 << 20));
-    StoreNewRows<T><<<grid, 128, 0, stream>>>(
-        static_cast<const T *>(t.k_new), static_cast<const T *>(t.v_new),
-        static_cast<T *>(t.k_cache), static_cast<T *>(t.v_cache), idx.slots, d);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-      return err;
-  }
+  if (const cudaError_t err = LaunchStore<T>(t, idx, d, stream); err != cudaSuccess)
+    return err;
   if (d.tokens == 0 || d.num_seqs == 0 || d.q_heads == 0 || d.v_dim == 0)
     return cudaSuccess;
   int64_t *tile_starts = static_cast<int64_t *>(scratch);
@@ -300,6 +305,22 @@ cudaError_t PagedAttention(FusedFloat type, const PagedTensors &t, const PagedIn
     return LaunchTyped<__half>(t, idx, dims, scale, scratch, stream);
   case FusedFloat::kBF16:
     return LaunchTyped<__nv_bfloat16>(t, idx, dims, scale, scratch, stream);
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t PagedStore(FusedFloat type, const PagedTensors &t, const PagedIndexArrays &idx,
+                       const PagedDims &dims, cudaStream_t stream) {
+  if (!PagedAttentionSupported(dims))
+    return cudaErrorInvalidValue;
+  switch (type) {
+  case FusedFloat::kF32:
+    return LaunchStore<float>(t, idx, dims, stream);
+  case FusedFloat::kF16:
+    return LaunchStore<__half>(t, idx, dims, stream);
+  case FusedFloat::kBF16:
+    return LaunchStore<__nv_bfloat16>(t, idx, dims, stream);
   default:
     return cudaErrorInvalidValue;
   }

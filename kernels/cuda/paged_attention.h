@@ -69,4 +69,10 @@ int64_t PagedAttentionScratchBytes(const PagedDims &dims);
 cudaError_t PagedAttention(FusedFloat type, const PagedTensors &t, const PagedIndexArrays &idx,
                            const PagedDims &dims, float scale, void *scratch, cudaStream_t stream);
 
+// The store alone (PagedAttention's first launch), for callers that attend
+// with another kernel (attention_mma.h). Reads only t's k_new, v_new and
+// caches.
+cudaError_t PagedStore(FusedFloat type, const PagedTensors &t, const PagedIndexArrays &idx,
+                       const PagedDims &dims, cudaStream_t stream);
+
 } // namespace kiln::kernels::cuda

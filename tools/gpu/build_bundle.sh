@@ -34,6 +34,8 @@ while read -r target _; do
   case $target in ''|'#'*) continue ;; esac
   TARGETS+=("$target")
 done <test/gpu/bundle.txt
+# The kernel benchmark (docs/benchmarks.md), not a test: bin/ but not bundle.txt.
+if [ "$KILN_CUDA" = ON ]; then TARGETS+=(kiln_prefill_bench); fi
 
 echo "== configure $BUILD_DIR (KILN_PORTABLE=ON, KILN_CUDA=$KILN_CUDA)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_PORTABLE=ON \

@@ -199,6 +199,48 @@ void AddPagedAtModelShapes(std::vector<OpCase> &c) {
   c.push_back(PagedCase("odd_d33_dv130_bs5", p));
 }
 
+// Prefill chunks for the CUDA tensor-core kernel (attention_mma.h: f16/bf16,
+// D == Dv in {64, 80, 96, 128}, at least 16 new tokens per sequence on
+// average): single prompts of 16, 100 and 1024 tokens across block
+// boundaries, batches of prompts of different lengths (some with decodes),
+// prefix-cached chunks (context longer than the new tokens), GQA 4:1 and
+// MQA, blocks of 16 and 32.
+void AddPagedPrefill(std::vector<OpCase> &c) {
+  PagedShape p;
+  p = {{16}, {16}, 8, 2, 128, 16, 4, 2, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  c.push_back(PagedCase("prefill16_gqa4_d128_bf16", p));
+  p = {{100}, {100}, 4, 1, 64, 16, 10, 8, F16};
+  p.scale = 0.125;
+  c.push_back(PagedCase("prefill100_mqa_d64_f16", p));
+  // Two query heads only: the CPU reference of 1024 tokens is slow.
+  p = {{1024}, {1024}, 2, 1, 128, 16, 70, 64, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  c.push_back(PagedCase("prefill1024_gqa2_d128_bf16", p));
+  p = {{37, 64, 5, 130}, {37, 64, 5, 130}, 8, 2, 80, 16, 30, 9, F16};
+  p.scale = 1 / std::sqrt(80.0);
+  c.push_back(PagedCase("prefill_batch_gqa4_d80_f16", p));
+  p = {{37, 64, 5, 130}, {37, 64, 5, 130}, 8, 2, 80, 16, 30, 9, BF16};
+  p.scale = 1 / std::sqrt(80.0);
+  c.push_back(PagedCase("prefill_batch_gqa4_d80_bf16", p));
+  // Prefix caching: chunks continuing cached contexts of 230 and 64 tokens.
+  p = {{70, 33}, {300, 97}, 8, 1, 128, 16, 40, 20, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  c.push_back(PagedCase("prefix_cached_mqa_d128_bf16", p));
+  p = {{70, 33}, {300, 97}, 8, 2, 64, 32, 20, 10, F16};
+  p.scale = 0.125;
+  c.push_back(PagedCase("prefix_cached_gqa4_d64_f16_bs32", p));
+  // A prompt beside decodes and an idle sequence, in the same launch.
+  p = {{200, 1, 0, 1}, {200, 90, 12, 3}, 4, 1, 96, 16, 30, 13, F16};
+  p.scale = 1 / std::sqrt(96.0);
+  c.push_back(PagedCase("prefill_with_decodes_mqa_d96_f16", p));
+  // A padding sequence (slots -1) after a prompt: its rows still attend.
+  p = {{48, 20}, {48, 20}, 8, 2, 64, 16, 8, 3, BF16};
+  p.pad_last = true;
+  p.scale = 0.125;
+  c.push_back(PagedCase("prefill_padded_gqa4_d64_bf16", p));
+}
+
 // rotary as Llama ([B, H, S, D], cos/sin [B or 1, 1, S, R], partial R) and
 // as GPT-J/NeoX exports lay it out ([B, S, H, D], tables broadcast over H).
 void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
@@ -212,6 +254,23 @@ void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
                        {Uniform(BF16, {2, 7, 8, 80}), Uniform(BF16, {2, 7, 1, 80}, -1, 1),
                         Uniform(BF16, {2, 7, 1, 80}, -1, 1)},
                        kPointwise));
+  // Prompt lengths: a 1024-token Llama prompt, a NeoX-style [B, S, H, D]
+  // layout with an interleaved partial rotation, a partial rotation in f16.
+  c.push_back(MakeCase("rotary", BF16, {1, 32, 1024, 128}, "half_full_t1024",
+                       Attrs().Int("rotary_dim", 128).Int("interleaved", 0),
+                       {Uniform(BF16, {1, 32, 1024, 128}), Uniform(BF16, {1, 1, 1024, 128}, -1, 1),
+                        Uniform(BF16, {1, 1, 1024, 128}, -1, 1)},
+                       kPointwise));
+  c.push_back(MakeCase("rotary", F32, {1, 1000, 8, 64}, "interleaved_partial_bshd_t1000",
+                       Attrs().Int("rotary_dim", 32).Int("interleaved", 1),
+                       {Uniform(F32, {1, 1000, 8, 64}), Uniform(F32, {1, 1000, 1, 32}, -1, 1),
+                        Uniform(F32, {1, 1000, 1, 32}, -1, 1)},
+                       kPointwise));
+  c.push_back(MakeCase("rotary", F16, {2, 4, 300, 96}, "half_partial_t300",
+                       Attrs().Int("rotary_dim", 64).Int("interleaved", 0),
+                       {Uniform(F16, {2, 4, 300, 96}), Uniform(F16, {2, 1, 300, 64}, -1, 1),
+                        Uniform(F16, {2, 1, 300, 64}, -1, 1)},
+                       kPointwise));
 }
 
 } // namespace
@@ -224,6 +283,7 @@ void AddAttentionCases(std::vector<OpCase> &cases) {
   cases.push_back(PagedCase("decode_mqa", {{1, 1, 1}, {37, 5, 1}, 4, 1, 32, 7, 13, 6}));
   AddDenseAtModelShapes(cases);
   AddPagedAtModelShapes(cases);
+  AddPagedPrefill(cases);
   AddRotaryAtModelShapes(cases);
 }
 

@@ -2,7 +2,7 @@
 // mask and a causal limit) and paged_attention (a continuous batch over the
 // paged KV cache, the caches written in place); docs/fused-ops.md. Their
 // shape rules are in core/shapes/{fused_attention,paged_attention}.cpp; the
-// device code is in kernels/cuda/{attention,paged_attention}.cu.
+// device code is in kernels/cuda/{attention,paged_attention,attention_mma}.cu.
 #include "core/shapes/fused_attention.h"
 #include "core/shapes/fused_checks.h"
 #include "core/shapes/paged_attention.h"
@@ -10,6 +10,7 @@
 #include "cuda_util.h"
 #include "fused_operands.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/paged_attention.h"
 
 namespace kiln::cuda {
@@ -114,6 +115,18 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   const kc::PagedIndexArrays idx = {
       in[kSlots]->as<const int64_t>(), in[kQueryStart]->as<const int64_t>(),
       in[kContextLens]->as<const int64_t>(), in[kTables]->as<const int64_t>()};
+  // Query chunks (prefill) on the tensor cores, after the store; decode
+  // steps keep the split-key kernel.
+  const kc::PrefillTensors pt = {t.q, t.k_cache, t.v_cache, t.out};
+  const kc::PrefillStrides ps = {d.head_dim, d.tokens * d.head_dim, d.v_dim, d.tokens * d.v_dim};
+  if (kc::PrefillAttentionPreferred(d) && kc::PrefillAttentionSupported(type, d, pt, ps)) {
+    KILN_ASSIGN_OR_RETURN(
+        void *scratch, OpScratch(ctx, static_cast<uint64_t>(kc::PrefillAttentionScratchBytes(d))));
+    KILN_CUDA_RETURN_IF_ERROR(kc::PagedStore(type, t, idx, d, Stream(ctx)));
+    KILN_CUDA_RETURN_IF_ERROR(
+        kc::PrefillAttention(type, pt, idx, d, ps, scale, scratch, Stream(ctx)));
+    return Status::Ok();
+  }
   KILN_ASSIGN_OR_RETURN(void *scratch,
                         OpScratch(ctx, static_cast<uint64_t>(kc::PagedAttentionScratchBytes(d))));
   KILN_CUDA_RETURN_IF_ERROR(kc::PagedAttention(type, t, idx, d, scale, scratch, Stream(ctx)));
