@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/registry.h"
 #include "engine/device_sampler.h"
+#include "kiln/pipeline.h"
 #include "kiln/sampler.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -234,6 +236,79 @@ TEST(DeviceSampling, SwitchedOffByEnvironment) {
   EXPECT_EQ(DeviceSampler::Create(**backend), nullptr);
   unsetenv("KILN_DEVICE_SAMPLING");
   EXPECT_NE(DeviceSampler::Create(**backend), nullptr);
+}
+
+// The path of plan `name` in KILN_TEST_PLANS ("name=path,..."), or "".
+std::string TestPlan(const std::string &name) {
+  const char *env = std::getenv("KILN_TEST_PLANS");
+  std::stringstream ss(env ? env : "");
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (item.substr(0, item.find('=')) == name)
+      return item.substr(item.find('=') + 1);
+  return "";
+}
+
+// The whole engine on a real plan: seeded requests with every kind of
+// option give the same tokens (and logprobs) with device sampling as with
+// KILN_DEVICE_SAMPLING=0, in one batch, over many steps.
+TEST(DeviceSampling, PipelineMatchesHostSampling) {
+  KILN_SKIP_WITHOUT_GPU();
+  for (const std::string name : {"llama", "gpt2"}) {
+    const std::string path = TestPlan(name);
+    if (path.empty())
+      GTEST_SKIP() << "KILN_TEST_PLANS names no " << name
+                   << " plan (tools/gpu/test_gpu.sh sets it)";
+    std::vector<Request> requests;
+    for (int i = 0; i < 6; ++i) {
+      Request r;
+      for (int t = 0; t < 5 + 3 * i; ++t)
+        r.prompt_ids.push_back((t * 37 + i * 11 + 1) % 200);
+      SamplingParams &p = r.params.sampling;
+      p.seed = 1000 + i;
+      p.temperature = i == 0 ? 0.0f : 0.6f + 0.2f * i;
+      p.top_k = i == 2 ? 20 : 0;
+      p.top_p = i == 3 ? 0.8f : 1.0f;
+      p.min_p = i == 4 ? 0.05f : 0.0f;
+      p.repetition_penalty = i % 2 ? 1.2f : 1.0f;
+      p.presence_penalty = i == 5 ? 0.5f : 0.0f;
+      p.frequency_penalty = i == 5 ? 0.4f : 0.0f;
+      p.logprobs = i % 3;
+      r.params.max_new_tokens = 24;
+      r.params.min_new_tokens = i == 1 ? 12 : 0; // suppresses EOS for a while
+      r.params.n = i == 4 ? 2 : 1;
+      requests.push_back(std::move(r));
+    }
+    PipelineOptions options;
+    options.backend = "cuda";
+    options.kv_cache_bytes = 64 << 20;
+    auto run = [&](bool device) -> std::vector<Response> {
+      if (device)
+        unsetenv("KILN_DEVICE_SAMPLING");
+      else
+        setenv("KILN_DEVICE_SAMPLING", "0", 1);
+      auto pipe = Pipeline::Open(path, options);
+      unsetenv("KILN_DEVICE_SAMPLING");
+      EXPECT_TRUE(pipe.ok()) << pipe.status().message();
+      if (!pipe.ok())
+        return {};
+      auto out = (*pipe)->Generate(requests);
+      EXPECT_TRUE(out.ok()) << out.status().message();
+      return out.ok() ? std::move(*out) : std::vector<Response>{};
+    };
+    const std::vector<Response> host = run(false), device = run(true);
+    ASSERT_EQ(host.size(), device.size()) << name;
+    ASSERT_EQ(host.size(), 7u) << name;
+    for (size_t i = 0; i < host.size(); ++i) {
+      const std::string where = name + " response " + std::to_string(i);
+      EXPECT_EQ(device[i].tokens, host[i].tokens) << where;
+      ASSERT_EQ(device[i].logprobs.size(), host[i].logprobs.size()) << where;
+      for (size_t t = 0; t < host[i].logprobs.size(); ++t)
+        ExpectSameSample(host[i].logprobs[t], device[i].logprobs[t],
+                         static_cast<int>(host[i].logprobs[t].top.size()) + 1,
+                         where + " token " + std::to_string(t));
+    }
+  }
 }
 
 TEST(DeviceSampling, CpuBackendSamplesOnHost) {
