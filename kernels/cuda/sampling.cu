@@ -150,7 +150,9 @@ __device__ void Choose(const float *x, int64_t vocab, const SampleRow &row, uint
         x, vocab, [](float, uint64_t) -> uint64_t { return 1; },
         static_cast<uint64_t>(row.top_k) - 1, sh);
   if (row.top_p < 1.0f) {
-    auto kept = [&](float l, uint64_t key) -> uint64_t { return key >= lo ? Mass(Prob(l, max, t)) : 0; };
+    auto kept = [&](float l, uint64_t key) -> uint64_t {
+      return key >= lo ? Mass(Prob(l, max, t)) : 0;
+    };
     const uint64_t total = SumWeights(x, vocab, kept, sh);
     // The shortest prefix whose mass reaches top_p of the total.
     const double want = ceil(static_cast<double>(row.top_p) * static_cast<double>(total));
@@ -205,11 +207,11 @@ __device__ void Logprobs(const float *x, int64_t vocab, const SampleRow &row, ui
       return -inf;
     if (inf_max)
       return l == max ? static_cast<float>(-log_total) : -inf;
-    return static_cast<float>((static_cast<double>(l) - static_cast<double>(max)) / t -
-                              log_total);
+    return static_cast<float>((static_cast<double>(l) - static_cast<double>(max)) / t - log_total);
   };
   res.logprob = logprob(x[res.token]);
-  const int n = static_cast<int>(count < static_cast<uint64_t>(row.logprobs) ? count : row.logprobs);
+  const int n =
+      static_cast<int>(count < static_cast<uint64_t>(row.logprobs) ? count : row.logprobs);
   uint64_t prev = ~uint64_t{0};
   for (int j = 0; j < n && j < kMaxTopLogprobs; ++j) {
     uint64_t k = 0;
@@ -230,8 +232,7 @@ __device__ void Logprobs(const float *x, int64_t vocab, const SampleRow &row, ui
 }
 
 __global__ void __launch_bounds__(kThreads)
-    SampleKernel(const float *logits, int64_t vocab, const SampleRow *rows,
-                 SampleResult *results) {
+    SampleKernel(const float *logits, int64_t vocab, const SampleRow *rows, SampleResult *results) {
   __shared__ RowShared sh;
   const SampleRow row = rows[blockIdx.x];
   const float *x = logits + row.logits_row * vocab;
@@ -272,9 +273,8 @@ __global__ void __launch_bounds__(kPenaltyThreads)
     if (p.flags & kPenaltyRepeated)
       l = l > 0 ? __fdiv_rn(l, row.repetition_penalty) : __fmul_rn(l, row.repetition_penalty);
     if (row.counted && p.generated > 0)
-      l = __fsub_rn(l, __fadd_rn(row.presence_penalty,
-                                 __fmul_rn(row.frequency_penalty,
-                                           static_cast<float>(p.generated))));
+      l = __fsub_rn(l, __fadd_rn(row.presence_penalty, __fmul_rn(row.frequency_penalty,
+                                                                 static_cast<float>(p.generated))));
     if (p.flags & kPenaltySuppressed)
       l = -::cuda::std::numeric_limits<float>::infinity();
     x[p.token] = l;
@@ -288,12 +288,12 @@ cudaError_t ApplyPenalties(float *logits, int64_t vocab, const SampleRow *rows, 
   if (num_rows <= 0)
     return cudaSuccess;
   PenaltyKernel<<<static_cast<unsigned>(num_rows), kPenaltyThreads, 0, stream>>>(logits, vocab,
-                                                                                rows, entries);
+                                                                                 rows, entries);
   return cudaGetLastError();
 }
 
-cudaError_t SampleRows(const float *logits, int64_t vocab, const SampleRow *rows,
-                       int64_t num_rows, SampleResult *results, cudaStream_t stream) {
+cudaError_t SampleRows(const float *logits, int64_t vocab, const SampleRow *rows, int64_t num_rows,
+                       SampleResult *results, cudaStream_t stream) {
   if (num_rows <= 0)
     return cudaSuccess;
   SampleKernel<<<static_cast<unsigned>(num_rows), kThreads, 0, stream>>>(logits, vocab, rows,

@@ -31,7 +31,7 @@ cudaError_t ApplyPenalties(float *logits, int64_t vocab, const SampleRow *rows, 
                            const PenaltyEntry *entries, cudaStream_t stream);
 
 // Samples each row; writes results[r] for r < num_rows.
-cudaError_t SampleRows(const float *logits, int64_t vocab, const SampleRow *rows,
-                       int64_t num_rows, SampleResult *results, cudaStream_t stream);
+cudaError_t SampleRows(const float *logits, int64_t vocab, const SampleRow *rows, int64_t num_rows,
+                       SampleResult *results, cudaStream_t stream);
 
 } // namespace kiln::kernels::cuda

@@ -132,8 +132,9 @@ void CompareWithHost(int64_t vocab, int reps, uint64_t seed) {
     for (int i = 0; i < 40; ++i)
       r.seq.prompt.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab)));
     for (int i = 0; i < 12; ++i)
-      r.seq.output.push_back(i % 3 == 0 ? r.seq.prompt[i]
-                                        : static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab)));
+      r.seq.output.push_back(i % 3 == 0
+                                 ? r.seq.prompt[i]
+                                 : static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab)));
     r.seq.output.push_back(r.seq.output[1]);
     if (rows.size() % 4 == 0)
       r.suppressed = {0, static_cast<int32_t>(vocab - 1), r.seq.output[1], -3,

@@ -66,9 +66,8 @@ Status ParseSettings(const ParsedArgs &a, Settings *s) {
   KILN_RETURN_IF_ERROR(integer("--repeats", 1, 10000, &s->repeats));
   if (a.Has("--seed") && !ParseInt(a.Get("--seed"), &s->seed))
     return InvalidArgument("--seed expects an integer, got '" + a.Get("--seed") + "'");
-  if (a.Has("--peak-gbps") &&
-      (!ParseFloat(a.Get("--peak-gbps"), &s->peak_gbps) || !(s->peak_gbps > 0) ||
-       s->peak_gbps > 1e9))
+  if (a.Has("--peak-gbps") && (!ParseFloat(a.Get("--peak-gbps"), &s->peak_gbps) ||
+                               !(s->peak_gbps > 0) || s->peak_gbps > 1e9))
     return InvalidArgument("--peak-gbps expects a bandwidth in GB/s > 0, got '" +
                            a.Get("--peak-gbps") + "'");
   return Status::Ok();
@@ -97,9 +96,9 @@ Status Latency(const ParsedArgs &a, const std::string &command) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Create(*plan, options));
   const int64_t context = pipe->context_length();
   if (context > 0 && s.prompt_len + s.decode_tokens > context)
-    return InvalidArgument("--prompt-len " + std::to_string(s.prompt_len) + " plus --decode-tokens " +
-                           std::to_string(s.decode_tokens) + " exceed the plan's context of " +
-                           std::to_string(context) + " tokens");
+    return InvalidArgument("--prompt-len " + std::to_string(s.prompt_len) +
+                           " plus --decode-tokens " + std::to_string(s.decode_tokens) +
+                           " exceed the plan's context of " + std::to_string(context) + " tokens");
 
   std::mt19937_64 rng(static_cast<uint64_t>(s.seed));
   std::vector<Run> runs;
@@ -137,17 +136,13 @@ Status Latency(const ParsedArgs &a, const std::string &command) {
   std::printf("time to first token: %.2f ms\n", ttft_ms);
   std::printf("decode: %.1f tok/s (%.3f ms/token)\n", tok_s, tpot_ms);
   const uint64_t weight_bytes = plan->weight_bytes();
-  nlohmann::ordered_json doc = {{"command", command},
-                                {"plan", a.positional[1]},
-                                {"device", options.backend},
-                                {"kiln_device_sampling", device_sampling},
-                                {"prompt_len", s.prompt_len},
-                                {"decode_tokens", s.decode_tokens},
-                                {"repeats", s.repeats},
-                                {"ttft_ms_median", ttft_ms},
-                                {"decode_tok_s_median", tok_s},
-                                {"tpot_ms_median", tpot_ms},
-                                {"weight_bytes", weight_bytes}};
+  nlohmann::ordered_json doc = {
+      {"command", command},           {"plan", a.positional[1]},
+      {"device", options.backend},    {"kiln_device_sampling", device_sampling},
+      {"prompt_len", s.prompt_len},   {"decode_tokens", s.decode_tokens},
+      {"repeats", s.repeats},         {"ttft_ms_median", ttft_ms},
+      {"decode_tok_s_median", tok_s}, {"tpot_ms_median", tpot_ms},
+      {"weight_bytes", weight_bytes}};
   if (s.peak_gbps > 0) {
     const double floor_ms = static_cast<double>(weight_bytes) / (s.peak_gbps * 1e9) * 1e3;
     const double fraction = tpot_ms > 0 ? floor_ms / tpot_ms : 0;

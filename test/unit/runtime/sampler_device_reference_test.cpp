@@ -28,10 +28,13 @@ uint64_t OrderKey(float v, int64_t id) {
   b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
   return (static_cast<uint64_t>(b) << 32) | (0xffffffffu - static_cast<uint32_t>(id));
 }
-int32_t IdOf(uint64_t key) { return static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(key)); }
+int32_t IdOf(uint64_t key) {
+  return static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(key));
+}
 
 uint64_t Mass(double p) {
-  return static_cast<uint64_t>(std::nearbyint(p * static_cast<double>(uint64_t{1} << kc::kMassBits)));
+  return static_cast<uint64_t>(
+      std::nearbyint(p * static_cast<double>(uint64_t{1} << kc::kMassBits)));
 }
 
 struct Cand {
@@ -69,8 +72,8 @@ int32_t ReferenceChoose(const std::vector<float> &x, const SamplingParams &p, ui
   auto prob = [&](float l) { return std::exp((static_cast<double>(l) - max) / t); };
   uint64_t lo = 0;
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < order.size())
-    lo = Select(order, [](const Cand &) -> uint64_t { return 1; },
-                static_cast<uint64_t>(p.top_k) - 1);
+    lo = Select(
+        order, [](const Cand &) -> uint64_t { return 1; }, static_cast<uint64_t>(p.top_k) - 1);
   if (p.top_p < 1.0f) {
     auto kept = [&](const Cand &c) -> uint64_t { return c.key >= lo ? Mass(prob(c.l)) : 0; };
     uint64_t total = 0;
@@ -166,8 +169,8 @@ TEST(DeviceSamplingReference, MatchesSampler) {
                 if (drew)
                   device->ConsumeUniform();
                 ASSERT_EQ(got, host->Sample(x.data(), vocab))
-                    << "vocab " << vocab << " T " << temperature << " top_k " << top_k
-                    << " top_p " << top_p << " min_p " << min_p << " seed " << p.seed;
+                    << "vocab " << vocab << " T " << temperature << " top_k " << top_k << " top_p "
+                    << top_p << " min_p " << min_p << " seed " << p.seed;
                 ASSERT_EQ(device->PeekUniformBits(), host->PeekUniformBits());
               }
             }
