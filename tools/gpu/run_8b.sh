@@ -12,7 +12,8 @@
 #           of BENCH_RUNS runs after a warm-up, against the bandwidth floor at
 #           PEAK_GBPS), then kiln bench offline (OFFLINE_PROMPTS requests of
 #           PROMPT_LEN in and NEW_TOKENS out at concurrency OFFLINE_CONCURRENCY,
-#           --gpu-memory-utilization 0.9: total and output tok/s, and how
+#           --gpu-memory-utilization 0.9 (--kv-cache-mb 2048 on the cpu): total and
+#           output tok/s, and how
 #           many 2k-token sequences the KV cache holds); JSON (and a PNG) in WORK
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
@@ -107,11 +108,14 @@ if want bench; then
   "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" --prompt-len "$PROMPT_LEN" \
     --decode-tokens "$NEW_TOKENS" --repeats "${BENCH_RUNS:-4}" --peak-gbps "${PEAK_GBPS:-4276}" \
     --kv-cache-mb 2048 --json "$WORK/kiln_latency.json" || fail "kiln bench latency failed"
+  # The KV cache from 0.9 of the free device memory; the cpu (a dry run) has none.
+  kv_flags=(--gpu-memory-utilization 0.9)
+  [ "${DEVICE%%:*}" = cpu ] && kv_flags=(--kv-cache-mb 2048)
   echo "== bench offline: ${OFFLINE_PROMPTS:-256} requests of $PROMPT_LEN in, $NEW_TOKENS out"
   "$KILN" bench offline "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" \
     --num-prompts "${OFFLINE_PROMPTS:-256}" --input-len "$PROMPT_LEN" --output-len "$NEW_TOKENS" \
     --concurrency "${OFFLINE_CONCURRENCY:-256}" --max-batched-tokens "${OFFLINE_BATCHED_TOKENS:-8192}" \
-    --gpu-memory-utilization 0.9 --json "$WORK/kiln_offline.json" \
+    "${kv_flags[@]}" --json "$WORK/kiln_offline.json" \
     --plot "$WORK/kiln_offline.png" || fail "kiln bench offline failed"
 fi
 
@@ -139,10 +143,11 @@ if fill:
 if build:
     ok = "" if build["returncode"] == 0 else f" (FAILED, exit {build['returncode']})"
     print(f"kiln build: {build['wall_s']:.1f} s wall, peak RSS {build['peak_rss_mib'] / 1024:.2f} GiB{ok}")
-print(f"\nbatch 1 | engine | TTFT of {lat['prompt_len'] if lat else 'the'} prompt tokens (ms) | decode tok/s | fraction of the bandwidth floor |")
+print("\nBatch 1:")
+print(f"| engine | TTFT of {lat['prompt_len'] if lat else 'the'} prompt tokens (ms) | decode tok/s | fraction of the bandwidth floor |")
 print("| --- | --- | --- | --- |")
 if lat:
-    frac = f"{lat['fraction_of_floor'] * 100:.1f}% of {lat['floor_ms_per_token']:.2f} ms" if "fraction_of_floor" in lat else "-"
+    frac = f"{lat['fraction_of_floor'] * 100:.1f}% of {lat['floor_ms_per_token']:.3f} ms/token" if "fraction_of_floor" in lat else "-"
     print(f"| kiln (median of {lat['repeats']} runs) | {lat['ttft_ms_median']:.1f} | "
           f"{lat['decode_tok_s_median']:.1f} | {frac} |")
 else:
@@ -151,7 +156,8 @@ if hf:
     print(f"| {hf['engine']} | {hf['prefill_s'] * 1000:.1f} | {hf['decode_tok_s']:.1f} | - |")
 else:
     print("| transformers | - | - | - |")
-print("\nthroughput | engine | requests | total tok/s | output tok/s | 2k-token sequences in the KV cache |")
+print("\nThroughput:")
+print("| engine | requests | total tok/s | output tok/s | 2k-token sequences in the KV cache |")
 print("| --- | --- | --- | --- | --- |")
 if off:
     r = off["results"][-1]
