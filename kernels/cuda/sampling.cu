@@ -171,7 +171,11 @@ __device__ void Choose(const float *x, int64_t vocab, const SampleRow &row, uint
   // floor(u * total) with u = bits * 2^-53, exactly.
   uint64_t target = __umul64hi(row.uniform_bits << 11, total);
   target = target < total ? target : total - 1;
-  res.token = IdOf(Select(x, vocab, drawn, target, sh));
+  const int32_t drawn_id = IdOf(Select(x, vocab, drawn, target, sh));
+  // Always a candidate when the masses add up, as they must; never an id
+  // outside the row if they did not.
+  if (drawn_id >= 0 && drawn_id < vocab)
+    res.token = drawn_id;
   res.drew = 1;
 }
 
