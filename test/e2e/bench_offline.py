@@ -4,7 +4,8 @@
     bench_offline.py --kiln build/tools/kiln/kiln PLAN
 
 Runs a small benchmark (8 requests of 12 prompt + 6 new tokens at
-concurrency 1 and 8) and checks the JSON's counts and percentiles, that
+concurrency 1 and 8) and checks the JSON's counts, rates (output and total)
+and percentiles, the KV cache's size, that
 concurrency 1 takes one step per token and 8 shares steps, the requests
 file, the PNG (signature, chunk CRCs, the image data inflates to its size,
 something is drawn), and that bad arguments exit 2 with a message.
@@ -63,7 +64,8 @@ def main():
                "--peer-json", str(peer)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         check(r.returncode == 0, f"bench exit {r.returncode} {r.stderr[-300:]}")
-        check("| concurrency | req/s | out tok/s | TTFT p50 ms" in r.stdout, "prints the table")
+        check("| concurrency | req/s | out tok/s | total tok/s | TTFT p50 ms" in r.stdout and
+              "| KV tokens | 2k seqs |" in r.stdout, "prints the table")
         doc = json.loads((tmp / "b.json").read_text())
         levels = {x["concurrency"]: x for x in doc["results"]}
         check(sorted(levels) == [1, 8], f"levels {sorted(levels)}")
@@ -71,6 +73,10 @@ def main():
             check(x["requests"] == 8 and x["output_tokens"] == 48, f"c={c}: 8 requests, 48 tokens")
             check(x["requests_per_s"] > 0 and abs(x["output_tokens_per_s"] - 48 / x["wall_s"]) < 1e-6 * x["output_tokens_per_s"] + 1e-9,
                   f"c={c}: tokens/s is tokens over wall time")
+            check(x["prompt_tokens"] == 96 and abs(x["total_tokens_per_s"] - 144 / x["wall_s"]) <
+                  1e-6 * x["total_tokens_per_s"], f"c={c}: total tokens/s is 96 prompt + 48 output over wall time")
+            check(x["kv_cache_tokens"] > 0 and x["kv_cache_seqs_2k"] == x["kv_cache_tokens"] // 2048,
+                  f"c={c}: the KV cache in tokens and 2k sequences")
             check(0 <= x["ttft_ms_p50"] <= x["ttft_ms_p99"] and 0 <= x["tpot_ms_p50"] <= x["tpot_ms_p99"],
                   f"c={c}: p50 <= p99")
         check(levels[1]["steps"] == 48, f"c=1: one step per token ({levels[1]['steps']})")

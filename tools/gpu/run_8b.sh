@@ -7,10 +7,14 @@
 #   build   kiln build of it into a bf16 plan (BUILD_FLAGS), wall time and
 #           peak RSS recorded
 #   tests   tools/gpu/test_gpu.sh, every GPU test (where that script exists)
-#   bench   kiln bench offline on the device: batch 1, a PROMPT_LEN-token
-#           prompt (prefill time = TTFT) and NEW_TOKENS new tokens (decode
-#           tok/s = 1000 / TPOT), the median of BENCH_RUNS - 1 runs after one
-#           warm-up
+#   bench   on the device: kiln bench latency (batch 1, a PROMPT_LEN-token
+#           prompt's TTFT and the decode rate of NEW_TOKENS new tokens, medians
+#           of BENCH_RUNS runs after a warm-up, against the bandwidth floor at
+#           PEAK_GBPS), then kiln bench offline (OFFLINE_PROMPTS requests of
+#           PROMPT_LEN in and NEW_TOKENS out at concurrency OFFLINE_CONCURRENCY,
+#           --gpu-memory-utilization 0.9 (--kv-cache-mb 2048 on the cpu): total and
+#           output tok/s, and how
+#           many 2k-token sequences the KV cache holds); JSON (and a PNG) in WORK
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
 # then one table of everything measured so far in WORK (steps may run in
@@ -19,7 +23,9 @@
 # usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,hf] [--work DIR]
 # Environment: KILN_8B_WORK (default build/8b), BUILD_FLAGS (default
 # "--require-injection --target cuda --dtype bf16"), KILN_DEVICE (default cuda),
-# PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PYTHON (python3),
+# PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (4276, the H200's
+# measured copy rate), OFFLINE_PROMPTS (256), OFFLINE_CONCURRENCY (256),
+# OFFLINE_BATCHED_TOKENS (8192, tokens of one step), PYTHON (python3),
 # DEVICE_FLAG (default --device; --backend for a kiln from before the CUDA
 # backend), HF_FLAGS (more bench_hf.py flags, e.g. "--device cpu
 # --no-compile" for a dry run), KILN_8B_GRAPH (default test/models/llama3-8b-shape; make_8b_graph.py --size
@@ -97,16 +103,20 @@ if want tests; then
 fi
 
 if want bench; then
-  echo "== bench: kiln bench offline --device $DEVICE, batch 1, $PROMPT_LEN-token prompts, $NEW_TOKENS new tokens"
-  rm -f "$WORK/kiln_bench.json"
-  # One request per level and BENCH_RUNS levels of concurrency 1: each level
-  # is one request alone (TTFT = its prefill, not time queued behind
-  # another), the first one warms up and the table takes the median of the rest.
-  levels=$(printf '1%.0s,' $(seq "${BENCH_RUNS:-4}")); levels=${levels%,}
-  "$KILN" bench offline "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" --num-prompts 1 \
-    --input-len "$PROMPT_LEN" --output-len "$NEW_TOKENS" --concurrency "$levels" \
-    --max-batched-tokens "$PROMPT_LEN" --kv-cache-mb 2048 --json "$WORK/kiln_bench.json" \
-    || fail "kiln bench failed"
+  echo "== bench latency: kiln bench latency --device $DEVICE, batch 1, $PROMPT_LEN-token prompts, $NEW_TOKENS new tokens"
+  rm -f "$WORK/kiln_latency.json" "$WORK/kiln_offline.json" "$WORK/kiln_offline.png"
+  "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" --prompt-len "$PROMPT_LEN" \
+    --decode-tokens "$NEW_TOKENS" --repeats "${BENCH_RUNS:-4}" --peak-gbps "${PEAK_GBPS:-4276}" \
+    --kv-cache-mb 2048 --json "$WORK/kiln_latency.json" || fail "kiln bench latency failed"
+  # The KV cache from 0.9 of the free device memory; the cpu (a dry run) has none.
+  kv_flags=(--gpu-memory-utilization 0.9)
+  [ "${DEVICE%%:*}" = cpu ] && kv_flags=(--kv-cache-mb 2048)
+  echo "== bench offline: ${OFFLINE_PROMPTS:-256} requests of $PROMPT_LEN in, $NEW_TOKENS out"
+  "$KILN" bench offline "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" \
+    --num-prompts "${OFFLINE_PROMPTS:-256}" --input-len "$PROMPT_LEN" --output-len "$NEW_TOKENS" \
+    --concurrency "${OFFLINE_CONCURRENCY:-256}" --max-batched-tokens "${OFFLINE_BATCHED_TOKENS:-8192}" \
+    "${kv_flags[@]}" --json "$WORK/kiln_offline.json" \
+    --plot "$WORK/kiln_offline.png" || fail "kiln bench offline failed"
 fi
 
 if want hf; then
@@ -125,27 +135,35 @@ w = Path(sys.argv[1])
 def load(name):
     p = w / name
     return json.loads(p.read_text()) if p.exists() else None
-fill, build, bench, hf = (load(n) for n in ("fill.json", "build.json", "kiln_bench.json", "hf.json"))
-print("Llama-3-8B shape (random weights), bf16, batch 1")
+fill, build, lat, off, hf = (load(n) for n in ("fill.json", "build.json", "kiln_latency.json",
+                                               "kiln_offline.json", "hf.json"))
+print("Llama-3-8B shape (random weights), bf16")
 if fill:
     print(f"fill random weights: {fill['wall_s']:.1f} s")
 if build:
     ok = "" if build["returncode"] == 0 else f" (FAILED, exit {build['returncode']})"
     print(f"kiln build: {build['wall_s']:.1f} s wall, peak RSS {build['peak_rss_mib'] / 1024:.2f} GiB{ok}")
-print(f"| engine | prefill of {bench['input_len'] if bench else 'the'} prompt tokens (s) | decode tok/s |")
-print("| --- | --- | --- |")
-if bench:
-    import statistics
-    runs = bench["results"][1:] or bench["results"]  # the first run warms up
-    ttft = statistics.median(r["ttft_ms_p50"] for r in runs)
-    tpot = statistics.median(r["tpot_ms_p50"] for r in runs)
-    print(f"| kiln (median of {len(runs)} runs) | {ttft / 1000:.3f} | "
-          f"{1000 / tpot if tpot else float('nan'):.1f} |")
+print("\nBatch 1:")
+print(f"| engine | TTFT of {lat['prompt_len'] if lat else 'the'} prompt tokens (ms) | decode tok/s | fraction of the bandwidth floor |")
+print("| --- | --- | --- | --- |")
+if lat:
+    frac = f"{lat['fraction_of_floor'] * 100:.1f}% of {lat['floor_ms_per_token']:.3f} ms/token" if "fraction_of_floor" in lat else "-"
+    print(f"| kiln (median of {lat['repeats']} runs) | {lat['ttft_ms_median']:.1f} | "
+          f"{lat['decode_tok_s_median']:.1f} | {frac} |")
 else:
-    print("| kiln | - | - |")
+    print("| kiln | - | - | - |")
 if hf:
-    print(f"| {hf['engine']} | {hf['prefill_s']:.3f} | {hf['decode_tok_s']:.1f} |")
+    print(f"| {hf['engine']} | {hf['prefill_s'] * 1000:.1f} | {hf['decode_tok_s']:.1f} | - |")
 else:
-    print("| transformers | - | - |")
+    print("| transformers | - | - | - |")
+print("\nThroughput:")
+print("| engine | requests | total tok/s | output tok/s | 2k-token sequences in the KV cache |")
+print("| --- | --- | --- | --- | --- |")
+if off:
+    r = off["results"][-1]
+    print(f"| kiln (concurrency {r['concurrency']}) | {r['requests']} x {off['input_len']}/{off['output_len']} | "
+          f"{r['total_tokens_per_s']:.0f} | {r['output_tokens_per_s']:.0f} | {r['kv_cache_seqs_2k']} |")
+else:
+    print("| kiln | - | - | - | - |")
 EOF
 exit "$STATUS"

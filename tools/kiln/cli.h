@@ -18,6 +18,8 @@ int RunMain(const std::vector<std::string> &args);     // cmd_run.cpp
 int ExecMain(const std::vector<std::string> &args);    // cmd_exec.cpp
 int InspectMain(const std::vector<std::string> &args); // cmd_inspect.cpp
 int BenchMain(const std::vector<std::string> &args);   // cmd_bench.cpp
+// `kiln bench latency` (cmd_bench_latency.cpp); BenchMain passes it on.
+int BenchLatencyMain(const std::vector<std::string> &args);
 int EmbedMain(const std::vector<std::string> &args);   // cmd_embed.cpp
 int VerifyMain(const std::vector<std::string> &args);  // cmd_verify.cpp
 

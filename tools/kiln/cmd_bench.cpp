@@ -21,12 +21,15 @@ namespace {
 
 const char kUsage[] =
     "usage: kiln bench offline model.plan [options]\n"
+    "       kiln bench latency model.plan [options]   (batch 1; kiln bench latency --help)\n"
     "\n"
     "Runs --num-prompts requests through the engine at each --concurrency (the\n"
     "engine's sequences per step), all submitted at once, greedy with EOS ignored so\n"
     "each generates exactly its output length. Prints requests/s, output tokens/s,\n"
-    "time to first token (TTFT, from submission) and time per output token after\n"
-    "the first (TPOT), p50 and p99, for each level.\n"
+    "total tokens/s (prompt and output tokens over the wall time), time to first token\n"
+    "(TTFT, from submission) and time per output token after the first (TPOT), p50\n"
+    "and p99, for each level, and the KV cache's size: its tokens and how many\n"
+    "sequences of 2048 tokens it holds.\n"
     "\n"
     "options:\n"
     "  --num-prompts N          requests per level (default 64)\n"
@@ -72,9 +75,10 @@ StatusOr<double> PeerTokensPerSecond(const std::string &path) {
 struct Level {
   int concurrency = 0;
   double wall_s = 0;
-  int64_t output_tokens = 0;
+  int64_t output_tokens = 0, prompt_tokens = 0;
   std::vector<double> ttft_ms, tpot_ms;
   int64_t steps = 0, preemptions = 0;
+  int64_t kv_tokens = 0; // blocks * block size
 };
 
 StatusOr<Level> RunLevel(const Plan &plan, PipelineOptions options, int concurrency,
@@ -90,12 +94,14 @@ StatusOr<Level> RunLevel(const Plan &plan, PipelineOptions options, int concurre
   level.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const Response &r : out) {
     level.output_tokens += r.generated_length;
+    level.prompt_tokens += r.prompt_length;
     level.ttft_ms.push_back(r.ttft_seconds * 1e3);
     if (r.generated_length > 1)
       level.tpot_ms.push_back((r.total_seconds - r.ttft_seconds) * 1e3 / (r.generated_length - 1));
   }
   level.steps = pipe->stats().steps;
   level.preemptions = pipe->stats().preemptions;
+  level.kv_tokens = pipe->stats().kv_blocks * pipe->stats().block_size;
   return level;
 }
 
@@ -172,30 +178,39 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
     KILN_RETURN_IF_ERROR(RunLevel(*plan, options, 1, warm).status());
   }
   std::printf("%s\n\n", command.c_str());
-  std::printf("| concurrency | req/s | out tok/s | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | "
-              "TPOT p99 ms | steps | preemptions |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| concurrency | req/s | out tok/s | total tok/s | TTFT p50 ms | TTFT p99 ms | "
+              "TPOT p50 ms | TPOT p99 ms | steps | preemptions | KV tokens | 2k seqs |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+              "---: |\n");
   nlohmann::ordered_json results = nlohmann::ordered_json::array();
   for (int c : levels) {
     KILN_ASSIGN_OR_RETURN(Level l, RunLevel(*plan, options, c, requests));
     const double rps = static_cast<double>(requests.size()) / l.wall_s;
     const double tps = static_cast<double>(l.output_tokens) / l.wall_s;
+    const double total_tps = static_cast<double>(l.output_tokens + l.prompt_tokens) / l.wall_s;
     nlohmann::ordered_json j = {{"concurrency", c},
                                 {"requests", static_cast<int64_t>(requests.size())},
                                 {"wall_s", l.wall_s},
                                 {"requests_per_s", rps},
                                 {"output_tokens_per_s", tps},
+                                {"total_tokens_per_s", total_tps},
                                 {"ttft_ms_p50", Percentile(l.ttft_ms, 50)},
                                 {"ttft_ms_p99", Percentile(l.ttft_ms, 99)},
                                 {"tpot_ms_p50", Percentile(l.tpot_ms, 50)},
                                 {"tpot_ms_p99", Percentile(l.tpot_ms, 99)},
                                 {"output_tokens", l.output_tokens},
                                 {"steps", l.steps},
-                                {"preemptions", l.preemptions}};
-    std::printf("| %d | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld |\n", c, rps, tps,
-                j["ttft_ms_p50"].get<double>(), j["ttft_ms_p99"].get<double>(),
-                j["tpot_ms_p50"].get<double>(), j["tpot_ms_p99"].get<double>(),
-                static_cast<long long>(l.steps), static_cast<long long>(l.preemptions));
+                                {"preemptions", l.preemptions},
+                                {"prompt_tokens", l.prompt_tokens},
+                                {"kv_cache_tokens", l.kv_tokens},
+                                {"kv_cache_seqs_2k", l.kv_tokens / 2048}};
+    std::printf("| %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %lld | "
+                "%lld |\n",
+                c, rps, tps, total_tps, j["ttft_ms_p50"].get<double>(),
+                j["ttft_ms_p99"].get<double>(), j["tpot_ms_p50"].get<double>(),
+                j["tpot_ms_p99"].get<double>(), static_cast<long long>(l.steps),
+                static_cast<long long>(l.preemptions), static_cast<long long>(l.kv_tokens),
+                static_cast<long long>(l.kv_tokens / 2048));
     std::fflush(stdout);
     results.push_back(j);
   }
@@ -231,6 +246,8 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
 } // namespace
 
 int BenchMain(const std::vector<std::string> &args) {
+  if (!args.empty() && args[0] == "latency")
+    return BenchLatencyMain(args);
   ParsedArgs a;
   std::set<std::string> values = {
       "--num-prompts", "--input-len", "--output-len",     "--requests", "--concurrency",
@@ -244,8 +261,10 @@ int BenchMain(const std::vector<std::string> &args) {
   }
   if (!err.empty())
     return Usage("bench", err, kUsage);
+  if (!a.positional.empty() && a.positional[0] == "latency")
+    return BenchLatencyMain(args); // its flags came after others
   if (a.positional.size() != 2 || a.positional[0] != "offline")
-    return Usage("bench", "expected `offline` and one plan file", kUsage);
+    return Usage("bench", "expected `offline` (or `latency`) and one plan file", kUsage);
   std::string command = "kiln bench";
   for (const std::string &s : args)
     command += " " + s;

@@ -23,7 +23,7 @@ const Command kCommands[] = {
     {"embed", "embed texts with an encoder plan (one pooled vector each)", kiln::cli::EmbedMain},
     {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
     {"verify", "recheck a plan's checksums and, given the ONNX, its source", kiln::cli::VerifyMain},
-    {"bench", "benchmark the engine: `kiln bench offline` (throughput, latency)", kiln::cli::BenchMain},
+    {"bench", "benchmark the engine: `kiln bench offline` (throughput), `kiln bench latency` (batch 1)", kiln::cli::BenchMain},
 };
 
 void PrintUsage(FILE *out) {

@@ -73,6 +73,14 @@ public:
 
   const SamplingParams &params() const { return params_; }
 
+  // For a sampler on a device that makes the same choice (the engine's
+  // on-device sampling): the 53 bits of the uniform the next draw would use
+  // (u = bits * 2^-53), without drawing it; ConsumeUniform then draws it,
+  // when the device's choice did. The sequence of draws is the same as when
+  // Sample draws on the host.
+  uint64_t PeekUniformBits();
+  void ConsumeUniform();
+
 private:
   explicit Sampler(const SamplingParams &params) : params_(params), rng_(params.seed) {}
   // Uniform in [0, 1) from the engine's raw bits; std::uniform_real_distribution
@@ -88,6 +96,8 @@ private:
 
   SamplingParams params_;
   std::mt19937_64 rng_;
+  bool has_pending_ = false; // pending_bits_ is the next draw's raw bits
+  uint64_t pending_bits_ = 0;
   std::vector<std::pair<float, int32_t>> candidates_; // reused across calls
   std::vector<double> probs_;
   std::vector<float> processed_;

@@ -119,10 +119,29 @@ public:
       Collect();
       return Status::Ok();
     }
-    KILN_RETURN_IF_ERROR(runner_->Run(step, logits_));
-    const int64_t vocab = runner_->vocab_size();
     sampled_.clear();
     samples_.clear();
+    // A logits hook reads every row on the host, so it keeps host sampling.
+    if (runner_->SamplesOnDevice() && !hook_)
+      KILN_RETURN_IF_ERROR(SampleOnDevice(step));
+    else
+      KILN_RETURN_IF_ERROR(SampleOnHost(step));
+    KILN_RETURN_IF_ERROR(scheduler_->Update(step, sampled_));
+    ++stats_.steps;
+    stats_.tokens_computed += step.num_tokens;
+    stats_.preemptions += static_cast<int64_t>(step.preempted.size());
+    size_t i = 0;
+    for (const ScheduledChunk &chunk : step.chunks)
+      if (chunk.samples)
+        Deliver(chunk.seq_id, samples_[i++]);
+    Collect();
+    return Status::Ok();
+  }
+
+  // Runs `step` and samples its rows from the logits copied to the host.
+  Status SampleOnHost(const kiln::engine::Step &step) {
+    KILN_RETURN_IF_ERROR(runner_->Run(step, logits_));
+    const int64_t vocab = runner_->vocab_size();
     int64_t row = 0;
     for (const ScheduledChunk &chunk : step.chunks) {
       if (!chunk.samples)
@@ -142,15 +161,38 @@ public:
           c.sampler->Sample(l, vocab, history_, seq.prompt.size(), c.stop->Suppressed()));
       sampled_.push_back(samples_.back().token);
     }
-    KILN_RETURN_IF_ERROR(scheduler_->Update(step, sampled_));
-    ++stats_.steps;
-    stats_.tokens_computed += step.num_tokens;
-    stats_.preemptions += static_cast<int64_t>(step.preempted.size());
-    size_t i = 0;
-    for (const ScheduledChunk &chunk : step.chunks)
-      if (chunk.samples)
-        Deliver(chunk.seq_id, samples_[i++]);
-    Collect();
+    return Status::Ok();
+  }
+
+  // Runs `step` and samples on the runner's device, each row with the draw
+  // its host sampler would make next; a row that drew consumes it.
+  Status SampleOnDevice(const kiln::engine::Step &step) {
+    device_rows_.clear();
+    std::vector<Completion *> sampling;
+    for (const ScheduledChunk &chunk : step.chunks) {
+      if (!chunk.samples)
+        continue;
+      Completion &c = *completions_.at(chunk.seq_id);
+      const SamplingParams &p = c.sampler->params();
+      RowSampling row;
+      row.params = &p;
+      row.seq = chunk.seq;
+      row.suppressed = &c.stop->Suppressed();
+      if (p.temperature != 0.0f && p.top_k != 1)
+        row.uniform_bits = c.sampler->PeekUniformBits();
+      device_rows_.push_back(row);
+      sampling.push_back(&c);
+    }
+    KILN_RETURN_IF_ERROR(runner_->RunAndSample(step, device_rows_, device_out_));
+    if (device_out_.size() != sampling.size())
+      return Internal("the runner sampled " + std::to_string(device_out_.size()) + " of " +
+                      std::to_string(sampling.size()) + " rows");
+    for (size_t i = 0; i < sampling.size(); ++i) {
+      if (device_out_[i].drew)
+        sampling[i]->sampler->ConsumeUniform();
+      samples_.push_back(std::move(device_out_[i].sample));
+      sampled_.push_back(samples_.back().token);
+    }
     return Status::Ok();
   }
 
@@ -284,6 +326,8 @@ private:
   std::vector<float> logits_;
   std::vector<int32_t> sampled_, history_;
   std::vector<SampledToken> samples_;
+  std::vector<RowSampling> device_rows_;
+  std::vector<RowSample> device_out_;
 };
 
 } // namespace

@@ -4,12 +4,26 @@
 #pragma once
 
 #include "engine/scheduler.h"
+#include "kiln/sampler.h"
 #include "kiln/status.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace kiln::engine {
+
+// One sampled row of a step, for a runner that samples on its device.
+struct RowSampling {
+  const SamplingParams *params = nullptr;
+  const Sequence *seq = nullptr; // its prompt and output: the penalties' history
+  const std::vector<int32_t> *suppressed = nullptr;
+  uint64_t uniform_bits = 0; // Sampler::PeekUniformBits, for a row that may draw
+};
+
+struct RowSample {
+  SampledToken sample;
+  bool drew = false; // the row used its uniform: Sampler::ConsumeUniform
+};
 
 class ModelRunner {
 public:
@@ -28,6 +42,20 @@ public:
   // vocab_size(), one per chunk with `samples`, in step order, taken at the
   // chunk's last position. Never writes a block another sequence holds.
   virtual Status Run(const Step &step, std::vector<float> &logits) = 0;
+
+  // Whether RunAndSample works: the runner samples where the logits are
+  // and only tokens (and logprobs) come back.
+  virtual bool SamplesOnDevice() const { return false; }
+  // Run, then samples each row of `rows` (one per chunk with `samples`, in
+  // step order) as the CPU Sampler would with the same draw; `out` gets one
+  // RowSample per row.
+  virtual Status RunAndSample(const Step &step, const std::vector<RowSampling> &rows,
+                              std::vector<RowSample> &out) {
+    (void)step;
+    (void)rows;
+    (void)out;
+    return Unimplemented("this model runner samples on the host");
+  }
 };
 
 } // namespace kiln::engine

@@ -145,6 +145,7 @@ PlanModelRunner::Prepare(const Plan &plan, Backend &backend, int64_t block_size)
   }
   // The weights first: on a device they decide what memory is left.
   KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan, backend));
+  r->device_sampler_ = DeviceSampler::Create(backend);
   return r;
 }
 
@@ -311,6 +312,23 @@ Status PlanModelRunner::BindStep(int64_t T, int64_t N) {
 }
 
 Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
+  logits.clear();
+  int64_t L = 0;
+  KILN_RETURN_IF_ERROR(Execute(step, &L));
+  if (L == 0)
+    return Status::Ok();
+  const int64_t T = step.num_tokens;
+  const TensorView &out = executor_->output(logits_);
+  logits.resize(static_cast<size_t>(L * vocab_));
+  if (out.dtype == DType::kF32 && out.numel() == L * vocab_)
+    return executor_->CopyOutputToHost(logits_, logits.data());
+  if (out.dtype == DType::kF32 && out.numel() == T * vocab_ && out.data)
+    return CopyRows(out, logits);
+  return Internal("the plan's logits are " + ShapeToString(out.shape) + " for " +
+                  std::to_string(L) + " sampled rows of vocab " + std::to_string(vocab_));
+}
+
+Status PlanModelRunner::Execute(const Step &step, int64_t *sampled) {
   const int64_t T = step.num_tokens;
   const int64_t N = static_cast<int64_t>(step.chunks.size());
   if (T < 1 || N < 1)
@@ -328,7 +346,7 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   if (!checked.ok())
     return Internal("the scheduler built a bad step: " + checked.message());
   const int64_t L = static_cast<int64_t>(rows_buf_.size());
-  logits.clear();
+  *sampled = L;
   if (L == 0) {
     // Nothing samples (every chunk is a middle piece of a prompt), but the
     // KV must still be written: run the LM head over one row and drop it.
@@ -336,17 +354,7 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   }
 
   KILN_RETURN_IF_ERROR(BindStep(T, N));
-  KILN_RETURN_IF_ERROR(executor_->Run());
-  if (L == 0)
-    return Status::Ok();
-  const TensorView &out = executor_->output(logits_);
-  logits.resize(static_cast<size_t>(L * vocab_));
-  if (out.dtype == DType::kF32 && out.numel() == L * vocab_)
-    return executor_->CopyOutputToHost(logits_, logits.data());
-  if (out.dtype == DType::kF32 && out.numel() == T * vocab_ && out.data)
-    return CopyRows(out, logits);
-  return Internal("the plan's logits are " + ShapeToString(out.shape) + " for " +
-                  std::to_string(L) + " sampled rows of vocab " + std::to_string(vocab_));
+  return executor_->Run();
 }
 
 Status PlanModelRunner::CopyRows(const TensorView &out, std::vector<float> &logits) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/backend.h"
+#include "engine/device_sampler.h"
 #include "engine/model_runner.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
@@ -49,6 +50,10 @@ public:
   int64_t num_blocks() const override { return num_blocks_; }
   int64_t block_size() const override { return block_size_; }
   Status Run(const Step &step, std::vector<float> &logits) override;
+  // On a backend with a sampling kernel (device_sampler.cpp).
+  bool SamplesOnDevice() const override { return device_sampler_ != nullptr; }
+  Status RunAndSample(const Step &step, const std::vector<RowSampling> &rows,
+                      std::vector<RowSample> &out) override;
 
 private:
   PlanModelRunner(const Plan &plan, Backend &backend, int64_t num_blocks, int64_t block_size)
@@ -63,6 +68,9 @@ private:
   Status ReserveActivations(const StepLimits &limits);
   // Binds the arrays of BuildIndices with the caches as they are.
   Status BindStep(int64_t tokens, int64_t seqs);
+  // Binds and runs `step`, leaving its logits in the executor's output;
+  // `sampled` gets the number of rows that sample.
+  Status Execute(const Step &step, int64_t *sampled);
   // The sampled rows (rows_buf_) of a logits output that holds a row for
   // every token of the step.
   Status CopyRows(const TensorView &out, std::vector<float> &logits);
@@ -74,6 +82,7 @@ private:
   int64_t num_blocks_, block_size_;
   int64_t vocab_ = 0;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<DeviceSampler> device_sampler_; // null: the engine samples on the host
   // Position in plan.inputs() of each role, and of each layer's caches.
   int ids_ = -1, pos_ = -1, slots_ = -1, qstart_ = -1, ctx_ = -1, tables_ = -1, rows_ = -1;
   int logits_ = -1; // position in plan.outputs()

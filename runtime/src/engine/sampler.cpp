@@ -55,7 +55,21 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Create(const SamplingParams &params)
   return std::unique_ptr<Sampler>(new Sampler(params));
 }
 
-double Sampler::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+double Sampler::Uniform() {
+  uint64_t bits = has_pending_ ? pending_bits_ : rng_();
+  has_pending_ = false;
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+uint64_t Sampler::PeekUniformBits() {
+  if (!has_pending_) {
+    pending_bits_ = rng_();
+    has_pending_ = true;
+  }
+  return pending_bits_ >> 11;
+}
+
+void Sampler::ConsumeUniform() { (void)Uniform(); }
 
 int32_t Sampler::Sample(const float *logits, int64_t vocab) {
   return Sample(logits, vocab, {}, 0).token;

@@ -368,6 +368,7 @@ KernelTable BuildTable() {
   AddProductKernels(defs);
   AddNormKernels(defs);
   AddAttentionKernels(defs);
+  AddSamplingKernels(defs);
   return KernelTable(std::move(defs));
 }
 

@@ -30,5 +30,7 @@ void AddProductKernels(std::vector<KernelDef> &table);
 void AddNormKernels(std::vector<KernelDef> &table);
 // attention and paged_attention.
 void AddAttentionKernels(std::vector<KernelDef> &table);
+// kiln.sample: the engine's on-device sampler (no plan op; ops_sampling.cpp).
+void AddSamplingKernels(std::vector<KernelDef> &table);
 
 } // namespace kiln::cuda
