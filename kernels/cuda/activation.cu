@@ -2,32 +2,13 @@
 // element-wise kernel each, templated on the element type and activation.
 #include "kernels/cuda/activation.h"
 
+#include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/elem_access.cuh"
 
 namespace kiln::kernels::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kSqrt2OverPi = 0.79788456080286536f;
-constexpr float kGeluCubic = 0.044715f;
-
-// Precise libm forms (no fast-math intrinsics), matching the CPU's f32
-// kernels to within a few ulp.
-template <Activation A> __device__ __forceinline__ float Apply(float x) {
-  if constexpr (A == Activation::kRelu) {
-    return x < 0.0f ? 0.0f : x; // a compare, not fmaxf, so NaN passes through as on the CPU
-  } else if constexpr (A == Activation::kGelu) {
-    // x * Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2: no cancellation for x << 0.
-    return 0.5f * x * erfcf(-x * kInvSqrt2);
-  } else if constexpr (A == Activation::kGeluTanh) {
-    return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
-  } else if constexpr (A == Activation::kSilu) {
-    return x / (1.0f + expf(-x));
-  } else {
-    return x;
-  }
-}
 
 template <typename T, Activation A>
 __global__ void BiasActivationKernel(const float *acc, const T *bias, T *out, int64_t rows,
@@ -39,7 +20,7 @@ __global__ void BiasActivationKernel(const float *acc, const T *bias, T *out, in
     float x = acc ? acc[i] : 0.0f;
     if (bias)
       x += LoadF32(bias, i % cols);
-    StoreF32(out, i, Apply<A>(x));
+    StoreF32(out, i, ApplyActivation<A>(x));
   }
 }
 
@@ -51,7 +32,7 @@ __global__ void GatedActivationKernel(const float *h, T *out, int64_t rows, int6
        i += step) {
     const int64_t r = i / f, c = i - r * f;
     const float *row = h + r * 2 * f;
-    StoreF32(out, i, Apply<A>(row[c]) * row[f + c]);
+    StoreF32(out, i, ApplyActivation<A>(row[c]) * row[f + c]);
   }
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the GPU bundle (docs/gpu.md): kiln (compiler and runtime, with the
 # CUDA backend where nvcc is found) and the test programs test/gpu/bundle.txt
-# names, linked with KILN_PORTABLE=ON (cmake/KilnPortable.cmake), stripped,
-# with the shared libraries they need that are not glibc's or CUDA's in lib/;
+# names (and, with CUDA, the benchmark kiln_gemv_bench), linked with
+# KILN_PORTABLE=ON (cmake/KilnPortable.cmake), stripped, with the shared
+# libraries they need that are not glibc's or CUDA's in lib/;
 # packed as build/gpu-bundle.tar.xz, which unpacks to gpu-bundle/{bin,lib}.
 # Then it checks the packed copy: unpacked in a clean folder, every program's
 # libraries resolve with no LD_LIBRARY_PATH to glibc, CUDA or the bundle's
@@ -34,8 +35,9 @@ while read -r target _; do
   case $target in ''|'#'*) continue ;; esac
   TARGETS+=("$target")
 done <test/gpu/bundle.txt
-# The kernel benchmark (docs/benchmarks.md), not a test: bin/ but not bundle.txt.
-if [ "$KILN_CUDA" = ON ]; then TARGETS+=(kiln_prefill_bench); fi
+# Kernel benchmarks carried beside them, CUDA builds only (not tests: in bin/
+# but not bundle.txt, so test_gpu.sh does not run them; docs/gpu.md says how).
+if [ "$KILN_CUDA" = ON ]; then TARGETS+=(kiln_prefill_bench kiln_gemv_bench); fi
 
 echo "== configure $BUILD_DIR (KILN_PORTABLE=ON, KILN_CUDA=$KILN_CUDA)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_PORTABLE=ON \

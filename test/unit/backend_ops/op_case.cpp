@@ -116,6 +116,7 @@ const std::vector<OpCase> &AllCases() {
     AddProductCases(c);
     AddAttentionCases(c);
     AddPointwiseEdgeCases(c);
+    AddGemvCases(c);
     return c;
   }();
   return cases;

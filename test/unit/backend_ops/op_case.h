@@ -105,5 +105,7 @@ void AddAttentionCases(std::vector<OpCase> &cases);
 // Edges of device kernels: block sizes, high-rank broadcasts, strided
 // reductions (cases_pointwise_edges.cpp).
 void AddPointwiseEdgeCases(std::vector<OpCase> &cases);
+// Products of few rows: the device GEMV path (cases_gemv.cpp).
+void AddGemvCases(std::vector<OpCase> &cases);
 
 } // namespace kiln::oracle

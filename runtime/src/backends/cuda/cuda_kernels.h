@@ -24,7 +24,7 @@ void AddReduceKernels(std::vector<KernelDef> &table);
 // Data movement: reshape family, transpose, concat, split, slice, expand,
 // tile, trilu, gather, gather_nd, scatter_nd, range, constant_of_shape.
 void AddMovementKernels(std::vector<KernelDef> &table);
-// matmul, gemm, linear, gated_mlp through cuBLASLt.
+// matmul, gemm, linear, gated_mlp through cuBLASLt, and kiln's GEMV for few rows.
 void AddProductKernels(std::vector<KernelDef> &table);
 // layer_normalization, rms_norm, add_rms_norm, add_layer_norm, rotary, gelu.
 void AddNormKernels(std::vector<KernelDef> &table);

@@ -13,6 +13,13 @@
 // activation and the gate * up product see unrounded accumulators, as on
 // the CPU; only act(gate) * up is rounded to the operand type, once, as the
 // down projection's input.
+//
+// Products of at most kGemvMaxRows rows (decode steps) in f32, f16 and bf16
+// run on kiln's own GEMV (kernels/cuda/gemv.h) instead: matmul with an
+// unbatched B, linear with its bias and activation in the epilogue, and
+// gated_mlp as two GEMVs (gate/up with act(gate) * up in the epilogue,
+// rounded once to the operand type, then down). KILN_CUDA_GEMV=0 in the
+// environment keeps every product on cuBLASLt (for A/B measurements).
 #include "core/shapes/fused_mlp.h"
 #include "core/shapes/matmul.h"
 #include "core/shapes/operand_checks.h"
@@ -20,8 +27,11 @@
 #include "cuda_util.h"
 #include "gemm_lt.h"
 #include "kernels/cuda/activation.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/matrix_broadcast.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -30,6 +40,7 @@ namespace {
 
 using kernels::cuda::Activation;
 using kernels::cuda::FloatElem;
+using kernels::cuda::GemvArgs;
 
 constexpr const char *kMatMul = "matmul";
 constexpr const char *kGemm = "gemm";
@@ -94,6 +105,45 @@ void *At(const TensorView &t, int64_t elements) {
   return static_cast<uint8_t *>(t.data) + elements * static_cast<int64_t>(DTypeSize(t.dtype));
 }
 
+// ---- GEMV (few rows) ---------------------------------------------------------
+
+// Read once per process: KILN_CUDA_GEMV=0 turns the GEMV path off.
+bool GemvEnabled() {
+  static const bool enabled = [] {
+    const char *v = std::getenv("KILN_CUDA_GEMV");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return enabled;
+}
+
+// Whether a product of `rows` rows with operands of type t takes the GEMV.
+bool UseGemv(DType t, int64_t rows) {
+  return rows >= 1 && rows <= kernels::cuda::kGemvMaxRows && (t == DType::kF32 || IsHalf(t)) &&
+         GemvEnabled();
+}
+
+// A row-major product y [rows, n] = x [rows, k] w [k, ldw], contiguous.
+GemvArgs GemvOf(DType t, int64_t rows, int64_t k, int64_t n, const void *x, const void *w,
+                int64_t ldw, void *y) {
+  GemvArgs a;
+  a.t = ElemOf(t);
+  a.m = rows;
+  a.n = n;
+  a.k = k;
+  a.x = x;
+  a.ldx = k;
+  a.w = w;
+  a.ldw = ldw;
+  a.y = y;
+  a.ldy = n;
+  return a;
+}
+
+Status RunGemv(ExecContext &ctx, const GemvArgs &a) {
+  KILN_CUDA_RETURN_IF_ERROR(kernels::cuda::Gemv(a, Stream(ctx)));
+  return Status::Ok();
+}
+
 // ---- matmul ------------------------------------------------------------------
 
 // The batch as strided-batch GEMMs. B without batch: A's batch folds into
@@ -121,6 +171,8 @@ Status RunMatMul(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &o
   const int64_t count_a = NumElements(d.batch_a), count_b = NumElements(d.batch_b);
   if (count_b == 1) {
     s.m = d.m * count_a;
+    if (UseGemv(a.dtype, s.m))
+      return RunGemv(ctx, GemvOf(a.dtype, s.m, d.k, d.n, a.data, b.data, d.n, y.data));
     return LtGemm(ctx, s, {a.data, b.data, y.data});
   }
   if (count_a == 1) {
@@ -264,6 +316,12 @@ Status RunLinear(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outpu
         KernelActivation(act), nullptr, bias, y.data, ElemOf(t), d.rows, n, Stream(ctx)));
     return Status::Ok();
   }
+  if (UseGemv(t, d.rows)) {
+    GemvArgs g = GemvOf(t, d.rows, d.k, n, x.data, w.data, n, y.data);
+    g.bias = bias;
+    g.act = KernelActivation(act);
+    return RunGemv(ctx, g);
+  }
   LtGemmShape s;
   s.ab = s.d = t;
   s.m = d.rows;
@@ -308,6 +366,16 @@ Status RunGatedMlp(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Out
     return Status::Ok();
   if (d.k == 0 || f == 0) // act(0) * 0 = 0 for every allowed activation
     return Zero(ctx, y);
+  if (UseGemv(t, d.rows)) {
+    // g = act(x w_gate_up[:, :F]) * (x w_gate_up[:, F:]) in the operand type, then g w_down.
+    KILN_ASSIGN_OR_RETURN(void *g,
+                          OpScratch(ctx, static_cast<uint64_t>(d.rows * f) * DTypeSize(t)));
+    GemvArgs up = GemvOf(t, d.rows, d.k, f, x.data, w_gate_up.data, 2 * f, g);
+    up.gated = true;
+    up.act = KernelActivation(act);
+    KILN_RETURN_IF_ERROR(RunGemv(ctx, up));
+    return RunGemv(ctx, GemvOf(t, d.rows, f, n, g, w_down.data, n, y.data));
+  }
   // 256-byte aligned so the down GEMM's A admits every cuBLASLt algorithm.
   const uint64_t h_bytes = (static_cast<uint64_t>(d.rows * 2 * f) * sizeof(float) + 255) & ~255ull;
   const uint64_t g_bytes = static_cast<uint64_t>(d.rows * f) * DTypeSize(t);
