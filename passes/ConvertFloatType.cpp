@@ -36,6 +36,8 @@ using namespace mlir;
 /// Where a value's precision comes from.
 enum class Kind : uint8_t {
   Neutral, // computed from constants only: takes the type its readers need
+  Moved,   // constants' elements moved or selected by integer data (an Expand
+           // of inv_freq, an embedding Gather): takes its readers' type too
   Data,    // an integer or bool tensor computed from graph inputs
   Keep,    // f32 computed from integer data (positions, masks): stays f32
   Half,    // converted to the target type
@@ -49,6 +51,16 @@ bool isFloatTensor(Type t) {
 bool isF32Tensor(Type t) {
   auto s = dyn_cast<TensorType>(t);
   return s && s.getElementType().isF32();
+}
+
+/// Ops whose float results only copy, move or select their float operands'
+/// elements (or an attribute's), computing nothing: they add no rounding.
+bool movesElements(Operation *op) {
+  if (auto c = dyn_cast<CastOp>(op))
+    return isFloatTensor(c.getInput().getType());
+  return isa<ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherNDOp,
+             UnsqueezeOp, SqueezeOp, ExpandOp, TileOp, FlattenOp, IdentityOp, WhereOp,
+             ConstantOfShapeOp>(op);
 }
 
 class Converter {
@@ -91,9 +103,13 @@ private:
       return Kind::Neutral;
     if (!floats)
       return Kind::Data;
-    // Integer data becoming float (positions, a mask) keeps f32's precision;
-    // any other op that makes floats from data (an embedding Gather of a
-    // weight, a ConstantOfShape) computes activations.
+    // Constants' elements moved by data (an embedding Gather, an Expand of
+    // inv_freq to the batch) are still the constants' values: their readers
+    // decide. Integer data becoming float (positions, a mask) keeps f32's
+    // precision; any other op that computes floats from data and constants
+    // (the first norm of the embeddings) computes activations.
+    if (movesElements(op))
+      return Kind::Moved;
     return isa<CastOp>(op) ? Kind::Keep : Kind::Half;
   }
 
@@ -108,13 +124,13 @@ private:
     }
   }
 
-  /// Constant-only ops take the precision of their readers, last reader
-  /// first so that a chain of them settles from its end. One f32 reader
-  /// keeps the value f32 (its half readers get a Cast; a constant is
+  /// Constant-only and moved ops take the precision of their readers, last
+  /// reader first so that a chain of them settles from its end. One f32
+  /// reader keeps the value f32 (its half readers get a Cast; a constant is
   /// converted for them instead).
   void settleNeutral() {
     for (Operation *op : llvm::reverse(ops)) {
-      if (context[op] != Kind::Neutral)
+      if (context[op] != Kind::Neutral && context[op] != Kind::Moved)
         continue;
       bool keep = false, toHalf = false;
       for (Value r : op->getResults())
