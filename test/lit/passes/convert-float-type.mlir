@@ -91,3 +91,38 @@ func.func @shared(%x: tensor<4xf32>, %pos: tensor<4xi64>) -> (tensor<4xf32>, ten
   %b = kiln.add %x32, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %a, %b : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A constant moved by integer data (inv_freq expanded to the batch, as Hugging
+// Face's rotary embedding does) takes its readers' type: multiplied by the f32
+// positions, it stays f32 with the angles (in bf16, an angle of 63 would round
+// by up to 0.125 rad). Near-miss: an embedding Gather of a weight is moved by
+// data too, but its reader computes activations, so the table and the Gather
+// become half.
+// BF16-LABEL: func.func @moved
+// BF16-DAG: %[[FREQ:.*]] = kiln.constant dense<3.000000e-01> : tensor<1x4xf32>
+// BF16-DAG: %[[TABLE:.*]] = kiln.constant dense<1.000980e-01> : tensor<16x4xbf16>
+// BF16: %[[FE:.*]] = kiln.expand %[[FREQ]], %{{.*}} : (tensor<1x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+// BF16: %[[PF:.*]] = kiln.cast %arg1 {to = 1 : i64} : (tensor<?x1xi64>) -> tensor<?x1xf32>
+// BF16: %[[ANG:.*]] = kiln.mul %[[FE]], %[[PF]] : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
+// BF16: %[[COS:.*]] = kiln.cos %[[ANG]] : (tensor<?x4xf32>) -> tensor<?x4xf32>
+// BF16: %[[COSH:.*]] = kiln.cast %[[COS]] {to = 3 : i64} : (tensor<?x4xf32>) -> tensor<?x4xbf16>
+// BF16: kiln.mul %arg0, %[[COSH]] : (tensor<?x4xbf16>, tensor<?x4xbf16>) -> tensor<?x4xbf16>
+// BF16: %[[E:.*]] = kiln.gather %[[TABLE]], %arg2 {axis = 0 : i64} : (tensor<16x4xbf16>, tensor<?xi64>) -> tensor<?x4xbf16>
+// BF16: kiln.mul %[[E]], %[[E]] : (tensor<?x4xbf16>, tensor<?x4xbf16>) -> tensor<?x4xbf16>
+func.func @moved(%x: tensor<?x4xf32> {kiln.name = "x"}, %pos: tensor<?x1xi64> {kiln.name = "position_ids"},
+                 %ids: tensor<?xi64> {kiln.name = "input_ids"}) -> (tensor<?x4xf32> {kiln.name = "y"}) {
+  %freq = kiln.constant dense<0.3> : tensor<1x4xf32>
+  %table = kiln.constant dense<0.1> : tensor<16x4xf32>
+  %s = kiln.shape %pos {end = 2 : i64, start = 0 : i64} : (tensor<?x1xi64>) -> tensor<2xi64>
+  %fe = kiln.expand %freq, %s : (tensor<1x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %pf = kiln.cast %pos {to = 1 : i64} : (tensor<?x1xi64>) -> tensor<?x1xf32>
+  %ang = kiln.mul %fe, %pf : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
+  %cos = kiln.cos %ang : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %y = kiln.mul %x, %cos : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %e = kiln.gather %table, %ids {axis = 0 : i64} : (tensor<16x4xf32>, tensor<?xi64>) -> tensor<?x4xf32>
+  %d = kiln.mul %e, %e : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %out = kiln.add %y, %d : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %out : tensor<?x4xf32>
+}
