@@ -53,6 +53,21 @@ bool isF32Tensor(Type t) {
   return s && s.getElementType().isF32();
 }
 
+/// Operands that a half op reads as they are when they stay f32: a norm's
+/// scale and bias ([D] each) and rotary's cos/sin tables. Every backend reads
+/// them in their own dtype, so f32 costs nothing but their few bytes, and
+/// keeps 16 more bits of each (bf16's 8 significant bits round a norm scale
+/// by up to 2^-9 per channel, in every layer).
+bool readsF32(Operation *op, unsigned operand) {
+  if (isa<RmsNormOp>(op))
+    return operand == 1;
+  if (isa<AddRmsNormOp, AddLayerNormOp>(op))
+    return operand >= 2;
+  if (isa<RotaryOp>(op))
+    return operand >= 1;
+  return false;
+}
+
 /// Ops whose float results only copy, move or select their float operands'
 /// elements (or an attribute's), computing nothing: they add no rounding.
 bool movesElements(Operation *op) {
@@ -135,12 +150,13 @@ private:
       bool keep = false, toHalf = false;
       for (Value r : op->getResults())
         if (isFloatTensor(r.getType()))
-          for (Operation *user : r.getUsers()) {
-            auto it = context.find(user);
+          for (OpOperand &use : r.getUses()) {
+            auto it = context.find(use.getOwner());
             if (it == context.end())
               continue; // the return: outputs are handled on their own
-            keep |= it->second == Kind::Keep;
-            toHalf |= it->second == Kind::Half;
+            bool f32 = readsF32(use.getOwner(), use.getOperandNumber());
+            keep |= it->second == Kind::Keep || (it->second == Kind::Half && f32);
+            toHalf |= it->second == Kind::Half && !f32;
           }
       Kind k = toHalf && !keep ? Kind::Half : Kind::Keep;
       context[op] = k;
@@ -183,7 +199,8 @@ private:
         b.setInsertionPointAfter(op);
         auto copy = cast<ConstantOp>(b.clone(*op));
         c.getOutput().replaceUsesWithIf(copy.getOutput(), [&](OpOperand &use) {
-          return context.lookup(use.getOwner()) == Kind::Half;
+          return context.lookup(use.getOwner()) == Kind::Half &&
+                 !readsF32(use.getOwner(), use.getOperandNumber());
         });
         if (failed(convertConstant(copy)))
           return failure();
@@ -269,8 +286,13 @@ LogicalResult Converter::convertOp(Operation *op) {
     castOp.getOutput().setType(halfOf(castOp.getOutput().getType()));
     return success();
   }
+  // rotary's cos and sin share one type: f32 only when both are.
+  auto rotary = dyn_cast<RotaryOp>(op);
+  bool mixedTables = rotary && isF32Tensor(rotary.getCos().getType()) !=
+                                   isF32Tensor(rotary.getSin().getType());
   for (OpOperand &operand : op->getOpOperands())
-    if (isF32Tensor(operand.get().getType()))
+    if (isF32Tensor(operand.get().getType()) &&
+        (mixedTables || !readsF32(op, operand.getOperandNumber())))
       operand.set(castTo(operand.get(), half));
   for (Value r : op->getResults())
     if (isF32Tensor(r.getType()))
