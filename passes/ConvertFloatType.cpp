@@ -73,9 +73,8 @@ bool readsF32(Operation *op, unsigned operand) {
 bool movesElements(Operation *op) {
   if (auto c = dyn_cast<CastOp>(op))
     return isFloatTensor(c.getInput().getType());
-  return isa<ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherNDOp,
-             UnsqueezeOp, SqueezeOp, ExpandOp, TileOp, FlattenOp, IdentityOp, WhereOp,
-             ConstantOfShapeOp>(op);
+  return isa<ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherNDOp, UnsqueezeOp,
+             SqueezeOp, ExpandOp, TileOp, FlattenOp, IdentityOp, WhereOp, ConstantOfShapeOp>(op);
 }
 
 class Converter {
@@ -288,8 +287,8 @@ LogicalResult Converter::convertOp(Operation *op) {
   }
   // rotary's cos and sin share one type: f32 only when both are.
   auto rotary = dyn_cast<RotaryOp>(op);
-  bool mixedTables = rotary && isF32Tensor(rotary.getCos().getType()) !=
-                                   isF32Tensor(rotary.getSin().getType());
+  bool mixedTables =
+      rotary && isF32Tensor(rotary.getCos().getType()) != isF32Tensor(rotary.getSin().getType());
   for (OpOperand &operand : op->getOpOperands())
     if (isF32Tensor(operand.get().getType()) &&
         (mixedTables || !readsF32(op, operand.getOperandNumber())))

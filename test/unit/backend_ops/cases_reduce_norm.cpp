@@ -125,10 +125,10 @@ void AddNorms(std::vector<OpCase> &c) {
       {Uniform(BF16, {3, 4096}), Uniform(BF16, {3, 4096}), Uniform(F32, {4096})}, kAccumulated);
   rms_f32.num_outputs = 2;
   c.push_back(rms_f32);
-  OpCase ln_f32 = MakeCase(
-      "add_layer_norm", F16, {7, 13, 37}, "f32_scale_bias", eps,
-      {Uniform(F16, {7, 13, 37}), Uniform(F16, {7, 13, 37}), Uniform(F32, {37}), Uniform(F32, {37})},
-      kAccumulated);
+  OpCase ln_f32 = MakeCase("add_layer_norm", F16, {7, 13, 37}, "f32_scale_bias", eps,
+                           {Uniform(F16, {7, 13, 37}), Uniform(F16, {7, 13, 37}),
+                            Uniform(F32, {37}), Uniform(F32, {37})},
+                           kAccumulated);
   ln_f32.num_outputs = 2;
   c.push_back(ln_f32);
   AddNormsAtModelShapes(c);
