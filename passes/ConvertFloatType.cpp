@@ -36,6 +36,8 @@ using namespace mlir;
 /// Where a value's precision comes from.
 enum class Kind : uint8_t {
   Neutral, // computed from constants only: takes the type its readers need
+  Moved,   // constants' elements moved or selected by integer data (an Expand
+           // of inv_freq, an embedding Gather): takes its readers' type too
   Data,    // an integer or bool tensor computed from graph inputs
   Keep,    // f32 computed from integer data (positions, masks): stays f32
   Half,    // converted to the target type
@@ -49,6 +51,30 @@ bool isFloatTensor(Type t) {
 bool isF32Tensor(Type t) {
   auto s = dyn_cast<TensorType>(t);
   return s && s.getElementType().isF32();
+}
+
+/// Operands that a half op reads as they are when they stay f32: a norm's
+/// scale and bias ([D] each) and rotary's cos/sin tables. Every backend reads
+/// them in their own dtype, so f32 costs nothing but their few bytes, and
+/// keeps 16 more bits of each (bf16's 8 significant bits round a norm scale
+/// by up to 2^-9 per channel, in every layer).
+bool readsF32(Operation *op, unsigned operand) {
+  if (isa<RmsNormOp>(op))
+    return operand == 1;
+  if (isa<AddRmsNormOp, AddLayerNormOp>(op))
+    return operand >= 2;
+  if (isa<RotaryOp>(op))
+    return operand >= 1;
+  return false;
+}
+
+/// Ops whose float results only copy, move or select their float operands'
+/// elements (or an attribute's), computing nothing: they add no rounding.
+bool movesElements(Operation *op) {
+  if (auto c = dyn_cast<CastOp>(op))
+    return isFloatTensor(c.getInput().getType());
+  return isa<ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherNDOp, UnsqueezeOp,
+             SqueezeOp, ExpandOp, TileOp, FlattenOp, IdentityOp, WhereOp, ConstantOfShapeOp>(op);
 }
 
 class Converter {
@@ -91,9 +117,13 @@ private:
       return Kind::Neutral;
     if (!floats)
       return Kind::Data;
-    // Integer data becoming float (positions, a mask) keeps f32's precision;
-    // any other op that makes floats from data (an embedding Gather of a
-    // weight, a ConstantOfShape) computes activations.
+    // Constants' elements moved by data (an embedding Gather, an Expand of
+    // inv_freq to the batch) are still the constants' values: their readers
+    // decide. Integer data becoming float (positions, a mask) keeps f32's
+    // precision; any other op that computes floats from data and constants
+    // (the first norm of the embeddings) computes activations.
+    if (movesElements(op))
+      return Kind::Moved;
     return isa<CastOp>(op) ? Kind::Keep : Kind::Half;
   }
 
@@ -108,23 +138,24 @@ private:
     }
   }
 
-  /// Constant-only ops take the precision of their readers, last reader
-  /// first so that a chain of them settles from its end. One f32 reader
-  /// keeps the value f32 (its half readers get a Cast; a constant is
+  /// Constant-only and moved ops take the precision of their readers, last
+  /// reader first so that a chain of them settles from its end. One f32
+  /// reader keeps the value f32 (its half readers get a Cast; a constant is
   /// converted for them instead).
   void settleNeutral() {
     for (Operation *op : llvm::reverse(ops)) {
-      if (context[op] != Kind::Neutral)
+      if (context[op] != Kind::Neutral && context[op] != Kind::Moved)
         continue;
       bool keep = false, toHalf = false;
       for (Value r : op->getResults())
         if (isFloatTensor(r.getType()))
-          for (Operation *user : r.getUsers()) {
-            auto it = context.find(user);
+          for (OpOperand &use : r.getUses()) {
+            auto it = context.find(use.getOwner());
             if (it == context.end())
               continue; // the return: outputs are handled on their own
-            keep |= it->second == Kind::Keep;
-            toHalf |= it->second == Kind::Half;
+            bool f32 = readsF32(use.getOwner(), use.getOperandNumber());
+            keep |= it->second == Kind::Keep || (it->second == Kind::Half && f32);
+            toHalf |= it->second == Kind::Half && !f32;
           }
       Kind k = toHalf && !keep ? Kind::Half : Kind::Keep;
       context[op] = k;
@@ -167,7 +198,8 @@ private:
         b.setInsertionPointAfter(op);
         auto copy = cast<ConstantOp>(b.clone(*op));
         c.getOutput().replaceUsesWithIf(copy.getOutput(), [&](OpOperand &use) {
-          return context.lookup(use.getOwner()) == Kind::Half;
+          return context.lookup(use.getOwner()) == Kind::Half &&
+                 !readsF32(use.getOwner(), use.getOperandNumber());
         });
         if (failed(convertConstant(copy)))
           return failure();
@@ -253,8 +285,13 @@ LogicalResult Converter::convertOp(Operation *op) {
     castOp.getOutput().setType(halfOf(castOp.getOutput().getType()));
     return success();
   }
+  // rotary's cos and sin share one type: f32 only when both are.
+  auto rotary = dyn_cast<RotaryOp>(op);
+  bool mixedTables =
+      rotary && isF32Tensor(rotary.getCos().getType()) != isF32Tensor(rotary.getSin().getType());
   for (OpOperand &operand : op->getOpOperands())
-    if (isF32Tensor(operand.get().getType()))
+    if (isF32Tensor(operand.get().getType()) &&
+        (mixedTables || !readsF32(op, operand.getOperandNumber())))
       operand.set(castTo(operand.get(), half));
   for (Value r : op->getResults())
     if (isF32Tensor(r.getType()))

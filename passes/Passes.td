@@ -244,14 +244,19 @@ def KilnConvertFloatType : Pass<"kiln-convert-float-type", "mlir::ModuleOp"> {
     cache: `past_key_values.*`, `kv_cache.*`) take that type, and ops
     compute in it. Integer and bool tensors are untouched.
 
-    Three things stay f32:
+    These stay f32:
     - values computed from integer data: a Cast of an integer tensor to f32
       (positions, masks) and everything computed from it with constants
-      only, such as rotary cos/sin. Half has 11 significant bits and
-      bfloat16 8, so positions past 2048 (256) would round. Where such a
-      value meets a half one, a Cast to `to` joins them, as Hugging Face's
-      `cos.to(x.dtype)` does;
-    - ops over constants only, when an f32 op reads them;
+      only, such as rotary angles and cos/sin. Half has 11 significant bits
+      and bfloat16 8, so positions past 2048 (256) would round, and so
+      would the angles. Constants that integer data only moves or selects
+      (an Expand of inv_freq to the batch, an embedding Gather) count as
+      constants here: they take their readers' type. Where such a value
+      meets a half op, a Cast to `to` joins them;
+    - the operands that the fused ops read in their own dtype: a norm's
+      scale and bias (rms_norm, add_rms_norm, add_layer_norm) and rotary's
+      cos and sin, with no Cast;
+    - ops over constants only, when an f32 op (or operand) reads them;
     - every graph output but the KV cache's (`present.*`): a final Cast
       back to f32 keeps `logits` f32 for the samplers.
 

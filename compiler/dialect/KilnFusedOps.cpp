@@ -40,6 +40,15 @@ LogicalResult expectKernelFloat(Operation *op, ValueRange values) {
   return success();
 }
 
+/// A parameter the kernels read in its own dtype (a norm's scale and bias,
+/// rotary's cos and sin): `x`'s element type, or f32 beside a half `x`.
+LogicalResult expectParamFloat(Operation *op, Value x, Value param, StringRef what) {
+  Type want = elementOf(x), got = elementOf(param);
+  if (got == want || got.isF32())
+    return success();
+  return op->emitOpError() << what << " must be " << want << " or f32, got " << got;
+}
+
 LogicalResult expectRank(Operation *op, Value v, int64_t rank, StringRef what) {
   if (auto dims = dimsOf(v); dims && static_cast<int64_t>(dims->size()) != rank)
     return op->emitOpError() << what << " must have rank " << rank << ", got " << v.getType();
@@ -135,7 +144,8 @@ LogicalResult inferResidualNorm(ShapeInferenceContext &ctx, Value a, Value sum, 
 //===----------------------------------------------------------------------===//
 
 LogicalResult RmsNormOp::verify() {
-  if (failed(expectKernelFloat(*this, {getX(), getScale(), getY()})) ||
+  if (failed(expectKernelFloat(*this, {getX(), getY()})) ||
+      failed(expectParamFloat(*this, getX(), getScale(), "scale")) ||
       failed(verifyNorm(*this, getX(), getScale(), nullptr, getEpsilon().convertToFloat())))
     return failure();
   return expectSameShape(*this, getX(), getY(), "x and the result");
@@ -146,7 +156,8 @@ LogicalResult RmsNormOp::inferShapes(ShapeInferenceContext &ctx) {
 }
 
 LogicalResult AddRmsNormOp::verify() {
-  if (failed(expectKernelFloat(*this, {getA(), getB(), getScale(), getSum(), getY()})) ||
+  if (failed(expectKernelFloat(*this, {getA(), getB(), getSum(), getY()})) ||
+      failed(expectParamFloat(*this, getA(), getScale(), "scale")) ||
       failed(expectSameShape(*this, getA(), getB(), "a and b")) ||
       failed(verifyNorm(*this, getA(), getScale(), nullptr, getEpsilon().convertToFloat())))
     return failure();
@@ -158,10 +169,9 @@ LogicalResult AddRmsNormOp::inferShapes(ShapeInferenceContext &ctx) {
 }
 
 LogicalResult AddLayerNormOp::verify() {
-  SmallVector<Value> values = {getA(), getB(), getScale(), getSum(), getY()};
-  if (getBias())
-    values.push_back(getBias());
-  if (failed(expectKernelFloat(*this, values)) ||
+  if (failed(expectKernelFloat(*this, {getA(), getB(), getSum(), getY()})) ||
+      failed(expectParamFloat(*this, getA(), getScale(), "scale")) ||
+      (getBias() && failed(expectParamFloat(*this, getA(), getBias(), "bias"))) ||
       failed(expectSameShape(*this, getA(), getB(), "a and b")) ||
       failed(verifyNorm(*this, getA(), getScale(), getBias(), getEpsilon().convertToFloat())))
     return failure();
@@ -242,7 +252,9 @@ LogicalResult GatedMlpOp::inferShapes(ShapeInferenceContext &ctx) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult RotaryOp::verify() {
-  if (failed(expectKernelFloat(*this, {getX(), getCos(), getSin(), getY()})) ||
+  if (failed(expectKernelFloat(*this, {getX(), getY()})) ||
+      failed(expectKernelFloat(*this, {getCos(), getSin()})) ||
+      failed(expectParamFloat(*this, getX(), getCos(), "cos")) ||
       failed(expectMinRank(*this, getX(), 1, "x")) ||
       failed(expectSameShape(*this, getX(), getY(), "x and the result")) ||
       failed(expectSameShape(*this, getCos(), getSin(), "cos and sin")))

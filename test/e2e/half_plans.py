@@ -14,7 +14,7 @@ For each decoder fixture, over one fixed token sequence (the fixture's
      16), kv_slots 0..T-1 and logits for every token;
   4. per position p, rel_p = max_v |half[p, v] - fp32[p, v]| / max_v |fp32[p, v]|
      (the max-norm of the difference over the max-norm of the fp32 logits);
-     every rel_p must be <= 2e-2 for fp16 (5e-2 for bf16, see REL_TOL), and
+     every rel_p must be <= 2e-2 for fp16 (4e-2 for bf16, see REL_TOL), and
      argmax(half[p]) == argmax(fp32[p]) on at least 95% of positions.
 The fp32 ragged and dense logits must also agree to 1e-4 (the exec harness
 drives the ragged interface right), and `kiln run` on each half plan (the
@@ -36,9 +36,11 @@ from onnx import TensorProto, helper, numpy_helper
 from checks import Checks
 
 # fp16 keeps 11 significant bits, bfloat16 8: its rounding error is 8x
-# fp16's, and on these fixtures bf16 plans measure up to 3.8e-2 (fp16 at
-# most 5.7e-3; docs/build-config.md has the table), so bf16 is held to 5e-2.
-REL_TOL = {"fp16": 2e-2, "bf16": 5e-2}
+# fp16's. On these fixtures bf16 plans measure up to 2.8e-2 (fp16 at most
+# 2.8e-3), mostly the weights' own rounding (docs/build-config.md has the
+# tables and where the error comes from), and on the device up to 1.33x the
+# cpu's, so bf16 is held to 4e-2.
+REL_TOL = {"fp16": 2e-2, "bf16": 4e-2}
 TOP1_MIN = 0.95
 BLOCK = 16
 HALF_TYPES = {"fp16": "f16", "bf16": "bf16"}

@@ -46,3 +46,16 @@ func.func @paged_attention(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %
   %0 = kiln.paged_attention %q, %k, %v, %kc, %vc, %slots, %qs, %cl, %bt {scale = 0.25 : f32} : (tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x4x?x16xf32>
   return %0 : tensor<1x4x?x16xf32>
 }
+
+// A half norm or rotary takes f32 parameters (its scale, bias and cos/sin
+// tables), as half plans keep them.
+// CHECK-LABEL: func @half_with_f32_params
+func.func @half_with_f32_params(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w: tensor<64xf32>, %q: tensor<1x4x?x16xf16>, %cos: tensor<1x1x?x16xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<1x4x?x16xf16>) {
+  // CHECK: kiln.rms_norm %{{.*}}, %{{.*}} {{.*}} : (tensor<?x64xbf16>, tensor<64xf32>) -> tensor<?x64xbf16>
+  %0 = kiln.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<?x64xbf16>, tensor<64xf32>) -> tensor<?x64xbf16>
+  // CHECK: kiln.add_layer_norm {{.*}} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xf32>, tensor<64xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
+  %1:2 = kiln.add_layer_norm %x, %r, %w, %w {epsilon = 1.0e-5 : f32} : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xf32>, tensor<64xf32>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
+  // CHECK: kiln.rotary {{.*}} : (tensor<1x4x?x16xf16>, tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<1x4x?x16xf16>
+  %2 = kiln.rotary %q, %cos, %cos {interleaved = 0 : i64, rotary_dim = 16 : i64} : (tensor<1x4x?x16xf16>, tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<1x4x?x16xf16>
+  return %0, %1#1, %2 : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<1x4x?x16xf16>
+}

@@ -17,6 +17,24 @@ func.func @rms_f64(%x: tensor<2x64xf64>, %w: tensor<64xf64>) -> tensor<2x64xf64>
 
 // -----
 
+// Near-miss of a half norm's f32 scale: another half type is refused.
+func.func @rms_scale_other_half(%x: tensor<2x64xbf16>, %w: tensor<64xf16>) -> tensor<2x64xbf16> {
+  // expected-error @+1 {{scale must be 'bf16' or f32, got 'f16'}}
+  %0 = kiln.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<2x64xbf16>, tensor<64xf16>) -> tensor<2x64xbf16>
+  return %0 : tensor<2x64xbf16>
+}
+
+// -----
+
+// f32 cos with a bf16 sin: the two tables share a type.
+func.func @rotary_tables_differ(%x: tensor<1x2x3x16xbf16>, %c: tensor<1x1x3x16xf32>, %s: tensor<1x1x3x16xbf16>) -> tensor<1x2x3x16xbf16> {
+  // expected-error @+1 {{operands and results must share the element type 'f32', got 'bf16'}}
+  %0 = kiln.rotary %x, %c, %s {interleaved = 0 : i64, rotary_dim = 16 : i64} : (tensor<1x2x3x16xbf16>, tensor<1x1x3x16xf32>, tensor<1x1x3x16xbf16>) -> tensor<1x2x3x16xbf16>
+  return %0 : tensor<1x2x3x16xbf16>
+}
+
+// -----
+
 func.func @add_norm_shapes(%a: tensor<2x64xf32>, %b: tensor<1x64xf32>, %w: tensor<64xf32>) -> tensor<2x64xf32> {
   // expected-error @+1 {{a and b must have the same shape}}
   %0:2 = kiln.add_rms_norm %a, %b, %w {epsilon = 1.0e-6 : f32} : (tensor<2x64xf32>, tensor<1x64xf32>, tensor<64xf32>) -> (tensor<2x64xf32>, tensor<2x64xf32>)

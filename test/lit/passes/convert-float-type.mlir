@@ -18,7 +18,7 @@
 // CHECK: %[[K:.*]] = kiln.reshape %[[H]], %[[SHAPE]] {{.*}} -> tensor<1x?x2x4xf16>
 // CHECK: %[[KT:.*]] = kiln.transpose %[[K]] {{.*}} -> tensor<1x2x?x4xf16>
 // CHECK: %[[KALL:.*]] = kiln.concat %[[PK]], %[[KT]] {{.*}} -> tensor<1x2x?x4xf16>
-// CHECK: %[[N:.*]] = kiln.rms_norm %[[H]], %{{.*}} {{.*}} : (tensor<?x?x8xf16>, tensor<8xf16>) -> tensor<?x?x8xf16>
+// CHECK: %[[N:.*]] = kiln.rms_norm %[[H]], %{{.*}} {{.*}} : (tensor<?x?x8xf16>, tensor<8xf32>) -> tensor<?x?x8xf16>
 // CHECK: %[[L:.*]] = kiln.linear %[[N]], %[[EMBT:.*]] {activation = "none"} : (tensor<?x?x8xf16>, tensor<8x8xf16>) -> tensor<?x?x8xf16>
 // CHECK: %[[OUT:.*]] = kiln.cast %[[L]] {to = 1 : i64} : (tensor<?x?x8xf16>) -> tensor<?x?x8xf32>
 // CHECK: return %[[OUT]], %[[KALL]] : tensor<?x?x8xf32>, tensor<1x2x?x4xf16>
@@ -90,4 +90,69 @@ func.func @shared(%x: tensor<4xf32>, %pos: tensor<4xi64>) -> (tensor<4xf32>, ten
   %x32 = kiln.cast %x {to = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   %b = kiln.add %x32, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %a, %b : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A constant moved by integer data (inv_freq expanded to the batch, as Hugging
+// Face's rotary embedding does) takes its readers' type: multiplied by the f32
+// positions, it stays f32 with the angles (in bf16, an angle of 63 would round
+// by up to 0.125 rad). Near-miss: an embedding Gather of a weight is moved by
+// data too, but its reader computes activations, so the table and the Gather
+// become half.
+// BF16-LABEL: func.func @moved
+// BF16-DAG: %[[FREQ:.*]] = kiln.constant dense<3.000000e-01> : tensor<1x4xf32>
+// BF16-DAG: %[[TABLE:.*]] = kiln.constant dense<1.000980e-01> : tensor<16x4xbf16>
+// BF16: %[[FE:.*]] = kiln.expand %[[FREQ]], %{{.*}} : (tensor<1x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+// BF16: %[[PF:.*]] = kiln.cast %arg1 {to = 1 : i64} : (tensor<?x1xi64>) -> tensor<?x1xf32>
+// BF16: %[[ANG:.*]] = kiln.mul %[[FE]], %[[PF]] : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
+// BF16: %[[COS:.*]] = kiln.cos %[[ANG]] : (tensor<?x4xf32>) -> tensor<?x4xf32>
+// BF16: %[[COSH:.*]] = kiln.cast %[[COS]] {to = 3 : i64} : (tensor<?x4xf32>) -> tensor<?x4xbf16>
+// BF16: kiln.mul %arg0, %[[COSH]] : (tensor<?x4xbf16>, tensor<?x4xbf16>) -> tensor<?x4xbf16>
+// BF16: %[[E:.*]] = kiln.gather %[[TABLE]], %arg2 {axis = 0 : i64} : (tensor<16x4xbf16>, tensor<?xi64>) -> tensor<?x4xbf16>
+// BF16: kiln.mul %[[E]], %[[E]] : (tensor<?x4xbf16>, tensor<?x4xbf16>) -> tensor<?x4xbf16>
+func.func @moved(%x: tensor<?x4xf32> {kiln.name = "x"}, %pos: tensor<?x1xi64> {kiln.name = "position_ids"},
+                 %ids: tensor<?xi64> {kiln.name = "input_ids"}) -> (tensor<?x4xf32> {kiln.name = "y"}) {
+  %freq = kiln.constant dense<0.3> : tensor<1x4xf32>
+  %table = kiln.constant dense<0.1> : tensor<16x4xf32>
+  %s = kiln.shape %pos {end = 2 : i64, start = 0 : i64} : (tensor<?x1xi64>) -> tensor<2xi64>
+  %fe = kiln.expand %freq, %s : (tensor<1x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %pf = kiln.cast %pos {to = 1 : i64} : (tensor<?x1xi64>) -> tensor<?x1xf32>
+  %ang = kiln.mul %fe, %pf : (tensor<?x4xf32>, tensor<?x1xf32>) -> tensor<?x4xf32>
+  %cos = kiln.cos %ang : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %y = kiln.mul %x, %cos : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %e = kiln.gather %table, %ids {axis = 0 : i64} : (tensor<16x4xf32>, tensor<?xi64>) -> tensor<?x4xf32>
+  %d = kiln.mul %e, %e : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %out = kiln.add %y, %d : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %out : tensor<?x4xf32>
+}
+
+// -----
+
+// A norm's scale and bias and rotary's cos/sin stay f32 beside half
+// activations (the kernels read them in their own dtype): no Cast meets them.
+// Near-miss: a linear's weight and bias, also constants read by a half op,
+// become half.
+// BF16-LABEL: func.func @f32_params
+// BF16-DAG: %[[G:.*]] = kiln.constant dense<1.500000e+00> : tensor<8xf32>
+// BF16-DAG: %[[W:.*]] = kiln.constant dense<2.500000e-01> : tensor<8x8xbf16>
+// BF16-DAG: %[[B:.*]] = kiln.constant dense<5.000000e-01> : tensor<8xbf16>
+// BF16: %[[N:.*]] = kiln.rms_norm %arg0, %[[G]] {{.*}} : (tensor<?x8xbf16>, tensor<8xf32>) -> tensor<?x8xbf16>
+// BF16: %[[L:.*]] = kiln.linear %[[N]], %[[W]], %[[B]] {{.*}} : (tensor<?x8xbf16>, tensor<8x8xbf16>, tensor<8xbf16>) -> tensor<?x8xbf16>
+// BF16: %[[COS:.*]] = kiln.cos %{{.*}} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+// BF16-NOT: kiln.cast %[[COS]]
+// BF16: kiln.rotary %[[L]], %[[COS]], %[[COS]] {{.*}} : (tensor<?x8xbf16>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xbf16>
+func.func @f32_params(%x: tensor<?x8xf32> {kiln.name = "x"}, %pos: tensor<?x1xi64> {kiln.name = "position_ids"})
+    -> (tensor<?x8xf32> {kiln.name = "y"}) {
+  %g = kiln.constant dense<1.5> : tensor<8xf32>
+  %w = kiln.constant dense<0.25> : tensor<8x8xf32>
+  %bias = kiln.constant dense<0.5> : tensor<8xf32>
+  %freq = kiln.constant dense<0.5> : tensor<1x8xf32>
+  %n = kiln.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %l = kiln.linear %n, %w, %bias {activation = "none"} : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %pf = kiln.cast %pos {to = 1 : i64} : (tensor<?x1xi64>) -> tensor<?x1xf32>
+  %ang = kiln.mul %pf, %freq : (tensor<?x1xf32>, tensor<1x8xf32>) -> tensor<?x8xf32>
+  %cos = kiln.cos %ang : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %y = kiln.rotary %l, %cos, %cos {interleaved = 0 : i64, rotary_dim = 8 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
 }

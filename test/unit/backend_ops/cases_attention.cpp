@@ -271,6 +271,12 @@ void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
                        {Uniform(F16, {2, 4, 300, 96}), Uniform(F16, {2, 1, 300, 64}, -1, 1),
                         Uniform(F16, {2, 1, 300, 64}, -1, 1)},
                        kPointwise));
+  // Half x with f32 tables, as half plans keep cos/sin (kiln-convert-float-type).
+  c.push_back(MakeCase("rotary", BF16, {1, 4, 7, 16}, "f32_tables",
+                       Attrs().Int("rotary_dim", 16).Int("interleaved", 0),
+                       {Uniform(BF16, {1, 4, 7, 16}), Uniform(F32, {1, 1, 7, 16}, -1, 1),
+                        Uniform(F32, {1, 1, 7, 16}, -1, 1)},
+                       kPointwise));
 }
 
 } // namespace

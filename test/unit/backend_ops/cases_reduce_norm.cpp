@@ -116,6 +116,21 @@ void AddNorms(std::vector<OpCase> &c) {
       kAccumulated);
   no_bias.num_outputs = 2;
   c.push_back(no_bias);
+  // Half rows with f32 parameters, as half plans keep a norm's scale and
+  // bias (kiln-convert-float-type).
+  c.push_back(MakeCase("rms_norm", BF16, {37, 129}, "f32_scale", eps,
+                       {Uniform(BF16, {37, 129}), Uniform(F32, {129})}, kAccumulated));
+  OpCase rms_f32 = MakeCase(
+      "add_rms_norm", BF16, {3, 4096}, "f32_scale", eps,
+      {Uniform(BF16, {3, 4096}), Uniform(BF16, {3, 4096}), Uniform(F32, {4096})}, kAccumulated);
+  rms_f32.num_outputs = 2;
+  c.push_back(rms_f32);
+  OpCase ln_f32 = MakeCase("add_layer_norm", F16, {7, 13, 37}, "f32_scale_bias", eps,
+                           {Uniform(F16, {7, 13, 37}), Uniform(F16, {7, 13, 37}),
+                            Uniform(F32, {37}), Uniform(F32, {37})},
+                           kAccumulated);
+  ln_f32.num_outputs = 2;
+  c.push_back(ln_f32);
   AddNormsAtModelShapes(c);
 }
 
