@@ -13,7 +13,7 @@
 # usage: tools/gpu/build_bundle.sh
 # Environment: JOBS (default 2), BUILD_DIR (default build/portable),
 # OUT (default build/gpu-bundle.tar.xz), KILN_CUDA (default ON where nvcc is
-# found, else OFF), XZ_LEVEL (default -9e), BUNDLE_CHECK (default 1).
+# found, else OFF), XZ_LEVEL (default --lzma2=preset=9e,dict=384MiB: a dictionary that spans every program, which share most of their bytes), BUNDLE_CHECK (default 1).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -21,7 +21,7 @@ cd "$ROOT"
 JOBS=${JOBS:-2}
 BUILD_DIR=${BUILD_DIR:-build/portable}
 OUT=${OUT:-build/gpu-bundle.tar.xz}
-XZ_LEVEL=${XZ_LEVEL:--9e}
+XZ_LEVEL=${XZ_LEVEL:---lzma2=preset=9e,dict=384MiB}
 NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [ -z "${KILN_CUDA:-}" ]; then
   if [ -x "$NVCC" ]; then KILN_CUDA=ON; else KILN_CUDA=OFF; fi
