@@ -168,6 +168,7 @@ Status PlanModelRunner::PadDecode(int64_t &T, int64_t &N) {
   a.rows.swap(rows_buf_);
   a.width = max_blocks_;
   const bool padded = PadDecodeStep(a, DecodeBucket(N, max_bucket_), TableBucket(max_blocks_));
+  const int64_t seqs = a.seqs();
   ids_buf_.swap(a.ids);
   pos_buf_.swap(a.pos);
   slots_buf_.swap(a.slots);
@@ -178,7 +179,7 @@ Status PlanModelRunner::PadDecode(int64_t &T, int64_t &N) {
   if (!padded)
     return Internal("a decode step's index arrays are not one token per sequence");
   max_blocks_ = a.width;
-  T = N = a.seqs();
+  T = N = seqs;
   return Status::Ok();
 }
 
