@@ -67,10 +67,13 @@ inline std::vector<float> PrefillThenDecode(PlanModelRunner &runner) {
 // of 5, 3, 1, 2 and 5 again (on and between the decode buckets 1, 2, 4, 8),
 // over a cache of `DecodeScriptBlocks` blocks of kBlockSize; the logits of
 // every step, in order. The greedy tokens come from the logits, so two
-// runners that agree on the logits decode the same tokens.
+// runners that agree on the logits decode the same tokens; with `follow`
+// (another run's result) they come from its logits instead, so runners that
+// agree only within rounding still compute the same steps.
 constexpr int64_t kDecodeScriptBlocks = 64;
 
-inline std::vector<float> DecodeScript(PlanModelRunner &runner) {
+inline std::vector<float> DecodeScript(PlanModelRunner &runner,
+                                       const std::vector<float> *follow = nullptr) {
   const int64_t vocab = runner.vocab_size();
   std::vector<Sequence> seqs(5);
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -99,9 +102,11 @@ inline std::vector<float> DecodeScript(PlanModelRunner &runner) {
                     << " logits";
       return false;
     }
+    const size_t offset = all.size();
     all.insert(all.end(), logits.begin(), logits.end());
+    const bool followed = follow != nullptr && follow->size() >= all.size();
     for (size_t r = 0; r < which.size(); ++r) {
-      const float *row = logits.data() + r * vocab;
+      const float *row = (followed ? follow->data() + offset : logits.data()) + r * vocab;
       seqs[which[r]].output.push_back(
           static_cast<int32_t>(std::max_element(row, row + vocab) - row));
     }
