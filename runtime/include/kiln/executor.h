@@ -58,7 +58,9 @@ public:
   // device inputs and op scratch are the same. Host inputs are still
   // copied in before each replay, so their values may change between runs
   // of one shape. A capture that fails leaves that binding eager. Results
-  // are the same either way: the same kernels run on the same memory.
+  // are the same either way: the same kernels run on the same memory. Set
+  // it before Bind: a binding made with it on keeps its host tensors (shape
+  // arithmetic that device ops read) where each replay can read them.
   void SetGraphs(bool on);
   bool graphs() const;
 

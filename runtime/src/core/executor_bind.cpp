@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 namespace kiln {
@@ -232,13 +233,14 @@ Status Executor::Impl::AddEntry(const std::string &sig) {
   const auto &tensors = plan->tensors();
   entry->host_ptrs.assign(tensors.size(), nullptr);
   // On a device backend, device ops copy the host tensors they read (shape
-  // arithmetic) to the device: from the backend's host memory, which a
-  // captured run reads again at each replay, so it lives with the entry.
+  // arithmetic) to the device. For a binding that runs as a captured run,
+  // from the backend's host memory (pinned on CUDA: pageable memory cannot
+  // be captured), which each replay reads again, so it lives with the entry.
   uint64_t total = 0;
-  const bool device = backend->memory_space() != MemorySpace::kHost;
+  const bool captured = graphs && backend->CanCapture();
   for (const auto &bytes : entry->layout.host_data)
     total = AlignUp(total + bytes.size(), alignment);
-  if (device && total > 0) {
+  if (captured && total > 0) {
     KILN_ASSIGN_OR_RETURN(entry->host_block, backend->AllocateHost(total));
     entry->backend = backend;
   }
@@ -362,6 +364,13 @@ Status Executor::Bind(const std::vector<TensorView> &inputs) {
   if (hit != m.cache.end()) {
     m.current = hit->second.get();
     ++m.stats.layout_cache_hits;
+    // Least recently used first out: a stream of one-off prompt shapes must
+    // not push out the decode shapes every step uses.
+    auto at = std::find(m.cache_order.begin(), m.cache_order.end(), sig);
+    if (at != m.cache_order.end() && std::next(at) != m.cache_order.end()) {
+      m.cache_order.erase(at);
+      m.cache_order.push_back(sig);
+    }
   } else {
     Status pass = m.ShapePass();
     if (!pass.ok() && !m.see_all_values) {

@@ -69,7 +69,8 @@ struct CacheEntry {
   BoundLayout layout;
   // Per tensor: the bytes of a host tensor, in host_block (memory the
   // backend's copies may read asynchronously, and a captured run again at
-  // each replay) or in layout.host_data; nullptr for other tensors.
+  // each replay; for bindings made with graphs on) or in layout.host_data;
+  // nullptr for other tensors.
   std::vector<void *> host_ptrs;
   Backend *backend = nullptr; // owner of host_block
   void *host_block = nullptr;
@@ -102,8 +103,9 @@ struct Executor::Impl {
   DeviceBuffer arena;             // in the backend's memory space
   uint64_t arena_capacity = 0;
 
-  // Layout cache: signature -> entry, evicted oldest first. A decode loop
-  // with CUDA graphs keeps one entry per batch and table-width bucket.
+  // Layout cache: signature -> entry, the least recently used evicted
+  // first. A decode loop with CUDA graphs keeps one entry per batch and
+  // table-width bucket.
   std::map<std::string, std::unique_ptr<CacheEntry>> cache;
   std::deque<std::string> cache_order;
   static constexpr size_t kCacheEntries = 32;

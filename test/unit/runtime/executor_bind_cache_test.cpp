@@ -152,6 +152,29 @@ TEST(BindCache, ANewShapeMisses) {
   EXPECT_EQ((*exec)->stats().layout_cache_hits, 1);
 }
 
+// Entries in use stay while one-off shapes come and go (least recently
+// used out, not oldest).
+TEST(BindCache, AShapeInUseOutlivesManyOneOffShapes) {
+  auto plan = Load(PagedPlan(), "bind_cache_lru.plan");
+  ASSERT_TRUE(plan);
+  auto exec = Executor::Create(*plan);
+  ASSERT_TRUE(exec.ok()) << exec.status().message();
+  // n sequences of one token each that store nothing and read block 0.
+  auto step = [](size_t n) {
+    return DecodeStep(std::vector<int64_t>(n, -1), std::vector<int64_t>(n, 1),
+                      std::vector<int64_t>(n, 0), 1);
+  };
+  DecodeStep one = step(1);
+  RunStep(**exec, one);
+  for (size_t n = 2; n <= 48; ++n) {
+    DecodeStep other = step(n);
+    RunStep(**exec, other);
+    RunStep(**exec, one);
+  }
+  EXPECT_EQ((*exec)->stats().shape_passes, 48);
+  EXPECT_EQ((*exec)->stats().layout_cache_hits, 47);
+}
+
 // reshape(x, s) with s a graph input: a device op's rule reads s's values.
 TEST(BindCache, ValuesADeviceOpsRuleReadsAreKeyed) {
   test::TestPlan p;
