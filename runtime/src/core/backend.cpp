@@ -34,7 +34,7 @@ StatusOr<DeviceBuffer> DeviceBuffer::Allocate(Backend &backend, uint64_t bytes,
 }
 
 StatusOr<void *> Backend::AllocateHost(uint64_t bytes) {
-  void *p = ::operator new(std::max<uint64_t>(bytes, 1), std::align_val_t{64}, std::nothrow);
+  void *p = ::operator new (std::max<uint64_t>(bytes, 1), std::align_val_t{64}, std::nothrow);
   if (p == nullptr)
     return Status(StatusCode::kResourceExhausted,
                   "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
@@ -43,7 +43,7 @@ StatusOr<void *> Backend::AllocateHost(uint64_t bytes) {
 
 void Backend::FreeHost(void *ptr) {
   if (ptr != nullptr)
-    ::operator delete(ptr, std::align_val_t{64});
+    ::operator delete (ptr, std::align_val_t{64});
 }
 
 void DeviceBuffer::Reset() {

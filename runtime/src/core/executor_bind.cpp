@@ -109,8 +109,8 @@ std::string Executor::Impl::Signature(const std::vector<TensorView> &inputs) con
     put(&rank, sizeof(rank));
     put(v.shape.data(), v.shape.size() * sizeof(int64_t));
     put(&v.space, sizeof(v.space)); // decides whether the input is staged
-    const bool keyed = value_input[plan->inputs()[i]] ||
-                       (see_all_values && v.numel() <= kValueSignatureElements);
+    const bool keyed =
+        value_input[plan->inputs()[i]] || (see_all_values && v.numel() <= kValueSignatureElements);
     if (v.space == MemorySpace::kHost && keyed && v.bytes() > 0)
       put(v.data, v.bytes());
   }

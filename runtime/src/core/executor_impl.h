@@ -98,9 +98,9 @@ struct Executor::Impl {
   int num_slots = 0;
   bool bound = false;
 
-  BoundLayout layout;             // a shape pass's result, before it joins the cache
-  CacheEntry *current = nullptr;  // the current binding's entry
-  DeviceBuffer arena;             // in the backend's memory space
+  BoundLayout layout;            // a shape pass's result, before it joins the cache
+  CacheEntry *current = nullptr; // the current binding's entry
+  DeviceBuffer arena;            // in the backend's memory space
   uint64_t arena_capacity = 0;
 
   // Layout cache: signature -> entry, the least recently used evicted

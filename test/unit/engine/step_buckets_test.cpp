@@ -64,8 +64,8 @@ TEST(StepBuckets, PaddingKeepsTheRealSequencesAndAddsInertOnes) {
   EXPECT_EQ(a.tables, (std::vector<int64_t>{1, 2, 0, 0, 3, 0, 0, 0, 4, 5, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(a.rows, (std::vector<int64_t>{0, 1, 2, 3}));
   // What the runner checks before any kernel reads them.
-  const PagedIndices p{a.slots.data(), a.qstart.data(), a.ctx.data(), a.tables.data(),
-                       4,              4,               a.width};
+  const PagedIndices p{a.slots.data(), a.qstart.data(), a.ctx.data(), a.tables.data(), 4, 4,
+                       a.width};
   Status st = CheckPagedIndices(p, /*num_blocks=*/6, /*block_size=*/4);
   EXPECT_TRUE(st.ok()) << st.message();
 }

@@ -57,8 +57,7 @@ struct DecodeStep {
 
   DecodeStep(std::vector<int64_t> slots_, std::vector<int64_t> ctx_, std::vector<int64_t> tables_,
              int64_t width_)
-      : slots(std::move(slots_)), ctx(std::move(ctx_)), tables(std::move(tables_)),
-        width(width_) {
+      : slots(std::move(slots_)), ctx(std::move(ctx_)), tables(std::move(tables_)), width(width_) {
     const int64_t n = static_cast<int64_t>(ctx.size());
     for (int64_t s = 0; s <= n; ++s)
       qstart.push_back(s);

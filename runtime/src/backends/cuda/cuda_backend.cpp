@@ -186,7 +186,8 @@ public:
       return Status::Ok();
     }();
     if (!st.ok())
-      return st.WithContext("waiting for the cuda stream (a kernel enqueued before may have failed)");
+      return st.WithContext(
+          "waiting for the cuda stream (a kernel enqueued before may have failed)");
     // An index kernel that met an out-of-range index says so here.
     KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     return TakeIndexError(stream_);
