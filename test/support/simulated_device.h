@@ -7,6 +7,13 @@
 // mapping, or an executor that handed a host pointer to a device kernel,
 // fails the check. Counts every allocation and copy, so tests can see that
 // the executor, the KV cache and the logits readback went through it.
+//
+// With `capture` set it captures runs as CUDA graphs do: between
+// BeginCapture and EndCapture nothing runs; kernels and host-to-device
+// copies are recorded with the operand addresses and views they were given,
+// and Replay runs the recording again on those addresses (a copy reads its
+// host source anew). A wait, a read-back or an allocation while capturing
+// fails the capture, as on a GPU.
 #pragma once
 
 #include "backends/cpu/cpu_backend.h"
@@ -15,7 +22,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -38,6 +47,8 @@ public:
   ExecContext &context() override { return ctx_; }
 
   StatusOr<void *> Allocate(uint64_t bytes, uint64_t alignment) override {
+    if (capturing_)
+      return Fail("Allocate");
     if (bytes > limit_)
       return Status(StatusCode::kResourceExhausted, "simulated device: out of memory");
     const uint64_t size =
@@ -75,12 +86,22 @@ public:
   Status CopyFromHost(void *dst, const void *src, uint64_t bytes) override {
     if (!OnDevice(dst, bytes))
       errors += "CopyFromHost to memory outside the device; ";
+    host_to_device_bytes += bytes;
+    if (capturing_) {
+      recording_->steps.push_back([dst, src, bytes] {
+        if (bytes)
+          std::memcpy(dst, src, bytes);
+        return Status::Ok();
+      });
+      return Status::Ok();
+    }
     if (bytes)
       std::memcpy(dst, src, bytes);
-    host_to_device_bytes += bytes;
     return Status::Ok();
   }
   Status CopyToHost(void *dst, const void *src, uint64_t bytes) override {
+    if (capturing_)
+      return Fail("CopyToHost");
     if (!OnDevice(src, bytes))
       errors += "CopyToHost from memory outside the device; ";
     if (bytes)
@@ -89,7 +110,41 @@ public:
     return Status::Ok();
   }
   Status Synchronize() override {
+    if (capturing_)
+      return Fail("Synchronize");
     ++synchronizations;
+    return Status::Ok();
+  }
+
+  struct Recording : CapturedRun {
+    std::vector<std::function<Status()>> steps;
+  };
+  bool CanCapture() const override { return capture; }
+  Status BeginCapture() override {
+    if (!capture || capturing_)
+      return Internal("simulated device: BeginCapture without capture, or twice");
+    capturing_ = true;
+    capture_failed_ = false;
+    recording_ = std::make_unique<Recording>();
+    return Status::Ok();
+  }
+  StatusOr<std::unique_ptr<CapturedRun>> EndCapture() override {
+    if (!capturing_)
+      return Internal("simulated device: EndCapture without BeginCapture");
+    capturing_ = false;
+    std::unique_ptr<Recording> run = std::move(recording_);
+    if (capture_failed_)
+      return Internal("simulated device: the capture was invalidated");
+    ++captures;
+    return std::unique_ptr<CapturedRun>(std::move(run));
+  }
+  Status Replay(const CapturedRun &run) override {
+    const auto *recording = dynamic_cast<const Recording *>(&run);
+    if (recording == nullptr || capturing_)
+      return Internal("simulated device: Replay of another backend's run, or while capturing");
+    for (const auto &step : recording->steps)
+      KILN_RETURN_IF_ERROR(step());
+    ++replays;
     return Status::Ok();
   }
   // With total_memory set: free is what the live allocations leave of it.
@@ -124,8 +179,15 @@ public:
   int allocations = 0, uploaded_weights = 0, synchronizations = 0, kernel_calls = 0;
   uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
   std::string errors; // placement violations seen by kernels and copies
+  bool capture = false;
+  int captures = 0, replays = 0;
 
 private:
+  Status Fail(const char *what) {
+    capture_failed_ = true;
+    return Internal(std::string("simulated device: ") + what + " while capturing");
+  }
+
   void CheckOperand(const std::string &what, const TensorView &v) {
     if (v.data == nullptr || v.bytes() == 0)
       return;
@@ -156,6 +218,21 @@ private:
                  errors += std::string(cpu->type) + " result not on the device; ";
                CheckOperand(std::string(cpu->type) + " result", out[i]);
              }
+             if (capturing_) {
+               // The views as they are now; replays run on them.
+               auto views = std::make_shared<std::vector<TensorView>>();
+               for (const TensorView *t : in)
+                 views->push_back(t ? *t : TensorView());
+               recording_->steps.push_back(
+                   [this, cpu, &ctx, attrs, views, present = in, out]() mutable {
+                     Inputs operands;
+                     for (size_t i = 0; i < present.size(); ++i)
+                       operands.push_back(present[i] ? &(*views)[i] : nullptr);
+                     ++kernel_calls;
+                     return cpu->run(ctx, attrs, operands, out);
+                   });
+               return Status::Ok();
+             }
              return cpu->run(ctx, attrs, in, out);
            }});
     }
@@ -165,6 +242,8 @@ private:
   KernelTable table_;
   ExecContext ctx_;
   std::map<void *, uint64_t> live_;
+  bool capturing_ = false, capture_failed_ = false;
+  std::unique_ptr<Recording> recording_;
 };
 
 } // namespace kiln::test

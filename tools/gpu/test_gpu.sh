@@ -7,7 +7,8 @@
 # LD_LIBRARY_PATH. A build folder of a CUDA build works as a bundle too.
 # Fixtures and scripts come from this checkout. Suites:
 #   pipeline   kiln_pipeline_tests, its "gpu" instances (the pipeline on the
-#              device)
+#              device), twice: with CUDA graphs for decode steps (the
+#              default) and with KILN_CUDA_GRAPHS=0
 #   oracle     kiln_backend_ops_test, its cuda cases (every op against the cpu)
 #   fixtures   test/gpu/fixtures_on_device.py: every fixture, fp32 and half
 #              plans, against the cpu
@@ -169,6 +170,8 @@ PIPELINE=$(program kiln_pipeline_tests)
 if want pipeline; then
   if [ -n "$PIPELINE" ]; then
     gtest pipeline "$PIPELINE" '*/gpu_*'
+    # Again with every step eager (decode steps run as CUDA graphs above).
+    gtest pipeline-no-graphs "$PIPELINE" '*/gpu_*' env KILN_CUDA_GRAPHS=0
   else
     row pipeline 0 1 0 "kiln_pipeline_tests is not in the bundle"
   fi

@@ -33,7 +33,7 @@ const std::vector<std::string> kEngineOptions = {
     "--engine-config", "--kv-cache-mb",           "--block-size", "--max-batched-tokens",
     "--max-seqs",      "--max-tracked",           "--threads",    "--device",
     "--backend",       "--gpu-memory-utilization"};
-const std::vector<std::string> kEngineFlags = {"--no-prefix-caching"};
+const std::vector<std::string> kEngineFlags = {"--no-prefix-caching", "--no-cuda-graphs"};
 
 const char kEngineUsage[] =
     "engine options (plans with the ragged interface batch requests; docs/engine.md):\n"
@@ -52,6 +52,8 @@ const char kEngineUsage[] =
     "  --max-seqs N             sequences in one step: the concurrency (default 64)\n"
     "  --max-tracked N          requests waiting or running at once (default 1024)\n"
     "  --no-prefix-caching      do not share the KV of common prompt prefixes\n"
+    "  --no-cuda-graphs         on cuda, run decode steps eagerly, not as CUDA graphs\n"
+    "                           (KILN_CUDA_GRAPHS=0 does the same)\n"
     "  --threads N              cap the CPU threads of matrix products (0: all cores)\n"
     "  --device DEV             what runs the plan: cpu, cuda (GPU 0) or cuda:N (default\n"
     "                           cuda when this kiln has it and a GPU is visible, else cpu;\n"
@@ -199,6 +201,8 @@ Status ApplyEngineFlags(const ParsedArgs &a, PipelineOptions *o) {
     o->max_batched_tokens = std::max<int64_t>(o->max_batched_tokens, o->max_seqs);
   if (a.Has("--no-prefix-caching"))
     o->prefix_caching = false;
+  if (a.Has("--no-cuda-graphs"))
+    o->cuda_graphs = false;
   KILN_ASSIGN_OR_RETURN(o->backend, DeviceFlag(a));
   if (a.Has("--gpu-memory-utilization")) {
     double f = 0;

@@ -5,8 +5,9 @@
 // host memory, sizes each memory-plan slot as its largest tensor, and lays
 // the slots out in one arena allocation in the backend's memory, reused
 // while it is large enough. The result of that pass is cached per input
-// signature. Run() then enqueues the remaining ops in plan order on the
-// backend. Create uploads the weights once through the backend: the CPU
+// signature (shapes, and the values of the inputs the pass reads). Run()
+// then enqueues the remaining ops in plan order on the backend, or replays
+// a captured run of them (SetGraphs). Create uploads the weights once through the backend: the CPU
 // reads them in place from the plan's mapping, except the right operands of
 // matrix products, which it packs into the layout the product kernels
 // stream (SetCpuWeightPacking in kiln/cpu.h turns that off).
@@ -50,6 +51,19 @@ public:
   // this returns. Errors name the op (ONNX node name and type).
   Status Run();
 
+  // Captured runs (CUDA graphs; off by default, and only on a backend that
+  // can capture): with this on, Run() records the ops of a binding once
+  // (after one eager run, which sizes the op scratch) and from then on
+  // replays the recording while the binding's layout cache entry, arena,
+  // device inputs and op scratch are the same. Host inputs are still
+  // copied in before each replay, so their values may change between runs
+  // of one shape. A capture that fails leaves that binding eager. Results
+  // are the same either way: the same kernels run on the same memory. Set
+  // it before Bind: a binding made with it on keeps its host tensors (shape
+  // arithmetic that device ops read) where each replay can read them.
+  void SetGraphs(bool on);
+  bool graphs() const;
+
   // Graph outputs of the last Run(), in plan.outputs() order. The views
   // point into the arena, the inputs or the weights, in the memory space
   // their `space` says, and stay valid until the next Bind().
@@ -71,6 +85,9 @@ public:
     uint64_t packed_bytes = 0;   // bytes those packed copies hold
     int released_weights = 0;    // of those, weights whose mapped pages were released
     uint64_t device_bytes = 0;   // bytes of weights copied into a device backend's memory
+    int graph_captures = 0;      // runs captured (SetGraphs)
+    int graph_replays = 0;       // Run()s served by replaying one
+    int graph_failures = 0;      // captures that failed (those bindings run eagerly)
   };
   const Stats &stats() const;
 

@@ -46,6 +46,10 @@ struct PipelineOptions {
   // fraction, in (0, 1], of the device memory free after the weights and a
   // largest step's activations. 0: off (the kv_cache_bytes default applies).
   double gpu_memory_utilization = 0;
+  // CUDA graphs for decode steps on a backend that can capture them
+  // (docs/gpu.md); false, or KILN_CUDA_GRAPHS=0 in the environment, runs
+  // every step eagerly.
+  bool cuda_graphs = true;
 };
 
 // A prompt and how to continue it.

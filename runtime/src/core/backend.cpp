@@ -4,7 +4,9 @@
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
+#include <new>
 #include <set>
+#include <string>
 
 namespace kiln {
 
@@ -29,6 +31,19 @@ StatusOr<DeviceBuffer> DeviceBuffer::Allocate(Backend &backend, uint64_t bytes,
   b.data_ = p;
   b.bytes_ = bytes;
   return b;
+}
+
+StatusOr<void *> Backend::AllocateHost(uint64_t bytes) {
+  void *p = ::operator new (std::max<uint64_t>(bytes, 1), std::align_val_t{64}, std::nothrow);
+  if (p == nullptr)
+    return Status(StatusCode::kResourceExhausted,
+                  "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+  return p;
+}
+
+void Backend::FreeHost(void *ptr) {
+  if (ptr != nullptr)
+    ::operator delete (ptr, std::align_val_t{64});
 }
 
 void DeviceBuffer::Reset() {

@@ -97,6 +97,39 @@ public:
   virtual StatusOr<DeviceMemoryInfo> MemoryInfo() {
     return Unimplemented(std::string("the ") + name() + " backend does not report device memory");
   }
+
+  // Host memory that this backend's copies may read asynchronously, and
+  // that a captured run reads again at each replay (pinned memory on CUDA).
+  // The executor keeps the host tensors that device ops read there. The
+  // default is plain host memory. FreeHost waits for the work that may
+  // still read it.
+  virtual StatusOr<void *> AllocateHost(uint64_t bytes);
+  virtual void FreeHost(void *ptr);
+
+  // Capture and replay of a run (CUDA graphs, docs/gpu.md). Between
+  // BeginCapture and EndCapture, the kernels and copies enqueued on the
+  // backend's stream (a communicator's collectives on it too) are recorded
+  // instead of run; EndCapture makes them one replayable unit, Replay
+  // enqueues it. A failed capture (an op that synchronizes or allocates)
+  // ends in EndCapture's error, and the stream is usable again. The
+  // default backend cannot capture.
+  class CapturedRun {
+  public:
+    virtual ~CapturedRun() = default;
+  };
+  virtual bool CanCapture() const { return false; }
+  virtual Status BeginCapture() {
+    return Unimplemented(std::string("the ") + name() + " backend cannot capture runs");
+  }
+  virtual StatusOr<std::unique_ptr<CapturedRun>> EndCapture() {
+    return Unimplemented(std::string("the ") + name() + " backend cannot capture runs");
+  }
+  virtual Status Replay(const CapturedRun & /*run*/) {
+    return Unimplemented(std::string("the ") + name() + " backend cannot capture runs");
+  }
+  // Changes whenever memory the kernels use besides their operands (op
+  // scratch) moves: a run captured at another epoch must not be replayed.
+  virtual uint64_t scratch_epoch() const { return 0; }
 };
 
 // Memory from a backend, freed through it when the handle goes away.

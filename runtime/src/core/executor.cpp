@@ -157,9 +157,15 @@ Status Executor::Run() {
     return InvalidArgument("Executor::Run called before a successful Bind");
   if (m.profiling)
     return m.ProfiledRun();
+  if (m.graphs && m.backend->CanCapture())
+    return m.GraphRun();
   KILN_RETURN_IF_ERROR(m.StageInputs());
-  ExecContext &ctx = m.backend->context();
-  for (ExecOp &op : m.ops) {
+  return m.RunOps();
+}
+
+Status Executor::Impl::RunOps() {
+  ExecContext &ctx = backend->context();
+  for (ExecOp &op : ops) {
     if (op.host)
       continue; // evaluated by Bind
     Status st = op.kernel->run(ctx, op.attrs, op.in, op.out);
@@ -168,6 +174,9 @@ Status Executor::Run() {
   }
   return Status::Ok();
 }
+
+void Executor::SetGraphs(bool on) { impl_->graphs = on; }
+bool Executor::graphs() const { return impl_->graphs; }
 
 Status Executor::CopyOutputToHost(int index, void *dst) const {
   const Impl &m = *impl_;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 namespace kiln {
@@ -36,11 +37,17 @@ bool MatchesDims(const PlanTensor &t, const Shape &actual) {
   return true;
 }
 
-// Tensors of at most this many elements have their values in the layout
-// cache signature. In every supported op, an operand whose values decide a
-// result shape (Reshape/Expand/Tile/ConstantOfShape shapes, Slice bounds,
-// Range limits, Split sizes) is a scalar or a rank-length vector, far below
-// this bound; larger inputs (token ids, masks) only contribute their shape.
+// The layout cache signature holds every input's shape and memory space,
+// and the values of the inputs the shape pass reads: those host ops read
+// (value_input). The pass runs without the values of the others (as for a
+// device input), so it cannot depend on them: a decode step's token ids,
+// positions, slots, context lengths and block tables change every step and
+// hit the cache. Only when a pass fails without them (a device op's rule
+// reads a graph input's values) does the executor fall back to keying the
+// values of inputs of at most this many elements: in every supported op, an
+// operand whose values decide a result shape (Reshape/Expand/Tile/
+// ConstantOfShape shapes, Slice bounds, Range limits, Split sizes) is a
+// scalar or a rank-length vector, far below this bound.
 constexpr int64_t kValueSignatureElements = 64;
 
 // Host tensors hold shapes and indices; anything this large is a plan that
@@ -102,8 +109,9 @@ std::string Executor::Impl::Signature(const std::vector<TensorView> &inputs) con
     put(&rank, sizeof(rank));
     put(v.shape.data(), v.shape.size() * sizeof(int64_t));
     put(&v.space, sizeof(v.space)); // decides whether the input is staged
-    if (v.space == MemorySpace::kHost &&
-        (value_input[plan->inputs()[i]] || v.numel() <= kValueSignatureElements) && v.bytes() > 0)
+    const bool keyed =
+        value_input[plan->inputs()[i]] || (see_all_values && v.numel() <= kValueSignatureElements);
+    if (v.space == MemorySpace::kHost && keyed && v.bytes() > 0)
       put(v.data, v.bytes());
   }
   return sig;
@@ -123,9 +131,10 @@ Status Executor::Impl::ShapePass() {
   // Rules and host ops read values on the host: weights from the mapping,
   // inputs only when the caller's bytes are host memory.
   WeightViews(/*device=*/false);
+  // Inputs outside the signature are hidden, as device inputs are.
   const auto &ids = plan->inputs();
   for (size_t i = 0; i < ids.size(); ++i)
-    if (views[ids[i]].space != MemorySpace::kHost)
+    if (views[ids[i]].space != MemorySpace::kHost || (!see_all_values && !value_input[ids[i]]))
       views[ids[i]].data = nullptr;
   // Host ops run the host's kernels, which need no stream or library.
   ExecContext host_ctx;
@@ -213,7 +222,51 @@ void Executor::Impl::LayoutArena() {
   layout.arena_bytes = pos;
 }
 
+Status Executor::Impl::AddEntry(const std::string &sig) {
+  if (cache.size() >= kCacheEntries) {
+    cache.erase(cache_order.front());
+    cache_order.pop_front();
+  }
+  auto entry = std::make_unique<CacheEntry>();
+  entry->layout = std::move(layout);
+  layout = BoundLayout();
+  const auto &tensors = plan->tensors();
+  entry->host_ptrs.assign(tensors.size(), nullptr);
+  // On a device backend, device ops copy the host tensors they read (shape
+  // arithmetic) to the device. For a binding that runs as a captured run,
+  // from the backend's host memory (pinned on CUDA: pageable memory cannot
+  // be captured), which each replay reads again, so it lives with the entry.
+  uint64_t total = 0;
+  const bool captured = graphs && backend->CanCapture();
+  for (const auto &bytes : entry->layout.host_data)
+    total = AlignUp(total + bytes.size(), alignment);
+  if (captured && total > 0) {
+    KILN_ASSIGN_OR_RETURN(entry->host_block, backend->AllocateHost(total));
+    entry->backend = backend;
+  }
+  uint64_t pos = 0;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    std::vector<uint8_t> &bytes = entry->layout.host_data[t];
+    if (!tensors[t].host || tensors[t].kind != TensorKind::kActivation)
+      continue;
+    if (entry->host_block == nullptr) {
+      entry->host_ptrs[t] = bytes.data();
+      continue;
+    }
+    auto *dst = static_cast<uint8_t *>(entry->host_block) + pos;
+    if (!bytes.empty())
+      std::memcpy(dst, bytes.data(), bytes.size());
+    entry->host_ptrs[t] = dst;
+    pos = AlignUp(pos + bytes.size(), alignment);
+  }
+  current = entry.get();
+  cache.emplace(sig, std::move(entry));
+  cache_order.push_back(sig);
+  return Status::Ok();
+}
+
 Status Executor::Impl::ApplyLayout() {
+  const BoundLayout &layout = current->layout;
   if (arena_capacity < layout.arena_bytes) {
     // Grow by half again at least: a decode loop needs a little more arena
     // every step, and a fresh allocation each time pays a page fault on every
@@ -248,7 +301,7 @@ Status Executor::Impl::ApplyLayout() {
       continue;
     views[i].shape = layout.shapes[i];
     if (t.host) {
-      views[i].data = layout.host_data[i].data();
+      views[i].data = current->host_ptrs[i];
       views[i].space = MemorySpace::kHost;
     } else {
       views[i].data = base ? base + layout.slot_offsets[t.slot] : nullptr;
@@ -271,14 +324,28 @@ Status Executor::Impl::ApplyLayout() {
 }
 
 Status Executor::Impl::StageInputs() {
+  const BoundLayout &layout = current->layout;
   if (layout.input_offsets.empty())
     return Status::Ok();
-  uint8_t *base = static_cast<uint8_t *>(arena.data());
+  // The staged inputs lie together at the arena's end: packed on the host
+  // as they lie there, they go in one copy (a decode step has seven small
+  // index arrays; one copy each cost more than the bytes).
+  uint64_t first = UINT64_MAX, end = 0;
+  for (size_t i = 0; i < bound_inputs.size(); ++i)
+    if (layout.input_offsets[i] != UINT64_MAX && bound_inputs[i].bytes() > 0) {
+      first = std::min(first, layout.input_offsets[i]);
+      end = std::max(end, layout.input_offsets[i] + bound_inputs[i].bytes());
+    }
+  if (first >= end)
+    return Status::Ok();
+  stage_buffer.resize(end - first);
   for (size_t i = 0; i < bound_inputs.size(); ++i)
     if (layout.input_offsets[i] != UINT64_MAX && bound_inputs[i].bytes() > 0)
-      KILN_RETURN_IF_ERROR(backend->CopyFromHost(base + layout.input_offsets[i],
-                                                 bound_inputs[i].data, bound_inputs[i].bytes()));
-  return Status::Ok();
+      std::memcpy(stage_buffer.data() + (layout.input_offsets[i] - first), bound_inputs[i].data,
+                  bound_inputs[i].bytes());
+  // From pageable memory: the backend has the bytes when this returns.
+  return backend->CopyFromHost(static_cast<uint8_t *>(arena.data()) + first, stage_buffer.data(),
+                               end - first);
 }
 
 Status Executor::Bind(const std::vector<TensorView> &inputs) {
@@ -291,20 +358,40 @@ Status Executor::Bind(const std::vector<TensorView> &inputs) {
   for (size_t i = 0; i < ids.size(); ++i)
     m.views[ids[i]] = inputs[i];
 
+  m.current = nullptr;
   std::string sig = m.Signature(inputs);
   auto hit = m.cache.find(sig);
   if (hit != m.cache.end()) {
-    m.layout = hit->second;
+    m.current = hit->second.get();
     ++m.stats.layout_cache_hits;
-  } else {
-    KILN_RETURN_IF_ERROR(m.ShapePass());
-    m.LayoutArena();
-    if (m.cache.size() >= Impl::kCacheEntries) {
-      m.cache.erase(m.cache_order.front());
-      m.cache_order.pop_front();
+    // Least recently used first out: a stream of one-off prompt shapes must
+    // not push out the decode shapes every step uses.
+    auto at = std::find(m.cache_order.begin(), m.cache_order.end(), sig);
+    if (at != m.cache_order.end() && std::next(at) != m.cache_order.end()) {
+      m.cache_order.erase(at);
+      m.cache_order.push_back(sig);
     }
-    m.cache.emplace(sig, m.layout);
-    m.cache_order.push_back(sig);
+  } else {
+    Status pass = m.ShapePass();
+    if (!pass.ok() && !m.see_all_values) {
+      // Maybe a rule read the values of a graph input that no host op reads.
+      // If the pass succeeds with them, every later pass sees them and the
+      // values of small inputs are keyed; otherwise the error stands.
+      m.see_all_values = true;
+      for (size_t i = 0; i < ids.size(); ++i)
+        m.views[ids[i]] = inputs[i];
+      pass = m.ShapePass();
+      if (pass.ok()) {
+        m.cache.clear();
+        m.cache_order.clear();
+        sig = m.Signature(inputs);
+      } else {
+        m.see_all_values = false;
+      }
+    }
+    KILN_RETURN_IF_ERROR(pass);
+    m.LayoutArena();
+    KILN_RETURN_IF_ERROR(m.AddEntry(sig));
   }
   KILN_RETURN_IF_ERROR(m.ApplyLayout());
   m.bound = true;

@@ -44,6 +44,42 @@ struct BoundLayout {
   uint64_t arena_bytes = 0;
 };
 
+// Where a captured run read and wrote: replaying it is only right while
+// these are unchanged.
+struct CaptureKey {
+  void *arena = nullptr;
+  std::vector<const void *> inputs; // each bound input's data (device inputs)
+  uint64_t scratch_epoch = 0;
+  bool operator==(const CaptureKey &o) const {
+    return arena == o.arena && inputs == o.inputs && scratch_epoch == o.scratch_epoch;
+  }
+};
+
+// One layout cache entry: a shape pass's result, where its host tensors
+// live while the entry does, and its captured run (executor_graph.cpp).
+struct CacheEntry {
+  CacheEntry() = default;
+  CacheEntry(const CacheEntry &) = delete;
+  CacheEntry &operator=(const CacheEntry &) = delete;
+  ~CacheEntry() {
+    graph.reset();
+    if (backend != nullptr)
+      backend->FreeHost(host_block);
+  }
+  BoundLayout layout;
+  // Per tensor: the bytes of a host tensor, in host_block (memory the
+  // backend's copies may read asynchronously, and a captured run again at
+  // each replay; for bindings made with graphs on) or in layout.host_data;
+  // nullptr for other tensors.
+  std::vector<void *> host_ptrs;
+  Backend *backend = nullptr; // owner of host_block
+  void *host_block = nullptr;
+  std::unique_ptr<Backend::CapturedRun> graph;
+  CaptureKey key;
+  bool warm = false;         // ran eagerly once (op scratch sized)
+  bool uncapturable = false; // a capture failed: always eager
+};
+
 struct Executor::Impl {
   const Plan *plan = nullptr;
   std::unique_ptr<Backend> owned_backend; // when Create made its own
@@ -62,14 +98,25 @@ struct Executor::Impl {
   int num_slots = 0;
   bool bound = false;
 
-  BoundLayout layout; // the current binding's layout
-  DeviceBuffer arena; // in the backend's memory space
+  BoundLayout layout;            // a shape pass's result, before it joins the cache
+  CacheEntry *current = nullptr; // the current binding's entry
+  DeviceBuffer arena;            // in the backend's memory space
   uint64_t arena_capacity = 0;
 
-  // Layout cache: signature -> layout, evicted oldest first.
-  std::map<std::string, BoundLayout> cache;
+  // Layout cache: signature -> entry, the least recently used evicted
+  // first. A decode loop with CUDA graphs keeps one entry per batch and
+  // table-width bucket.
+  std::map<std::string, std::unique_ptr<CacheEntry>> cache;
   std::deque<std::string> cache_order;
-  static constexpr size_t kCacheEntries = 8;
+  static constexpr size_t kCacheEntries = 32;
+  // Whether the shape pass sees the values of graph inputs that no host op
+  // reads. False until a pass fails without them (a rule of a device op
+  // reads a graph input's values, e.g. a Reshape's shape input); from then
+  // on the values of every small input are part of the signature.
+  bool see_all_values = false;
+
+  // Captured runs (Executor::SetGraphs; executor_graph.cpp).
+  bool graphs = false;
 
   Stats stats;
 
@@ -87,6 +134,15 @@ struct Executor::Impl {
   void LayoutArena();
   Status ApplyLayout();
   Status StageInputs();
+  // Moves `layout` into a new cache entry under `sig` (evicting the
+  // oldest), with its host tensors in the backend's host memory.
+  Status AddEntry(const std::string &sig);
+  // Run()'s op loop, eager.
+  Status RunOps();
+  // Run() through the current entry's captured run: replays it, captures
+  // it, or runs eagerly (executor_graph.cpp).
+  Status GraphRun();
+  std::vector<uint8_t> stage_buffer; // StageInputs' packed host inputs
   // Run() with profiling on (executor_profile.cpp).
   Status ProfiledRun();
   void ChargeOp(const ExecOp &op, double seconds);

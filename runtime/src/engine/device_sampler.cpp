@@ -170,7 +170,11 @@ Status PlanModelRunner::RunAndSample(const Step &step, const std::vector<RowSamp
   const TensorView &o = executor_->output(logits_);
   TensorView view{DType::kF32, {o.numel() / vocab_, vocab_}, o.data, o.space};
   std::vector<int64_t> logits_rows(static_cast<size_t>(sampled));
-  if (o.dtype == DType::kF32 && o.numel() == sampled * vocab_) {
+  // A row per sampled chunk, or a padded decode step's bucket of rows whose
+  // first `sampled` are the real sequences'.
+  const int64_t padded_rows = static_cast<int64_t>(rows_buf_.size());
+  if (o.dtype == DType::kF32 &&
+      (o.numel() == sampled * vocab_ || o.numel() == padded_rows * vocab_)) {
     for (int64_t i = 0; i < sampled; ++i)
       logits_rows[i] = i;
   } else if (o.dtype == DType::kF32 && o.numel() == step.num_tokens * vocab_) {

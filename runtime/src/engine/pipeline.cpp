@@ -126,6 +126,9 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
       KILN_ASSIGN_OR_RETURN(runner, engine::PlanModelRunner::Create(plan, *impl->backend, blocks,
                                                                     options.block_size));
     }
+    runner->SetMaxBucket(std::min<int64_t>(options.max_seqs, options.max_batched_tokens));
+    if (!options.cuda_graphs)
+      runner->SetCudaGraphs(false);
     KILN_ASSIGN_OR_RETURN(impl->engine,
                           engine::CreateBatchedEngine(std::move(runner), impl->tokenizer.get(),
                                                       engine_options, impl->context_length));

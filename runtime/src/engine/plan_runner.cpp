@@ -2,9 +2,11 @@
 #include "engine/plan_runner.h"
 
 #include "core/paged_indices.h"
+#include "engine/step_buckets.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -146,7 +148,40 @@ PlanModelRunner::Prepare(const Plan &plan, Backend &backend, int64_t block_size)
   // The weights first: on a device they decide what memory is left.
   KILN_ASSIGN_OR_RETURN(r->executor_, Executor::Create(plan, backend));
   r->device_sampler_ = DeviceSampler::Create(backend);
+  const char *env = std::getenv("KILN_CUDA_GRAPHS");
+  r->SetCudaGraphs(!(env && std::strcmp(env, "0") == 0));
   return r;
+}
+
+void PlanModelRunner::SetCudaGraphs(bool on) {
+  graphs_ = on && backend_.CanCapture();
+  buckets_ = graphs_;
+}
+
+Status PlanModelRunner::PadDecode(int64_t &T, int64_t &N) {
+  StepArrays a;
+  a.ids.swap(ids_buf_);
+  a.pos.swap(pos_buf_);
+  a.slots.swap(slots_buf_);
+  a.qstart.swap(qstart_buf_);
+  a.ctx.swap(ctx_buf_);
+  a.tables.swap(tables_buf_);
+  a.rows.swap(rows_buf_);
+  a.width = max_blocks_;
+  const bool padded = PadDecodeStep(a, DecodeBucket(N, max_bucket_), TableBucket(max_blocks_));
+  const int64_t seqs = a.seqs();
+  ids_buf_.swap(a.ids);
+  pos_buf_.swap(a.pos);
+  slots_buf_.swap(a.slots);
+  qstart_buf_.swap(a.qstart);
+  ctx_buf_.swap(a.ctx);
+  tables_buf_.swap(a.tables);
+  rows_buf_.swap(a.rows);
+  if (!padded)
+    return Internal("a decode step's index arrays are not one token per sequence");
+  max_blocks_ = a.width;
+  T = N = seqs;
+  return Status::Ok();
 }
 
 Status PlanModelRunner::AllocateCaches() {
@@ -208,6 +243,7 @@ PlanModelRunner::CreateForMemoryFraction(const Plan &plan, Backend &backend, dou
   KILN_ASSIGN_OR_RETURN(const int64_t per_block, BytesPerBlock(plan, block_size));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<PlanModelRunner> r, Prepare(plan, backend, block_size));
   KILN_RETURN_IF_ERROR(r->ReserveActivations(limits));
+  r->SetMaxBucket(std::min(limits.max_seqs, limits.max_tokens));
   KILN_ASSIGN_OR_RETURN(DeviceMemoryInfo memory, backend.MemoryInfo());
   const double budget = fraction * static_cast<double>(memory.free_bytes);
   const int64_t blocks = static_cast<int64_t>(budget / static_cast<double>(per_block));
@@ -320,23 +356,40 @@ Status PlanModelRunner::Run(const Step &step, std::vector<float> &logits) {
   const int64_t T = step.num_tokens;
   const TensorView &out = executor_->output(logits_);
   logits.resize(static_cast<size_t>(L * vocab_));
+  const int64_t R = static_cast<int64_t>(rows_buf_.size()); // L, or a padded step's bucket
   if (out.dtype == DType::kF32 && out.numel() == L * vocab_)
     return executor_->CopyOutputToHost(logits_, logits.data());
+  if (out.dtype == DType::kF32 && out.numel() == R * vocab_ && out.data) {
+    // A padded step: its first L rows are the real sequences'.
+    const uint64_t bytes = static_cast<uint64_t>(L * vocab_) * sizeof(float);
+    if (out.space == MemorySpace::kDevice)
+      return backend_.CopyToHost(logits.data(), out.data, bytes);
+    KILN_RETURN_IF_ERROR(backend_.Synchronize());
+    std::memcpy(logits.data(), out.data, bytes);
+    return Status::Ok();
+  }
   if (out.dtype == DType::kF32 && out.numel() == T * vocab_ && out.data)
-    return CopyRows(out, logits);
+    return CopyRows(out, static_cast<size_t>(L), logits);
   return Internal("the plan's logits are " + ShapeToString(out.shape) + " for " +
                   std::to_string(L) + " sampled rows of vocab " + std::to_string(vocab_));
 }
 
 Status PlanModelRunner::Execute(const Step &step, int64_t *sampled) {
-  const int64_t T = step.num_tokens;
-  const int64_t N = static_cast<int64_t>(step.chunks.size());
+  int64_t T = step.num_tokens;
+  int64_t N = static_cast<int64_t>(step.chunks.size());
   if (T < 1 || N < 1)
     return InvalidArgument("an empty step has nothing to run");
   KILN_RETURN_IF_ERROR(BuildIndices(step));
   if (static_cast<int64_t>(ids_buf_.size()) != T)
     return Internal("step says " + std::to_string(T) + " tokens but its chunks hold " +
                     std::to_string(ids_buf_.size()));
+  // Rows the caller gets back; a padded step computes more.
+  const int64_t L = static_cast<int64_t>(rows_buf_.size());
+  *sampled = L;
+  const bool decode = IsDecodeOnly(step);
+  if (decode && buckets_)
+    KILN_RETURN_IF_ERROR(PadDecode(T, N));
+  executor_->SetGraphs(decode && graphs_);
   const int64_t max_blocks = max_blocks_;
   // Checked once here, for every layer's paged attention, so no backend's
   // kernel has to read the arrays back to check them.
@@ -345,8 +398,6 @@ Status PlanModelRunner::Execute(const Step &step, int64_t *sampled) {
   Status checked = CheckPagedIndices(indices, num_blocks_, block_size_);
   if (!checked.ok())
     return Internal("the scheduler built a bad step: " + checked.message());
-  const int64_t L = static_cast<int64_t>(rows_buf_.size());
-  *sampled = L;
   if (L == 0) {
     // Nothing samples (every chunk is a middle piece of a prompt), but the
     // KV must still be written: run the LM head over one row and drop it.
@@ -357,14 +408,13 @@ Status PlanModelRunner::Execute(const Step &step, int64_t *sampled) {
   return executor_->Run();
 }
 
-Status PlanModelRunner::CopyRows(const TensorView &out, std::vector<float> &logits) {
+Status PlanModelRunner::CopyRows(const TensorView &out, size_t L, std::vector<float> &logits) {
   // A logits output with every token's row: only the sampled rows come
   // back, each run of consecutive rows in one copy.
   const uint64_t row_bytes = static_cast<uint64_t>(vocab_) * sizeof(float);
   const auto *base = static_cast<const uint8_t *>(out.data);
   if (out.space == MemorySpace::kHost)
     KILN_RETURN_IF_ERROR(backend_.Synchronize());
-  const size_t L = rows_buf_.size();
   for (size_t i = 0; i < L;) {
     size_t j = i + 1;
     while (j < L && rows_buf_[j] == rows_buf_[j - 1] + 1)

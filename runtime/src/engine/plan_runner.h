@@ -46,6 +46,21 @@ public:
   CreateForMemoryFraction(const Plan &plan, Backend &backend, double fraction, int64_t block_size,
                           const StepLimits &limits);
 
+  // CUDA graphs for decode steps (docs/gpu.md): a decode-only step is
+  // padded to a bucket of sequences and block table width
+  // (engine/step_buckets.h) and its executor run is captured once per
+  // bucket and replayed; prefill and mixed steps run eagerly. On by default
+  // on a backend that can capture, unless KILN_CUDA_GRAPHS=0. Turning
+  // graphs off also turns the padding off; SetDecodeBuckets turns the
+  // padding alone on or off (tests compare graphs on and off on the same
+  // shapes). SetMaxBucket caps a bucket at the largest batch of a step
+  // (0: no cap), so padding stays within the activations reserved for one.
+  void SetCudaGraphs(bool on);
+  void SetDecodeBuckets(bool on) { buckets_ = on; }
+  void SetMaxBucket(int64_t max_seqs) { max_bucket_ = max_seqs; }
+  bool cuda_graphs() const { return graphs_; }
+  const Executor &executor() const { return *executor_; }
+
   int64_t vocab_size() const override { return vocab_; }
   int64_t num_blocks() const override { return num_blocks_; }
   int64_t block_size() const override { return block_size_; }
@@ -73,7 +88,9 @@ private:
   Status Execute(const Step &step, int64_t *sampled);
   // The sampled rows (rows_buf_) of a logits output that holds a row for
   // every token of the step.
-  Status CopyRows(const TensorView &out, std::vector<float> &logits);
+  Status CopyRows(const TensorView &out, size_t rows, std::vector<float> &logits);
+  // Pads the built arrays of a decode step to its bucket.
+  Status PadDecode(int64_t &T, int64_t &N);
   // Fills the index arrays of `step`; Internal when a sequence lacks blocks.
   Status BuildIndices(const Step &step);
 
@@ -97,6 +114,8 @@ private:
   std::vector<int64_t> ids_buf_, pos_buf_, slots_buf_, qstart_buf_, ctx_buf_, tables_buf_,
       rows_buf_;
   int64_t max_blocks_ = 1; // block table width of the current step
+  bool graphs_ = false, buckets_ = false;
+  int64_t max_bucket_ = 0;
 };
 
 } // namespace kiln::engine

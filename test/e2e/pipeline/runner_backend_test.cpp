@@ -11,6 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace kiln {
 namespace {
 
@@ -115,6 +118,46 @@ TEST_P(RunnerOnDevice, CacheSizedByAFractionOfFreeMemory) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("needs a device backend"), std::string::npos)
       << refused.status().message();
+}
+
+// Decode steps captured and replayed (a device that records runs as CUDA
+// graphs do) compute exactly what the same padded steps compute eagerly,
+// for batch sizes on and between the buckets; padding itself changes no
+// real sequence's logits beyond rounding.
+TEST_P(RunnerOnDevice, ReplayedDecodeStepsMatchEagerOnesExactly) {
+  auto plan = LoadNamed(GetParam());
+  ASSERT_TRUE(plan);
+  test::SimulatedDevice eager_device, graph_device, plain_device;
+  graph_device.capture = true;
+  auto eager = PlanModelRunner::Create(*plan, eager_device, test::kDecodeScriptBlocks, kBlockSize);
+  auto graphs = PlanModelRunner::Create(*plan, graph_device, test::kDecodeScriptBlocks, kBlockSize);
+  auto plain = PlanModelRunner::Create(*plan, plain_device, test::kDecodeScriptBlocks, kBlockSize);
+  ASSERT_TRUE(eager.ok() && graphs.ok() && plain.ok());
+  EXPECT_FALSE((*eager)->cuda_graphs()); // the device cannot capture
+  (*eager)->SetDecodeBuckets(true);
+  (*graphs)->SetCudaGraphs(true); // whatever KILN_CUDA_GRAPHS says
+  ASSERT_TRUE((*graphs)->cuda_graphs());
+
+  const std::vector<float> want = test::DecodeScript(**eager);
+  const std::vector<float> got = test::DecodeScript(**graphs);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(got, want);
+  const Executor::Stats &stats = (*graphs)->executor().stats();
+  EXPECT_GE(stats.graph_captures, 4); // buckets of 8, 4, 1, 2 sequences
+  EXPECT_GE(stats.graph_replays, 8);
+  EXPECT_EQ(stats.graph_failures, 0);
+  EXPECT_EQ(graph_device.replays, stats.graph_replays);
+  EXPECT_EQ(graph_device.errors, "");
+  EXPECT_EQ((*eager)->executor().stats().graph_replays, 0);
+
+  const std::vector<float> unpadded = test::DecodeScript(**plain, &want);
+  ASSERT_EQ(unpadded.size(), want.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(unpadded[i]) - want[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+  }
+  EXPECT_LE(diff, 1e-5 * std::max(scale, 1.0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RunnerOnDevice, ::testing::Values("demo", "llama", "gpt2"),

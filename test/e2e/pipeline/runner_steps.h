@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <sstream>
@@ -59,6 +60,68 @@ inline std::vector<float> PrefillThenDecode(PlanModelRunner &runner) {
   st = runner.Run(OneChunk(seq, 6, 1), logits);
   EXPECT_TRUE(st.ok()) << st.message();
   all.insert(all.end(), logits.begin(), logits.end());
+  return all;
+}
+
+// Five sequences prefilled in one step, then decoded greedily in batches
+// of 5, 3, 1, 2 and 5 again (on and between the decode buckets 1, 2, 4, 8),
+// over a cache of `DecodeScriptBlocks` blocks of kBlockSize; the logits of
+// every step, in order. The greedy tokens come from the logits, so two
+// runners that agree on the logits decode the same tokens; with `follow`
+// (another run's result) they come from its logits instead, so runners that
+// agree only within rounding still compute the same steps.
+constexpr int64_t kDecodeScriptBlocks = 64;
+
+inline std::vector<float> DecodeScript(PlanModelRunner &runner,
+                                       const std::vector<float> *follow = nullptr) {
+  const int64_t vocab = runner.vocab_size();
+  std::vector<Sequence> seqs(5);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Sequence &s = seqs[i];
+    s.id = static_cast<int64_t>(i) + 1;
+    for (size_t t = 0; t < 3 + 2 * i; ++t)
+      s.prompt.push_back(static_cast<int32_t>((7 * i + 3 * t + 1) % std::min<int64_t>(vocab, 50)));
+    // Blocks of each sequence interleaved with the others', out of order.
+    for (int64_t b = 0; b < 12; ++b)
+      s.block_table.push_back(static_cast<int32_t>((b * 5 + (4 - i)) % kDecodeScriptBlocks));
+  }
+  std::vector<float> all, logits;
+  auto run = [&](std::vector<size_t> which, bool prefill) {
+    Step step;
+    for (size_t i : which) {
+      Sequence &s = seqs[i];
+      const int64_t start = prefill ? 0 : s.NumTokens() - 1;
+      const int64_t n = prefill ? static_cast<int64_t>(s.prompt.size()) : 1;
+      step.chunks.push_back(ScheduledChunk{&s, s.id, start, n, true});
+      step.num_tokens += n;
+    }
+    Status st = runner.Run(step, logits);
+    EXPECT_TRUE(st.ok()) << st.message();
+    if (!st.ok() || logits.size() != which.size() * static_cast<size_t>(vocab)) {
+      ADD_FAILURE() << "step of " << which.size() << " sequences gave " << logits.size()
+                    << " logits";
+      return false;
+    }
+    const size_t offset = all.size();
+    all.insert(all.end(), logits.begin(), logits.end());
+    const bool followed = follow != nullptr && follow->size() >= all.size();
+    for (size_t r = 0; r < which.size(); ++r) {
+      const float *row = (followed ? follow->data() + offset : logits.data()) + r * vocab;
+      seqs[which[r]].output.push_back(
+          static_cast<int32_t>(std::max_element(row, row + vocab) - row));
+    }
+    return true;
+  };
+  if (!run({0, 1, 2, 3, 4}, true))
+    return all;
+  // Each batch three times: a bucket's first step runs eagerly, its second
+  // is captured, the third replays (where the table width stays).
+  const std::vector<std::vector<size_t>> batches = {
+      {0, 1, 2, 3, 4}, {1, 2, 4}, {3}, {0, 4}, {0, 1, 2, 3, 4}};
+  for (const auto &b : batches)
+    for (int repeat = 0; repeat < 3; ++repeat)
+      if (!run(b, false))
+        return all;
   return all;
 }
 

@@ -2,6 +2,7 @@
 // stream, and the CUDA kernel table.
 #include "backends/cuda/cuda_backend.h"
 
+#include "backends/cuda/cuda_graphs.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/index_errors.h"
@@ -187,7 +188,8 @@ public:
       return Status::Ok();
     }();
     if (!st.ok())
-      return st.WithContext("waiting for the cuda stream (a kernel enqueued before may have failed)");
+      return st.WithContext(
+          "waiting for the cuda stream (a kernel enqueued before may have failed)");
     // An index kernel that met an out-of-range index says so here.
     KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
     return TakeIndexError(stream_);
@@ -232,6 +234,43 @@ public:
     return seconds;
   }
 
+  // Pinned, so copies from it are asynchronous and can be captured.
+  StatusOr<void *> AllocateHost(uint64_t bytes) override {
+    KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    void *p = nullptr;
+    cudaError_t err = cudaHostAlloc(&p, std::max<uint64_t>(bytes, 1), cudaHostAllocDefault);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return Status(StatusCode::kResourceExhausted,
+                    "cannot allocate " + std::to_string(bytes) + " bytes of pinned host memory");
+    }
+    KILN_CUDA_RETURN_IF_ERROR(err);
+    return p;
+  }
+  void FreeHost(void *ptr) override {
+    if (!ptr)
+      return;
+    // A copy enqueued before may still read it. Errors have nowhere to go.
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);
+    cudaFreeHost(ptr);
+  }
+
+  bool CanCapture() const override { return true; }
+  Status BeginCapture() override {
+    KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    return BeginGraphCapture(stream_);
+  }
+  StatusOr<std::unique_ptr<CapturedRun>> EndCapture() override {
+    KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    return EndGraphCapture(stream_);
+  }
+  Status Replay(const CapturedRun &run) override {
+    KILN_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    return LaunchGraph(run, stream_);
+  }
+  uint64_t scratch_epoch() const override { return scratch_epoch_; }
+
   // ScratchOwner: one buffer for every op's intermediates. Growing it waits
   // for the stream (an op enqueued before may still use the old buffer),
   // frees it and allocates the larger size, rounded up to 2 MiB and at
@@ -247,6 +286,7 @@ public:
     scratch_bytes_ = 0;
     const uint64_t want =
         AlignUp(std::max(bytes, scratch_bytes_grown_ + scratch_bytes_grown_ / 2), 2ull << 20);
+    ++scratch_epoch_; // captured runs that used the old buffer are stale
     KILN_ASSIGN_OR_RETURN(scratch_, Allocate(want, 256));
     scratch_bytes_ = want;
     scratch_bytes_grown_ = want;
@@ -273,6 +313,7 @@ private:
   std::map<void *, void *> over_aligned_; // Allocate's result -> cudaMalloc's
   void *scratch_ = nullptr;
   uint64_t scratch_bytes_ = 0, scratch_bytes_grown_ = 0;
+  uint64_t scratch_epoch_ = 0;
 };
 
 Status CudaBackend::UploadWeights(const Plan &plan, const std::vector<WeightUse> & /*uses*/,
