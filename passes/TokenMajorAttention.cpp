@@ -110,8 +110,8 @@ struct TokenMajorAttentionPass : impl::KilnTokenMajorAttentionBase<TokenMajorAtt
     Value shape = b.create<ConstantOp>(
         loc, shapeType, DenseElementsAttr::get(shapeType, ArrayRef<int64_t>{0, -1, 1, r}),
         b.getStringAttr(name + ".shape"));
-    return b.create<ReshapeOp>(loc, t.clone({t.getDimSize(0), t.getDimSize(2), 1, r}), table,
-                               shape, b.getI64IntegerAttr(0));
+    return b.create<ReshapeOp>(loc, t.clone({t.getDimSize(0), t.getDimSize(2), 1, r}), table, shape,
+                               b.getI64IntegerAttr(0));
   }
 
   /// q or k straight from the projection's [1, T, H, D], rotated there.
@@ -143,9 +143,9 @@ struct TokenMajorAttentionPass : impl::KilnTokenMajorAttentionBase<TokenMajorAtt
     OpBuilder b(op);
     Value qx = tokenMajor(b, *q), kx = tokenMajor(b, *k);
     auto paged = b.create<PagedAttentionOp>(
-        op.getLoc(), back.getTransposed().getType(), qx, kx, v->transpose.getData(),
-        op.getKCache(), op.getVCache(), op.getSlots(), op.getQueryStart(), op.getContextLens(),
-        op.getBlockTables(), op.getScaleAttr(), b.getStringAttr("bshd"));
+        op.getLoc(), back.getTransposed().getType(), qx, kx, v->transpose.getData(), op.getKCache(),
+        op.getVCache(), op.getSlots(), op.getQueryStart(), op.getContextLens(), op.getBlockTables(),
+        op.getScaleAttr(), b.getStringAttr("bshd"));
     back.getTransposed().replaceAllUsesWith(paged.getOutput());
     back.erase();
     op.erase();

@@ -87,7 +87,8 @@ void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
       const int64_t kv = r0 / n == last / n ? ctx - n + last % n + 1 : ctx;
       for (int64_t r = 0; r < m; ++r) {
         const int64_t h = g * group + (r0 + r) / n, t = t0 + (r0 + r) % n;
-        std::memcpy(qbuf + r * D, q + (h * hs + t * ts) * D, static_cast<size_t>(D) * sizeof(float));
+        std::memcpy(qbuf + r * D, q + (h * hs + t * ts) * D,
+                    static_cast<size_t>(D) * sizeof(float));
       }
       // s[m, kv] = scale * Q[m, D] @ K[kv, D]^T
       Gemm<float>(false, true, m, kv, D, scale, qbuf, D, kbuf, D, 0.0f, s, kv);
@@ -153,7 +154,8 @@ AttendDirect(const float *q, const float *k_cache, const float *v_cache, const i
         const int64_t rows = std::min(BS, seen - j0);
         for (int64_t o = 0; o < rows; ++o)
           for (int64_t r = 0; r < group; ++r)
-            p[r * ctx + j0 + o] = Dot(q + ((g * group + r) * hs + t * ts) * D, kb + o * D, D) * scale;
+            p[r * ctx + j0 + o] =
+                Dot(q + ((g * group + r) * hs + t * ts) * D, kb + o * D, D) * scale;
       }
       std::vector<float> &inv = w.q; // 1 / sum of each row
       Grow(inv, group);

@@ -356,10 +356,13 @@ Status PlanLoader::CheckOps(const Plan &plan) {
       return DataLoss(label + ": some results are host tensors and some are not");
     if (IsViewOp(type) && outputs == 1 && op->inputs() && op->inputs()->size() >= 1) {
       const int32_t in = op->inputs()->Get(0), out = op->outputs()->Get(0);
-      const PlanTensor &a = tensors[in], &b = tensors[out];
-      if (in >= 0 && a.kind == TensorKind::kActivation && !a.host && !b.host &&
-          a.slot == b.slot && a.dtype == b.dtype)
-        view_of[out] = view_of[in] >= 0 ? view_of[in] : in;
+      // Both ids were checked above (in is -1 or a tensor produced earlier).
+      if (in >= 0) {
+        const PlanTensor &a = tensors[in], &b = tensors[out];
+        if (a.kind == TensorKind::kActivation && !a.host && !b.host && a.slot == b.slot &&
+            a.dtype == b.dtype)
+          view_of[out] = view_of[in] >= 0 ? view_of[in] : in;
+      }
     }
   }
   for (int id : plan.outputs_) {
