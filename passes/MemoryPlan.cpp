@@ -127,6 +127,16 @@ private:
   std::vector<int> free_;
 };
 
+/// Ops whose result is their first operand's bytes under another shape. The
+/// result takes the operand's slot (a view: the kernels copy nothing when
+/// input and output are one buffer), and the slot stays taken until the
+/// last reader of either; the runtime's slot check knows the same ops.
+bool isViewOp(mlir::Operation *op) {
+  llvm::StringRef name = op->getName().getStringRef();
+  return name == "kiln.reshape" || name == "kiln.flatten" || name == "kiln.squeeze" ||
+         name == "kiln.unsqueeze";
+}
+
 struct MemoryPlanPass : impl::KilnMemoryPlanBase<MemoryPlanPass> {
   void runOnOperation() override;
 };
@@ -160,6 +170,8 @@ void MemoryPlanPass::runOnOperation() {
 
   SlotAllocator allocator;
   std::multimap<int, int> expiring; // last use -> slot to free after it
+  llvm::DenseMap<mlir::Value, int> slotOf;
+  std::vector<int> slotEnd; // per slot: the last reader of what it holds now
   int64_t unshared = 0;
   for (mlir::Operation &op : body) {
     int pos = position[&op];
@@ -171,22 +183,46 @@ void MemoryPlanPass::runOnOperation() {
           slots.push_back(-1);
           continue;
         }
-        int slot = allocator.allocate(r.getType());
-        slots.push_back(slot);
-        int64_t bytes = plan::staticBytes(r.getType());
-        if (bytes < 0 || unshared < 0 || __builtin_add_overflow(unshared, bytes, &unshared))
-          unshared = -1; // dynamic, or more than int64 in all (then unknown too)
         int last = lastUse(r, pos);
+        // A view shares its operand's slot, unless either is returned (each
+        // graph output gets memory of its own).
+        int slot = -1;
+        if (isViewOp(&op) && last != INT_MAX) {
+          mlir::Value in = op.getOperand(0);
+          auto it = slotOf.find(in);
+          if (it != slotOf.end() &&
+              mlir::cast<mlir::TensorType>(in.getType()).getElementType() ==
+                  mlir::cast<mlir::TensorType>(r.getType()).getElementType() &&
+              slotEnd[it->second] != INT_MAX)
+            slot = it->second;
+        }
+        if (slot < 0) {
+          slot = allocator.allocate(r.getType());
+          if (slot >= static_cast<int>(slotEnd.size()))
+            slotEnd.resize(slot + 1, -1);
+          slotEnd[slot] = last;
+          int64_t bytes = plan::staticBytes(r.getType());
+          if (bytes < 0 || unshared < 0 || __builtin_add_overflow(unshared, bytes, &unshared))
+            unshared = -1; // dynamic, or more than int64 in all (then unknown too)
+        } else {
+          slotEnd[slot] = std::max(slotEnd[slot], last);
+        }
+        slots.push_back(slot);
+        slotOf[r] = slot;
         if (last != INT_MAX)
           expiring.emplace(last, slot);
       }
       op.setAttr(plan::kSlotsAttr, mlir::DenseI64ArrayAttr::get(&getContext(), slots));
     }
     // Only after this op's results have slots: an operand read here and a
-    // result written here must never share memory.
+    // result written here must never share memory. A slot whose views are
+    // read later stays taken.
     auto [begin, end] = expiring.equal_range(pos);
     for (auto it = begin; it != end; ++it)
-      allocator.release(it->second);
+      if (slotEnd[it->second] == pos) {
+        allocator.release(it->second);
+        slotEnd[it->second] = -1; // once, however many of its tensors end here
+      }
     expiring.erase(begin, end);
   }
 

@@ -104,6 +104,12 @@ def KilnMemoryPlan : Pass<"kiln-memory-plan", "mlir::func::FuncOp"> {
     arena least), else a new slot. A slot is free again only after the op that
     last reads it, because kernels do not run in place.
 
+    A view (the result of a reshape, flatten, squeeze or unsqueeze of an
+    activation of the same element type) takes its operand's slot instead:
+    the two are the same bytes, the kernel copies nothing, and the slot stays
+    taken until the last reader of either. A returned view, or a view of a
+    returned tensor, gets a slot of its own.
+
     Sizes compare by number of dynamic dims first, then static bytes, so that
     a `[?, ?, 4096]` tensor counts as larger than a `[?, 4096]` one.
 
@@ -227,6 +233,21 @@ def KilnRagged : Pass<"kiln-ragged", "mlir::ModuleOp"> {
     (no injected attention, attention whose K/V are not past ++ new, no
     position_ids input, an attention_mask that still feeds something else)
     is left as it is, with the reason attached as `kiln.ragged_skipped`.
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+def KilnTokenMajorAttention : Pass<"kiln-token-major-attention", "mlir::ModuleOp"> {
+  let summary = "Let paged_attention and rotary read token-major q, k, v";
+  let description = [{
+    After kiln-ragged: a `paged_attention` whose q and k are
+    `transpose(x, [0, 2, 1, 3])`, each optionally rotated by `rotary`, whose
+    v is such a transpose, and whose result is only transposed back with
+    the same perm, takes the untransposed [1, T, H, D] tensors instead, with
+    `layout = "bshd"`; the rotaries apply to them directly (their cos/sin,
+    [c0, 1, c2, R], reshaped to [c0, c2, 1, R]) and the four transposes
+    disappear. Anything else (another reader of an intermediate, another
+    perm, cos/sin with a head dim other than 1) is left as it is.
   }];
   let dependentDialects = ["kiln::KilnDialect"];
 }

@@ -201,7 +201,8 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
       b.setInsertionPoint(a);
       auto paged = b.create<PagedAttentionOp>(
           a.getLoc(), a.getOutput().getType(), a.getQ(), layer.kNew, layer.vNew, kCache, vCache,
-          slots, queryStart, contextLens, blockTables, a.getScaleAttr());
+          slots, queryStart, contextLens, blockTables, a.getScaleAttr(),
+          /*layout: the default, bhsd*/ StringAttr());
       a.getOutput().replaceAllUsesWith(paged.getOutput());
       a.erase();
     }

@@ -332,17 +332,26 @@ LogicalResult PagedAttentionOp::verify() {
                          {getQueryStart(), "query_start"}, {getContextLens(), "context_lens"}})
     if (failed(expectRank(*this, v, 1, what)))
       return failure();
+  if (getLayout() != "bhsd" && getLayout() != "bshd")
+    return emitOpError() << "layout must be \"bhsd\" or \"bshd\", got \"" << getLayout() << "\"";
+  // The head and token dims of q, k_new, v_new and the result.
+  const int64_t headAxis = getLayout() == "bshd" ? 2 : 1, tokenAxis = 3 - headAxis;
   if (failed(expectRank(*this, getBlockTables(), 2, "block_tables")) ||
       failed(expectDimsEqual(*this, dimOf(getQ(), 3), dimOf(getKNew(), 3), "q's and k's head dims")) ||
-      failed(expectDimsEqual(*this, dimOf(getKNew(), 1), dimOf(getKCache(), 1),
+      failed(expectDimsEqual(*this, dimOf(getKNew(), headAxis), dimOf(getKCache(), 1),
                              "k_new's and k_cache's heads")) ||
+      failed(expectDimsEqual(*this, dimOf(getVNew(), headAxis), dimOf(getVCache(), 1),
+                             "v_new's and v_cache's heads")) ||
       failed(expectDimsEqual(*this, dimOf(getKNew(), 3), dimOf(getKCache(), 3),
                              "k_new's and k_cache's head dims")) ||
       failed(expectDimsEqual(*this, dimOf(getVNew(), 3), dimOf(getVCache(), 3),
                              "v_new's and v_cache's head dims")) ||
-      failed(expectDimsEqual(*this, dimOf(getQ(), 2), dimOf(getKNew(), 2), "q's and k_new's tokens")))
+      failed(expectDimsEqual(*this, dimOf(getQ(), tokenAxis), dimOf(getKNew(), tokenAxis),
+                             "q's and k_new's tokens")) ||
+      failed(expectDimsEqual(*this, dimOf(getQ(), tokenAxis), dimOf(getVNew(), tokenAxis),
+                             "q's and v_new's tokens")))
     return failure();
-  int64_t hq = dimOf(getQ(), 1), hkv = dimOf(getKNew(), 1);
+  int64_t hq = dimOf(getQ(), headAxis), hkv = dimOf(getKNew(), headAxis);
   if (known(hq) && known(hkv) && (hkv == 0 || hq % hkv != 0))
     return emitOpError() << "q's heads (" << hq << ") must be a multiple of k's (" << hkv << ")";
   float scale = getScale().convertToFloat();

@@ -195,6 +195,10 @@ def Kiln_PagedAttentionOp : Op<Kiln_Dialect, "paged_attention",
     sequences' tokens and `context_lens` ([N]) counts their context,
     new tokens included. Not Pure: it writes the caches.
 
+    `layout` orders q, k_new, v_new and the result: "bhsd" (the default)
+    [1, H, T, D], or "bshd" token-major [1, T, H, D], as the projections
+    write them (kiln-token-major-attention picks it).
+
     Example:
 
     ```mlir
@@ -207,7 +211,8 @@ def Kiln_PagedAttentionOp : Op<Kiln_Dialect, "paged_attention",
   let arguments = (ins Kiln_FloatTensor:$q, Kiln_FloatTensor:$k_new, Kiln_FloatTensor:$v_new,
                    Kiln_FloatTensor:$k_cache, Kiln_FloatTensor:$v_cache, Kiln_I64Tensor:$slots,
                    Kiln_I64Tensor:$query_start, Kiln_I64Tensor:$context_lens,
-                   Kiln_I64Tensor:$block_tables, F32Attr:$scale);
+                   Kiln_I64Tensor:$block_tables, F32Attr:$scale,
+                   DefaultValuedStrAttr<StrAttr, "bhsd">:$layout);
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat = "$q `,` $k_new `,` $v_new `,` $k_cache `,` $v_cache `,` $slots `,` "
                        "$query_start `,` $context_lens `,` $block_tables attr-dict `:` "

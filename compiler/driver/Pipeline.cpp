@@ -430,7 +430,9 @@ llvm::Expected<std::string> Build::runRagged() {
     return "skipped: " + reason;
   }
   if (llvm::Error e = runPasses(context, *module, diags, Phase::Ragged, [](mlir::PassManager &pm) {
-        return addRegistered(pm, "kiln-ragged");
+        if (llvm::Error err = addRegistered(pm, "kiln-ragged"))
+          return err;
+        return addRegistered(pm, "kiln-token-major-attention");
       }))
     return std::move(e);
   mlir::ModuleOp m = *module;

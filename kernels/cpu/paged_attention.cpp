@@ -32,7 +32,7 @@ float *Grow(std::vector<float> &buf, int64_t n) {
   return buf.data();
 }
 
-// k_new[0, g, t, :] -> cache[slot / BS, g, slot % BS, :] for every KV head.
+// k_new's row (g, t) -> cache[slot / BS, g, slot % BS, :] for every KV head.
 // New keys and values have the caches' type, so a store is a copy.
 template <typename T>
 void StoreSlots(const T *src, T *cache, int64_t width, const int64_t *slots,
@@ -45,7 +45,7 @@ void StoreSlots(const T *src, T *cache, int64_t width, const int64_t *slots,
     const int64_t block = slot / d.block_size, offset = slot % d.block_size;
     for (int64_t g = 0; g < d.kv_heads; ++g)
       std::memcpy(cache + ((block * d.kv_heads + g) * d.block_size + offset) * width,
-                  src + (g * d.tokens + t) * width, bytes);
+                  src + (g * d.kv_head_stride + t * d.kv_token_stride) * width, bytes);
   }
 }
 
@@ -65,7 +65,7 @@ void GatherContext(const float *cache, const int64_t *table, int64_t g, int64_t 
 void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
                     const int64_t *table, int64_t t0, int64_t n, int64_t ctx, float *out,
                     const PagedAttentionDims &d, float scale, Scratch &w) {
-  const int64_t D = d.head_dim, Dv = d.v_dim, T = d.tokens;
+  const int64_t D = d.head_dim, Dv = d.v_dim, hs = d.q_head_stride, ts = d.q_token_stride;
   const int64_t group = d.q_heads / d.kv_heads;
   // The group's rows are head-major: row r is head g * group + r / n and
   // token t0 + r % n, at context position ctx - n + r % n. Stacking them
@@ -87,7 +87,8 @@ void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
       const int64_t kv = r0 / n == last / n ? ctx - n + last % n + 1 : ctx;
       for (int64_t r = 0; r < m; ++r) {
         const int64_t h = g * group + (r0 + r) / n, t = t0 + (r0 + r) % n;
-        std::memcpy(qbuf + r * D, q + (h * T + t) * D, static_cast<size_t>(D) * sizeof(float));
+        std::memcpy(qbuf + r * D, q + (h * hs + t * ts) * D,
+                    static_cast<size_t>(D) * sizeof(float));
       }
       // s[m, kv] = scale * Q[m, D] @ K[kv, D]^T
       Gemm<float>(false, true, m, kv, D, scale, qbuf, D, kbuf, D, 0.0f, s, kv);
@@ -103,7 +104,8 @@ void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
       Gemm<float>(false, false, m, Dv, kv, 1.0f, s, kv, vbuf, Dv, 0.0f, obuf, Dv);
       for (int64_t r = 0; r < m; ++r) {
         const int64_t h = g * group + (r0 + r) / n, t = t0 + (r0 + r) % n;
-        std::memcpy(out + (h * T + t) * Dv, obuf + r * Dv, static_cast<size_t>(Dv) * sizeof(float));
+        std::memcpy(out + (h * hs + t * ts) * Dv, obuf + r * Dv,
+                    static_cast<size_t>(Dv) * sizeof(float));
       }
     }
   }
@@ -135,7 +137,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void
 AttendDirect(const float *q, const float *k_cache, const float *v_cache, const int64_t *table,
              int64_t t0, int64_t n, int64_t ctx, float *out, const PagedAttentionDims &d,
              float scale, Scratch &w) {
-  const int64_t D = d.head_dim, Dv = d.v_dim, T = d.tokens, BS = d.block_size;
+  const int64_t D = d.head_dim, Dv = d.v_dim, BS = d.block_size;
+  const int64_t hs = d.q_head_stride, ts = d.q_token_stride;
   const int64_t group = d.q_heads / d.kv_heads;
   // The query heads of one KV head share every K and V row they read, so
   // each row is loaded once for the whole group: p is [group, ctx] and acc
@@ -151,7 +154,8 @@ AttendDirect(const float *q, const float *k_cache, const float *v_cache, const i
         const int64_t rows = std::min(BS, seen - j0);
         for (int64_t o = 0; o < rows; ++o)
           for (int64_t r = 0; r < group; ++r)
-            p[r * ctx + j0 + o] = Dot(q + ((g * group + r) * T + t) * D, kb + o * D, D) * scale;
+            p[r * ctx + j0 + o] =
+                Dot(q + ((g * group + r) * hs + t * ts) * D, kb + o * D, D) * scale;
       }
       std::vector<float> &inv = w.q; // 1 / sum of each row
       Grow(inv, group);
@@ -189,7 +193,7 @@ AttendDirect(const float *q, const float *k_cache, const float *v_cache, const i
           std::copy(lane, lane + width, acc + r * Dv + c0);
         }
       for (int64_t r = 0; r < group; ++r) {
-        float *o = out + ((g * group + r) * T + t) * Dv;
+        float *o = out + ((g * group + r) * hs + t * ts) * Dv;
         for (int64_t c = 0; c < Dv; ++c)
           o[c] = acc[r * Dv + c] * inv[r];
       }
@@ -265,12 +269,15 @@ void WidenContext(ScalarKind kind, const uint16_t *cache, const int64_t *table, 
 void AttendHalf(ScalarKind kind, const uint16_t *q, const uint16_t *k_cache,
                 const uint16_t *v_cache, const int64_t *table, int64_t t0, int64_t n, int64_t ctx,
                 uint16_t *out, const PagedAttentionDims &d, float scale, HalfScratch &w) {
-  const int64_t D = d.head_dim, Dv = d.v_dim, T = d.tokens, BS = d.block_size;
+  const int64_t D = d.head_dim, Dv = d.v_dim, BS = d.block_size;
+  const int64_t hs = d.q_head_stride, ts = d.q_token_stride;
   const int64_t group = d.q_heads / d.kv_heads, blocks = (ctx + BS - 1) / BS;
   PagedAttentionDims one = d;
   one.q_heads = group;
   one.kv_heads = 1;
   one.tokens = n;
+  one.q_head_stride = n; // the widened rows are head-major [group, n, *]
+  one.q_token_stride = 1;
   one.num_blocks = one.max_blocks = blocks;
   one.num_seqs = 1;
   float *qw = Grow(w.q, group * n * D), *ow = Grow(w.out, group * n * Dv);
@@ -280,20 +287,38 @@ void AttendHalf(ScalarKind kind, const uint16_t *q, const uint16_t *k_cache,
     std::iota(w.table.begin(), w.table.end(), int64_t{0});
   }
   for (int64_t g = 0; g < d.kv_heads; ++g) {
-    // Head h's rows for tokens t0..t0+n-1 are contiguous in q and out.
-    for (int64_t r = 0; r < group; ++r)
-      CastElements(kind, q + ((g * group + r) * T + t0) * D, ScalarKind::kF32, qw + r * n * D,
-                   n * D);
+    // Head h's rows for tokens t0..t0+n-1: contiguous in q and out when
+    // head-major (token stride 1), one row apart per token otherwise.
+    for (int64_t r = 0; r < group; ++r) {
+      const uint16_t *src = q + ((g * group + r) * hs + t0 * ts) * D;
+      if (ts == 1)
+        CastElements(kind, src, ScalarKind::kF32, qw + r * n * D, n * D);
+      else
+        for (int64_t i = 0; i < n; ++i)
+          CastElements(kind, src + i * ts * D, ScalarKind::kF32, qw + (r * n + i) * D, D);
+    }
     WidenContext(kind, k_cache, table, g, ctx, D, d, kw);
     WidenContext(kind, v_cache, table, g, ctx, Dv, d, vw);
     AttendF32(qw, kw, vw, w.table.data(), 0, n, ctx, ow, one, scale, w.f32);
-    for (int64_t r = 0; r < group; ++r)
-      CastElements(ScalarKind::kF32, ow + r * n * Dv, kind, out + ((g * group + r) * T + t0) * Dv,
-                   n * Dv);
+    for (int64_t r = 0; r < group; ++r) {
+      uint16_t *dst = out + ((g * group + r) * hs + t0 * ts) * Dv;
+      if (ts == 1)
+        CastElements(ScalarKind::kF32, ow + r * n * Dv, kind, dst, n * Dv);
+      else
+        for (int64_t i = 0; i < n; ++i)
+          CastElements(ScalarKind::kF32, ow + (r * n + i) * Dv, kind, dst + i * ts * Dv, Dv);
+    }
   }
 }
 
 } // namespace
+
+void SetPagedStrides(PagedAttentionDims &d, bool token_major) {
+  d.q_head_stride = token_major ? 1 : d.tokens;
+  d.q_token_stride = token_major ? d.q_heads : 1;
+  d.kv_head_stride = token_major ? 1 : d.tokens;
+  d.kv_token_stride = token_major ? d.kv_heads : 1;
+}
 
 void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
                     float *v_cache, const PagedBatch &batch, float *out,

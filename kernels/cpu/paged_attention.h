@@ -15,7 +15,16 @@ struct PagedAttentionDims {
   int64_t head_dim = 0, v_dim = 0;        // D (q, k), Dv (v, out)
   int64_t num_blocks = 0, block_size = 0; // NB, BS of the caches
   int64_t num_seqs = 0, max_blocks = 0;   // N, MB (block_tables is [N, MB])
+  // Row strides between heads and between tokens: q's (rows of D) and out's
+  // (rows of Dv) share them, k_new's (D) and v_new's (Dv) share theirs.
+  // Head-major [1, H, T, *]: (T, 1); token-major [1, T, H, *]: (1, H).
+  int64_t q_head_stride = 0, q_token_stride = 0;
+  int64_t kv_head_stride = 0, kv_token_stride = 0;
 };
+
+// Sets the row strides for q, k_new, v_new and out from the other dims:
+// head-major [1, H, T, *] or token-major [1, T, H, *].
+void SetPagedStrides(PagedAttentionDims &dims, bool token_major);
 
 // Which sequence each token belongs to and where its context lives. The
 // values must already be checked against the contract (the runtime op does).
@@ -30,7 +39,8 @@ struct PagedBatch {
 // at each token's slot, then, per query head h (KV head h / (Hq / Hkv)),
 // out[0, h, t, :] = softmax_j(scale * q[0, h, t, :] . k_j) @ v_j over the
 // context positions j <= p(t) of t's sequence, read through its block table.
-// q is [1, Hq, T, D] and out [1, Hq, T, Dv], all contiguous.
+// q is [1, Hq, T, D] and out [1, Hq, T, Dv], or all three token-major
+// [1, T, H, *], as the dims' row strides say; rows are contiguous.
 void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
                     float *v_cache, const PagedBatch &batch, float *out,
                     const PagedAttentionDims &dims, float scale);

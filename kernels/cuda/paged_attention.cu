@@ -10,8 +10,9 @@ constexpr int kScanThreads = 1024;
 
 // ---- store ---------------------------------------------------------------
 
-// Block t copies token t's key and value rows of every KV head into its
-// slot; a negative or out-of-cache slot stores nothing.
+// Block t copies token t's key and value rows of every KV head (at the
+// dims' row strides) into its slot; a negative or out-of-cache slot stores
+// nothing.
 template <typename T>
 __global__ void StoreNewRows(const T *k_new, const T *v_new, T *k_cache, T *v_cache,
                              const int64_t *slots, PagedDims d) {
@@ -23,12 +24,12 @@ __global__ void StoreNewRows(const T *k_new, const T *v_new, T *k_cache, T *v_ca
     for (int64_t i = threadIdx.x; i < d.kv_heads * d.head_dim; i += blockDim.x) {
       const int64_t g = i / d.head_dim, e = i % d.head_dim;
       k_cache[((blk * d.kv_heads + g) * d.block_size + off) * d.head_dim + e] =
-          k_new[(g * d.tokens + t) * d.head_dim + e];
+          k_new[(g * d.kv_head_stride + t * d.kv_token_stride) * d.head_dim + e];
     }
     for (int64_t i = threadIdx.x; i < d.kv_heads * d.v_dim; i += blockDim.x) {
       const int64_t g = i / d.v_dim, e = i % d.v_dim;
       v_cache[((blk * d.kv_heads + g) * d.block_size + off) * d.v_dim + e] =
-          v_new[(g * d.tokens + t) * d.v_dim + e];
+          v_new[(g * d.kv_head_stride + t * d.kv_token_stride) * d.v_dim + e];
     }
   }
 }
@@ -113,7 +114,7 @@ struct PagedSource {
     if (rr >= (end - first) * group)
       return row;
     const int64_t t = first + rr / group, h = g * group + rr % group;
-    row.q_row = h * d.tokens + t;
+    row.q_row = h * d.q_head_stride + t * d.q_token_stride;
     row.limit = idx.context_lens[s] - (end - t); // p(t)
     return row;
   }

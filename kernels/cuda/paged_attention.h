@@ -35,6 +35,11 @@ struct PagedDims {
   int64_t head_dim = 0, v_dim = 0;        // D, Dv
   int64_t num_blocks = 0, block_size = 0; // NB, BS
   int64_t num_seqs = 0, max_blocks = 0;   // N, MB
+  // Row strides between heads and between tokens: q's (rows of D) and out's
+  // (rows of Dv) share them, k_new's (D) and v_new's (Dv) share theirs.
+  // Head-major [1, H, T, *]: (T, 1); token-major [1, T, H, *]: (1, H).
+  int64_t q_head_stride = 0, q_token_stride = 0;
+  int64_t kv_head_stride = 0, kv_token_stride = 0;
 };
 
 // Device pointers to the i64 index operands.
@@ -47,7 +52,8 @@ struct PagedIndexArrays {
 
 // The float operands, all of one type: q [1, Hq, T, D], k_new [1, Hkv, T, D],
 // v_new [1, Hkv, T, Dv], k_cache [NB, Hkv, BS, D], v_cache [NB, Hkv, BS, Dv]
-// (updated in place), out [1, Hq, T, Dv].
+// (updated in place), out [1, Hq, T, Dv]; q, k_new, v_new and out may be
+// token-major [1, T, H, *] instead, as PagedDims' row strides say.
 struct PagedTensors {
   const void *q = nullptr, *k_new = nullptr, *v_new = nullptr;
   void *k_cache = nullptr, *v_cache = nullptr, *out = nullptr;

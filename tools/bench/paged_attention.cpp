@@ -64,6 +64,7 @@ Step MakeStep(const Case &c, std::mt19937 &rng) {
     d.max_blocks = std::max(d.max_blocks, (ctx + d.block_size - 1) / d.block_size);
     d.num_blocks += (ctx + d.block_size - 1) / d.block_size;
   }
+  SetPagedStrides(d, /*token_major=*/false);
   std::vector<int64_t> pool(static_cast<size_t>(d.num_blocks));
   std::iota(pool.begin(), pool.end(), 0);
   std::shuffle(pool.begin(), pool.end(), rng);

@@ -59,7 +59,7 @@ private:
   static Status CheckGraphIO(Plan &plan);
   static Status CheckOps(const Plan &plan);
   static Status CheckSlots(const Plan &plan, const std::vector<int> &producer,
-                           const std::vector<int> &last_use);
+                           const std::vector<int> &last_use, const std::vector<int> &view_of);
   static Status CheckDecoder(const Plan &plan);
 };
 
@@ -290,6 +290,13 @@ Status PlanLoader::CheckGraphIO(Plan &plan) {
   return Status::Ok();
 }
 
+// The ops whose result is their first operand's bytes under another shape:
+// the memory plan may give the result the operand's slot (kernels then copy
+// nothing, their input and output being one buffer).
+static bool IsViewOp(const std::string &type) {
+  return type == "reshape" || type == "flatten" || type == "squeeze" || type == "unsqueeze";
+}
+
 Status PlanLoader::CheckOps(const Plan &plan) {
   const fb::Plan &f = *plan.fb_;
   const auto &tensors = plan.tensors_;
@@ -297,6 +304,9 @@ Status PlanLoader::CheckOps(const Plan &plan) {
   // producer[t]: index of the op that writes t; last_use[t]: last op reading
   // it (INT_MAX for graph outputs, which the caller reads after the run).
   std::vector<int> producer(n, -1), last_use(n, -1);
+  // view_of[t]: the tensor whose bytes t is (a reshape-family result in its
+  // operand's slot, followed through chains), else -1.
+  std::vector<int> view_of(n, -1);
   uint32_t num_ops = f.ops() ? f.ops()->size() : 0;
   for (uint32_t i = 0; i < num_ops; ++i) {
     const fb::Op *op = f.ops()->Get(i);
@@ -344,29 +354,44 @@ Status PlanLoader::CheckOps(const Plan &plan) {
     }
     if (host_outputs != 0 && host_outputs != outputs)
       return DataLoss(label + ": some results are host tensors and some are not");
+    if (IsViewOp(type) && outputs == 1 && op->inputs() && op->inputs()->size() >= 1) {
+      const int32_t in = op->inputs()->Get(0), out = op->outputs()->Get(0);
+      // Both ids were checked above (in is -1 or a tensor produced earlier).
+      if (in >= 0) {
+        const PlanTensor &a = tensors[in], &b = tensors[out];
+        if (a.kind == TensorKind::kActivation && !a.host && !b.host && a.slot == b.slot &&
+            a.dtype == b.dtype)
+          view_of[out] = view_of[in] >= 0 ? view_of[in] : in;
+      }
+    }
   }
   for (int id : plan.outputs_) {
     if (tensors[id].kind == TensorKind::kActivation && producer[id] < 0)
       return DataLoss("graph output " + TensorLabel(id, tensors[id].name) + " is never produced");
     last_use[id] = INT_MAX;
   }
-  return CheckSlots(plan, producer, last_use);
+  return CheckSlots(plan, producer, last_use, view_of);
 }
 
 Status PlanLoader::CheckSlots(const Plan &plan, const std::vector<int> &producer,
-                              const std::vector<int> &last_use) {
+                              const std::vector<int> &last_use, const std::vector<int> &view_of) {
   // Tensors sharing a slot overwrite each other, so their lifetimes
   // [producer, last use] must not overlap, not even at one op: kernels do not
-  // run in place.
+  // run in place. A view (a reshape-family result in its operand's slot) is
+  // the operand's bytes: it extends the operand's life instead.
   struct Life {
     int slot, begin, end, id;
   };
+  std::vector<int> end = last_use;
+  for (size_t i = 0; i < plan.tensors_.size(); ++i)
+    if (view_of[i] >= 0)
+      end[view_of[i]] = std::max(end[view_of[i]], last_use[i]);
   std::vector<Life> lives;
   for (size_t i = 0; i < plan.tensors_.size(); ++i) {
     const PlanTensor &t = plan.tensors_[i];
-    if (t.kind != TensorKind::kActivation || t.host || producer[i] < 0)
+    if (t.kind != TensorKind::kActivation || t.host || producer[i] < 0 || view_of[i] >= 0)
       continue;
-    lives.push_back({t.slot, producer[i], last_use[i], static_cast<int>(i)});
+    lives.push_back({t.slot, producer[i], end[i], static_cast<int>(i)});
   }
   std::sort(lives.begin(), lives.end(), [](const Life &a, const Life &b) {
     return a.slot != b.slot ? a.slot < b.slot : a.begin < b.begin;

@@ -59,3 +59,11 @@ func.func @half_with_f32_params(%x: tensor<?x64xbf16>, %r: tensor<?x64xbf16>, %w
   %2 = kiln.rotary %q, %cos, %cos {interleaved = 0 : i64, rotary_dim = 16 : i64} : (tensor<1x4x?x16xf16>, tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>) -> tensor<1x4x?x16xf16>
   return %0, %1#1, %2 : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<1x4x?x16xf16>
 }
+
+// The token-major layout: q, k_new, v_new and the result are [1, T, H, D].
+// CHECK-LABEL: func @paged_attention_bshd
+func.func @paged_attention_bshd(%q: tensor<1x?x4x16xf32>, %k: tensor<1x?x2x16xf32>, %v: tensor<1x?x2x16xf32>, %kc: tensor<?x2x?x16xf32>, %vc: tensor<?x2x?x16xf32>, %slots: tensor<?xi64>, %qs: tensor<?xi64>, %cl: tensor<?xi64>, %bt: tensor<?x?xi64>) -> tensor<1x?x4x16xf32> {
+  // CHECK: kiln.paged_attention {{.*}} {layout = "bshd", scale = 2.500000e-01 : f32} : ({{.*}}) -> tensor<1x?x4x16xf32>
+  %0 = kiln.paged_attention %q, %k, %v, %kc, %vc, %slots, %qs, %cl, %bt {layout = "bshd", scale = 0.25 : f32} : (tensor<1x?x4x16xf32>, tensor<1x?x2x16xf32>, tensor<1x?x2x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x?x4x16xf32>
+  return %0 : tensor<1x?x4x16xf32>
+}

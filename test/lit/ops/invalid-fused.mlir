@@ -152,3 +152,21 @@ func.func @paged_block_tables_rank(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16
   %0 = kiln.paged_attention %q, %k, %k, %kc, %kc, %i, %i, %i, %i {scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<8x2x16x16xf32>, tensor<8x2x16x16xf32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>) -> tensor<1x4x3x16xf32>
   return %0 : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+func.func @paged_layout(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>, %kc: tensor<8x2x16x16xf32>, %i: tensor<3xi64>, %bt: tensor<1x4xi64>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{layout must be "bhsd" or "bshd", got "sbhd"}}
+  %0 = kiln.paged_attention %q, %k, %k, %kc, %kc, %i, %i, %i, %bt {layout = "sbhd", scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<8x2x16x16xf32>, tensor<8x2x16x16xf32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<1x4xi64>) -> tensor<1x4x3x16xf32>
+  return %0 : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// bshd reads the heads from dim 2: k_new [1, T = 2, Hkv = 3, D] against a
+// cache of 2 heads.
+func.func @paged_bshd_heads(%q: tensor<1x2x6x16xf32>, %k: tensor<1x2x3x16xf32>, %kc: tensor<8x2x16x16xf32>, %i: tensor<2xi64>, %bt: tensor<1x4xi64>) -> tensor<1x2x6x16xf32> {
+  // expected-error @+1 {{k_new's and k_cache's heads must agree, got 3 and 2}}
+  %0 = kiln.paged_attention %q, %k, %k, %kc, %kc, %i, %i, %i, %bt {layout = "bshd", scale = 0.25 : f32} : (tensor<1x2x6x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<8x2x16x16xf32>, tensor<8x2x16x16xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<1x4xi64>) -> tensor<1x2x6x16xf32>
+  return %0 : tensor<1x2x6x16xf32>
+}

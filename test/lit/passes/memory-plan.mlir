@@ -109,3 +109,55 @@ func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %c = kiln.exp %b : (tensor<?x4xf32>) -> tensor<?x4xf32>
   return %c : tensor<?x4xf32>
 }
+
+// -----
+
+// Views: a reshape or unsqueeze of an activation takes its operand's slot
+// (the same bytes; the kernel copies nothing), and the slot stays taken
+// until the last reader of either: %e reads both views, so it needs a third
+// slot, and %f reuses one of the views' slots once %e is done. Views add
+// nothing to the unshared bytes.
+
+// CHECK-LABEL: func.func @views
+// CHECK-SAME: kiln.memory_plan = {num_slots = 3 : i64, slot_static_bytes = array<i64: 128, 128, 128>, unshared_static_bytes = 512 : i64}
+func.func @views(%x: tensor<4x8xf32>) -> tensor<1x32xf32> {
+  %s = kiln.constant dense<[32]> : tensor<1xi64>
+  %ax = kiln.constant dense<[0]> : tensor<1xi64>
+  // CHECK: kiln.relu {{.*}}kiln.slots = array<i64: 0>
+  %a = kiln.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: kiln.reshape {{.*}}kiln.slots = array<i64: 0>
+  %b = kiln.reshape %a, %s {allowzero = 0 : i64} : (tensor<4x8xf32>, tensor<1xi64>) -> tensor<32xf32>
+  // CHECK: kiln.neg {{.*}}kiln.slots = array<i64: 1>
+  %c = kiln.neg %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: kiln.reshape {{.*}}kiln.slots = array<i64: 1>
+  %d = kiln.reshape %c, %s {allowzero = 0 : i64} : (tensor<4x8xf32>, tensor<1xi64>) -> tensor<32xf32>
+  // CHECK: kiln.unsqueeze {{.*}}kiln.slots = array<i64: 1>
+  %d1 = kiln.unsqueeze %d, %ax : (tensor<32xf32>, tensor<1xi64>) -> tensor<1x32xf32>
+  // CHECK: kiln.unsqueeze {{.*}}kiln.slots = array<i64: 0>
+  %b1 = kiln.unsqueeze %b, %ax : (tensor<32xf32>, tensor<1xi64>) -> tensor<1x32xf32>
+  // CHECK: kiln.add {{.*}}kiln.slots = array<i64: 2>
+  %e = kiln.add %b1, %d1 : (tensor<1x32xf32>, tensor<1x32xf32>) -> tensor<1x32xf32>
+  // CHECK: kiln.exp {{.*}}kiln.slots = array<i64: {{[01]}}>
+  %f = kiln.exp %e : (tensor<1x32xf32>) -> tensor<1x32xf32>
+  return %f : tensor<1x32xf32>
+}
+
+// -----
+
+// Near-misses: a view that is returned, and a view of a returned tensor,
+// get slots of their own (each graph output has memory of its own).
+
+// CHECK-LABEL: func.func @returned_views
+// CHECK-SAME: num_slots = 3 : i64
+func.func @returned_views(%x: tensor<4x8xf32>) -> (tensor<32xf32>, tensor<4x8xf32>, tensor<32xf32>) {
+  %s = kiln.constant dense<[32]> : tensor<1xi64>
+  // CHECK: kiln.relu {{.*}}kiln.slots = array<i64: 0>
+  %a = kiln.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: kiln.reshape {{.*}}kiln.slots = array<i64: 1>
+  %b = kiln.reshape %a, %s {allowzero = 0 : i64} : (tensor<4x8xf32>, tensor<1xi64>) -> tensor<32xf32>
+  // CHECK: kiln.neg {{.*}}kiln.slots = array<i64: 0>
+  %c = kiln.neg %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: kiln.reshape {{.*}}kiln.slots = array<i64: 2>
+  %d = kiln.reshape %c, %s {allowzero = 0 : i64} : (tensor<4x8xf32>, tensor<1xi64>) -> tensor<32xf32>
+  return %b, %c, %d : tensor<32xf32>, tensor<4x8xf32>, tensor<32xf32>
+}

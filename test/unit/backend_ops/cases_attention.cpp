@@ -83,7 +83,13 @@ struct PagedShape {
   int64_t v_dim = 0;     // 0: head_dim
   bool pad_last = false; // the last sequence's tokens are padding (slot -1)
   double scale = 0.25;
+  bool token_major = false; // layout "bshd": q, k_new, v_new and out [1, T, H, *]
 };
+
+// [1, H, T, width], or [1, T, H, width] token-major.
+Shape PagedRows(const PagedShape &p, int64_t heads, int64_t tokens, int64_t width) {
+  return p.token_major ? Shape{1, tokens, heads, width} : Shape{1, heads, tokens, width};
+}
 
 // A consistent batch: each sequence owns distinct random blocks, its new
 // tokens' slots are its last positions, table entries past its blocks hold
@@ -112,9 +118,9 @@ std::vector<HostTensor> PagedInputs(const PagedShape &p, std::mt19937 &rng) {
   const int64_t hq = p.q_heads, hkv = p.kv_heads, d = p.head_dim;
   const int64_t dv = p.v_dim ? p.v_dim : d;
   const DType f = p.dtype;
-  return {Uniform(f, {1, hq, t, d})(rng),
-          Uniform(f, {1, hkv, t, d})(rng),
-          Uniform(f, {1, hkv, t, dv})(rng),
+  return {Uniform(f, PagedRows(p, hq, t, d))(rng),
+          Uniform(f, PagedRows(p, hkv, t, d))(rng),
+          Uniform(f, PagedRows(p, hkv, t, dv))(rng),
           Uniform(f, {p.num_blocks, hkv, p.block_size, d})(rng),
           Uniform(f, {p.num_blocks, hkv, p.block_size, dv})(rng),
           FromDoubles(I64, {t}, slots),
@@ -125,8 +131,11 @@ std::vector<HostTensor> PagedInputs(const PagedShape &p, std::mt19937 &rng) {
 
 OpCase PagedCase(const std::string &variant, const PagedShape &p) {
   const int64_t t = std::accumulate(p.new_tokens.begin(), p.new_tokens.end(), int64_t{0});
-  OpCase c = MakeCase("paged_attention", p.dtype, {1, p.q_heads, t, p.head_dim}, variant,
-                      Attrs().Float("scale", static_cast<float>(p.scale)), {}, kAttention);
+  Attrs attrs = Attrs().Float("scale", static_cast<float>(p.scale));
+  if (p.token_major)
+    attrs.String("layout", "bshd");
+  OpCase c = MakeCase("paged_attention", p.dtype, PagedRows(p, p.q_heads, t, p.head_dim), variant,
+                      attrs, {}, kAttention);
   c.make_inputs = [p](std::mt19937 &rng) { return PagedInputs(p, rng); };
   c.in_place = {3, 4}; // k_cache and v_cache
   return c;
@@ -197,6 +206,22 @@ void AddPagedAtModelShapes(std::vector<OpCase> &c) {
   p = {{11, 1}, {45, 70}, 6, 2, 33, 5, 30, 15};
   p.v_dim = 130;
   c.push_back(PagedCase("odd_d33_dv130_bs5", p));
+  // Token-major (layout bshd, what kiln-token-major-attention builds): GQA
+  // 4:1 D 128 in bf16 decoding next to a prefill chunk, MQA in f16 with
+  // padding, and f32 MHA with Dv != D.
+  p = {{1, 1, 12}, {600, 33, 40}, 8, 2, 128, 16, 50, 40, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  p.token_major = true;
+  c.push_back(PagedCase("bshd_gqa4_d128_bf16", p));
+  p = {{5, 1, 2}, {5, 90, 2}, 4, 1, 64, 16, 12, 6, F16};
+  p.pad_last = true;
+  p.scale = 0.125;
+  p.token_major = true;
+  c.push_back(PagedCase("bshd_mqa_d64_f16_padded", p));
+  p = {{11, 1}, {45, 70}, 3, 3, 33, 5, 30, 15};
+  p.v_dim = 40;
+  p.token_major = true;
+  c.push_back(PagedCase("bshd_mha_d33_dv40_bs5", p));
 }
 
 // Prefill chunks for the CUDA tensor-core kernel (attention_mma.h: f16/bf16,
@@ -287,6 +312,9 @@ void AddAttentionCases(std::vector<OpCase> &cases) {
   // SplitFuse), blocks of an odd size.
   cases.push_back(PagedCase("mixed_gqa", {{7, 1, 0, 13}, {7, 20, 9, 13}, 6, 2, 16, 5, 19, 4}));
   cases.push_back(PagedCase("decode_mqa", {{1, 1, 1}, {37, 5, 1}, 4, 1, 32, 7, 13, 6}));
+  PagedShape bshd = {{7, 1, 0, 13}, {7, 20, 9, 13}, 6, 2, 16, 5, 19, 4};
+  bshd.token_major = true;
+  cases.push_back(PagedCase("mixed_gqa_bshd", bshd));
   AddDenseAtModelShapes(cases);
   AddPagedAtModelShapes(cases);
   AddPagedPrefill(cases);

@@ -79,8 +79,14 @@ std::vector<RefTensor> PagedAttention(const OpAttrs &attrs, const RefInputs &in)
   RefTensor kc = *in[3], vc = *in[4];
   const RefTensor &slots = *in[5], &qs = *in[6], &ctx = *in[7], &tables = *in[8];
   const double scale = attrs.Float("scale", 1);
-  const int64_t hq = q.shape[1], t_count = q.shape[2], d = q.shape[3];
+  // layout "bshd": q, k_new, v_new and out are [1, T, H, *].
+  const bool bshd = attrs.String("layout", "bhsd") == "bshd";
+  const int64_t hq = q.shape[bshd ? 2 : 1], t_count = q.shape[bshd ? 1 : 2], d = q.shape[3];
   const int64_t hkv = kc.shape[1], bs = kc.shape[2], dv = vc.shape[3];
+  // The row of head h, token t in a [1, H, T, *] or [1, T, H, *] operand.
+  auto row = [&](int64_t h, int64_t t, int64_t heads) {
+    return bshd ? t * heads + h : h * t_count + t;
+  };
   const int64_t mb = tables.shape[1], n_seqs = tables.shape[0];
   auto cache_at = [&](int64_t block, int64_t g, int64_t off, int64_t dim) {
     return ((block * hkv + g) * bs + off) * dim;
@@ -91,12 +97,13 @@ std::vector<RefTensor> PagedAttention(const OpAttrs &attrs, const RefInputs &in)
       continue;
     for (int64_t g = 0; g < hkv; ++g) {
       for (int64_t e = 0; e < d; ++e)
-        kc.v[cache_at(slot / bs, g, slot % bs, d) + e] = kn.v[(g * t_count + t) * d + e];
+        kc.v[cache_at(slot / bs, g, slot % bs, d) + e] = kn.v[row(g, t, hkv) * d + e];
       for (int64_t e = 0; e < dv; ++e)
-        vc.v[cache_at(slot / bs, g, slot % bs, dv) + e] = vn.v[(g * t_count + t) * dv + e];
+        vc.v[cache_at(slot / bs, g, slot % bs, dv) + e] = vn.v[row(g, t, hkv) * dv + e];
     }
   }
-  RefTensor out{{1, hq, t_count, dv}, std::vector<double>(static_cast<size_t>(hq * t_count * dv))};
+  RefTensor out{bshd ? Shape{1, t_count, hq, dv} : Shape{1, hq, t_count, dv},
+                std::vector<double>(static_cast<size_t>(hq * t_count * dv))};
   for (int64_t s = 0; s < n_seqs; ++s) {
     const int64_t begin = static_cast<int64_t>(qs.v[s]), end = static_cast<int64_t>(qs.v[s + 1]);
     for (int64_t t = begin; t < end; ++t) {
@@ -108,13 +115,13 @@ std::vector<RefTensor> PagedAttention(const OpAttrs &attrs, const RefInputs &in)
         for (int64_t j = 0; j <= pos; ++j) {
           double dot = 0;
           for (int64_t e = 0; e < d; ++e)
-            dot += q.v[(h * t_count + t) * d + e] * kc.v[cache_at(block(j), g, j % bs, d) + e];
+            dot += q.v[row(h, t, hq) * d + e] * kc.v[cache_at(block(j), g, j % bs, d) + e];
           scores[j] = dot * scale;
         }
         AttendRow(
             scores, std::vector<bool>(pos + 1, true),
             [&](int64_t j, int64_t e) { return vc.v[cache_at(block(j), g, j % bs, dv) + e]; }, dv,
-            &out.v[(h * t_count + t) * dv]);
+            &out.v[row(h, t, hq) * dv]);
       }
     }
   }

@@ -129,6 +129,7 @@ TEST(PagedAttentionHalf, KernelRefusesOtherKinds) {
   kernels::PagedAttentionDims d;
   d.q_heads = 2, d.kv_heads = 1, d.tokens = 1, d.head_dim = 4, d.v_dim = 4;
   d.num_blocks = h.nb, d.block_size = 4, d.num_seqs = 1, d.max_blocks = h.mb;
+  kernels::SetPagedStrides(d, /*token_major=*/false);
   for (kernels::ScalarKind kind : {kernels::ScalarKind::kF32, kernels::ScalarKind::kI32})
     EXPECT_FALSE(kernels::PagedAttention(kind, h.q.data<uint16_t>(), h.k_new.data<uint16_t>(),
                                          h.v_new.data<uint16_t>(), h.k_cache.data<uint16_t>(),

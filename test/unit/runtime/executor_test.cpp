@@ -118,6 +118,24 @@ TEST(Executor, TensorsInOneSlotShareMemory) {
   EXPECT_EQ(exec->stats().arena_allocations, 1);
 }
 
+// A reshape whose result shares its operand's slot (a view) copies nothing
+// and reads back the operand's values.
+TEST(Executor, ViewSharesItsOperandsBytes) {
+  test::ViewPlan m;
+  auto plan = Load(m.Build(), "exec_view.plan");
+  ASSERT_TRUE(plan);
+  auto exec = MakeExecutor(*plan);
+  ASSERT_TRUE(exec);
+  std::vector<float> x = {1, -2, 3, -4, 5, -6, 0.5f, 7, -8, 9, -10, 11};
+  ASSERT_TRUE(exec->Bind({View(x, {2, 6})}).ok());
+  ASSERT_TRUE(exec->Run().ok());
+  EXPECT_EQ(exec->TensorData(m.h), exec->TensorData(m.v));
+  const TensorView &y = exec->output(0);
+  ASSERT_EQ(y.shape, (Shape{2, 2, 3}));
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(y.as<float>()[i], -std::max(x[i], 0.0f)) << i;
+}
+
 TEST(Executor, ArenaGrowsGeometricallyWhenShapesCreep) {
   // A decode loop binds a slightly larger shape every step; reallocating the
   // arena each time would touch fresh pages every step.

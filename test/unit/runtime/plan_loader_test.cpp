@@ -210,5 +210,25 @@ TEST(PlanLoader, RefusesInconsistentPlans) {
   }
 }
 
+// A reshape-family result in its operand's slot is a view of it and extends
+// its life: a third tensor written into that slot while the view is still
+// read is refused, as is a non-view op sharing its operand's slot.
+TEST(PlanLoader, ViewsExtendTheirOperandsLife) {
+  test::ViewPlan ok;
+  EXPECT_TRUE(LoadBytes(ok.Build().Bytes(TempPath("view.plan"))).ok());
+  test::ViewPlan reuse;
+  Status st = LoadBytes(reuse.Build(/*y_slot=*/0).Bytes(TempPath("view_reuse.plan")));
+  EXPECT_NE(st.message().find("share slot 0 while both are live"), std::string::npos)
+      << st.message();
+  test::ViewPlan not_view;
+  TestPlan p = not_view.Build();
+  p.ops()[1].type = "relu"; // same slot, but not a view: kernels do not run in place
+  p.ops()[1].in.resize(1);
+  p.ops()[1].attrs.clear();
+  st = LoadBytes(p.Bytes(TempPath("view_not.plan")));
+  EXPECT_NE(st.message().find("share slot 0 while both are live"), std::string::npos)
+      << st.message();
+}
+
 } // namespace
 } // namespace kiln

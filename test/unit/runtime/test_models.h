@@ -47,6 +47,25 @@ struct Mlp {
   }
 };
 
+// y = neg(reshape(relu(x), [0, 2, 3])) with the reshape a view: its result
+// v is in h's slot (0), as kiln-memory-plan assigns it. x: f32[batch, 6].
+struct ViewPlan {
+  int x, h, v, y;
+  TestPlan Build(int y_slot = 1) {
+    TestPlan p;
+    x = p.Input("x", DType::kF32, {"batch", 6});
+    int shape = p.Weight("shape", DType::kI64, {3}, std::vector<int64_t>{0, 2, 3});
+    h = p.Act("h", DType::kF32, {"batch", 6}, 0);
+    v = p.Act("v", DType::kF32, {"batch", 2, 3}, 0);
+    y = p.Act("y", DType::kF32, {"batch", 2, 3}, y_slot);
+    p.Op("relu", {x}, {h});
+    p.Op("reshape", {h, shape}, {v}, {AInt("allowzero", 0)});
+    p.Op("neg", {v}, {y});
+    p.Output(y);
+    return p;
+  }
+};
+
 // y = reshape(x, concat(unsqueeze(gather(shape(x), 0), 0), [3, 2])):
 // a shape subgraph evaluated on the host during Bind. x: f32[batch, 6].
 inline TestPlan BuildReshapePlan() {

@@ -30,6 +30,10 @@ kernels::PagedAttentionDims KernelDims(const Dims &d) {
   k.block_size = d.block_size;
   k.num_seqs = d.num_seqs;
   k.max_blocks = d.max_blocks;
+  k.q_head_stride = d.q_head_stride;
+  k.q_token_stride = d.q_token_stride;
+  k.kv_head_stride = d.kv_head_stride;
+  k.kv_token_stride = d.kv_token_stride;
   return k;
 }
 
@@ -39,7 +43,7 @@ kernels::PagedAttentionDims KernelDims(const Dims &d) {
 // `const TensorView *` input still names writable memory; the executor binds
 // these two operands to the cache buffers, never to a copy.
 Status RunPaged(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_ASSIGN_OR_RETURN(Dims dims, ResolveDims(in));
+  KILN_ASSIGN_OR_RETURN(Dims dims, ResolveDims(attrs, in));
   KILN_ASSIGN_OR_RETURN(float scale, RequiredFloat(kPaged, attrs, "scale"));
   KILN_RETURN_IF_ERROR(CheckIndices(in, dims));
   const kernels::PagedAttentionDims d = KernelDims(dims);

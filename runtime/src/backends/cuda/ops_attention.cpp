@@ -81,7 +81,7 @@ Status RunAttention(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
 // (core/paged_indices.h), and the kernels guard every read and write.
 Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   using namespace paged_attention;
-  KILN_ASSIGN_OR_RETURN(Dims dims, ResolveDims(in));
+  KILN_ASSIGN_OR_RETURN(Dims dims, ResolveDims(attrs, in));
   KILN_ASSIGN_OR_RETURN(float scale, RequiredFloat(kPaged, attrs, "scale"));
   KILN_ASSIGN_OR_RETURN(kc::FusedFloat type, FusedFloatOf(kPaged, "q", *in[kQ]));
   kc::PagedDims d;
@@ -94,6 +94,10 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   d.block_size = dims.block_size;
   d.num_seqs = dims.num_seqs;
   d.max_blocks = dims.max_blocks;
+  d.q_head_stride = dims.q_head_stride; // the layout attribute's
+  d.q_token_stride = dims.q_token_stride;
+  d.kv_head_stride = dims.kv_head_stride;
+  d.kv_token_stride = dims.kv_token_stride;
   if (!kc::PagedAttentionSupported(d))
     return OpError(kPaged, "head dims D = " + std::to_string(d.head_dim) +
                                ", Dv = " + std::to_string(d.v_dim) + " (at most " +

@@ -24,6 +24,13 @@ constexpr const char *kLayouts[] = {"[1, Hq, T, D]",
                                     "[N]",
                                     "[N, MB]"};
 
+// q's, k_new's and v_new's dims in the token-major (bshd) layout.
+constexpr const char *kTokenMajor[] = {"[1, T, Hq, D]", "[1, T, Hkv, D]", "[1, T, Hkv, Dv]"};
+
+const char *LayoutText(int i, Layout layout) {
+  return layout == Layout::kBshd && i <= kVNew ? kTokenMajor[i] : kLayouts[i];
+}
+
 std::string Num(int64_t v) { return std::to_string(v); }
 
 // The index operands' data, as int64 arrays (their dtype is checked).
@@ -53,24 +60,25 @@ Status CheckDTypes(const Inputs &in) {
   return Status::Ok();
 }
 
-Status CheckRanks(const Inputs &in) {
+Status CheckRanks(const Inputs &in, Layout layout) {
   for (int i = kQ; i <= kTables; ++i) {
     const size_t rank = i < kSlots ? 4 : i == kTables ? 2 : 1;
     if (in[i]->shape.size() != rank)
       return OpError(kPaged, std::string("operand '") + kNames[i] + "' must be " +
-                                 Num(static_cast<int64_t>(rank)) + "-D " + kLayouts[i] +
+                                 Num(static_cast<int64_t>(rank)) + "-D " + LayoutText(i, layout) +
                                  ", got shape " + ShapeToString(in[i]->shape));
   }
   return Status::Ok();
 }
 
 // Operand i's dim `axis` must equal `want`, the named dim of another operand.
-Status CheckDim(const Inputs &in, int i, size_t axis, int64_t want, const char *what) {
+Status CheckDim(const Inputs &in, int i, size_t axis, int64_t want, const char *what,
+                Layout layout = Layout::kBhsd) {
   if (in[i]->shape[axis] == want)
     return Status::Ok();
   return OpError(kPaged, std::string("operand '") + kNames[i] + "' of shape " +
-                             ShapeToString(in[i]->shape) + " must be " + kLayouts[i] + " with " +
-                             what + " = " + Num(want));
+                             ShapeToString(in[i]->shape) + " must be " + LayoutText(i, layout) +
+                             " with " + what + " = " + Num(want));
 }
 
 // query_start: 0, non-decreasing, ending at T.
@@ -128,13 +136,36 @@ Status CheckSlots(const int64_t *slots, const Dims &d) {
 
 } // namespace
 
-StatusOr<Dims> ResolveDims(const Inputs &in) {
-  KILN_RETURN_IF_ERROR(CheckDTypes(in));
-  KILN_RETURN_IF_ERROR(CheckRanks(in));
-  const Shape &q = in[kQ]->shape, &kc = in[kKCache]->shape, &bt = in[kTables]->shape;
+StatusOr<Layout> LayoutOf(const OpAttrs &attrs) {
+  auto it = attrs.all().find("layout");
+  if (it == attrs.all().end())
+    return Layout::kBhsd;
+  if (it->second.kind == AttrValue::Kind::kString && it->second.s == "bhsd")
+    return Layout::kBhsd;
+  if (it->second.kind == AttrValue::Kind::kString && it->second.s == "bshd")
+    return Layout::kBshd;
+  return OpError(kPaged, "attribute 'layout' must be the string \"bhsd\" or \"bshd\"" +
+                             (it->second.kind == AttrValue::Kind::kString
+                                  ? ", got \"" + it->second.s + "\""
+                                  : std::string(", got a value of another kind")));
+}
+
+Shape ResultShape(const Dims &d) {
+  if (d.layout == Layout::kBshd)
+    return {1, d.tokens, d.q_heads, d.v_dim};
+  return {1, d.q_heads, d.tokens, d.v_dim};
+}
+
+StatusOr<Dims> ResolveDims(const OpAttrs &attrs, const Inputs &in) {
   Dims d;
-  d.q_heads = q[1];
-  d.tokens = q[2];
+  KILN_ASSIGN_OR_RETURN(d.layout, LayoutOf(attrs));
+  const bool bshd = d.layout == Layout::kBshd;
+  KILN_RETURN_IF_ERROR(CheckDTypes(in));
+  KILN_RETURN_IF_ERROR(CheckRanks(in, d.layout));
+  const Shape &q = in[kQ]->shape, &kc = in[kKCache]->shape, &bt = in[kTables]->shape;
+  const size_t head_axis = bshd ? 2 : 1, token_axis = bshd ? 1 : 2;
+  d.q_heads = q[head_axis];
+  d.tokens = q[token_axis];
   d.head_dim = q[3];
   d.num_blocks = kc[0];
   d.kv_heads = kc[1];
@@ -142,8 +173,12 @@ StatusOr<Dims> ResolveDims(const Inputs &in) {
   d.v_dim = in[kVNew]->shape[3];
   d.num_seqs = bt[0];
   d.max_blocks = bt[1];
+  d.q_head_stride = bshd ? 1 : d.tokens;
+  d.q_token_stride = bshd ? d.q_heads : 1;
+  d.kv_head_stride = bshd ? 1 : d.tokens;
+  d.kv_token_stride = bshd ? d.kv_heads : 1;
   for (int i : {kQ, kKNew, kVNew})
-    KILN_RETURN_IF_ERROR(CheckDim(in, i, 0, 1, "batch"));
+    KILN_RETURN_IF_ERROR(CheckDim(in, i, 0, 1, "batch", d.layout));
   KILN_RETURN_IF_ERROR(CheckDim(in, kKCache, 3, d.head_dim, "q's head dim D"));
   if (d.kv_heads < 1 || d.q_heads % d.kv_heads != 0)
     return OpError(kPaged, "query heads Hq = " + Num(d.q_heads) +
@@ -152,11 +187,15 @@ StatusOr<Dims> ResolveDims(const Inputs &in) {
   if (d.block_size < 1)
     return OpError(kPaged, "operand 'k_cache' of shape " + ShapeToString(kc) +
                                " must have a block size BS >= 1");
-  const Shape want_k = {1, d.kv_heads, d.tokens, d.head_dim};
-  const Shape want_v = {1, d.kv_heads, d.tokens, d.v_dim};
+  const Shape want_k = bshd ? Shape{1, d.tokens, d.kv_heads, d.head_dim}
+                            : Shape{1, d.kv_heads, d.tokens, d.head_dim};
+  const Shape want_v =
+      bshd ? Shape{1, d.tokens, d.kv_heads, d.v_dim} : Shape{1, d.kv_heads, d.tokens, d.v_dim};
   const Shape want_vc = {d.num_blocks, d.kv_heads, d.block_size, d.v_dim};
-  KILN_RETURN_IF_ERROR(CheckExactShape(kPaged, "k_new", *in[kKNew], want_k, "[1, Hkv, T, D]"));
-  KILN_RETURN_IF_ERROR(CheckExactShape(kPaged, "v_new", *in[kVNew], want_v, "[1, Hkv, T, Dv]"));
+  KILN_RETURN_IF_ERROR(
+      CheckExactShape(kPaged, "k_new", *in[kKNew], want_k, LayoutText(kKNew, d.layout)));
+  KILN_RETURN_IF_ERROR(
+      CheckExactShape(kPaged, "v_new", *in[kVNew], want_v, LayoutText(kVNew, d.layout)));
   KILN_RETURN_IF_ERROR(
       CheckExactShape(kPaged, "v_cache", *in[kVCache], want_vc, "[NB, Hkv, BS, Dv]"));
   KILN_RETURN_IF_ERROR(CheckDim(in, kSlots, 0, d.tokens, "q's token count T"));
@@ -185,13 +224,13 @@ namespace {
 
 using namespace paged_attention;
 
-// 9 operands (docs/fused-ops.md) -> [1, Hq, T, Dv].
+// 9 operands (docs/fused-ops.md) -> [1, Hq, T, Dv] ([1, T, Hq, Dv] for bshd).
 Status InferPaged(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity(kPaged, in, 9, 9, out, 1, 1));
-  KILN_ASSIGN_OR_RETURN(Dims d, ResolveDims(in));
+  KILN_ASSIGN_OR_RETURN(Dims d, ResolveDims(attrs, in));
   KILN_RETURN_IF_ERROR(RequiredFloat(kPaged, attrs, "scale").status());
   KILN_RETURN_IF_ERROR(CheckIndices(in, d));
-  out[0] = {in[kQ]->dtype, {1, d.q_heads, d.tokens, d.v_dim}, nullptr};
+  out[0] = {in[kQ]->dtype, ResultShape(d), nullptr};
   return Status::Ok();
 }
 
