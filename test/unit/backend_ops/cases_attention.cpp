@@ -248,6 +248,17 @@ void AddPagedPrefill(std::vector<OpCase> &c) {
   p = {{37, 64, 5, 130}, {37, 64, 5, 130}, 8, 2, 80, 16, 30, 9, BF16};
   p.scale = 1 / std::sqrt(80.0);
   c.push_back(PagedCase("prefill_batch_gqa4_d80_bf16", p));
+  // Token-major (layout bshd) prompts, as kiln-token-major-attention builds
+  // them: the kernel reads q and writes the result through the layout's
+  // strides.
+  p = {{100, 37}, {100, 37}, 8, 2, 128, 16, 20, 8, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  p.token_major = true;
+  c.push_back(PagedCase("prefill_bshd_gqa4_d128_bf16", p));
+  p = {{64, 20}, {90, 20}, 4, 4, 80, 16, 20, 8, F16};
+  p.scale = 1 / std::sqrt(80.0);
+  p.token_major = true;
+  c.push_back(PagedCase("prefill_bshd_prefix_mha_d80_f16", p));
   // Prefix caching: chunks continuing cached contexts of 230 and 64 tokens.
   p = {{70, 33}, {300, 97}, 8, 1, 128, 16, 40, 20, BF16};
   p.scale = 1 / std::sqrt(128.0);

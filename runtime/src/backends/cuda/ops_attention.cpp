@@ -122,7 +122,9 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   // Query chunks (prefill) on the tensor cores, after the store; decode
   // steps keep the split-key kernel.
   const kc::PrefillTensors pt = {t.q, t.k_cache, t.v_cache, t.out};
-  const kc::PrefillStrides ps = {d.head_dim, d.tokens * d.head_dim, d.v_dim, d.tokens * d.v_dim};
+  // Element strides of q and the result, from the layout's row strides.
+  const kc::PrefillStrides ps = {d.q_token_stride * d.head_dim, d.q_head_stride * d.head_dim,
+                                 d.q_token_stride * d.v_dim, d.q_head_stride * d.v_dim};
   if (kc::PrefillAttentionPreferred(d) && kc::PrefillAttentionSupported(type, d, pt, ps)) {
     KILN_ASSIGN_OR_RETURN(
         void *scratch, OpScratch(ctx, static_cast<uint64_t>(kc::PrefillAttentionScratchBytes(d))));
