@@ -30,8 +30,7 @@ struct Prefetch {
 // broadcast fit the 32 zmm registers.
 template <int MR, int NV>
 KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                      int64_t ldb, float beta, float *c, int64_t ldc, __mmask16 tail,
-                      Prefetch pf) {
+                      int64_t ldb, float beta, float *c, int64_t ldc, __mmask16 tail, Prefetch pf) {
   // Every loop over MR or NV is unrolled, so the accumulators stay in
   // registers (GCC spills an array it indexes in a loop).
   __m512 acc[MR][NV];

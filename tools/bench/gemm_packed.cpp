@@ -96,8 +96,8 @@ int main(int argc, char **argv) {
       const double t_blas = Time(
           reps, copies,
           [&](int i) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, s.n, s.k, 1.0f, a.data(),
-                        s.k, w[i].data(), s.n, 0.0f, c.data(), s.n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, s.n, s.k, 1.0f, a.data(), s.k,
+                        w[i].data(), s.n, 0.0f, c.data(), s.n);
           },
           &cpu_blas);
       const double t_pack = Time(
@@ -105,8 +105,8 @@ int main(int argc, char **argv) {
           [&](int i) { PackedGemm(m, a.data(), s.k, *packed[i], 1.0f, 0.0f, c.data(), s.n); },
           &cpu_pack);
       const double flops = 2.0 * m * s.k * s.n;
-      std::printf("| %s | %lld | %.1f (%.1f) | %.1f (%.1f) | %.1f | %.2f |\n", s.name,
-                  (long long)m, flops / t_blas / 1e9, flops / cpu_blas / 1e9, flops / t_pack / 1e9,
+      std::printf("| %s | %lld | %.1f (%.1f) | %.1f (%.1f) | %.1f | %.2f |\n", s.name, (long long)m,
+                  flops / t_blas / 1e9, flops / cpu_blas / 1e9, flops / t_pack / 1e9,
                   flops / cpu_pack / 1e9, wbytes / t_pack / 1e9, t_blas / t_pack);
       std::fflush(stdout);
     }
