@@ -15,9 +15,13 @@ using namespace tile;
 // floats (64 KiB) stay in L2 while every row tile of C reads them, and the
 // first tile asks for the next block meanwhile, so that block's memory
 // latency hides behind the other tiles' arithmetic. C's tiles are reloaded
-// once a block, a 256th of the block's products. (Measured on the 1.1B
-// Llama's shapes at 16 rows: 64 and 128 rows were slower, 512 no faster.)
+// once a block; past 64 rows, where the weight's reading is a small part of
+// the time, blocks of 512 rows halve those reloads. (Measured on the 1.1B
+// Llama's shapes: 64 or 128 rows were slower at 16 rows of A, 256 rows 1-3%
+// slower than 512 at 256 rows of A.)
 constexpr int64_t kDepthBlock = 256;
+constexpr int64_t kManyRows = 64;
+constexpr int64_t kDeepBlock = 512;
 
 // One panel of C for the rows in [0, m), NV vectors wide.
 template <int NV>
@@ -32,12 +36,13 @@ KILN_AVX512 void PanelAvx512(int64_t m, int64_t k, float alpha, const float *a, 
                 {panel + kPrefetchRows * kPanelCols, k});
     return;
   }
-  for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
-    const int64_t depth = std::min(kDepthBlock, k - p0);
+  const int64_t block = m > kManyRows ? kDeepBlock : kDepthBlock;
+  for (int64_t p0 = 0; p0 < k; p0 += block) {
+    const int64_t depth = std::min(block, k - p0);
     const float *bp = panel + p0 * kPanelCols;
     const float be = p0 == 0 ? beta : 1.0f; // later blocks accumulate
     Panel<NV>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, c, ldc, tail,
-              {bp + depth * kPanelCols, kDepthBlock});
+              {bp + depth * kPanelCols, block});
   }
 }
 
