@@ -82,7 +82,7 @@ TEST(PackedMatrix, RefusesBadSizes) {
 
 // Every row count class (1, the 6-row tiles and their tails, past the old
 // 32-row limit), column tails around the 16- and 64-wide vectors and panels,
-// depths across the 256-row depth block, strided A and C, transposed B,
+// depths across the 256- and 512-row depth blocks, strided A and C, transposed B,
 // alpha, beta, and NaN in C under beta 0; both code paths.
 TEST(PackedGemm, MatchesReference) {
   std::mt19937 rng(17);
@@ -116,11 +116,12 @@ TEST(PackedGemm, MatchesReference) {
 
 // Every row count from 1 to 70 (whole 6-row tiles and each remainder, one
 // to many blocks of rows) at sizes no tile divides: three panels, the last
-// two columns wide, and a depth of 300 (not a multiple of 16, one full depth
-// block and a partial one); beta both zero and not.
+// two columns wide, and a depth of 600 (not a multiple of 16; full and
+// partial depth blocks of both sizes, 256 rows up to 64 rows of A and 512
+// past them); beta both zero and not.
 TEST(PackedGemm, EveryRowCountAtOddSizes) {
   std::mt19937 rng(29);
-  const int64_t n = 130, k = 300, lda = k + 1, ldc = n + 3;
+  const int64_t n = 130, k = 600, lda = k + 1, ldc = n + 3;
   std::vector<float> b = Random(k * n, rng);
   auto packed = PackedMatrix::Pack(b.data(), k, n, n, false);
   ASSERT_TRUE(packed);
