@@ -17,13 +17,18 @@ KILN_AVX512 void Product(int64_t m, int64_t n, int64_t k, float alpha, const flo
                          const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   // Column panels outermost: a panel of B (k x 64 floats) is read from
   // memory once and from cache by the later row tiles.
+  // B's rows are ldb apart, often more than a page, where the hardware
+  // prefetcher stops; the first row tile fetches a few rows ahead by hand.
+  const int64_t ahead = std::max<int64_t>(0, k - kPrefetchRows);
   int64_t j = 0;
   for (; j + 16 * kVecTile <= n; j += 16 * kVecTile)
-    Panel<kVecTile>(m, k, alpha, a, lda, b + j, ldb, beta, c + j, ldc, 0xffff);
+    Panel<kVecTile>(m, k, alpha, a, lda, b + j, ldb, beta, c + j, ldc, 0xffff,
+                    {b + j + kPrefetchRows * ldb, ahead});
   for (; j < n; j += 16) {
     const int64_t left = n - j;
     const __mmask16 tail = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-    Panel<1>(m, k, alpha, a, lda, b + j, ldb, beta, c + j, ldc, tail);
+    Panel<1>(m, k, alpha, a, lda, b + j, ldb, beta, c + j, ldc, tail,
+             {b + j + kPrefetchRows * ldb, ahead});
   }
 }
 

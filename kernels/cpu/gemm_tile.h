@@ -16,12 +16,21 @@ constexpr int kRowTile = 6; // rows of C per tile
 constexpr int kVecTile = 4; // 16-float vectors of C per tile row: 64 columns
 constexpr int64_t kPrefetchRows = 32;
 
+// Rows of memory a tile asks the cache for while it reads B: rows [0,
+// rows) of `at`, row p (all NV vectors of it) beside B's row p; no rows, no
+// requests. They go to L2 (prefetcht1): asked into L1, a block ahead would
+// evict the rows the tiles are reading.
+struct Prefetch {
+  const float *at = nullptr;
+  int64_t rows = 0;
+};
+
 // One tile: MR rows by NV vectors of C; the last vector is masked by `tail`
 // (all ones for full vectors). 6 x 4 accumulators + 4 B vectors + 1 A
 // broadcast fit the 32 zmm registers.
 template <int MR, int NV>
 KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                      int64_t ldb, float beta, float *c, int64_t ldc, __mmask16 tail) {
+                      int64_t ldb, float beta, float *c, int64_t ldc, __mmask16 tail, Prefetch pf) {
   // Every loop over MR or NV is unrolled, so the accumulators stay in
   // registers (GCC spills an array it indexes in a loop).
   __m512 acc[MR][NV];
@@ -32,13 +41,10 @@ KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const
       acc[r][j] = _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
     const float *brow = b + p * ldb;
-    // B's rows are ldb apart, often more than a page, where the hardware
-    // prefetcher stops; fetch a few rows ahead by hand.
-    if (p + kPrefetchRows < k)
+    if (p < pf.rows)
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j)
-        _mm_prefetch(reinterpret_cast<const char *>(brow + kPrefetchRows * ldb + 16 * j),
-                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(pf.at + p * ldb + 16 * j), _MM_HINT_T1);
     __m512 bv[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
@@ -66,31 +72,33 @@ KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const
     }
 }
 
-// Rows [0, m) of one column panel of NV vectors, in tiles of kRowTile rows.
+// Rows [0, m) of one column panel of NV vectors, in tiles of kRowTile rows
+// (the last one to five rows a smaller tile). Only the first tile issues
+// `pf`'s requests: the later ones find B in cache.
 template <int NV>
 KILN_AVX512 void Panel(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
                        const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                       __mmask16 tail) {
+                       __mmask16 tail, Prefetch pf) {
   int64_t r = 0;
-  for (; r + kRowTile <= m; r += kRowTile)
-    Tile<kRowTile, NV>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, tail);
+  for (; r + kRowTile <= m; r += kRowTile, pf = Prefetch())
+    Tile<kRowTile, NV>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, tail, pf);
   const float *ar = a + r * lda;
   float *cr = c + r * ldc;
   switch (m - r) {
   case 5:
-    Tile<5, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
+    Tile<5, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 4:
-    Tile<4, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
+    Tile<4, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 3:
-    Tile<3, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
+    Tile<3, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 2:
-    Tile<2, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
+    Tile<2, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 1:
-    Tile<1, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail);
+    Tile<1, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   default:
     break;

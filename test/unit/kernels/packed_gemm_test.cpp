@@ -82,13 +82,13 @@ TEST(PackedMatrix, RefusesBadSizes) {
 
 // Every row count class (1, the 6-row tiles and their tails, past the old
 // 32-row limit), column tails around the 16- and 64-wide vectors and panels,
-// depths across the 512-row depth block, strided A and C, transposed B,
+// depths across the 256- and 512-row depth blocks, strided A and C, transposed B,
 // alpha, beta, and NaN in C under beta 0; both code paths.
 TEST(PackedGemm, MatchesReference) {
   std::mt19937 rng(17);
   for (int64_t m : {1, 2, 5, 6, 7, 13, 16, 33, 70})
     for (int64_t n : {1, 15, 17, 63, 64, 65, 130})
-      for (int64_t k : {1, 7, 513, 1030}) {
+      for (int64_t k : {1, 7, 257, 513, 1030}) {
         if (m * n * k > 3'000'000)
           continue; // the reference is slow; large shapes only for few rows
         const bool trans = (m + n + k) % 2 == 1;
@@ -112,6 +112,27 @@ TEST(PackedGemm, MatchesReference) {
         kernels::PackedGemmPortable(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
         ExpectNear(got, want, k, what + " (portable)");
       }
+}
+
+// Every row count from 1 to 70 (whole 6-row tiles and each remainder, one
+// to many blocks of rows) at sizes no tile divides: three panels, the last
+// two columns wide, and a depth of 600 (not a multiple of 16; full and
+// partial depth blocks of both sizes, 256 rows up to 64 rows of A and 512
+// past them); beta both zero and not.
+TEST(PackedGemm, EveryRowCountAtOddSizes) {
+  std::mt19937 rng(29);
+  const int64_t n = 130, k = 600, lda = k + 1, ldc = n + 3;
+  std::vector<float> b = Random(k * n, rng);
+  auto packed = PackedMatrix::Pack(b.data(), k, n, n, false);
+  ASSERT_TRUE(packed);
+  for (int64_t m = 1; m <= 70; ++m) {
+    std::vector<float> a = Random(m * lda, rng), c = Random(m * ldc, rng);
+    const float alpha = 1.25f, beta = m % 3 == 0 ? 0.5f : 0.0f;
+    const std::vector<double> want = Reference(m, n, k, alpha, a, lda, b, n, false, beta, c, ldc);
+    std::vector<float> got = c;
+    kernels::PackedGemm(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
+    ExpectNear(got, want, k, "m " + std::to_string(m));
+  }
 }
 
 TEST(PackedGemm, ZeroRowsTouchNothing) {
