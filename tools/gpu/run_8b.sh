@@ -15,12 +15,17 @@
 #           --gpu-memory-utilization 0.9 (--kv-cache-mb 2048 on the cpu): total and
 #           output tok/s, and how
 #           many 2k-token sequences the KV cache holds); JSON (and a PNG) in WORK
+#   profile the roofline (docs/benchmarks.md): KILN_PROFILE=shape kiln run of
+#           a PROMPT_LEN-token prompt with one new token (the prefill), then of
+#           a 4-token prompt with 64 new tokens (decode steps), ops timed on
+#           the device, each op's share and its fraction of PEAK_GBPS and
+#           PEAK_TFLOPS (790); tables in WORK/profile_{prefill,decode}.txt
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
 # then one table of everything measured so far in WORK (steps may run in
 # separate calls, each inside the device tool's 10 minutes).
 #
-# usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,hf] [--work DIR]
+# usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,profile,hf] [--work DIR]
 # Environment: KILN_8B_WORK (default build/8b), BUILD_FLAGS (default
 # "--require-injection --target cuda --dtype bf16"), KILN_DEVICE (default cuda),
 # PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (4276, the H200's
@@ -36,7 +41,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-STEPS=fill,build,tests,bench,hf
+STEPS=fill,build,tests,bench,profile,hf
 WORK=${KILN_8B_WORK:-$ROOT/build/8b}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -117,6 +122,20 @@ if want bench; then
     --concurrency "${OFFLINE_CONCURRENCY:-256}" --max-batched-tokens "${OFFLINE_BATCHED_TOKENS:-8192}" \
     "${kv_flags[@]}" --json "$WORK/kiln_offline.json" \
     --plot "$WORK/kiln_offline.png" || fail "kiln bench offline failed"
+fi
+
+if want profile; then
+  ids=$(seq -s, 1 "$PROMPT_LEN")
+  for what in prefill decode; do
+    if [ "$what" = prefill ]; then args=(--prompt-ids "$ids" --max-new-tokens 1)
+    else args=(--prompt-ids 1,2,3,4 --max-new-tokens 64); fi
+    echo "== profile: $what (KILN_PROFILE=shape kiln run ${args[*]:2})"
+    KILN_PROFILE=shape KILN_PEAK_GBPS="${PEAK_GBPS:-4276}" KILN_PEAK_TFLOPS="${PEAK_TFLOPS:-790}" \
+      "$KILN" run "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" "${args[@]}" --ignore-eos \
+      --no-stream --max-batched-tokens "$PROMPT_LEN" --kv-cache-mb 2048 \
+      >/dev/null 2>"$WORK/profile_$what.txt" || fail "the $what profile failed"
+    grep -A25 '^kiln profile' "$WORK/profile_$what.txt" | head -26
+  done
 fi
 
 if want hf; then

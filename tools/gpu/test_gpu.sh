@@ -181,6 +181,8 @@ if want oracle; then
   ORACLE=$(program kiln_backend_ops_test)
   if [ -n "$ORACLE" ]; then
     gtest oracle "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*"
+    # kiln's GEMV is opt-in (KILN_CUDA_GEMV=1, docs/gpu.md): its cases again with it on.
+    gtest oracle-gemv "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*gemv_*" env KILN_CUDA_GEMV=1
   else
     row oracle 0 1 0 "kiln_backend_ops_test is not in the bundle"
   fi
