@@ -16,16 +16,18 @@
 #           output tok/s, and how
 #           many 2k-token sequences the KV cache holds); JSON (and a PNG) in WORK
 #   profile the roofline (docs/benchmarks.md): KILN_PROFILE=shape kiln run of
-#           a PROMPT_LEN-token prompt with one new token (the prefill), then of
-#           a 4-token prompt with 64 new tokens (decode steps), ops timed on
-#           the device, each op's share and its fraction of PEAK_GBPS and
-#           PEAK_TFLOPS (790); tables in WORK/profile_{prefill,decode}.txt
+#           a PROMPT_LEN-token prompt after a warm-up one (the prefill), then
+#           of 64 decode steps, ops timed on the device (eager: no graphs),
+#           each op's share and its fraction of PEAK_GBPS and PEAK_TFLOPS
+#           (790); tables in WORK/profile_{prefill,decode}.txt
+#   ab      kiln bench latency again with CUDA graphs off, host sampling, and
+#           kiln's GEMV on (one switch at a time; WORK/kiln_latency_*.json)
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
 # then one table of everything measured so far in WORK (steps may run in
 # separate calls, each inside the device tool's 10 minutes).
 #
-# usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,profile,hf] [--work DIR]
+# usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,profile,ab,hf] [--work DIR]
 # Environment: KILN_8B_WORK (default build/8b), BUILD_FLAGS (default
 # "--require-injection --target cuda --dtype bf16"), KILN_DEVICE (default cuda),
 # PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (4276, the H200's
@@ -125,16 +127,40 @@ if want bench; then
 fi
 
 if want profile; then
-  ids=$(seq -s, 1 "$PROMPT_LEN")
+  # The prefill: two prompts of PROMPT_LEN one after the other, the first a
+  # warm-up (first calls build cuBLASLt plans and load kernels) that
+  # KILN_PROFILE_SKIP leaves out. Decode: 64 steps after a 4-token prompt,
+  # the prompt's step and the first decode step left out. Profiled runs are
+  # eager (no CUDA graphs) and time each op on the device.
+  "$PY" -c 'import json, sys
+n = int(sys.argv[1])
+for s in (1, 2):
+    print(json.dumps({"prompt_ids": list(range(s, s + n))}))' "$PROMPT_LEN" >"$WORK/profile_prompts.jsonl"
   for what in prefill decode; do
-    if [ "$what" = prefill ]; then args=(--prompt-ids "$ids" --max-new-tokens 1)
-    else args=(--prompt-ids 1,2,3,4 --max-new-tokens 64); fi
-    echo "== profile: $what (KILN_PROFILE=shape kiln run ${args[*]:2})"
-    KILN_PROFILE=shape KILN_PEAK_GBPS="${PEAK_GBPS:-4276}" KILN_PEAK_TFLOPS="${PEAK_TFLOPS:-790}" \
-      "$KILN" run "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" "${args[@]}" --ignore-eos \
-      --no-stream --max-batched-tokens "$PROMPT_LEN" --kv-cache-mb 2048 \
+    if [ "$what" = prefill ]; then
+      skip=1 args=(--prompts-file "$WORK/profile_prompts.jsonl" --max-seqs 1 --max-new-tokens 1)
+    else
+      skip=2 args=(--prompt-ids 1,2,3,4 --max-new-tokens 64)
+    fi
+    echo "== profile: $what (KILN_PROFILE=shape KILN_PROFILE_SKIP=$skip kiln run ${args[*]})"
+    KILN_PROFILE=shape KILN_PROFILE_SKIP=$skip KILN_PEAK_GBPS="${PEAK_GBPS:-4276}" \
+      KILN_PEAK_TFLOPS="${PEAK_TFLOPS:-790}" "$KILN" run "$PLAN" "${DEVICE_FLAG:---device}" \
+      "$DEVICE" "${args[@]}" --ignore-eos --no-stream --no-prefix-caching \
+      --max-batched-tokens "$PROMPT_LEN" --kv-cache-mb 2048 \
       >/dev/null 2>"$WORK/profile_$what.txt" || fail "the $what profile failed"
-    grep -A25 '^kiln profile' "$WORK/profile_$what.txt" | head -26
+    grep -A30 '^kiln profile' "$WORK/profile_$what.txt" | head -31
+  done
+fi
+
+if want ab; then
+  # What each switch is worth at batch 1: the latency bench again with one
+  # of them flipped (docs/gpu.md), 3 runs after a warm-up each.
+  for ab in KILN_CUDA_GRAPHS=0 KILN_DEVICE_SAMPLING=0 KILN_CUDA_GEMV=1; do
+    echo "== ab: $ab kiln bench latency"
+    env "$ab" "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" \
+      --prompt-len "$PROMPT_LEN" --decode-tokens "$NEW_TOKENS" --repeats 3 \
+      --peak-gbps "${PEAK_GBPS:-4276}" --kv-cache-mb 2048 \
+      --json "$WORK/kiln_latency_${ab%%=*}.json" | tail -4 || fail "$ab kiln bench latency failed"
   done
 fi
 

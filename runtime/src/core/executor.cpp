@@ -62,6 +62,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &
   {
     impl->profiling = impl->print_profile = true;
     impl->profile_shapes = std::strcmp(env, "shape") == 0;
+    // KILN_PROFILE_SKIP=N: the first N runs warm up (first calls build
+    // library plans and load kernels) and are left out of the profile.
+    if (const char *skip = std::getenv("KILN_PROFILE_SKIP"))
+      impl->profile_skip = std::max(0, std::atoi(skip));
   }
   const auto &tensors = plan.tensors();
   impl->views.resize(tensors.size());
@@ -155,7 +159,9 @@ Status Executor::Run() {
   Impl &m = *impl_;
   if (!m.bound)
     return InvalidArgument("Executor::Run called before a successful Bind");
-  if (m.profiling)
+  if (m.profiling && m.profile_skip > 0)
+    --m.profile_skip; // a warm-up run: not profiled
+  else if (m.profiling)
     return m.ProfiledRun();
   if (m.graphs && m.backend->CanCapture())
     return m.GraphRun();

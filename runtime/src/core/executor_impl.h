@@ -125,6 +125,7 @@ struct Executor::Impl {
   bool profiling = false;
   bool print_profile = false; // KILN_PROFILE: print at destruction
   bool profile_shapes = false; // KILN_PROFILE=shape: entries per type and shape
+  int profile_skip = 0;        // KILN_PROFILE_SKIP: runs left out of the profile
   std::map<std::string, Executor::OpTime> op_times;
   Executor::Profile totals; // runs, binds and their seconds (ops unused)
 

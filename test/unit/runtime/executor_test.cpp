@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -100,6 +101,34 @@ TEST(Executor, ProfileChargesEveryOpToItsTypeAndLeavesResultsAlone) {
   EXPECT_NE(table.find("3 runs, 3 binds"), std::string::npos) << table;
   for (const auto &[type, calls] : want)
     EXPECT_NE(table.find(type), std::string::npos) << table;
+}
+
+TEST(Executor, ProfileSkipLeavesWarmUpRunsOut) {
+  Mlp m;
+  auto plan = Load(m.Build(), "exec_profile_skip.plan");
+  ASSERT_TRUE(plan);
+  // KILN_PROFILE and KILN_PROFILE_SKIP are read when the executor is made.
+  ::setenv("KILN_PROFILE", "shape", 1);
+  ::setenv("KILN_PROFILE_SKIP", "2", 1);
+  auto exec = MakeExecutor(*plan);
+  ::unsetenv("KILN_PROFILE");
+  ::unsetenv("KILN_PROFILE_SKIP");
+  ASSERT_TRUE(exec);
+  std::vector<float> x = {1, 2, 3, 4, -1, 0.5f, 0, 2};
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(exec->Bind({View(x, {2, 4})}).ok());
+    ASSERT_TRUE(exec->Run().ok());
+  }
+  const Executor::Profile p = exec->profile();
+  EXPECT_EQ(p.runs, 3); // 5 runs, the first 2 skipped
+  std::map<std::string, int64_t> got;
+  for (const Executor::OpTime &t : p.ops)
+    got[t.type] = t.calls;
+  // With KILN_PROFILE=shape an entry is a type and a shape: x [2, 4] @ W [4, 3].
+  const std::map<std::string, int64_t> want = {{"add 2x3", 3}, {"matmul 2x4x3", 3},
+                                               {"softmax 2x3", 3}};
+  EXPECT_EQ(got, want);
+  exec->SetProfiling(false); // no table on stderr at destruction
 }
 
 TEST(Executor, TensorsInOneSlotShareMemory) {
