@@ -57,6 +57,71 @@ __global__ void RotaryRows(const T *x, const RotaryTable cos, const RotaryTable 
   }
 }
 
+// The rows' last leading dim (heads, in a token-major [.., T, H, D] x)
+// broadcasts both tables: block b takes outer index b (every leading dim
+// but the last), stages its cos/sin row in shared memory once, and then
+// rotates all of its H rows from there; each thread reads its pair once
+// and writes it once, so x and y may alias.
+constexpr int kHeadsThreads = 256;
+constexpr int64_t kMaxHeadsRotary = 1024; // R floats of cos and of sin in shared memory
+
+template <typename T>
+__global__ void __launch_bounds__(kHeadsThreads)
+    RotaryHeads(const T *x, const RotaryTable cos, const RotaryTable sin, T *y,
+                const RotaryLayout l, int64_t outer) {
+  __shared__ float tc[kMaxHeadsRotary], ts[kMaxHeadsRotary];
+  const int64_t heads = l.lead[l.lead_rank - 1];
+  const int64_t d = l.dim, r = l.rotary_dim, half = r / 2;
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
+    int64_t off_c, off_s;
+    TableOffsets(o * heads, l, cos, sin, &off_c, &off_s);
+    __syncthreads(); // the previous outer index's readers are done
+    for (int64_t c = threadIdx.x; c < r; c += blockDim.x) {
+      tc[c] = LoadAs<float>(cos.data, cos.type, off_c + c);
+      ts[c] = LoadAs<float>(sin.data, sin.type, off_s + c);
+    }
+    __syncthreads();
+    const T *xo = x + o * heads * d;
+    T *yo = y + o * heads * d;
+    for (int64_t w = threadIdx.x; w < heads * half; w += blockDim.x) {
+      const int64_t h = w / half, j = w - h * half;
+      const int64_t c0 = l.interleaved ? 2 * j : j, c1 = l.interleaved ? 2 * j + 1 : j + half;
+      const T *xr = xo + h * d;
+      T *yr = yo + h * d;
+      const float x0 = Widen<float>(xr[c0]), x1 = Widen<float>(xr[c1]);
+      yr[c0] = Narrow<T>(x0 * tc[c0] - x1 * ts[c0]);
+      yr[c1] = Narrow<T>(x1 * tc[c1] + x0 * ts[c1]);
+    }
+    if (x != y && r < d)
+      for (int64_t w = threadIdx.x; w < heads * (d - r); w += blockDim.x) {
+        const int64_t h = w / (d - r), c = r + (w - h * (d - r));
+        yo[h * d + c] = xo[h * d + c];
+      }
+  }
+}
+
+// Whether RotaryHeads serves this layout: both tables broadcast over the
+// last leading dim and a row's table fits in shared memory.
+bool HeadsBroadcast(const RotaryTable &cos, const RotaryTable &sin, const RotaryLayout &l) {
+  const int last = l.lead_rank - 1;
+  return l.lead_rank >= 1 && cos.strides[last] == 0 && sin.strides[last] == 0 &&
+         l.lead[last] > 1 && l.rotary_dim <= kMaxHeadsRotary;
+}
+
+template <typename T>
+void LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTable &sin, void *y,
+                  const RotaryLayout &l, int64_t rows, dim3 grid, dim3 block, cudaStream_t stream) {
+  if (HeadsBroadcast(cos, sin, l)) {
+    const int64_t outer = rows / l.lead[l.lead_rank - 1];
+    const unsigned g = static_cast<unsigned>(outer < (1 << 20) ? outer : (1 << 20));
+    RotaryHeads<T><<<g, kHeadsThreads, 0, stream>>>(static_cast<const T *>(x), cos, sin,
+                                                    static_cast<T *>(y), l, outer);
+    return;
+  }
+  RotaryRows<T><<<grid, block, 0, stream>>>(static_cast<const T *>(x), cos, sin,
+                                            static_cast<T *>(y), l, rows);
+}
+
 } // namespace
 
 cudaError_t Rotary(FusedFloat type, const void *x, const RotaryTable &cos, const RotaryTable &sin,
@@ -78,17 +143,13 @@ cudaError_t Rotary(FusedFloat type, const void *x, const RotaryTable &cos, const
   const unsigned grid = static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));
   switch (type) {
   case FusedFloat::kF32:
-    RotaryRows<float><<<grid, block, 0, stream>>>(static_cast<const float *>(x), cos, sin,
-                                                  static_cast<float *>(y), layout, rows);
+    LaunchRotary<float>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   case FusedFloat::kF16:
-    RotaryRows<__half><<<grid, block, 0, stream>>>(static_cast<const __half *>(x), cos, sin,
-                                                   static_cast<__half *>(y), layout, rows);
+    LaunchRotary<__half>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   case FusedFloat::kBF16:
-    RotaryRows<__nv_bfloat16><<<grid, block, 0, stream>>>(static_cast<const __nv_bfloat16 *>(x),
-                                                          cos, sin, static_cast<__nv_bfloat16 *>(y),
-                                                          layout, rows);
+    LaunchRotary<__nv_bfloat16>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   default:
     return cudaErrorInvalidValue;

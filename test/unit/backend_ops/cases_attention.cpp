@@ -307,6 +307,20 @@ void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
                        {Uniform(F16, {2, 4, 300, 96}), Uniform(F16, {2, 1, 300, 64}, -1, 1),
                         Uniform(F16, {2, 1, 300, 64}, -1, 1)},
                        kPointwise));
+  // Token-major at the 8B shape ([1, T, H, D], tables [1, T, 1, R] as
+  // kiln-token-major-attention leaves them): the CUDA kernel's path that
+  // stages each token's table row once for all heads; and one in f16 with
+  // f32 tables, a partial interleaved rotation and a passed-through tail.
+  c.push_back(MakeCase("rotary", BF16, {1, 1024, 32, 128}, "bshd_8b_t1024",
+                       Attrs().Int("rotary_dim", 128).Int("interleaved", 0),
+                       {Uniform(BF16, {1, 1024, 32, 128}), Uniform(F32, {1, 1024, 1, 128}, -1, 1),
+                        Uniform(F32, {1, 1024, 1, 128}, -1, 1)},
+                       kPointwise));
+  c.push_back(MakeCase("rotary", F16, {1, 37, 5, 96}, "bshd_interleaved_partial_f32_tables",
+                       Attrs().Int("rotary_dim", 64).Int("interleaved", 1),
+                       {Uniform(F16, {1, 37, 5, 96}), Uniform(F32, {1, 37, 1, 64}, -1, 1),
+                        Uniform(F32, {1, 37, 1, 64}, -1, 1)},
+                       kPointwise));
   // Half x with f32 tables, as half plans keep cos/sin (kiln-convert-float-type).
   c.push_back(MakeCase("rotary", BF16, {1, 4, 7, 16}, "f32_tables",
                        Attrs().Int("rotary_dim", 16).Int("interleaved", 0),
