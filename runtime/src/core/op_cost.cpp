@@ -66,6 +66,12 @@ OpCost EstimateOpCost(std::string_view type, const Inputs &in, const Outputs &ou
   OpCost c = Streamed(in, out);
   if (type == "paged_attention")
     return PagedAttention(in, out);
+  if (type == "gather" && in.size() >= 2 && in[0] && in[1] && !out.empty()) {
+    // Only the gathered rows of the table are read: as many bytes as the
+    // result, besides the indices.
+    c.bytes = 2 * Bytes(&out[0]) + Bytes(in[1]);
+    return c;
+  }
   if ((type == "linear" || type == "matmul" || type == "gemm") && Has(in, 1)) {
     c.flops = ProductFlops(*in[0], *in[1]);
   } else if (type == "gated_mlp" && Has(in, 2)) {

@@ -1,7 +1,8 @@
 // What one op must compute and move, estimated from its operands' shapes:
 // the floating-point operations of its products (2 per multiply-add) and
 // the fewest bytes it must read and write in device memory (each operand
-// read once, each result written once). The profiler (executor_profile.cpp)
+// read once, each result written once; a gather reads only the rows it
+// takes). The profiler (executor_profile.cpp)
 // divides them by measured time to place each op against the machine's
 // peak rates (a roofline). Elementwise and layout ops count bytes only.
 #pragma once

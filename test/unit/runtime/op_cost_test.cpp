@@ -41,6 +41,15 @@ TEST(OpCost, ElementwiseOpsMoveBytesOnly) {
   EXPECT_DOUBLE_EQ(c.bytes, 3 * 2.0 * 63);
 }
 
+TEST(OpCost, GatherReadsOnlyTheGatheredRows) {
+  // An embedding lookup: 3 rows of a [1000, 64] table.
+  TensorView table = V(DType::kBF16, {1000, 64}), ids = V(DType::kI64, {1, 3});
+  Outputs out = {V(DType::kBF16, {1, 3, 64})};
+  const OpCost c = EstimateOpCost("gather", {&table, &ids}, out);
+  EXPECT_EQ(c.flops, 0);
+  EXPECT_DOUBLE_EQ(c.bytes, 2 * (2.0 * 3 * 64) + 8.0 * 3);
+}
+
 TEST(OpCost, PagedAttentionReadsEachSequencesContext) {
   // Two sequences decoding one token each over tables of 3 blocks of 16:
   // 48 positions of 2 key/value heads of 8 dims each, per sequence.
