@@ -134,7 +134,11 @@ def real_size(args, model, tmp):
     plans = {"kiln": Path(tmp) / f"{model.name}.plan"}
     if args.dense:
         plans["kiln-dense"] = Path(tmp) / f"{model.name}-dense.plan"
+    if args.real_plan:
+        plans["kiln"] = Path(args.real_plan)
     for engine, plan in plans.items():
+        if engine == "kiln" and args.real_plan:
+            continue
         flags = ["--no-ragged"] if engine == "kiln-dense" else []
         subprocess.run([*locked(args.mem_lock), args.kiln, "build", str(onnx_path), "-o",
                         str(plan), "--quiet", *flags], check=True)
@@ -154,8 +158,9 @@ def real_size(args, model, tmp):
             loads.append(os.getloadavg()[0])
             print(f"  {model.name} {engine}: prefill {r[2]:.3f} s, decode {r[1]:.2f} tok/s",
                   file=sys.stderr, flush=True)
-    for plan in plans.values():
-        plan.unlink()
+    for engine, plan in plans.items():
+        if not (engine == "kiln" and args.real_plan):
+            plan.unlink()
     row = {"model": model.name, "runs": runs, "load_min": min(loads), "load_max": max(loads)}
     for engine, rs in runs.items():
         row[f"{engine}_prefill_s"] = statistics.median(r[2] for r in rs)
@@ -196,6 +201,9 @@ def main():
                     help="a real-size model folder (tools/make_big_llama.py); repeatable")
     ap.add_argument("--real-prompt-len", type=int, default=16)
     ap.add_argument("--real-new-tokens", type=int, default=32)
+    ap.add_argument("--real-plan", metavar="PLAN",
+                    help="with one --real-size model: run this injected plan of it (built "
+                         "earlier, e.g. by another kiln binary) instead of building one; kept")
     ap.add_argument("--mem-lock", metavar="FILE",
                     help="hold this lock file (flock) around every process that loads a "
                          "real-size model, on a machine whose memory others share")
@@ -214,6 +222,8 @@ def main():
         return ort_worker(args)
     if not args.kiln or not (args.models or args.real_size):
         ap.error("--kiln and at least one model folder or --real-size are required")
+    if args.real_plan and len(args.real_size) != 1:
+        ap.error("--real-plan needs exactly one --real-size model (the plan's source)")
 
     rng = np.random.default_rng(0)
     rows = []
