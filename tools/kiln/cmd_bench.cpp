@@ -115,7 +115,10 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   // The communicator and the plan outlive every pipeline of the run.
   KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
+  if (!tp.backend.empty())
+    options.backend = tp.backend;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1], tp.load));
+  KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
   DenseDefaultsToCpu(a, *plan, &options);
   options.comm = tp.comm.get();
   if (tp.follower())

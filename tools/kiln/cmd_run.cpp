@@ -154,7 +154,10 @@ Status Run(const ParsedArgs &a) {
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   // The communicator and the plan outlive the pipeline that uses them.
   KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
+  if (!tp.backend.empty())
+    options.backend = tp.backend;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0], tp.load));
+  KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
   DenseDefaultsToCpu(a, *plan, &options);
   KILN_RETURN_IF_ERROR(RefuseEncoder(*plan, a.positional[0]));
   options.comm = tp.comm.get();

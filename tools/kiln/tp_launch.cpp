@@ -2,7 +2,8 @@
 // launcher passes each rank its place through the environment, as torchrun
 // does, so a rank started by hand (another host) joins the same way:
 //   KILN_RANK, KILN_WORLD_SIZE, KILN_RENDEZVOUS (the rendezvous directory),
-//   KILN_TP_HOST (the address this rank's transport listens on).
+//   KILN_TP_HOST (the address this rank's transport listens on),
+//   KILN_LOCAL_RANK (the rank's place on its host: its GPU under --device cuda).
 #include "tp_launch.h"
 
 #include "cli.h"
@@ -110,6 +111,7 @@ bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code) {
       // A rank dies with its launcher, so a killed launcher leaves nothing.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       ::setenv("KILN_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("KILN_LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("KILN_WORLD_SIZE", std::to_string(n).c_str(), 1);
       ::setenv("KILN_RENDEZVOUS", dir.c_str(), 1);
       if (r != 0) // only rank 0 writes the command's output
@@ -175,6 +177,27 @@ bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code) {
   return true;
 }
 
+Status CheckSameBuild(const TpRank &tp, const Plan &plan) {
+  if (!tp.comm || tp.comm->size() == 1)
+    return Status::Ok();
+  // Rank 0's build id against each rank's; every rank learns the verdict,
+  // so rank 0 reports a mismatch instead of waiting on a peer that quit.
+  char id[256] = {};
+  if (tp.comm->rank() == 0)
+    std::snprintf(id, sizeof(id), "%s", plan.build_id().c_str());
+  KILN_RETURN_IF_ERROR(tp.comm->Broadcast(id, sizeof(id), 0));
+  const int64_t same = plan.build_id().substr(0, sizeof(id) - 1) == id ? 1 : 0;
+  std::vector<int64_t> all(static_cast<size_t>(tp.comm->size()));
+  KILN_RETURN_IF_ERROR(tp.comm->AllGather(&same, all.data(),
+                                          std::vector<int64_t>(all.size(), 1), DType::kI64));
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r])
+      return InvalidArgument("rank " + std::to_string(r) +
+                             "'s plan comes from another build than rank 0's (build id '" +
+                             std::string(id) + "'): every rank must run files of one build");
+  return Status::Ok();
+}
+
 Status RankContext(const Status &st) {
   const std::string rank = Env("KILN_RANK");
   return st.ok() || rank.empty() ? st : st.WithContext("rank " + rank);
@@ -207,6 +230,18 @@ StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
     config.host = Env("KILN_TP_HOST");
   KILN_ASSIGN_OR_RETURN(int seconds, IntArg(a.Get("--tp-timeout", "60"), "--tp-timeout", 1, 86400));
   config.timeout = std::chrono::seconds(seconds);
+  if (cuda) {
+    // cuda:N names the device; plain cuda takes the rank's place on its
+    // host (KILN_LOCAL_RANK, set by the launcher), one GPU per rank.
+    const size_t colon = backend.find(':');
+    const std::string local = Env("KILN_LOCAL_RANK");
+    KILN_ASSIGN_OR_RETURN(config.device,
+                          IntArg(colon != std::string::npos ? backend.substr(colon + 1)
+                                 : local.empty()            ? std::to_string(rank)
+                                                            : local,
+                                 "the CUDA device", 0, 1024));
+    out.backend = "cuda:" + std::to_string(config.device);
+  }
   if (config.store_dir.empty()) {
     if (n > 1)
       return InvalidArgument("rank " + std::to_string(rank) +

@@ -28,9 +28,13 @@ bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code);
 struct TpRank {
   PlanLoadOptions load;
   std::unique_ptr<Communicator> comm; // null: one rank, no collectives
+  std::string backend;                // not empty: the device this rank runs on (cuda:N)
   bool follower() const { return comm && comm->rank() != 0; }
 };
 StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend);
+// Every rank's plan carries rank 0's build id (Plan::build_id), so rank
+// files of different builds never run together. Collective.
+Status CheckSameBuild(const TpRank &tp, const Plan &plan);
 // `st` prefixed with "rank R: " in a rank process (KILN_RANK set).
 Status RankContext(const Status &st);
 

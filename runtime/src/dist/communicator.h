@@ -54,6 +54,8 @@ struct RendezvousConfig {
   std::string store_dir;
   // The address this rank's transport listens on, for its peers.
   std::string host = "127.0.0.1";
+  // NCCL: the CUDA device of this rank.
+  int device = 0;
   // Rendezvous and each collective fail after this long.
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
 };
