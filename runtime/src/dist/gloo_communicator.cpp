@@ -18,6 +18,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <csignal>
 #include <exception>
 
 namespace kiln::dist {
@@ -190,6 +191,10 @@ StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(const RendezvousC
                            std::to_string(config.world_size));
   if (config.store_dir.empty())
     return InvalidArgument("the gloo communicator needs a rendezvous directory");
+  // gloo's TCP pairs write to peers with plain writes: a peer that died
+  // would raise SIGPIPE and kill this rank silently, instead of the write
+  // failing and this rank reporting it.
+  std::signal(SIGPIPE, SIG_IGN);
   FileStore files(config.store_dir);
   try {
     gloo::transport::tcp::attr attr;
