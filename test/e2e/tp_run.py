@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""`kiln run --tp N` on a replicated tensor-parallel plan (docs/tp-runtime.md).
+"""`kiln run --tp N` against one rank (docs/tp-runtime.md).
 
     tp_run.py --kiln KILN --replicate KILN_TP_REPLICATE PLAN
+    tp_run.py --kiln KILN --toy KILN_TP_TOY
 
-kiln_tp_replicate wraps PLAN (built without tensor parallelism) into a plan
-of N ranks that each run the whole graph, so every rank computes what the
-one-rank run computes, and rank 0's tokens must be exactly the one-rank
-tokens. Checks:
-  - --tp 2 and --tp 4 give the same 32 greedy tokens as PLAN alone, and the
-    same for a batch of prompts (batched across ranks equals alone);
+With --replicate, kiln_tp_replicate wraps PLAN (built without tensor
+parallelism) into a plan of N ranks that each run the whole graph. With
+--toy, kiln_tp_toy writes a toy decoder unpartitioned and split over N ranks
+(its LM head by columns, all_gather, then an all_reduce of 1/N shares), and
+its logits must match within 1e-4 relative. Checks:
+  - --tp 2 and --tp 4 (and --tp 3, uneven, for the toy) give the same 32
+    greedy tokens as one rank, and the same for a batch of prompts (batched
+    across ranks equals alone);
   - a TP plan without --tp, or with another N, and a one-rank plan with
     --tp 2, fail with exit 2 and a message naming the --tp to use;
   - a rank file (one rank's program) joins the run of the full plan's other
@@ -39,15 +42,21 @@ def run(cmd, env=None, timeout=300):
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
 
 
-def ids_of(kiln, plan, extra, tmp, name):
+def ids_of(kiln, plan, extra, tmp, name, logits=None):
     out = Path(tmp) / (name + ".json")
+    dump = ["--dump-logits", logits] if logits else []
     r = run([kiln, "run", plan, "--prompt-ids", "5,17,99,3", "--max-new-tokens", "32",
              "--temperature", "0", "--ignore-eos", "--no-stream", "--kv-cache-mb", "16",
-             "--output-ids", str(out)] + extra)
+             "--output-ids", str(out)] + dump + extra)
     if r.returncode != 0:
         print(r.stderr[-2000:])
         return None, r
     return json.loads(out.read_text()), r
+
+
+def read_npy(path):
+    import numpy as np
+    return np.load(path)
 
 
 def children(pid):
@@ -70,22 +79,37 @@ def children(pid):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln", required=True)
-    ap.add_argument("--replicate", required=True)
-    ap.add_argument("plan")
+    ap.add_argument("--replicate")
+    ap.add_argument("--toy")
+    ap.add_argument("plan", nargs="?")
     args = ap.parse_args()
-    kiln, plan = args.kiln, args.plan
+    kiln = args.kiln
     with tempfile.TemporaryDirectory() as tmp:
-        base, r = ids_of(kiln, plan, [], tmp, "tp1")
-        check(base is not None and len(base) == 32, f"one-rank run: {base}")
-        plans = {}
-        for n in (2, 4):
-            p = str(Path(tmp) / f"tp{n}.plan")
-            r = run([args.replicate, plan, str(n), p])
-            check(r.returncode == 0, f"replicate to {n} ranks {r.stderr[-300:]}")
-            plans[n] = p
-        for n in (2, 4):
-            got, r = ids_of(kiln, plans[n], ["--tp", str(n)], tmp, f"tp{n}")
+        def make(n, out, rank_file=None):
+            extra = ["--rank-file", str(rank_file)] if rank_file is not None else []
+            if args.toy:
+                cmd = [args.toy, str(n), "1000", out] + extra
+            else:
+                cmd = [args.replicate, args.plan, str(n), out] + extra
+            r = run(cmd)
+            check(r.returncode == 0, f"plan for {n} ranks {extra}: {r.stderr[-300:]}")
+            return out
+        plan = make(1, str(Path(tmp) / "tp1.plan")) if args.toy else args.plan
+        base_logits = str(Path(tmp) / "tp1.npy")
+        base, r = ids_of(kiln, plan, [], tmp, "tp1", base_logits)
+        check(base is not None and len(base) == 32 and len(set(base)) > 8,
+              f"one-rank run: {base}")
+        counts = (2, 3, 4) if args.toy else (2, 4)
+        plans = {n: make(n, str(Path(tmp) / f"tp{n}.plan")) for n in counts}
+        for n in counts:
+            logits = str(Path(tmp) / f"tp{n}.npy")
+            got, r = ids_of(kiln, plans[n], ["--tp", str(n)], tmp, f"tp{n}", logits)
             check(got == base, f"--tp {n} gives the one-rank tokens: {got}")
+            if got is not None:
+                a, b = read_npy(base_logits), read_npy(logits)
+                import numpy as np
+                rel = float(np.max(np.abs(a - b) / (np.abs(a) + 1e-6))) if a.shape == b.shape else 1e9
+                check(rel <= 1e-4, f"--tp {n} logits {b.shape} within 1e-4 relative: {rel:.2e}")
 
         # Batched across ranks equals the one-rank batch.
         reqs = Path(tmp) / "reqs.jsonl"
@@ -110,9 +134,7 @@ def main():
               f"--tp 2 on a one-rank plan: {r.stderr.strip()[-200:]}")
 
         # A rank file runs rank 1 beside the full plan's rank 0, joined by hand.
-        rank_file = str(Path(tmp) / "rank1.plan")
-        r = run([args.replicate, plan, "2", rank_file, "--rank-file", "1"])
-        check(r.returncode == 0, f"rank file {r.stderr[-200:]}")
+        rank_file = make(2, str(Path(tmp) / "rank1.plan"), rank_file=1)
         rdv = Path(tmp) / "rdv"
         rdv.mkdir()
         out = Path(tmp) / "joined.json"
