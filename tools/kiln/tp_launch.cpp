@@ -8,6 +8,7 @@
 
 #include "cli.h"
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
