@@ -7,9 +7,6 @@
 #include "kernels/cpu/copy.h"
 #include "op_util.h"
 
-#include <algorithm>
-#include <cstring>
-
 namespace kiln::cpu {
 namespace {
 
@@ -119,45 +116,7 @@ Status RunSplit(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
 
 // ---- Gather -------------------------------------------------------------
 
-// A tensor-parallel embedding (docs/tp-runtime.md): this rank holds rows
-// [vocab_offset, vocab_offset + rows) of the table; an id outside them gives
-// a zero row, and the all_reduce that follows sums the one rank's real row.
-template <typename Index>
-void GatherVocabSlice(size_t row_bytes, const uint8_t *table, int64_t offset, int64_t rows,
-                      const Index *ids, int64_t count, uint8_t *dst) {
-  for (int64_t i = 0; i < count; ++i, dst += row_bytes) {
-    const int64_t r = static_cast<int64_t>(ids[i]) - offset;
-    if (r >= 0 && r < rows)
-      std::memcpy(dst, table + static_cast<size_t>(r) * row_bytes, row_bytes);
-    else
-      std::memset(dst, 0, row_bytes);
-  }
-}
-
-Status RunVocabGather(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  const Shape &s = in[0]->shape;
-  if (attrs.Int("axis", 0) != 0 || s.empty())
-    return OpError("gather", "a vocab_offset gather takes rows (axis 0) of a table");
-  const int64_t offset = attrs.Int("vocab_offset", 0);
-  if (attrs.Int("vocab_size", s[0]) != s[0])
-    return OpError("gather", "vocab_size " + std::to_string(attrs.Int("vocab_size", 0)) +
-                                 " but the table has " + std::to_string(s[0]) + " rows");
-  const size_t row_bytes = static_cast<size_t>(in[0]->numel() / std::max<int64_t>(s[0], 1)) *
-                           DTypeSize(in[0]->dtype);
-  const auto *table = static_cast<const uint8_t *>(in[0]->data);
-  auto *dst = static_cast<uint8_t *>(out[0].data);
-  if (in[1]->dtype == DType::kI64)
-    GatherVocabSlice(row_bytes, table, offset, s[0], in[1]->as<const int64_t>(), in[1]->numel(),
-                     dst);
-  else
-    GatherVocabSlice(row_bytes, table, offset, s[0], in[1]->as<const int32_t>(), in[1]->numel(),
-                     dst);
-  return Status::Ok();
-}
-
 Status RunGather(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  if (attrs.Int("vocab_offset", -1) >= 0)
-    return RunVocabGather(attrs, in, out);
   const Shape &s = in[0]->shape;
   KILN_ASSIGN_OR_RETURN(
       int64_t axis, NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
