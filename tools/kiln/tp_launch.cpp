@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sys/prctl.h>
@@ -166,8 +167,10 @@ bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code) {
       }).detach();
     }
   }
-  if (own_dir)
-    (void)std::system(("rm -rf '" + dir + "'").c_str());
+  if (own_dir) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
   if (!failure.empty()) {
     std::fprintf(stderr, "kiln %s: tensor parallel: %s; stopped the other ranks\n", command,
                  failure.c_str());
@@ -243,6 +246,7 @@ StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
                                  "the CUDA device", 0, 1024));
     out.backend = "cuda:" + std::to_string(config.device);
   }
+  bool own_dir = false;
   if (config.store_dir.empty()) {
     if (n > 1)
       return InvalidArgument("rank " + std::to_string(rank) +
@@ -251,8 +255,13 @@ StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
     if (!::mkdtemp(tmpl))
       return Internal("cannot create a rendezvous directory");
     config.store_dir = tmpl;
+    own_dir = true;
   }
   auto comm = CreateCommunicator(kind, config, nullptr);
+  if (own_dir) {
+    std::error_code ignored; // the rendezvous is over: one rank's own dir goes
+    std::filesystem::remove_all(config.store_dir, ignored);
+  }
   if (!comm.ok())
     return comm.status().WithContext("rank " + std::to_string(rank));
   out.comm = std::move(*comm);
