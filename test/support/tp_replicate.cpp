@@ -28,8 +28,8 @@ std::string Replicate(const Plan &in, const std::vector<uint8_t> &program, int n
   const fb::Plan &f = in.fb();
   if (f.sections() && f.sections()->size() > 1)
     return "the plan has more than one section";
-  const fb::Section *shared = f.sections() && f.sections()->size() == 1 ? f.sections()->Get(0)
-                                                                         : nullptr;
+  const fb::Section *shared =
+      f.sections() && f.sections()->size() == 1 ? f.sections()->Get(0) : nullptr;
   std::vector<SectionBlob> sections;
   // Bytes of the shared section, read from the loaded plan's mapping.
   const uint8_t *base = nullptr;
@@ -77,9 +77,9 @@ std::string Replicate(const Plan &in, const std::vector<uint8_t> &program, int n
       auto bytes = b.CreateVector(program);
       progs.push_back(fb::CreateRankProgram(b, r, bytes));
     }
-    auto tp = fb::CreateTensorParallel(b, n, b.CreateString("replicated-" + std::to_string(n)),
-                                       b.CreateString("{\"replicated\": true}"),
-                                       b.CreateVector(progs));
+    auto tp =
+        fb::CreateTensorParallel(b, n, b.CreateString("replicated-" + std::to_string(n)),
+                                 b.CreateString("{\"replicated\": true}"), b.CreateVector(progs));
     auto tokenizer = Copy(b, f.tokenizer_json());
     auto chat = Copy(b, f.chat_template());
     auto config = Copy(b, f.build_config_json());

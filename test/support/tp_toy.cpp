@@ -76,10 +76,9 @@ public:
         as.push_back(fb::CreateAttr(b, b.CreateString(a.name), a.kind, a.i, 0,
                                     a.s.empty() ? 0 : b.CreateString(a.s),
                                     a.ints.empty() ? 0 : b.CreateVector(a.ints)));
-      os.push_back(fb::CreateOp(b, b.CreateString(o.type),
-                                b.CreateString("op" + std::to_string(i) + "_" + o.type),
-                                b.CreateVector(o.in), b.CreateVector(o.out),
-                                b.CreateVectorOfSortedTables(&as)));
+      os.push_back(fb::CreateOp(
+          b, b.CreateString(o.type), b.CreateString("op" + std::to_string(i) + "_" + o.type),
+          b.CreateVector(o.in), b.CreateVector(o.out), b.CreateVectorOfSortedTables(&as)));
     }
     auto mp = fb::CreateMemoryPlan(b, slots_, 64, b.CreateVector(std::vector<int64_t>(slots_, -1)));
     std::vector<Offset<fb::KVCache>> kv = {fb::CreateKVCache(b, key, value)};
@@ -88,19 +87,19 @@ public:
     Offset<fb::ModelMetadata> meta = 0;
     Offset<flatbuffers::Vector<Offset<fb::Section>>> secs = 0;
     if (model_fields) {
-      meta = fb::CreateModelMetadata(b, b.CreateString("toy"), b.CreateString("tp-toy"), vocab_, 4096,
-                                     1, 4, -1, b.CreateVector(std::vector<int64_t>{}));
+      meta = fb::CreateModelMetadata(b, b.CreateString("toy"), b.CreateString("tp-toy"), vocab_,
+                                     4096, 1, 4, -1, b.CreateVector(std::vector<int64_t>{}));
     }
     if (sections) {
       std::vector<Offset<fb::Section>> ss;
       for (const SectionPlacement &p : *sections)
-        ss.push_back(fb::CreateSection(b, b.CreateString("shared"), -1, p.offset, p.size,
-                                       p.checksum));
+        ss.push_back(
+            fb::CreateSection(b, b.CreateString("shared"), -1, p.offset, p.size, p.checksum));
       secs = b.CreateVector(ss);
     }
     auto plan = fb::CreatePlan(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString("tp-toy"),
-                               meta, 0, 0, model_fields ? fb::CreateGenerationDefaults(b) : 0, 0,
-                               0, b.CreateVector(ts), b.CreateVector(os), b.CreateVector(inputs_),
+                               meta, 0, 0, model_fields ? fb::CreateGenerationDefaults(b) : 0, 0, 0,
+                               b.CreateVector(ts), b.CreateVector(os), b.CreateVector(inputs_),
                                b.CreateVector(outputs), mp, secs, 0, ragged);
     fb::FinishPlanBuffer(b, plan);
   }
@@ -225,14 +224,13 @@ int main(int argc, char **argv) {
   if (!tp_plan) {
     SectionBuffer shared;
     Graph g = RankGraph(0, 1, vocab, shared, shared, false);
-    err = WritePlanFile(
-        out,
-        [&](const std::vector<SectionPlacement> &p) {
-          FlatBufferBuilder b;
-          g.Build(b, true, &p);
-          return Bytes(b);
-        },
-        {shared.blob()});
+    err = WritePlanFile(out,
+                        [&](const std::vector<SectionPlacement> &p) {
+                          FlatBufferBuilder b;
+                          g.Build(b, true, &p);
+                          return Bytes(b);
+                        },
+                        {shared.blob()});
   } else {
     SectionBuffer shared;
     std::vector<SectionBuffer> own(static_cast<size_t>(n));
@@ -269,13 +267,13 @@ int main(int argc, char **argv) {
           }
           auto tp = fb::CreateTensorParallel(b, n, b.CreateString("toy-" + std::to_string(n)),
                                              b.CreateString("{}"), b.CreateVector(progs));
-          auto meta = fb::CreateModelMetadata(b, b.CreateString("toy"), b.CreateString("tp-toy"),
-                                              vocab, 4096, 1, 4, -1,
-                                              b.CreateVector(std::vector<int64_t>{}));
-          auto plan = fb::CreatePlan(b, kPlanFormatMajor, kPlanFormatMinor,
-                                     b.CreateString("tp-toy"), meta, 0, 0,
-                                     fb::CreateGenerationDefaults(b), 0, 0, 0, 0, 0, 0, 0,
-                                     b.CreateVector(ss), 0, 0, 0, 0, tp);
+          auto meta =
+              fb::CreateModelMetadata(b, b.CreateString("toy"), b.CreateString("tp-toy"), vocab,
+                                      4096, 1, 4, -1, b.CreateVector(std::vector<int64_t>{}));
+          auto plan =
+              fb::CreatePlan(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString("tp-toy"), meta,
+                             0, 0, fb::CreateGenerationDefaults(b), 0, 0, 0, 0, 0, 0, 0,
+                             b.CreateVector(ss), 0, 0, 0, 0, tp);
           fb::FinishPlanBuffer(b, plan);
           return Bytes(b);
         },

@@ -192,8 +192,8 @@ Status CheckSameBuild(const TpRank &tp, const Plan &plan) {
   KILN_RETURN_IF_ERROR(tp.comm->Broadcast(id, sizeof(id), 0));
   const int64_t same = plan.build_id().substr(0, sizeof(id) - 1) == id ? 1 : 0;
   std::vector<int64_t> all(static_cast<size_t>(tp.comm->size()));
-  KILN_RETURN_IF_ERROR(tp.comm->AllGather(&same, all.data(),
-                                          std::vector<int64_t>(all.size(), 1), DType::kI64));
+  KILN_RETURN_IF_ERROR(
+      tp.comm->AllGather(&same, all.data(), std::vector<int64_t>(all.size(), 1), DType::kI64));
   for (size_t r = 0; r < all.size(); ++r)
     if (!all[r])
       return InvalidArgument("rank " + std::to_string(r) +
@@ -216,10 +216,9 @@ StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
   const std::string world = Env("KILN_WORLD_SIZE");
   if (!world.empty() && world != std::to_string(n))
     return InvalidArgument("--tp " + std::to_string(n) + " but KILN_WORLD_SIZE is " + world);
-  KILN_ASSIGN_OR_RETURN(int rank, IntArg(a.Get("--rank", Env("KILN_RANK").empty()
-                                                             ? "0"
-                                                             : Env("KILN_RANK")),
-                                         "--rank", 0, n - 1));
+  KILN_ASSIGN_OR_RETURN(int rank,
+                        IntArg(a.Get("--rank", Env("KILN_RANK").empty() ? "0" : Env("KILN_RANK")),
+                               "--rank", 0, n - 1));
   out.load.tp_size = n;
   out.load.rank = rank;
   const bool cuda = backend.rfind("cuda", 0) == 0;

@@ -27,9 +27,8 @@ std::vector<std::string> CommunicatorKinds() {
   return kinds;
 }
 
-StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const std::string &kind,
-                                                           const RendezvousConfig &config,
-                                                           Backend *backend) {
+StatusOr<std::unique_ptr<Communicator>>
+CreateCommunicator(const std::string &kind, const RendezvousConfig &config, Backend *backend) {
   (void)backend;
   if (kind == "gloo") {
 #if KILN_HAVE_GLOO

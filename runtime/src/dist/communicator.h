@@ -62,9 +62,8 @@ struct RendezvousConfig {
 
 // "gloo" (CPU, host memory) or "nccl" (CUDA, device memory on `backend`'s
 // stream). Unavailable, saying what to install, in a kiln built without it.
-StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const std::string &kind,
-                                                           const RendezvousConfig &config,
-                                                           Backend *backend);
+StatusOr<std::unique_ptr<Communicator>>
+CreateCommunicator(const std::string &kind, const RendezvousConfig &config, Backend *backend);
 // The kinds this kiln was built with.
 std::vector<std::string> CommunicatorKinds();
 

@@ -43,7 +43,8 @@ StatusOr<std::vector<char>> FileStore::Get(const std::string &key,
   for (;;) {
     std::ifstream in(path, std::ios::binary);
     if (in.good())
-      return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      return std::vector<char>(std::istreambuf_iterator<char>(in),
+                               std::istreambuf_iterator<char>());
     if (std::chrono::steady_clock::now() >= deadline)
       return Internal("rendezvous: no rank published '" + key + "' in " + dir_ + " within " +
                       std::to_string(timeout.count()) +

@@ -76,8 +76,8 @@ public:
       widened_.resize(static_cast<size_t>(count));
       const auto *h = static_cast<const uint16_t *>(data);
       for (int64_t i = 0; i < count; ++i)
-        widened_[i] = dtype == DType::kF16 ? kernels::HalfToFloat(h[i])
-                                           : kernels::BFloat16ToFloat(h[i]);
+        widened_[i] =
+            dtype == DType::kF16 ? kernels::HalfToFloat(h[i]) : kernels::BFloat16ToFloat(h[i]);
       sum = widened_.data();
     }
     KILN_RETURN_IF_ERROR(Guard("all_reduce", [&] {
@@ -92,8 +92,8 @@ public:
     if (dtype != DType::kF32) {
       auto *h = static_cast<uint16_t *>(data);
       for (int64_t i = 0; i < count; ++i)
-        h[i] = dtype == DType::kF16 ? kernels::FloatToHalf(sum[i])
-                                    : kernels::FloatToBFloat16(sum[i]);
+        h[i] =
+            dtype == DType::kF16 ? kernels::FloatToHalf(sum[i]) : kernels::FloatToBFloat16(sum[i]);
     }
     return Status::Ok();
   }

@@ -28,25 +28,25 @@ using Clock = std::chrono::steady_clock;
 
 Status NcclError(ncclResult_t r, ncclComm_t comm, const char *what, int line) {
   std::string last = comm ? ncclGetLastError(comm) : "";
-  return Internal(std::string("NCCL: ") + what + " failed at nccl_communicator.cpp:" +
-                  std::to_string(line) + ": " + ncclGetErrorString(r) +
-                  (last.empty() ? "" : " (" + last + ")"));
+  return Internal(std::string("NCCL: ") + what +
+                  " failed at nccl_communicator.cpp:" + std::to_string(line) + ": " +
+                  ncclGetErrorString(r) + (last.empty() ? "" : " (" + last + ")"));
 }
 
-#define KILN_NCCL_CHECK(comm, expr)                                                            \
-  do {                                                                                         \
-    ncclResult_t kiln_nccl_r_ = (expr);                                                        \
-    if (kiln_nccl_r_ == ncclInProgress)                                                        \
-      kiln_nccl_r_ = WaitReady(comm, #expr);                                                   \
-    if (kiln_nccl_r_ != ncclSuccess)                                                           \
-      return NcclError(kiln_nccl_r_, comm, #expr, __LINE__);                                   \
+#define KILN_NCCL_CHECK(comm, expr)                                                                \
+  do {                                                                                             \
+    ncclResult_t kiln_nccl_r_ = (expr);                                                            \
+    if (kiln_nccl_r_ == ncclInProgress)                                                            \
+      kiln_nccl_r_ = WaitReady(comm, #expr);                                                       \
+    if (kiln_nccl_r_ != ncclSuccess)                                                               \
+      return NcclError(kiln_nccl_r_, comm, #expr, __LINE__);                                       \
   } while (0)
 
-#define KILN_CUDA_CHECK(expr)                                                                  \
-  do {                                                                                         \
-    cudaError_t kiln_cuda_e_ = (expr);                                                         \
-    if (kiln_cuda_e_ != cudaSuccess)                                                           \
-      return Internal(std::string("CUDA: ") + #expr + ": " + cudaGetErrorString(kiln_cuda_e_)); \
+#define KILN_CUDA_CHECK(expr)                                                                      \
+  do {                                                                                             \
+    cudaError_t kiln_cuda_e_ = (expr);                                                             \
+    if (kiln_cuda_e_ != cudaSuccess)                                                               \
+      return Internal(std::string("CUDA: ") + #expr + ": " + cudaGetErrorString(kiln_cuda_e_));    \
   } while (0)
 
 ncclDataType_t NcclType(DType t) {
@@ -118,15 +118,16 @@ public:
     return Status::Ok();
   }
 
-  Status Broadcast(void *data, uint64_t bytes, int root, std::chrono::milliseconds timeout) override {
+  Status Broadcast(void *data, uint64_t bytes, int root,
+                   std::chrono::milliseconds timeout) override {
     if (bytes == 0)
       return Status::Ok();
     KILN_RETURN_IF_ERROR(Healthy());
     // Host bytes through a device buffer on a stream of its own.
     KILN_RETURN_IF_ERROR(EnsureStaging(bytes));
     KILN_CUDA_CHECK(cudaMemcpyAsync(staging_, data, bytes, cudaMemcpyHostToDevice, own_stream_));
-    KILN_NCCL_CHECK(comm_, ncclBroadcast(staging_, staging_, bytes, ncclUint8, root, comm_,
-                                         own_stream_));
+    KILN_NCCL_CHECK(comm_,
+                    ncclBroadcast(staging_, staging_, bytes, ncclUint8, root, comm_, own_stream_));
     KILN_CUDA_CHECK(cudaMemcpyAsync(data, staging_, bytes, cudaMemcpyDeviceToHost, own_stream_));
     return WaitStream(own_stream_, timeout.count() > 0 ? timeout : timeout_, "broadcast");
   }
@@ -253,8 +254,8 @@ StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(const RendezvousC
   ncclResult_t r = ncclCommInitRankConfig(&comm, config.world_size, id, config.rank, &cfg);
   if (r != ncclSuccess && r != ncclInProgress)
     return NcclError(r, comm, "ncclCommInitRankConfig", __LINE__);
-  auto out = std::make_unique<NcclCommunicator>(comm, config.rank, config.world_size,
-                                                config.timeout);
+  auto out =
+      std::make_unique<NcclCommunicator>(comm, config.rank, config.world_size, config.timeout);
   if (r == ncclInProgress) {
     const ncclResult_t ready = out->WaitReady(comm, "ncclCommInitRankConfig");
     if (ready != ncclSuccess) {

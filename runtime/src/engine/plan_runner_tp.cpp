@@ -36,8 +36,10 @@ StatusOr<TpControl> ReceiveTpControl(Communicator &comm) {
     return TpControl::kOpen;
   if (h[kKind] == kExit)
     return TpControl::kExit;
-  return Internal("rank " + std::to_string(comm.rank()) + " expected rank 0 to open a runner or "
-                  "end the run, got message kind " + std::to_string(h[kKind]));
+  return Internal("rank " + std::to_string(comm.rank()) +
+                  " expected rank 0 to open a runner or "
+                  "end the run, got message kind " +
+                  std::to_string(h[kKind]));
 }
 
 PlanModelRunner::~PlanModelRunner() {
@@ -58,12 +60,8 @@ Status PlanModelRunner::SendStep(int64_t T, int64_t N, bool decode) {
     return Status::Ok();
   if (comm_->rank() != 0)
     return Internal("only rank 0 schedules steps");
-  int64_t header[kHeaderWords] = {kStep,
-                                  T,
-                                  N,
-                                  max_blocks_,
-                                  static_cast<int64_t>(rows_buf_.size()),
-                                  decode ? 1 : 0};
+  int64_t header[kHeaderWords] = {
+      kStep, T, N, max_blocks_, static_cast<int64_t>(rows_buf_.size()), decode ? 1 : 0};
   KILN_RETURN_IF_ERROR(comm_->Broadcast(header, sizeof(header), 0));
   std::vector<int64_t> payload;
   for (const std::vector<int64_t> *v :
@@ -116,8 +114,9 @@ Status PlanModelRunner::FollowSteps() {
     KILN_RETURN_IF_ERROR(ReceiveStep(&stop, &T, &N, &decode));
     if (stop)
       return Status::Ok();
-    const PagedIndices indices{slots_buf_.data(), qstart_buf_.data(), ctx_buf_.data(),
-                               tables_buf_.data(), T, N, max_blocks_};
+    const PagedIndices indices{
+        slots_buf_.data(), qstart_buf_.data(), ctx_buf_.data(), tables_buf_.data(), T, N,
+        max_blocks_};
     Status checked = CheckPagedIndices(indices, num_blocks_, block_size_);
     if (!checked.ok())
       return Internal("rank " + std::to_string(comm_->rank()) +

@@ -63,12 +63,12 @@ std::vector<int> RunRanks(int n, const std::string &name,
   return codes;
 }
 
-#define CHILD_CHECK(cond, code)                                                                   \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      std::fprintf(stderr, "rank check failed at line %d: %s\n", __LINE__, #cond);               \
-      return code;                                                                                \
-    }                                                                                             \
+#define CHILD_CHECK(cond, code)                                                                    \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "rank check failed at line %d: %s\n", __LINE__, #cond);                 \
+      return code;                                                                                 \
+    }                                                                                              \
   } while (0)
 
 TEST(Gloo, AllReduceSumsEveryDtype) {
@@ -90,7 +90,8 @@ TEST(Gloo, AllReduceSumsEveryDtype) {
         }
         CHILD_CHECK(c.AllReduceSum(h.data(), 8, dt).ok(), 4);
         for (size_t i = 0; i < h.size(); ++i) {
-          float got = dt == DType::kF16 ? kernels::HalfToFloat(h[i]) : kernels::BFloat16ToFloat(h[i]);
+          float got =
+              dt == DType::kF16 ? kernels::HalfToFloat(h[i]) : kernels::BFloat16ToFloat(h[i]);
           float want = 0.5f * static_cast<float>(i) * n + n * (n - 1) / 2.0f;
           CHILD_CHECK(got == want, 5);
         }

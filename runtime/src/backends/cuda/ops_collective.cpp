@@ -13,8 +13,8 @@ namespace {
 Status RunAllReduce(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out) {
   const uint64_t bytes = in[0]->bytes();
   if (out[0].data != in[0]->data && bytes > 0)
-    KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out[0].data, in[0]->data, bytes,
-                                              cudaMemcpyDeviceToDevice, Stream(ctx)));
+    KILN_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(out[0].data, in[0]->data, bytes, cudaMemcpyDeviceToDevice, Stream(ctx)));
   if (!ctx.comm || bytes == 0) // one rank without a communicator
     return Status::Ok();
   return ctx.comm->AllReduceSum(out[0].data, in[0]->numel(), in[0]->dtype, ctx.stream);
@@ -28,8 +28,8 @@ Status RunAllGather(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
   KILN_RETURN_IF_ERROR(CheckAllGatherRank(spec, x, rank, size));
   if (!ctx.comm) {
     if (out[0].data != x.data && x.bytes() > 0)
-      KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out[0].data, x.data, x.bytes(),
-                                                cudaMemcpyDeviceToDevice, Stream(ctx)));
+      KILN_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(out[0].data, x.data, x.bytes(), cudaMemcpyDeviceToDevice, Stream(ctx)));
     return Status::Ok();
   }
   std::vector<int64_t> counts;
@@ -43,8 +43,8 @@ Status RunAllGather(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
   // Rank blocks land one after another in scratch, then each is strided
   // into its columns of the result with one 2-D copy.
   const uint64_t elem = DTypeSize(x.dtype);
-  KILN_ASSIGN_OR_RETURN(void *scratch,
-                        OpScratch(ctx, static_cast<uint64_t>(spec.outer * total * spec.inner) * elem));
+  KILN_ASSIGN_OR_RETURN(
+      void *scratch, OpScratch(ctx, static_cast<uint64_t>(spec.outer * total * spec.inner) * elem));
   KILN_RETURN_IF_ERROR(ctx.comm->AllGather(x.data, scratch, counts, x.dtype, ctx.stream));
   const auto *src = static_cast<const uint8_t *>(scratch);
   auto *dst = static_cast<uint8_t *>(out[0].data);

@@ -13,8 +13,8 @@ StatusOr<AllGatherSpec> ReadAllGather(const OpAttrs &attrs, const TensorView &x)
                                               static_cast<int64_t>(x.shape.size())));
   s.sizes = attrs.Ints("sizes");
   if (s.sizes.empty())
-    return OpError("all_gather", "needs `sizes`, each rank's extent along axis " +
-                                     std::to_string(s.axis));
+    return OpError("all_gather",
+                   "needs `sizes`, each rank's extent along axis " + std::to_string(s.axis));
   for (int64_t v : s.sizes)
     if (v < 0)
       return OpError("all_gather", "a rank's size is " + std::to_string(v));
@@ -32,9 +32,8 @@ Status CheckAllGatherRank(const AllGatherSpec &spec, const TensorView &x, int ra
                                      (size == 1 ? " (run the plan with --tp N)" : ""));
   if (x.shape[spec.axis] != spec.sizes[rank])
     return OpError("all_gather", "rank " + std::to_string(rank) + "'s operand is " +
-                                     ShapeToString(x.shape) + " but sizes[" +
-                                     std::to_string(rank) + "] is " +
-                                     std::to_string(spec.sizes[rank]));
+                                     ShapeToString(x.shape) + " but sizes[" + std::to_string(rank) +
+                                     "] is " + std::to_string(spec.sizes[rank]));
   return Status::Ok();
 }
 
@@ -42,7 +41,8 @@ namespace {
 
 Status InferAllReduce(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("all_reduce", in, 1, 1, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType("all_reduce", "x", *in[0], {DType::kF32, DType::kF16, DType::kBF16}));
+  KILN_RETURN_IF_ERROR(
+      CheckDType("all_reduce", "x", *in[0], {DType::kF32, DType::kF16, DType::kBF16}));
   const std::string reduction = attrs.String("reduction", "sum");
   if (reduction != "sum")
     return OpError("all_reduce", "reduction '" + reduction + "' is not supported (only sum)");
