@@ -153,6 +153,27 @@ def main():
               and json.loads(out.read_text()) == base,
               f"rank file joins by hand: exits {p0.returncode} {p1.returncode} {e0[-300:]} {e1[-300:]}")
 
+        # A rank file runs only its own rank.
+        r = run([kiln, "run", rank_file] + common[:-2] + ["--rendezvous", str(Path(tmp) / "x")],
+                env=dict(os.environ, KILN_RANK="0"), timeout=120)
+        check(r.returncode == 2 and "not rank 0" in r.stderr,
+              f"rank file for rank 1 as rank 0: {r.stderr.strip()[-200:]}")
+        if args.toy:
+            # Files of two builds never run together: both ranks say so.
+            other = str(Path(tmp) / "other.plan")
+            r = subprocess.run([args.toy, "2", "1000", other, "--rank-file", "1"],
+                               env=dict(os.environ, KILN_TP_TOY_BUILD_ID="another-build"))
+            rdv2 = Path(tmp) / "rdv2"
+            rdv2.mkdir()
+            mixed = common[:-2] + ["--rendezvous", str(rdv2)]
+            q0 = subprocess.Popen([kiln, "run", plans[2]] + mixed, env=env0,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            q1 = subprocess.Popen([kiln, "run", other] + mixed, env=env1,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            f0, f1 = q0.communicate(timeout=120)[1], q1.communicate(timeout=120)[1]
+            check(q0.returncode == 2 and q1.returncode == 2 and "another build" in f0,
+                  f"mixed builds refused: {q0.returncode} {q1.returncode} {f0.strip()[-200:]}")
+
         # A rank killed mid-run: the launcher stops the others, names it.
         p = subprocess.Popen([kiln, "run", plans[2], "--prompt-ids", "5,17", "--max-new-tokens",
                               "100000", "--temperature", "0", "--ignore-eos", "--tp", "2",

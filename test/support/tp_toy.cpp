@@ -216,6 +216,9 @@ int main(int argc, char **argv) {
   const std::string out = argv[3];
   const int only = argc >= 6 && std::string(argv[4]) == "--rank-file" ? std::atoi(argv[5]) : -1;
   const bool tp_plan = n > 1 || (argc >= 5 && std::string(argv[4]) == "--tp-plan");
+  // KILN_TP_TOY_BUILD_ID: another build's id, for the ranks' same-build check.
+  const char *id_env = std::getenv("KILN_TP_TOY_BUILD_ID");
+  const std::string build_id = id_env ? id_env : "toy-" + std::to_string(n);
   if (n < 1 || vocab < n) {
     std::fprintf(stderr, "kiln_tp_toy: need N >= 1 and VOCAB >= N\n");
     return 2;
@@ -265,7 +268,7 @@ int main(int argc, char **argv) {
             auto bytes = b.CreateVector(programs[i]);
             progs.push_back(fb::CreateRankProgram(b, ranks[i], bytes));
           }
-          auto tp = fb::CreateTensorParallel(b, n, b.CreateString("toy-" + std::to_string(n)),
+          auto tp = fb::CreateTensorParallel(b, n, b.CreateString(build_id),
                                              b.CreateString("{}"), b.CreateVector(progs));
           auto meta =
               fb::CreateModelMetadata(b, b.CreateString("toy"), b.CreateString("tp-toy"), vocab,

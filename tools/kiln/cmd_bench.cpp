@@ -118,6 +118,7 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
   if (!tp.backend.empty())
     options.backend = tp.backend;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1], tp.load));
+  KILN_RETURN_IF_ERROR(ConnectRank(tp));
   KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
   DenseDefaultsToCpu(a, *plan, &options);
   options.comm = tp.comm.get();

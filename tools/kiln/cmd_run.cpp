@@ -157,6 +157,7 @@ Status Run(const ParsedArgs &a) {
   if (!tp.backend.empty())
     options.backend = tp.backend;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0], tp.load));
+  KILN_RETURN_IF_ERROR(ConnectRank(tp));
   KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
   DenseDefaultsToCpu(a, *plan, &options);
   KILN_RETURN_IF_ERROR(RefuseEncoder(*plan, a.positional[0]));

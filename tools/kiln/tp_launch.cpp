@@ -245,6 +245,17 @@ StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
                                  "the CUDA device", 0, 1024));
     out.backend = "cuda:" + std::to_string(config.device);
   }
+  out.needs_comm = true;
+  out.comm_kind = kind;
+  out.rendezvous = config;
+  return out;
+}
+
+Status ConnectRank(TpRank &tp) {
+  if (!tp.needs_comm)
+    return Status::Ok();
+  RendezvousConfig config = tp.rendezvous;
+  const int n = config.world_size, rank = config.rank;
   bool own_dir = false;
   if (config.store_dir.empty()) {
     if (n > 1)
@@ -256,15 +267,15 @@ StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
     config.store_dir = tmpl;
     own_dir = true;
   }
-  auto comm = CreateCommunicator(kind, config, nullptr);
+  auto comm = CreateCommunicator(tp.comm_kind, config, nullptr);
   if (own_dir) {
     std::error_code ignored; // the rendezvous is over: one rank's own dir goes
     std::filesystem::remove_all(config.store_dir, ignored);
   }
   if (!comm.ok())
     return comm.status().WithContext("rank " + std::to_string(rank));
-  out.comm = std::move(*comm);
-  return out;
+  tp.comm = std::move(*comm);
+  return Status::Ok();
 }
 
 } // namespace kiln::cli

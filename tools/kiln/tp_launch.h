@@ -24,14 +24,21 @@ extern const char kTpUsage[];
 bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code);
 
 // This process's place in the run: the plan part to load and, with more
-// than one rank or --comm, the communicator it joined.
+// than one rank or --comm, the communicator it joins (ConnectRank).
 struct TpRank {
   PlanLoadOptions load;
+  bool needs_comm = false;
+  std::string comm_kind;
+  RendezvousConfig rendezvous;
   std::unique_ptr<Communicator> comm; // null: one rank, no collectives
   std::string backend;                // not empty: the device this rank runs on (cuda:N)
   bool follower() const { return comm && comm->rank() != 0; }
 };
+// Reads the flags and environment; connects nothing, so a plan that does not
+// fit them fails before any rendezvous.
 StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend);
+// Joins the other ranks (when tp.needs_comm), within --tp-timeout.
+Status ConnectRank(TpRank &tp);
 // Every rank's plan carries rank 0's build id (Plan::build_id), so rank
 // files of different builds never run together. Collective.
 Status CheckSameBuild(const TpRank &tp, const Plan &plan);
