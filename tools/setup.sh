@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libopenblas-dev libpcre2-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
+  libgloo-dev
   clang-19 libclang-rt-19-dev
 )
 

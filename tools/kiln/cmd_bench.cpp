@@ -7,6 +7,7 @@
 #include "kiln_schema/plan_generated.h"
 #include "png_chart.h"
 #include "run_options.h"
+#include "tp_launch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -105,12 +106,32 @@ StatusOr<Level> RunLevel(const Plan &plan, PipelineOptions options, int concurre
   return level;
 }
 
+Status BenchLevels(const ParsedArgs &a, const std::string &command, const Plan &plan,
+                   const PipelineOptions &options);
+
 Status Bench(const ParsedArgs &a, const std::string &command) {
   KILN_RETURN_IF_ERROR(ApplyThreads(a));
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1]));
+  // The communicator and the plan outlive every pipeline of the run.
+  KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
+  if (!tp.backend.empty())
+    options.backend = tp.backend;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1], tp.load));
+  KILN_RETURN_IF_ERROR(ConnectRank(tp));
+  KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
   DenseDefaultsToCpu(a, *plan, &options);
+  options.comm = tp.comm.get();
+  if (tp.follower())
+    return RunFollower(*plan, options);
+  Status st = BenchLevels(a, command, *plan, options);
+  KILN_RETURN_IF_ERROR(st);
+  return EndFollowers(tp.comm.get());
+}
+
+Status BenchLevels(const ParsedArgs &a, const std::string &command, const Plan &plan_ref,
+                   const PipelineOptions &options) {
+  const Plan *plan = &plan_ref;
   long long num = 64, in_len = 64, out_len = 64, seed = 0;
   auto positive = [&](const char *name, long long *v) -> Status {
     if (a.Has(name) && (!ParseInt(a.Get(name), v) || *v < 1 || *v > (1 << 24)))
@@ -230,7 +251,7 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
   if (a.Has("--json")) {
     nlohmann::ordered_json doc = {{"command", command},
                                   {"plan", a.positional[1]},
-                                  {"batched", plan->fb().ragged() != nullptr},
+                                  {"batched", plan->graph().ragged() != nullptr},
                                   {"num_prompts", static_cast<int64_t>(requests.size())},
                                   {"input_len", a.Has("--requests") ? -1 : in_len},
                                   {"output_len", a.Has("--requests") ? -1 : out_len},
@@ -253,10 +274,11 @@ int BenchMain(const std::vector<std::string> &args) {
       "--num-prompts", "--input-len", "--output-len",     "--requests", "--concurrency",
       "--seed",        "--json",      "--write-requests", "--plot",     "--peer-json"};
   values.insert(kEngineOptions.begin(), kEngineOptions.end());
+  values.insert(kTpOptions.begin(), kTpOptions.end());
   std::set<std::string> flags(kEngineFlags.begin(), kEngineFlags.end());
   std::string err = ParseArgs(args, values, flags, {}, &a);
   if (a.help) {
-    std::printf("%s\n%s", kUsage, kEngineUsage);
+    std::printf("%s\n%s\n%s", kUsage, kEngineUsage, kTpUsage);
     return kExitOk;
   }
   if (!err.empty())
@@ -268,8 +290,11 @@ int BenchMain(const std::vector<std::string> &args) {
   std::string command = "kiln bench";
   for (const std::string &s : args)
     command += " " + s;
+  int launched = kExitOk;
+  if (LaunchRanks(a, "bench", &launched))
+    return launched;
   Status st = Bench(a, command);
-  return st.ok() ? kExitOk : Fail("bench", st);
+  return st.ok() ? kExitOk : Fail("bench", RankContext(st));
 }
 
 } // namespace kiln::cli

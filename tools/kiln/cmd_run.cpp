@@ -7,6 +7,7 @@
 #include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 #include "run_options.h"
+#include "tp_launch.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -130,7 +131,7 @@ Status RunOne(const ParsedArgs &a, Pipeline &pipe, Request request) {
 // A plan without logits (a BERT-family encoder) cannot generate; say where
 // its use is instead of failing on the missing decoder interface.
 Status RefuseEncoder(const Plan &plan, const std::string &path) {
-  const fb::Plan &f = plan.fb();
+  const fb::Plan &f = plan.graph();
   if (f.ragged() != nullptr || (f.decoder() != nullptr && f.decoder()->logits() >= 0))
     return Status::Ok();
   return InvalidArgument(path +
@@ -138,6 +139,8 @@ Status RefuseEncoder(const Plan &plan, const std::string &path) {
                          "it cannot generate text. Embed texts with it: kiln embed " +
                          path + " --text TEXT (see kiln embed --help)");
 }
+
+Status Generate(const ParsedArgs &a, Pipeline *pipe);
 
 Status Run(const ParsedArgs &a) {
   const int sources = a.Has("--prompt") + a.Has("--prompt-ids") + a.Has("--prompts-file");
@@ -149,11 +152,27 @@ Status Run(const ParsedArgs &a) {
   KILN_RETURN_IF_ERROR(ApplyThreads(a));
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
-  // The plan outlives the pipeline that reads it.
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
+  // The communicator and the plan outlive the pipeline that uses them.
+  KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
+  if (!tp.backend.empty())
+    options.backend = tp.backend;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0], tp.load));
+  KILN_RETURN_IF_ERROR(ConnectRank(tp));
+  KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
   DenseDefaultsToCpu(a, *plan, &options);
   KILN_RETURN_IF_ERROR(RefuseEncoder(*plan, a.positional[0]));
+  options.comm = tp.comm.get();
+  if (tp.follower())
+    return RunFollower(*plan, options);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Create(*plan, options));
+  Status st = Generate(a, pipe.get());
+  pipe.reset(); // its steps end before the run does
+  KILN_RETURN_IF_ERROR(st);
+  return EndFollowers(tp.comm.get());
+}
+
+// One prompt or a prompts file through `pipe`.
+Status Generate(const ParsedArgs &a, Pipeline *pipe) {
   RequestParams params = pipe->DefaultParams();
   KILN_RETURN_IF_ERROR(ApplyRequestFlags(a, &params));
   if (a.Has("--prompts-file"))
@@ -181,19 +200,23 @@ int RunMain(const std::vector<std::string> &args) {
   std::set<std::string> flags = {"--no-stream"};
   values.insert(kRequestOptions.begin(), kRequestOptions.end());
   values.insert(kEngineOptions.begin(), kEngineOptions.end());
+  values.insert(kTpOptions.begin(), kTpOptions.end());
   flags.insert(kRequestFlags.begin(), kRequestFlags.end());
   flags.insert(kEngineFlags.begin(), kEngineFlags.end());
   std::string err = ParseArgs(args, values, flags, {{"-p", "--prompt"}}, &a);
   if (a.help) {
-    std::printf("%s\n%s", kUsage, kEngineUsage);
+    std::printf("%s\n%s\n%s", kUsage, kEngineUsage, kTpUsage);
     return kExitOk;
   }
   if (!err.empty())
     return Usage("run", err, kUsage);
   if (a.positional.size() != 1)
     return Usage("run", "expected one plan file", kUsage);
+  int launched = kExitOk;
+  if (LaunchRanks(a, "run", &launched))
+    return launched;
   Status st = Run(a);
-  return st.ok() ? kExitOk : Fail("run", st);
+  return st.ok() ? kExitOk : Fail("run", RankContext(st));
 }
 
 } // namespace kiln::cli

@@ -240,7 +240,7 @@ StatusOr<std::string> DeviceFlag(const ParsedArgs &a) {
 
 void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *o) {
   if (!a.Has("--device") && !a.Has("--backend") && o->gpu_memory_utilization == 0 &&
-      plan.fb().ragged() == nullptr)
+      plan.graph().ragged() == nullptr)
     o->backend = "cpu";
 }
 

@@ -31,6 +31,8 @@
 
 namespace kiln {
 
+class Communicator; // runtime/src/dist/communicator.h
+
 struct PipelineOptions {
   // KV cache memory, in bytes. 0: room for max_seqs sequences of the full
   // context length, capped at kDefaultKvCacheCap.
@@ -50,6 +52,11 @@ struct PipelineOptions {
   // (docs/gpu.md); false, or KILN_CUDA_GRAPHS=0 in the environment, runs
   // every step eagerly.
   bool cuda_graphs = true;
+  // Tensor parallelism (docs/tp-runtime.md): the communicator of this
+  // process's rank, which must outlive the pipeline; null for one rank. Rank
+  // 0 opens the pipeline and every other rank calls RunFollower with the
+  // same options and its own rank's plan.
+  Communicator *comm = nullptr;
 };
 
 // A prompt and how to continue it.
@@ -121,5 +128,15 @@ private:
   explicit Pipeline(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// A rank other than 0 of a tensor-parallel run: builds the same model runner
+// as rank 0's pipeline and executes the steps rank 0 broadcasts until rank 0
+// stops (Ok) or a rank fails (the error, naming it when known).
+// Runs until rank 0 calls EndFollowers; rank 0 may open several pipelines
+// one after another (each pipeline's steps end when it is destroyed).
+Status RunFollower(const Plan &plan, const PipelineOptions &options);
+// Rank 0, once its last pipeline is gone: ends the followers' RunFollower.
+// A no-op without tensor parallelism.
+Status EndFollowers(Communicator *comm);
 
 } // namespace kiln

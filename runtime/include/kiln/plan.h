@@ -14,6 +14,12 @@
 //     (graph outputs live to the end);
 //   - an op's outputs are either all `host` or none;
 //   - every op type is known to the CPU backend.
+//
+// A tensor-parallel plan (Plan.tensor_parallel, format 1.4) is loaded for one
+// rank: its graph is that rank's nested program (RankProgram), verified with
+// the same checks, and only the shared section and the rank's own section
+// are checksummed and read, so a rank's resident memory holds its own weights
+// and the replicated ones, not its peers'.
 #pragma once
 
 #include "kiln/status.h"
@@ -75,15 +81,35 @@ struct PlanProvenance {
   std::vector<PlanSourceFile> external_data;
 };
 
+// Which part of a plan a process runs (LoadPlan).
+struct PlanLoadOptions {
+  // The rank count the caller runs (`--tp N`); 0: not given, which loads a
+  // plan without tensor parallelism and refuses a tensor-parallel one;
+  // kAsBuilt: whatever the plan was built for (inspect, verify, build's
+  // own check of what it wrote).
+  static constexpr int kAsBuilt = -1;
+  int tp_size = 0;
+  int rank = 0; // in [0, tp_size)
+};
+
 class Plan {
 public:
   ~Plan();
   Plan(const Plan &) = delete;
   Plan &operator=(const Plan &) = delete;
 
-  // The verified FlatBuffer, for everything not decoded below (metadata,
-  // tokenizer, ops). Valid for the Plan's lifetime.
+  // The verified FlatBuffer, for the model-wide fields (metadata, tokenizer,
+  // generation defaults, sections, provenance). Valid for the Plan's lifetime.
   const fb::Plan &fb() const { return *fb_; }
+  // The FlatBuffer of the graph this process runs (ops, memory_plan, ragged,
+  // decoder; tensors(), inputs() and outputs() are decoded from it): fb()
+  // itself, or in a tensor-parallel plan this rank's nested program.
+  const fb::Plan &graph() const { return *graph_; }
+  // 1 for a plan without tensor parallelism.
+  int tp_size() const { return tp_size_; }
+  int rank() const { return rank_; }
+  // Tensor-parallel plans: the build id every rank file of one build shares.
+  const std::string &build_id() const { return build_id_; }
   const std::vector<PlanTensor> &tensors() const { return tensors_; }
   const std::vector<int> &inputs() const { return inputs_; }   // tensor ids
   const std::vector<int> &outputs() const { return outputs_; } // tensor ids
@@ -93,7 +119,8 @@ public:
   // Position of a tensor id in inputs()/outputs(), or -1.
   int InputIndex(int tensor_id) const;
   int OutputIndex(int tensor_id) const;
-  // Whole file size, and bytes in weight sections.
+  // Whole file size, and bytes in the weight sections this rank reads (all
+  // of them without tensor parallelism).
   uint64_t file_size() const { return file_size_; }
   uint64_t weight_bytes() const;
   const std::string &source() const { return source_; }
@@ -112,6 +139,12 @@ private:
   bool mapped_ = false;
   uint64_t file_size_ = 0;
   const fb::Plan *fb_ = nullptr;
+  const fb::Plan *graph_ = nullptr;
+  int tp_size_ = 1, rank_ = 0;
+  std::string build_id_;
+  // Plan.sections index of each value a graph tensor's `section` takes: the
+  // identity without tensor parallelism, {shared, own} in a rank program.
+  std::vector<int> section_of_role_;
   std::vector<PlanTensor> tensors_;
   std::vector<int> inputs_;
   std::vector<int> outputs_;
@@ -120,11 +153,13 @@ private:
 // Maps and verifies a plan file. Corrupt or inconsistent files are DataLoss
 // or InvalidArgument with a message naming the offending field; a missing or
 // unreadable file is NotFound/InvalidArgument. Never crashes on any bytes.
-StatusOr<std::unique_ptr<Plan>> LoadPlan(const std::string &path);
+StatusOr<std::unique_ptr<Plan>> LoadPlan(const std::string &path,
+                                         const PlanLoadOptions &options = {});
 
 // The same checks over bytes in memory (copied), for tests and fuzzers.
 StatusOr<std::unique_ptr<Plan>> LoadPlanFromBytes(const void *data, size_t size,
-                                                  const std::string &source = "<memory>");
+                                                  const std::string &source = "<memory>",
+                                                  const PlanLoadOptions &options = {});
 
 const char *TensorKindName(TensorKind k);
 

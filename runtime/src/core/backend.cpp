@@ -57,7 +57,7 @@ void DeviceBuffer::Reset() {
 std::vector<std::string> MissingKernels(const Plan &plan, const KernelTable &kernels) {
   std::set<std::string> missing;
   const auto &tensors = plan.tensors();
-  if (const auto *ops = plan.fb().ops())
+  if (const auto *ops = plan.graph().ops())
     for (const fb::Op *op : *ops) {
       if (!op->type())
         continue;

@@ -76,13 +76,13 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &
     if (t.kind == TensorKind::kWeight)
       v.shape = t.StaticShape();
   }
-  if (const fb::MemoryPlan *mp = plan.fb().memory_plan()) {
+  if (const fb::MemoryPlan *mp = plan.graph().memory_plan()) {
     impl->alignment = std::max<uint64_t>(64, static_cast<uint64_t>(mp->alignment()));
     impl->num_slots = mp->num_slots();
   }
 
   impl->value_input.assign(tensors.size(), false);
-  const auto *ops = plan.fb().ops();
+  const auto *ops = plan.graph().ops();
   for (uint32_t i = 0; ops && i < ops->size(); ++i) {
     const fb::Op &fop = *ops->Get(i);
     ExecOp op;

@@ -55,7 +55,7 @@ Status CheckPagedIndices(const PagedIndices &p, int64_t num_blocks, int64_t bloc
 
 Status CheckPagedInputs(const Plan &plan, const std::vector<TensorView> &inputs) {
   using namespace paged_attention;
-  const auto *ops = plan.fb().ops();
+  const auto *ops = plan.graph().ops();
   for (uint32_t i = 0; ops && i < ops->size(); ++i) {
     const fb::Op &op = *ops->Get(i);
     if (!op.type() || op.type()->string_view() != "paged_attention")

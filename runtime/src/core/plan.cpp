@@ -44,7 +44,9 @@ Plan::~Plan() {
     std::free(bytes_);
 }
 
-int Plan::num_ops() const { return fb_ && fb_->ops() ? static_cast<int>(fb_->ops()->size()) : 0; }
+int Plan::num_ops() const {
+  return graph_ && graph_->ops() ? static_cast<int>(graph_->ops()->size()) : 0;
+}
 
 int Plan::FindTensor(const std::string &name) const {
   for (size_t i = 0; i < tensors_.size(); ++i)
@@ -70,8 +72,9 @@ int Plan::OutputIndex(int tensor_id) const {
 uint64_t Plan::weight_bytes() const {
   uint64_t total = 0;
   if (fb_ && fb_->sections())
-    for (const fb::Section *s : *fb_->sections())
-      total += s->size();
+    for (int i : section_of_role_)
+      if (i >= 0)
+        total += fb_->sections()->Get(static_cast<uint32_t>(i))->size();
   return total;
 }
 

@@ -45,15 +45,19 @@ std::string TensorLabel(int id, const std::string &name) {
 // Friend of Plan: fills its private fields as the checks pass.
 class PlanLoader {
 public:
-  static StatusOr<std::unique_ptr<Plan>> FromFile(const std::string &path);
+  static StatusOr<std::unique_ptr<Plan>> FromFile(const std::string &path,
+                                                  const PlanLoadOptions &options);
   static StatusOr<std::unique_ptr<Plan>> FromBytes(const void *data, size_t size,
-                                                   const std::string &source);
+                                                   const std::string &source,
+                                                   const PlanLoadOptions &options);
 
 private:
-  static StatusOr<std::unique_ptr<Plan>> Verify(std::unique_ptr<Plan> plan);
+  static StatusOr<std::unique_ptr<Plan>> Verify(std::unique_ptr<Plan> plan,
+                                                const PlanLoadOptions &options);
   static Status CheckHeader(const uint8_t *p, uint64_t size, PlanHeader *h);
+  static Status SelectGraph(Plan &plan, const PlanLoadOptions &options);
   static Status CheckSections(const uint8_t *p, uint64_t size, const PlanHeader &h,
-                              const fb::Plan &plan, bool mapped);
+                              const Plan &plan, bool mapped);
   static Status CheckMemoryPlan(const fb::Plan &plan);
   static Status DecodeTensors(const uint8_t *p, Plan &plan);
   static Status CheckGraphIO(Plan &plan);
@@ -118,10 +122,98 @@ static uint64_t SectionChecksum(const uint8_t *data, uint64_t size, bool mapped)
   return sum.Final();
 }
 
+// Picks the graph this process runs: the plan's own, or in a
+// tensor-parallel plan the nested program of the requested rank, whose
+// weights' `section` 0 and 1 name the shared section and the rank's own.
+Status PlanLoader::SelectGraph(Plan &plan, const PlanLoadOptions &options) {
+  const fb::Plan &f = *plan.fb_;
+  const auto *sections = f.sections();
+  const uint32_t num_sections = sections ? sections->size() : 0;
+  const fb::TensorParallel *tp = f.tensor_parallel();
+  if (!tp) {
+    if (options.tp_size > 1)
+      return InvalidArgument("the plan was built without tensor parallelism, so it cannot run on " +
+                             std::to_string(options.tp_size) +
+                             " ranks: run it without --tp (or with --tp 1), or rebuild it with "
+                             "tensor_parallel.tp_size: " +
+                             std::to_string(options.tp_size));
+    plan.graph_ = plan.fb_;
+    for (uint32_t i = 0; i < num_sections; ++i)
+      plan.section_of_role_.push_back(static_cast<int>(i));
+    return Status::Ok();
+  }
+  const int n = tp->tp_size();
+  if (n < 1 || n > 4096)
+    return DataLoss("tensor_parallel.tp_size is " + std::to_string(n));
+  if (options.tp_size == 0)
+    return InvalidArgument("the plan was built for tensor parallelism over " + std::to_string(n) +
+                           " ranks: run it with --tp " + std::to_string(n));
+  if (options.tp_size != n && options.tp_size != PlanLoadOptions::kAsBuilt)
+    return InvalidArgument("the plan was built for tensor parallelism over " + std::to_string(n) +
+                           " ranks, not " + std::to_string(options.tp_size) + ": run it with --tp " +
+                           std::to_string(n) + " (kiln reshard changes the rank count)");
+  if (options.rank < 0 || options.rank >= n)
+    return InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
+                           std::to_string(n) + ")");
+  if (f.tensors() || f.ops() || f.memory_plan() || f.inputs() || f.outputs() || f.ragged() ||
+      f.decoder())
+    return DataLoss("a tensor-parallel plan's outer Plan has a graph; each rank's graph belongs "
+                    "in tensor_parallel.ranks");
+  const fb::RankProgram *mine = nullptr;
+  std::string held;
+  if (tp->ranks()) {
+    for (const fb::RankProgram *rp : *tp->ranks()) {
+      held += (held.empty() ? "" : ", ") + std::to_string(rp->rank());
+      if (rp->rank() != options.rank)
+        continue;
+      if (mine)
+        return DataLoss("tensor_parallel.ranks lists rank " + std::to_string(options.rank) +
+                        " twice");
+      mine = rp;
+    }
+  }
+  if (!mine)
+    return InvalidArgument("the plan holds the program of rank(s) [" + held + "] of " +
+                           std::to_string(n) + ", not rank " + std::to_string(options.rank) +
+                           " (a rank file of kiln reshard --split runs only its own rank)");
+  // The outer verifier already verified the nested buffer (nested_flatbuffer).
+  const fb::Plan *program = mine->program_nested_root();
+  if (!program || !mine->program() || mine->program()->size() == 0)
+    return DataLoss("rank " + std::to_string(options.rank) + " has no program");
+  if (program->tensor_parallel())
+    return DataLoss("rank " + std::to_string(options.rank) +
+                    "'s program is itself tensor-parallel");
+  if (program->format_major() != f.format_major())
+    return DataLoss("rank " + std::to_string(options.rank) + "'s program says format " +
+                    std::to_string(program->format_major()) + ".x inside a " +
+                    std::to_string(f.format_major()) + ".x plan");
+  int shared = -1, own = -1;
+  for (uint32_t i = 0; i < num_sections; ++i) {
+    const int r = sections->Get(i)->rank();
+    int *slot = r == -1 ? &shared : r == options.rank ? &own : nullptr;
+    if (!slot)
+      continue;
+    if (*slot >= 0)
+      return DataLoss("the plan has two sections for " +
+                      (r == -1 ? std::string("the shared weights") : "rank " + std::to_string(r)));
+    *slot = static_cast<int>(i);
+  }
+  plan.graph_ = program;
+  plan.tp_size_ = n;
+  plan.rank_ = options.rank;
+  plan.build_id_ = Str(tp->build_id());
+  plan.section_of_role_ = {shared, own};
+  return Status::Ok();
+}
+
 Status PlanLoader::CheckSections(const uint8_t *p, uint64_t size, const PlanHeader &h,
-                                 const fb::Plan &plan, bool mapped) {
+                                 const Plan &plan_in, bool mapped) {
   // Sections must tile the rest of the file in order, separated only by
-  // zero padding, so that no byte of the file goes unverified.
+  // zero padding, so that no byte of the file goes unverified. A rank of a
+  // tensor-parallel plan checksums only the sections it reads; its peers
+  // check theirs, and it never touches their pages.
+  const fb::Plan &plan = *plan_in.fb_;
+  const std::vector<int> &used = plan_in.section_of_role_;
   uint64_t pos = kPlanHeaderSize + h.flatbuffer_size;
   const auto *sections = plan.sections();
   uint32_t n = sections ? sections->size() : 0;
@@ -142,7 +234,8 @@ Status PlanLoader::CheckSections(const uint8_t *p, uint64_t size, const PlanHead
       return DataLoss(label + ": rank " + std::to_string(s->rank()));
     if (!AllZero(p + pos, s->offset() - pos))
       return DataLoss("non-zero padding before " + label + " (corrupt file)");
-    if (SectionChecksum(p + s->offset(), s->size(), mapped) != s->checksum())
+    if (std::find(used.begin(), used.end(), static_cast<int>(i)) != used.end() &&
+        SectionChecksum(p + s->offset(), s->size(), mapped) != s->checksum())
       return DataLoss(label + ": checksum mismatch, its weights are corrupt");
     pos = s->offset() + s->size();
   }
@@ -184,10 +277,16 @@ Status PlanLoader::CheckMemoryPlan(const fb::Plan &f) {
 }
 
 Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
-  const fb::Plan &f = *plan.fb_;
+  const fb::Plan &f = *plan.graph_;
   const auto *tensors = f.tensors();
   uint32_t n = tensors ? tensors->size() : 0;
-  const auto *sections = f.sections();
+  const auto *sections = plan.fb_->sections();
+  // The Plan.sections index of a tensor's `section`, or -1.
+  auto resolve = [&](int role) {
+    return role >= 0 && static_cast<size_t>(role) < plan.section_of_role_.size()
+               ? plan.section_of_role_[static_cast<size_t>(role)]
+               : -1;
+  };
   int num_slots = f.memory_plan() ? f.memory_plan()->num_slots() : 0;
   const auto *slot_bytes = f.memory_plan() ? f.memory_plan()->slot_static_bytes() : nullptr;
   plan.tensors_.resize(n);
@@ -206,7 +305,7 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
     pt.kind = static_cast<TensorKind>(kind);
     pt.host = t->host();
     pt.slot = t->slot();
-    pt.section = t->section();
+    pt.section = resolve(t->section());
     // Bytes of the static shape, or UINT64_MAX when dynamic or overflowing.
     uint64_t bytes = DTypeSize(pt.dtype);
     if (t->shape()) {
@@ -222,8 +321,7 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
     if (pt.kind == TensorKind::kWeight) {
       if (bytes == UINT64_MAX)
         return DataLoss(label + ": a weight needs a static shape, got " + pt.DimsToString());
-      if (bytes == 0 && t->size() == 0 &&
-          (!sections || pt.section < 0 || static_cast<uint32_t>(pt.section) >= sections->size())) {
+      if (bytes == 0 && t->size() == 0 && pt.section < 0) {
         // An empty weight has no bytes to place, and a plan whose only
         // weights are empty has no section at all. Kernels may still pass
         // the pointer to memcpy with size 0, so it must not be null.
@@ -231,8 +329,8 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
         pt.data = p;
         continue;
       }
-      if (!sections || pt.section < 0 || static_cast<uint32_t>(pt.section) >= sections->size())
-        return DataLoss(label + ": section " + std::to_string(pt.section) + " does not exist");
+      if (!sections || pt.section < 0)
+        return DataLoss(label + ": section " + std::to_string(t->section()) + " does not exist");
       const fb::Section *s = sections->Get(pt.section);
       if (t->size() != bytes)
         return DataLoss(label + ": size " + U64(t->size()) + " bytes, but " + DTypeName(pt.dtype) +
@@ -260,7 +358,7 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
 }
 
 Status PlanLoader::CheckGraphIO(Plan &plan) {
-  const fb::Plan &f = *plan.fb_;
+  const fb::Plan &f = *plan.graph_;
   int n = static_cast<int>(plan.tensors_.size());
   std::vector<int> seen(n, 0);
   if (f.inputs()) {
@@ -298,7 +396,7 @@ static bool IsViewOp(const std::string &type) {
 }
 
 Status PlanLoader::CheckOps(const Plan &plan) {
-  const fb::Plan &f = *plan.fb_;
+  const fb::Plan &f = *plan.graph_;
   const auto &tensors = plan.tensors_;
   int n = static_cast<int>(tensors.size());
   // producer[t]: index of the op that writes t; last_use[t]: last op reading
@@ -407,7 +505,7 @@ Status PlanLoader::CheckSlots(const Plan &plan, const std::vector<int> &producer
 }
 
 Status PlanLoader::CheckDecoder(const Plan &plan) {
-  const fb::DecoderIO *d = plan.fb_->decoder();
+  const fb::DecoderIO *d = plan.graph_->decoder();
   if (!d)
     return Status::Ok();
   auto input = [&](int id, const char *role) -> Status {
@@ -437,7 +535,8 @@ Status PlanLoader::CheckDecoder(const Plan &plan) {
   return Status::Ok();
 }
 
-StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan) {
+StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan,
+                                                   const PlanLoadOptions &options) {
   const uint8_t *p = static_cast<const uint8_t *>(plan->bytes_);
   uint64_t size = plan->bytes_size_;
   plan->file_size_ = size;
@@ -456,8 +555,9 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan) {
                     std::to_string(f.format_minor()) + " but its header says " +
                     std::to_string(h.format_major) + "." + std::to_string(h.format_minor));
 
-  KILN_RETURN_IF_ERROR(CheckSections(p, size, h, f, plan->mapped_));
-  KILN_RETURN_IF_ERROR(CheckMemoryPlan(f));
+  KILN_RETURN_IF_ERROR(SelectGraph(*plan, options));
+  KILN_RETURN_IF_ERROR(CheckSections(p, size, h, *plan, plan->mapped_));
+  KILN_RETURN_IF_ERROR(CheckMemoryPlan(*plan->graph_));
   KILN_RETURN_IF_ERROR(DecodeTensors(p, *plan));
   KILN_RETURN_IF_ERROR(CheckGraphIO(*plan));
   KILN_RETURN_IF_ERROR(CheckOps(*plan));
@@ -465,7 +565,8 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan) {
   return plan;
 }
 
-StatusOr<std::unique_ptr<Plan>> PlanLoader::FromFile(const std::string &path) {
+StatusOr<std::unique_ptr<Plan>> PlanLoader::FromFile(const std::string &path,
+                                                     const PlanLoadOptions &options) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -490,14 +591,15 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::FromFile(const std::string &path) {
   plan->bytes_ = map;
   plan->bytes_size_ = static_cast<uint64_t>(st.st_size);
   plan->mapped_ = true;
-  auto loaded = Verify(std::move(plan));
+  auto loaded = Verify(std::move(plan), options);
   if (!loaded.ok())
     return loaded.status().WithContext("plan '" + path + "'");
   return loaded;
 }
 
 StatusOr<std::unique_ptr<Plan>> PlanLoader::FromBytes(const void *data, size_t size,
-                                                      const std::string &source) {
+                                                      const std::string &source,
+                                                      const PlanLoadOptions &options) {
   std::unique_ptr<Plan> plan(new Plan());
   plan->source_ = source;
   // Page-aligned like a mapping, so tensor and FlatBuffer alignment holds.
@@ -508,19 +610,20 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::FromBytes(const void *data, size_t s
   if (size > 0)
     std::memcpy(plan->bytes_, data, size);
   plan->bytes_size_ = size;
-  auto loaded = Verify(std::move(plan));
+  auto loaded = Verify(std::move(plan), options);
   if (!loaded.ok())
     return loaded.status().WithContext("plan '" + source + "'");
   return loaded;
 }
 
-StatusOr<std::unique_ptr<Plan>> LoadPlan(const std::string &path) {
-  return PlanLoader::FromFile(path);
+StatusOr<std::unique_ptr<Plan>> LoadPlan(const std::string &path, const PlanLoadOptions &options) {
+  return PlanLoader::FromFile(path, options);
 }
 
 StatusOr<std::unique_ptr<Plan>> LoadPlanFromBytes(const void *data, size_t size,
-                                                  const std::string &source) {
-  return PlanLoader::FromBytes(data, size, source);
+                                                  const std::string &source,
+                                                  const PlanLoadOptions &options) {
+  return PlanLoader::FromBytes(data, size, source, options);
 }
 
 } // namespace kiln

@@ -110,6 +110,7 @@ const std::vector<ShapeRule> &Table() {
     AddFusedMlpShapeRules(t);
     AddFusedAttentionShapeRules(t);
     AddPagedAttentionShapeRules(t);
+    AddCollectiveShapeRules(t);
     for (ShapeRule &r : t)
       if (ComputesInF32ForHalf(r.type))
         r.infer = HalfAsF32(r.infer);

@@ -52,7 +52,7 @@ StatusOr<std::unique_ptr<DecoderSession>> DecoderSession::Create(const Plan &pla
 }
 
 Status DecoderSession::Init() {
-  const fb::DecoderIO *d = plan_.fb().decoder();
+  const fb::DecoderIO *d = plan_.graph().decoder();
   if (!d || d->input_ids() < 0 || d->logits() < 0)
     return InvalidArgument("the plan has no decoder interface (input_ids and logits); "
                            "use `kiln exec` to run its graph");

@@ -3,6 +3,7 @@
 #include "kiln/pipeline.h"
 
 #include "backends/registry.h"
+#include "dist/communicator.h"
 #include "engine/engine.h"
 #include "engine/plan_runner.h"
 #include "kiln_schema/plan_generated.h"
@@ -73,7 +74,78 @@ void Abandon(Pipeline &pipe, const std::map<int64_t, size_t> &requests) {
   (void)pipe.TakeFinished();
 }
 
+// The batched engine's model runner on `backend`, with its KV cache sized
+// from `options`; under tensor parallelism every rank builds one the same
+// way and the ranks agree on the smallest block count.
+StatusOr<std::unique_ptr<engine::PlanModelRunner>>
+MakeRunner(const Plan &plan, Backend &backend, const PipelineOptions &options,
+           int64_t context_length) {
+  backend.context().comm = options.comm;
+  if (options.comm && options.comm->size() > 1 && options.comm->rank() == 0)
+    KILN_RETURN_IF_ERROR(engine::SendTpControl(*options.comm, engine::TpControl::kOpen));
+  std::unique_ptr<engine::PlanModelRunner> runner;
+  if (options.gpu_memory_utilization > 0 && options.kv_cache_bytes == 0) {
+    engine::PlanModelRunner::StepLimits limits;
+    limits.max_tokens = options.max_batched_tokens;
+    limits.max_seqs = options.max_seqs;
+    limits.max_context = context_length;
+    KILN_ASSIGN_OR_RETURN(runner, engine::PlanModelRunner::CreateForMemoryFraction(
+                                      plan, backend, options.gpu_memory_utilization,
+                                      options.block_size, limits));
+  } else {
+    KILN_ASSIGN_OR_RETURN(int64_t per_block,
+                          engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
+    KILN_ASSIGN_OR_RETURN(int64_t blocks, engine::KvCacheBlocks(ToEngineOptions(options),
+                                                                per_block, context_length));
+    KILN_ASSIGN_OR_RETURN(
+        runner, engine::PlanModelRunner::Create(plan, backend, blocks, options.block_size));
+  }
+  runner->SetMaxBucket(std::min<int64_t>(options.max_seqs, options.max_batched_tokens));
+  if (!options.cuda_graphs)
+    runner->SetCudaGraphs(false);
+  if (Communicator *comm = options.comm; comm && comm->size() > 1) {
+    // Rank 0's block tables index every rank's cache: all take the
+    // smallest count any rank could afford.
+    std::vector<int64_t> counts(static_cast<size_t>(comm->size()));
+    const int64_t mine = runner->num_blocks();
+    KILN_RETURN_IF_ERROR(comm->AllGather(&mine, counts.data(),
+                                         std::vector<int64_t>(counts.size(), 1), DType::kI64));
+    const int64_t least = *std::min_element(counts.begin(), counts.end());
+    if (least != mine)
+      KILN_RETURN_IF_ERROR(runner->SetNumBlocks(least));
+    runner->SetCommunicator(comm);
+  }
+  return runner;
+}
+
 } // namespace
+
+Status RunFollower(const Plan &plan, const PipelineOptions &options) {
+  KILN_RETURN_IF_ERROR(ValidateOptions(options));
+  if (!options.comm || options.comm->rank() == 0)
+    return InvalidArgument("RunFollower runs ranks other than 0 of a tensor-parallel run");
+  if (!plan.graph().ragged())
+    return InvalidArgument("tensor parallelism needs a plan with the ragged interface");
+  int64_t context_length = 0;
+  if (const fb::ModelMetadata *m = plan.fb().metadata())
+    context_length = std::max<int64_t>(0, m->context_length());
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(options.backend));
+  // One runner per pipeline rank 0 opens (kiln bench opens one per level).
+  for (;;) {
+    KILN_ASSIGN_OR_RETURN(engine::TpControl what, engine::ReceiveTpControl(*options.comm));
+    if (what == engine::TpControl::kExit)
+      return Status::Ok();
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<engine::PlanModelRunner> runner,
+                          MakeRunner(plan, *backend, options, context_length));
+    KILN_RETURN_IF_ERROR(runner->FollowSteps());
+  }
+}
+
+Status EndFollowers(Communicator *comm) {
+  if (!comm || comm->size() == 1 || comm->rank() != 0)
+    return Status::Ok();
+  return engine::SendTpControl(*comm, engine::TpControl::kExit);
+}
 
 Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Pipeline::~Pipeline() = default;
@@ -105,34 +177,22 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const Plan &plan,
     if (m->eos_token_ids())
       impl->eos_ids.assign(m->eos_token_ids()->begin(), m->eos_token_ids()->end());
   }
-  impl->batched = f.ragged() != nullptr;
+  impl->batched = plan.graph().ragged() != nullptr;
+  if (options.comm && options.comm->rank() != 0)
+    return InvalidArgument("rank " + std::to_string(options.comm->rank()) +
+                           " follows rank 0 (RunFollower); only rank 0 opens a pipeline");
   if (impl->batched) {
     const engine::EngineOptions engine_options = ToEngineOptions(options);
     KILN_ASSIGN_OR_RETURN(impl->backend, CreateBackend(options.backend));
-    std::unique_ptr<engine::PlanModelRunner> runner;
-    if (options.gpu_memory_utilization > 0 && options.kv_cache_bytes == 0) {
-      engine::PlanModelRunner::StepLimits limits;
-      limits.max_tokens = options.max_batched_tokens;
-      limits.max_seqs = options.max_seqs;
-      limits.max_context = impl->context_length;
-      KILN_ASSIGN_OR_RETURN(runner, engine::PlanModelRunner::CreateForMemoryFraction(
-                                        plan, *impl->backend, options.gpu_memory_utilization,
-                                        options.block_size, limits));
-    } else {
-      KILN_ASSIGN_OR_RETURN(int64_t per_block,
-                            engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
-      KILN_ASSIGN_OR_RETURN(int64_t blocks,
-                            engine::KvCacheBlocks(engine_options, per_block, impl->context_length));
-      KILN_ASSIGN_OR_RETURN(runner, engine::PlanModelRunner::Create(plan, *impl->backend, blocks,
-                                                                    options.block_size));
-    }
-    runner->SetMaxBucket(std::min<int64_t>(options.max_seqs, options.max_batched_tokens));
-    if (!options.cuda_graphs)
-      runner->SetCudaGraphs(false);
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<engine::PlanModelRunner> runner,
+                          MakeRunner(plan, *impl->backend, options, impl->context_length));
     KILN_ASSIGN_OR_RETURN(impl->engine,
                           engine::CreateBatchedEngine(std::move(runner), impl->tokenizer.get(),
                                                       engine_options, impl->context_length));
   } else {
+    if (options.comm && options.comm->size() > 1)
+      return InvalidArgument("tensor parallelism needs a plan with the ragged interface; this "
+                             "plan is dense (built with --no-ragged)");
     if (options.backend != "cpu")
       return InvalidArgument("backend '" + options.backend +
                              "' runs only plans with the ragged interface; this plan is dense "

@@ -29,7 +29,7 @@ struct Roles {
 };
 
 StatusOr<Roles> ReadRoles(const Plan &plan) {
-  const fb::RaggedIO *r = plan.fb().ragged();
+  const fb::RaggedIO *r = plan.graph().ragged();
   if (!r)
     return InvalidArgument("the plan has no ragged interface (it was built with --no-ragged, or "
                            "kiln-ragged could not rewrite the model; `kiln build` said why)");
@@ -390,6 +390,11 @@ Status PlanModelRunner::Execute(const Step &step, int64_t *sampled) {
   if (decode && buckets_)
     KILN_RETURN_IF_ERROR(PadDecode(T, N));
   executor_->SetGraphs(decode && graphs_);
+  if (L == 0) {
+    // Nothing samples (every chunk is a middle piece of a prompt), but the
+    // KV must still be written: run the LM head over one row and drop it.
+    rows_buf_.push_back(0);
+  }
   const int64_t max_blocks = max_blocks_;
   // Checked once here, for every layer's paged attention, so no backend's
   // kernel has to read the arrays back to check them.
@@ -398,12 +403,7 @@ Status PlanModelRunner::Execute(const Step &step, int64_t *sampled) {
   Status checked = CheckPagedIndices(indices, num_blocks_, block_size_);
   if (!checked.ok())
     return Internal("the scheduler built a bad step: " + checked.message());
-  if (L == 0) {
-    // Nothing samples (every chunk is a middle piece of a prompt), but the
-    // KV must still be written: run the LM head over one row and drop it.
-    rows_buf_.push_back(0);
-  }
-
+  KILN_RETURN_IF_ERROR(SendStep(T, N, decode));
   KILN_RETURN_IF_ERROR(BindStep(T, N));
   return executor_->Run();
 }

@@ -15,10 +15,24 @@
 #include <memory>
 #include <vector>
 
+namespace kiln {
+class Communicator;
+}
+
 namespace kiln::engine {
+
+// Rank 0's messages between runners (docs/tp-runtime.md): kOpen before it
+// builds a runner (every rank then builds one), kExit when the run ends.
+enum class TpControl { kOpen, kExit };
+Status SendTpControl(Communicator &comm, TpControl what);
+// A follower's wait for rank 0's next message.
+StatusOr<TpControl> ReceiveTpControl(Communicator &comm);
 
 class PlanModelRunner : public ModelRunner {
 public:
+  // Ends the followers' loop (StopFollowers) when it has not ended yet.
+  ~PlanModelRunner() override;
+
   // Bytes of KV cache one block of `block_size` tokens takes over all
   // layers. InvalidArgument when the plan has no ragged interface or its
   // roles are malformed (what Create checks).
@@ -59,6 +73,20 @@ public:
   void SetDecodeBuckets(bool on) { buckets_ = on; }
   void SetMaxBucket(int64_t max_seqs) { max_bucket_ = max_seqs; }
   bool cuda_graphs() const { return graphs_; }
+
+  // Tensor parallelism (docs/tp-runtime.md). With a communicator of more
+  // than one rank, rank 0 runs the engine: each step's index arrays, once
+  // built, are broadcast to the other ranks, whose FollowSteps binds and
+  // runs them, so every rank executes the same step in lockstep and the
+  // scheduler above knows nothing of ranks. StopFollowers (rank 0) ends the
+  // followers' loop; FollowSteps returns Ok then, or the error that ended it.
+  // `comm` must outlive the runner.
+  void SetCommunicator(Communicator *comm) { comm_ = comm; }
+  Status FollowSteps();
+  Status StopFollowers();
+  // Reallocates the caches with `num_blocks` blocks (every rank must agree
+  // on the count: rank 0's block tables index them all).
+  Status SetNumBlocks(int64_t num_blocks);
   const Executor &executor() const { return *executor_; }
 
   int64_t vocab_size() const override { return vocab_; }
@@ -93,6 +121,11 @@ private:
   Status PadDecode(int64_t &T, int64_t &N);
   // Fills the index arrays of `step`; Internal when a sequence lacks blocks.
   Status BuildIndices(const Step &step);
+  // Rank 0: sends the built arrays of a step of T tokens and N sequences to
+  // the followers (no-op without tensor parallelism); a follower receives
+  // them. `decode`: run as a decode step (CUDA graphs).
+  Status SendStep(int64_t T, int64_t N, bool decode);
+  Status ReceiveStep(bool *stop, int64_t *T, int64_t *N, bool *decode);
 
   const Plan &plan_;
   Backend &backend_;
@@ -116,6 +149,8 @@ private:
   int64_t max_blocks_ = 1; // block table width of the current step
   bool graphs_ = false, buckets_ = false;
   int64_t max_bucket_ = 0;
+  Communicator *comm_ = nullptr;
+  bool stopped_ = false;
 };
 
 } // namespace kiln::engine

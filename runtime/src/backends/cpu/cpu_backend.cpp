@@ -91,6 +91,7 @@ KernelTable BuildTable() {
   AddFusedMlpKernels(defs);
   AddFusedAttentionKernels(defs);
   AddPagedAttentionKernels(defs);
+  AddCollectiveKernels(defs);
   for (KernelDef &d : defs)
     if (ComputesInF32ForHalf(d.type))
       d.run = WithHalfViaF32(std::move(d.run));

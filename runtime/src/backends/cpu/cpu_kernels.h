@@ -24,5 +24,6 @@ void AddFusedMlpKernels(std::vector<KernelDef> &table);
 void AddFusedAttentionKernels(std::vector<KernelDef> &table);
 // paged_attention: attention over the runtime-owned paged KV cache.
 void AddPagedAttentionKernels(std::vector<KernelDef> &table);
+void AddCollectiveKernels(std::vector<KernelDef> &table);
 
 } // namespace kiln::cpu

@@ -410,6 +410,7 @@ KernelTable BuildTable() {
   AddNormKernels(defs);
   AddAttentionKernels(defs);
   AddSamplingKernels(defs);
+  AddCollectiveKernels(defs);
   return KernelTable(std::move(defs));
 }
 

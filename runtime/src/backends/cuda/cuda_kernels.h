@@ -32,5 +32,7 @@ void AddNormKernels(std::vector<KernelDef> &table);
 void AddAttentionKernels(std::vector<KernelDef> &table);
 // kiln.sample: the engine's on-device sampler (no plan op; ops_sampling.cpp).
 void AddSamplingKernels(std::vector<KernelDef> &table);
+// all_reduce, all_gather over the context's communicator (NCCL).
+void AddCollectiveKernels(std::vector<KernelDef> &table);
 
 } // namespace kiln::cuda

@@ -25,5 +25,7 @@ void AddFusedMlpShapeRules(std::vector<ShapeRule> &rules);
 void AddFusedAttentionShapeRules(std::vector<ShapeRule> &rules);
 // paged_attention: attention over the runtime-owned paged KV cache.
 void AddPagedAttentionShapeRules(std::vector<ShapeRule> &rules);
+// all_reduce, all_gather: tensor parallelism's collectives.
+void AddCollectiveShapeRules(std::vector<ShapeRule> &rules);
 
 } // namespace kiln
