@@ -65,7 +65,7 @@ public:
       for (const Dim &d : t.dims)
         dims.push_back(fb::CreateDim(b, d.value, d.symbol ? b.CreateString(d.symbol) : 0));
       ts.push_back(fb::CreateTensor(b, b.CreateString(t.name), static_cast<fb::DType>(t.dtype),
-                                    b.CreateVector(dims), t.kind, t.section, t.offset, t.size, 0,
+                                    b.CreateVector(dims), t.kind, t.section, t.offset, t.size,
                                     t.slot, false));
     }
     std::vector<Offset<fb::Op>> os;
