@@ -42,7 +42,75 @@ std::vector<std::pair<size_t, size_t>> Chars(const std::string &s) {
   return out;
 }
 
-bool IsAsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+void Append(uint32_t cp, std::string &out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Simple case mapping for ASCII, Latin-1, Latin Extended-A, Greek and
+// Cyrillic; other scripts pass through unchanged.
+bool PairedExtA(uint32_t c) {
+  return (c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) || (c >= 0x14A && c <= 0x177);
+}
+bool PairedExtAOdd(uint32_t c) { return (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E); }
+
+uint32_t ToUpperCp(uint32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+  if (c == 0xFF) return 0x178;
+  if (PairedExtA(c) && (c & 1)) return c - 1;
+  if (PairedExtAOdd(c) && !(c & 1)) return c - 1;
+  if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
+  if (c == 0x3C2) return 0x3A3;
+  if (c >= 0x430 && c <= 0x44F) return c - 32;
+  if (c >= 0x450 && c <= 0x45F) return c - 80;
+  return c;
+}
+
+uint32_t ToLowerCp(uint32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if ((c >= 0xC0 && c <= 0xDE && c != 0xD7)) return c + 32;
+  if (c == 0x178) return 0xFF;
+  if (PairedExtA(c) && !(c & 1)) return c + 1;
+  if (PairedExtAOdd(c) && (c & 1)) return c + 1;
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+  if (c >= 0x410 && c <= 0x42F) return c + 32;
+  if (c >= 0x400 && c <= 0x40F) return c + 80;
+  return c;
+}
+
+bool IsCased(uint32_t c) { return ToUpperCp(c) != c || ToLowerCp(c) != c || c == 0xDF; }
+
+// Maps every code point; upper-casing sharp s gives "SS", as in Python.
+std::string MapCase(const std::string &s, bool upper) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    uint32_t cp = Decode(s, i, len);
+    if (len == 1 && cp >= 0x80) {
+      out += s[i];  // an invalid byte passes through
+    } else if (upper && cp == 0xDF) {
+      out += "SS";
+    } else {
+      Append(upper ? ToUpperCp(cp) : ToLowerCp(cp), out);
+    }
+    i += len;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -73,32 +141,27 @@ std::string PyStrip(const std::string &s, const std::string *chars, bool left, b
   return s.substr(from, to - from);
 }
 
-std::string PyUpper(std::string s) {
-  for (char &c : s)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
-  return s;
-}
-
-std::string PyLower(std::string s) {
-  for (char &c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  return s;
-}
+std::string PyUpper(std::string s) { return MapCase(s, true); }
+std::string PyLower(std::string s) { return MapCase(s, false); }
 
 std::string PyCapitalize(const std::string &s) {
-  std::string out = PyLower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
-  return out;
+  if (s.empty()) return s;
+  size_t len;
+  Decode(s, 0, len);
+  return MapCase(s.substr(0, len), true) + MapCase(s.substr(len), false);
 }
 
 std::string PyTitle(const std::string &s) {
-  std::string out = s;
+  std::string out;
   bool prevCased = false;
-  for (char &c : out) {
-    bool alpha = IsAsciiAlpha(c);
-    if (alpha) c = prevCased ? static_cast<char>(std::tolower(c)) : static_cast<char>(std::toupper(c));
-    // Non-ASCII bytes count as cased letters' parts, so a word keeps going.
-    prevCased = alpha || (static_cast<unsigned char>(c) >= 0x80);
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    uint32_t cp = Decode(s, i, len);
+    std::string ch = s.substr(i, len);
+    bool cased = IsCased(cp);
+    out += cased ? MapCase(ch, !prevCased) : ch;
+    prevCased = cased;
+    i += len;
   }
   return out;
 }
@@ -106,16 +169,19 @@ std::string PyTitle(const std::string &s) {
 std::string JinjaTitle(const std::string &s) {
   std::string out;
   bool wordStart = true;
-  for (char c : s) {
-    bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || std::isspace(static_cast<unsigned char>(c));
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    uint32_t c = Decode(s, i, len);
+    std::string ch = s.substr(i, len);
+    bool sep = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || IsPySpace(c);
     if (sep) {
-      out += c;
+      out += ch;
       wordStart = true;
     } else {
-      out += wordStart ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-                       : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      out += MapCase(ch, wordStart);
       wordStart = false;
     }
+    i += len;
   }
   return out;
 }

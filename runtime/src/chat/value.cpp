@@ -137,11 +137,36 @@ std::string FloatRepr(double d) {
 
 namespace {
 
+// str.isprintable() for the non-ASCII code points templates meet: C1
+// controls, the separators and the format characters.
+bool IsPrintable(uint32_t c) {
+  return !(c < 0xA1 || c == 0xAD || c == 0x1680 || (c >= 0x2000 && c <= 0x200F) ||
+           (c >= 0x2028 && c <= 0x202F) || (c >= 0x205F && c <= 0x206F) || c == 0x3000 || c == 0xFEFF ||
+           (c >= 0xFFF9 && c <= 0xFFFB) || (c >= 0xD800 && c <= 0xDFFF));
+}
+
 std::string StrRepr(const std::string &s) {
   bool hasSingle = s.find('\'') != std::string::npos, hasDouble = s.find('"') != std::string::npos;
   char q = hasSingle && !hasDouble ? '"' : '\'';
   std::string out(1, q);
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // Python's repr escapes code points that are not printable.
+      int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+      if (i + extra >= s.size()) extra = 0;
+      uint32_t cp = extra ? (c & (0x3F >> extra)) : c;
+      for (int k = 1; k <= extra; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      if (extra && !IsPrintable(cp)) {
+        char b[16];
+        std::snprintf(b, sizeof b, cp < 0x100 ? "\\x%02x" : "\\u%04x", cp);
+        out += b;
+      } else {
+        out.append(s, i, static_cast<size_t>(extra) + 1);
+      }
+      i += static_cast<size_t>(extra);
+      continue;
+    }
     if (c == q || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
