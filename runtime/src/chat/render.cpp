@@ -149,26 +149,36 @@ Status Renderer::ExecFor(const Node &n, std::string &out) {
     items = std::move(kept);
   }
   const int64_t len = static_cast<int64_t>(items.size());
+  // One loop object per loop, updated in place: building it per iteration
+  // dominated the cost of long loops.
+  auto index = std::make_shared<int64_t>(0);
+  Dict init;
+  for (const char *k : {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0",
+                        "previtem", "nextitem"})
+    init.Set(k, Value());
+  init.Set("cycle", Value::Fn("loop.cycle", [index](Renderer &, CallArgs &a) -> StatusOr<Value> {
+             if (a.positional.empty()) return InvalidArgument("no items for cycling given");
+             return a.positional[static_cast<size_t>(*index) % a.positional.size()];
+           }));
+  Value loopValue = Value::MakeDict(std::move(init));
+  auto &slot = loopValue.MutableNamespace().items;
+  (*chain_.back())["loop"] = loopValue;
   for (int64_t i = 0; i < len; ++i) {
     KILN_RETURN_IF_ERROR(CountIteration());
     KILN_RETURN_IF_ERROR(Assign(n.names, items[i]));
-    Dict loop;
-    loop.Set("index", Value::Int(i + 1));
-    loop.Set("index0", Value::Int(i));
-    loop.Set("revindex", Value::Int(len - i));
-    loop.Set("revindex0", Value::Int(len - i - 1));
-    loop.Set("first", Value::Bool(i == 0));
-    loop.Set("last", Value::Bool(i == len - 1));
-    loop.Set("length", Value::Int(len));
-    loop.Set("depth", Value::Int(1));
-    loop.Set("depth0", Value::Int(0));
-    loop.Set("previtem", i > 0 ? items[i - 1] : Value::Undef("'loop.previtem' is undefined"));
-    loop.Set("nextitem", i + 1 < len ? items[i + 1] : Value::Undef("'loop.nextitem' is undefined"));
-    loop.Set("cycle", Value::Fn("loop.cycle", [i](Renderer &, CallArgs &a) -> StatusOr<Value> {
-               if (a.positional.empty()) return InvalidArgument("no items for cycling given");
-               return a.positional[static_cast<size_t>(i) % a.positional.size()];
-             }));
-    (*chain_.back())["loop"] = Value::MakeDict(std::move(loop));
+    *index = i;
+    slot[0].second = Value::Int(i + 1);
+    slot[1].second = Value::Int(i);
+    slot[2].second = Value::Int(len - i);
+    slot[3].second = Value::Int(len - i - 1);
+    slot[4].second = Value::Bool(i == 0);
+    slot[5].second = Value::Bool(i == len - 1);
+    slot[6].second = Value::Int(len);
+    slot[7].second = Value::Int(1);
+    slot[8].second = Value::Int(0);
+    slot[9].second = i > 0 ? items[i - 1] : Value::Undef("'loop.previtem' is undefined");
+    slot[10].second = i + 1 < len ? items[i + 1] : Value::Undef("'loop.nextitem' is undefined");
+    (*chain_.back())["loop"] = loopValue;
     KILN_RETURN_IF_ERROR(Exec(n.bodies[0], out));
     Flow f = flow_;
     flow_ = Flow::kNormal;
