@@ -16,7 +16,8 @@
 namespace kiln {
 
 // A compiled HF chat template (Jinja subset). Compile() rejects, with line:col
-// and the construct named, any feature outside the subset.
+// and the construct named, any feature outside the subset. Copies share the
+// compiled template; Render() may be called from many threads at once.
 class ChatTemplate {
 public:
   ChatTemplate();

@@ -1,6 +1,7 @@
 // jinja2's filters and tests, as chat templates use them. tojson is
 // transformers' override (json.dumps, no HTML escaping).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -43,8 +44,10 @@ StatusOr<Value> Attribute(const Value &v, const std::string &path) {
   while (true) {
     size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    KILN_ASSIGN_OR_RETURN(cur, digits ? GetItem(cur, Value::Int(std::stoll(part))) : GetItem(cur, Value::Str(part)));
+    int64_t index = 0;
+    auto res = std::from_chars(part.data(), part.data() + part.size(), index);
+    bool digits = !part.empty() && part[0] != '-' && res.ec == std::errc() && res.ptr == part.data() + part.size();
+    KILN_ASSIGN_OR_RETURN(cur, digits ? GetItem(cur, Value::Int(index)) : GetItem(cur, Value::Str(part)));
     if (dot == std::string::npos) return cur;
     start = dot + 1;
   }

@@ -1,5 +1,6 @@
 // Recursive descent over the lexer's tokens, following jinja2's grammar and
 // operator precedence.
+#include <charconv>
 #include <set>
 
 #include "chat/ast.h"
@@ -522,7 +523,13 @@ private:
           auto n = Make(K::kItem, t);
           n->kids.push_back(std::move(node));
           auto idx = Make(K::kLiteral, a);
-          idx->literal = Value::Int(std::stoll(Next().value));
+          int64_t i = 0;
+          const std::string &digits = a.value;
+          auto res = std::from_chars(digits.data(), digits.data() + digits.size(), i);
+          if (res.ec != std::errc() || res.ptr != digits.data() + digits.size())
+            return Err(a, "index out of range: " + digits);
+          Next();
+          idx->literal = Value::Int(i);
           n->kids.push_back(std::move(idx));
           node = std::move(n);
         } else {
