@@ -66,7 +66,7 @@ def main():
         config.write_text(json.dumps({"chat_template": UNSUPPORTED}))
         r = run([args.builder, "build", model, "-o", plan, "-q"])
         check(r.returncode == 2, f"unsupported template fails the build with exit 2 (got {r.returncode})")
-        check("'{% filter %}'" in r.stderr and "2:3" in r.stderr and "tokenizer_config.json" in r.stderr,
+        check("'{% filter %}'" in r.stderr and "2:6" in r.stderr and "tokenizer_config.json" in r.stderr,
               f"the error names the tag, its line:col and the file: {r.stderr.strip()[-300:]}")
         check("--allow-unsupported-template" in r.stderr, "the error says how to store it anyway")
         check(not plan.exists(), "no plan is left behind")
