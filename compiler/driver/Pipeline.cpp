@@ -576,7 +576,8 @@ llvm::Error Build::run() {
   // milliseconds, not after a long import.
   if (!request.compileTo) {
     std::string dir = std::string(llvm::sys::path::parent_path(request.modelPath));
-    auto info = plan::readModelFiles(dir.empty() ? "." : dir, request.tokenizerPath);
+    auto info = plan::readModelFiles(dir.empty() ? "." : dir, request.tokenizerPath,
+                                     request.allowUnsupportedTemplate);
     if (!info)
       return info.takeError();
     modelInfo = std::move(*info);

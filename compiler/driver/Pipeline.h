@@ -39,6 +39,9 @@ struct BuildRequest {
   std::string outputPath;
   /// Overrides where the tokenizer is read from (file or directory).
   std::string tokenizerPath;
+  /// Store a chat template outside the runtime's Jinja subset (with a
+  /// warning) instead of failing the build.
+  bool allowUnsupportedTemplate = false;
   /// Stop after this phase and print the IR to `out` instead of writing.
   std::optional<Phase> compileTo;
   BuildConfig config;

@@ -2,6 +2,7 @@
 
 #include "compiler/plan/ModelFiles.h"
 
+#include "kiln/chat_template.h"
 #include "kiln/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "llvm/Support/FileSystem.h"
@@ -273,7 +274,8 @@ void checkTokenizerRuns(const std::string &file, ModelInfo &info) {
 } // namespace
 
 llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
-                                         const std::string &tokenizerPath) {
+                                         const std::string &tokenizerPath,
+                                         bool allowUnsupportedTemplate) {
   ModelInfo info;
   using Reader = llvm::Error (*)(const json &, const std::string &, ModelInfo &);
   auto apply = [&](const std::string &path, Reader reader) -> llvm::Error {
@@ -314,9 +316,22 @@ llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
     info.filesUsed.push_back(tokFile);
     checkTokenizerRuns(tokFile, info);
   }
-  if (auto e =
-          apply(join(tokDir.empty() ? "." : tokDir, "tokenizer_config.json"), readTokenizerConfig))
+  std::string tokConfig = join(tokDir.empty() ? "." : tokDir, "tokenizer_config.json");
+  if (auto e = apply(tokConfig, readTokenizerConfig))
     return std::move(e);
+  // The template is compiled by the runtime's own renderer, so a feature it
+  // lacks fails here and not at the first chat request.
+  if (!info.chatTemplate.empty()) {
+    auto compiled = kiln::ChatTemplate::Compile(info.chatTemplate);
+    if (!compiled.ok()) {
+      std::string what = tokConfig + ": " + compiled.status().message();
+      if (!allowUnsupportedTemplate)
+        return err(what + " (see docs/chat-templates.md; --allow-unsupported-template stores it "
+                          "anyway, and chat requests on the plan then fail)");
+      info.warnings.push_back(what + "; stored because of --allow-unsupported-template, but "
+                                     "kiln cannot render it");
+    }
+  }
   if (auto e = readModules(modelDir, info))
     return std::move(e);
   return info;

@@ -67,8 +67,11 @@ struct ModelInfo {
 /// empty, overrides where the tokenizer comes from: a tokenizer.json file or
 /// a directory holding tokenizer.json (and optionally tokenizer_config.json);
 /// unlike the files found by looking beside the model, it must exist.
+/// A chat template outside the runtime's Jinja subset is an error naming the
+/// construct, or with allowUnsupportedTemplate a warning (it is stored).
 llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
-                                         const std::string &tokenizerPath);
+                                         const std::string &tokenizerPath,
+                                         bool allowUnsupportedTemplate = false);
 
 } // namespace kiln::plan
 

@@ -33,7 +33,7 @@ LIT_PLAN_MODELS = ["basic.onnx", "constants.onnx", "shape_chain.onnx", "index_op
 # Small decoder-like graphs (a gated MLP layer each) beside the importer's
 # models; the fixtures' models are too large to import many times a second.
 INJECT_ONNX = ROOT / "test" / "lit" / "inject" / "Inputs"
-TARGETS = ["plan_loader", "tokenizer", "onnx_import"]
+TARGETS = ["plan_loader", "tokenizer", "onnx_import", "chat_template"]
 
 ENV = dict(os.environ,
            ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1",
@@ -98,6 +98,15 @@ def tokenizer_seeds(seeds):
             (seeds / f"{name}-whole").write_bytes(doc + b"\0" + text.encode())
 
 
+def chat_template_seeds(seeds):
+    """The differential test's templates, each followed by one of its contexts."""
+    chat = ROOT / "test" / "chat"
+    contexts = sorted((chat / "contexts").glob("*.json"))
+    for i, t in enumerate(sorted((chat / "templates").glob("*.jinja"))):
+        context = contexts[i % len(contexts)].read_bytes()
+        (seeds / (t.stem + ".seed")).write_bytes(t.read_bytes() + b"\0" + context)
+
+
 def make_seeds(target, seeds, builder):
     seeds.mkdir(parents=True, exist_ok=True)
     for old in seeds.iterdir():
@@ -106,6 +115,8 @@ def make_seeds(target, seeds, builder):
         plan_seeds(builder, seeds)
     elif target == "onnx_import":
         onnx_seeds(seeds)
+    elif target == "chat_template":
+        chat_template_seeds(seeds)
     else:
         tokenizer_seeds(seeds)
 

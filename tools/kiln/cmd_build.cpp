@@ -38,6 +38,10 @@ const char kUsage[] =
     "                       writing a plan\n"
     "  --tokenizer PATH     tokenizer.json, or a directory holding it (and\n"
     "                       tokenizer_config.json); default: next to the model\n"
+    "  --allow-unsupported-template\n"
+    "                       store a chat template that uses Jinja features outside\n"
+    "                       kiln's subset (docs/chat-templates.md) with a warning,\n"
+    "                       instead of failing the build; chat requests then fail\n"
     "  -q, --quiet          no progress lines (errors and warnings still print)\n"
     "  --report             print the injection report: per transformer layer, whether\n"
     "                       attention, norms and MLP were fused, and why not\n"
@@ -126,7 +130,8 @@ int BuildMain(const std::vector<std::string> &args) {
   for (const auto &[flag, key] : kConfigFlags)
     value_options.insert(flag);
   std::string err = ParseArgs(args, value_options,
-                              {"--quiet", "--report", "--require-injection", "--no-inject", "--no-ragged"},
+                              {"--quiet", "--report", "--require-injection", "--no-inject", "--no-ragged",
+                               "--allow-unsupported-template"},
                               {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
   if (!err.empty())
     return Usage("build", err, kUsage);
@@ -145,6 +150,7 @@ int BuildMain(const std::vector<std::string> &args) {
   request.modelPath = parsed.positional[0];
   request.quiet = parsed.Has("--quiet");
   request.printReport = parsed.Has("--report");
+  request.allowUnsupportedTemplate = parsed.Has("--allow-unsupported-template");
   request.passPlugins = parsed.All("--pass-plugin");
   request.compilerVersion = KILN_VERSION;
   request.sourceCommit = KILN_SOURCE_COMMIT;

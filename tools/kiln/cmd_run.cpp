@@ -4,19 +4,23 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cmd_run_batch.h"
+#include "kiln/chat_template.h"
 #include "kiln/plan.h"
+#include "kiln/tokenizer.h"
 #include "kiln_schema/plan_generated.h"
 #include "run_options.h"
 #include "tp_launch.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 namespace kiln::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: kiln run model.plan (-p TEXT | --prompt-ids IDS | --prompts-file FILE) [options]\n"
+    "usage: kiln run model.plan (-p TEXT [--chat] | --messages FILE | --prompt-ids IDS |\n"
+    "                            --prompts-file FILE) [options]\n"
     "\n"
     "Generates a continuation of the prompt and streams it to stdout. Prefill\n"
     "and decode speed go to stderr. Sampling options default to the plan's\n"
@@ -25,6 +29,14 @@ const char kUsage[] =
     "options:\n"
     "  -p, --prompt TEXT        prompt text, tokenized with the plan's tokenizer\n"
     "                           (special tokens such as BOS are added)\n"
+    "  --chat                   render -p as a user message through the plan's chat\n"
+    "                           template, with the assistant's turn opened\n"
+    "                           (add_generation_prompt); the template writes the\n"
+    "                           special tokens, so none are added\n"
+    "  --messages FILE.json     like --chat, for a conversation: a JSON list of\n"
+    "                           {\"role\", \"content\"} messages, or an object with\n"
+    "                           \"messages\" and other template variables (tools, ...)\n"
+    "  --show-prompt            print the rendered chat prompt to stderr first\n"
     "  --prompt-ids 1,2,3       prompt as token ids instead of text\n"
     "  --prompts-file FILE      JSONL, one request per line ('-': stdin):\n"
     "                           {\"prompt\": TEXT} or {\"prompt_ids\": [...]}, plus any of\n"
@@ -142,10 +154,54 @@ Status RefuseEncoder(const Plan &plan, const std::string &path) {
 
 Status Generate(const ParsedArgs &a, Pipeline *pipe);
 
+// --chat and --messages: the plan's chat template over the messages with
+// add_generation_prompt, tokenized without special tokens (the template
+// writes them), as transformers' apply_chat_template does. bos_token and
+// eos_token are the plan's BOS and first EOS token.
+Status ChatPrompt(const ParsedArgs &a, const Plan &plan, const Tokenizer &tok, Request *request) {
+  const fb::Plan &f = plan.fb();
+  if (!f.chat_template() || f.chat_template()->size() == 0)
+    return InvalidArgument(a.positional[0] + " has no chat template (tokenizer_config.json had none)");
+  KILN_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::Compile(f.chat_template()->str()));
+  nlohmann::ordered_json messages, extra = nlohmann::ordered_json::object();
+  if (a.Has("--messages")) {
+    std::ifstream in(a.Get("--messages"));
+    if (!in)
+      return InvalidArgument("--messages " + a.Get("--messages") + ": cannot read");
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("messages")) {
+      messages = j["messages"];
+      j.erase("messages");
+      extra = j;
+    } else {
+      messages = j;
+    }
+    if (!messages.is_array())
+      return InvalidArgument("--messages " + a.Get("--messages") +
+                             ": expected a JSON list of messages or an object with \"messages\"");
+  } else {
+    messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", a.Get("--prompt")}}});
+  }
+  if (f.metadata() && !extra.contains("bos_token"))
+    extra["bos_token"] = tok.IdToToken(static_cast<int32_t>(f.metadata()->bos_token_id()));
+  if (f.metadata() && f.metadata()->eos_token_ids() && f.metadata()->eos_token_ids()->size() > 0 &&
+      !extra.contains("eos_token"))
+    extra["eos_token"] = tok.IdToToken(static_cast<int32_t>(f.metadata()->eos_token_ids()->Get(0)));
+  KILN_ASSIGN_OR_RETURN(std::string text, tmpl.Render(messages, true, extra));
+  if (a.Has("--show-prompt"))
+    std::fprintf(stderr, "%s\n", text.c_str());
+  KILN_ASSIGN_OR_RETURN(request->prompt_ids, tok.Encode(text, /*add_special_tokens=*/false));
+  return Status::Ok();
+}
+
 Status Run(const ParsedArgs &a) {
-  const int sources = a.Has("--prompt") + a.Has("--prompt-ids") + a.Has("--prompts-file");
+  const int sources =
+      a.Has("--prompt") + a.Has("--prompt-ids") + a.Has("--prompts-file") + a.Has("--messages");
   if (sources != 1)
-    return InvalidArgument("give exactly one of -p/--prompt, --prompt-ids and --prompts-file");
+    return InvalidArgument(
+        "give exactly one of -p/--prompt, --prompt-ids, --prompts-file and --messages");
+  if (a.Has("--chat") && !a.Has("--prompt"))
+    return InvalidArgument("--chat renders -p/--prompt as a user message; give -p");
   if (a.Has("--prompts-file") && (a.Has("--dump-logits") || a.Has("--output-ids")))
     return InvalidArgument("--dump-logits and --output-ids take a single prompt; with "
                            "--prompts-file every response line carries its token ids");
@@ -183,6 +239,10 @@ Status Generate(const ParsedArgs &a, Pipeline *pipe) {
     return InvalidArgument("--n > 1 needs --prompts-file, whose output keeps completions apart");
   if (a.Has("--prompt-ids")) {
     KILN_RETURN_IF_ERROR(ParseIds(a.Get("--prompt-ids"), "--prompt-ids", &request.prompt_ids));
+  } else if (a.Has("--chat") || a.Has("--messages")) {
+    if (!pipe->tokenizer())
+      return InvalidArgument("--chat and --messages need the plan's tokenizer");
+    KILN_RETURN_IF_ERROR(ChatPrompt(a, *plan, *pipe->tokenizer(), &request));
   } else {
     if (!pipe->tokenizer())
       return InvalidArgument("the plan has no tokenizer: use --prompt-ids");
@@ -195,9 +255,9 @@ Status Generate(const ParsedArgs &a, Pipeline *pipe) {
 
 int RunMain(const std::vector<std::string> &args) {
   ParsedArgs a;
-  std::set<std::string> values = {"--prompt", "--prompt-ids", "--prompts-file", "--dump-logits",
-                                  "--output-ids"};
-  std::set<std::string> flags = {"--no-stream"};
+  std::set<std::string> values = {"--prompt",      "--prompt-ids", "--prompts-file",
+                                  "--dump-logits", "--output-ids", "--messages"};
+  std::set<std::string> flags = {"--no-stream", "--chat", "--show-prompt"};
   values.insert(kRequestOptions.begin(), kRequestOptions.end());
   values.insert(kEngineOptions.begin(), kEngineOptions.end());
   values.insert(kTpOptions.begin(), kTpOptions.end());

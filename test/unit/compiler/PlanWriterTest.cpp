@@ -314,6 +314,33 @@ TEST_F(PlanWriterTest, ModelFilesAreEmbedded) {
   EXPECT_EQ(f.build_config_json()->str(), R"({"dtype": "fp32"})");
 }
 
+// The chat template is compiled by the runtime's renderer at build time: a
+// Jinja feature outside its subset fails the build, naming the construct and
+// its position, unless the build asks to store it anyway.
+TEST_F(PlanWriterTest, ChatTemplateOutsideTheSubsetFailsTheBuild) {
+  std::ofstream(path("tokenizer_config.json"))
+      << R"({"chat_template": "{% for m in messages %}\n{% filter upper %}{{ m.content }}{% endfilter %}{% endfor %}"})";
+  auto info = readModelFiles(tmp, "");
+  ASSERT_FALSE(static_cast<bool>(info));
+  std::string message = llvm::toString(info.takeError());
+  EXPECT_NE(message.find("2:4"), std::string::npos) << message;
+  EXPECT_NE(message.find("'{% filter %}'"), std::string::npos) << message;
+  EXPECT_NE(message.find("--allow-unsupported-template"), std::string::npos) << message;
+
+  auto allowed = readModelFiles(tmp, "", /*allowUnsupportedTemplate=*/true);
+  ASSERT_TRUE(static_cast<bool>(allowed)) << llvm::toString(allowed.takeError());
+  ASSERT_EQ(allowed->warnings.size(), 1u);
+  EXPECT_NE(allowed->warnings[0].find("filter"), std::string::npos);
+  EXPECT_NE(allowed->chatTemplate.find("filter upper"), std::string::npos);
+
+  // The near miss: the same template with a filter expression compiles.
+  std::ofstream(path("tokenizer_config.json"))
+      << R"({"chat_template": "{% for m in messages %}{{ m.content | upper }}{% endfor %}"})";
+  auto ok = readModelFiles(tmp, "");
+  ASSERT_TRUE(static_cast<bool>(ok)) << llvm::toString(ok.takeError());
+  EXPECT_TRUE(ok->warnings.empty());
+}
+
 TEST_F(PlanWriterTest, ProvenanceRoundTrips) {
   PlanExtras extras;
   ProvenanceDesc &p = extras.provenance;
