@@ -152,7 +152,7 @@ Status RefuseEncoder(const Plan &plan, const std::string &path) {
                          path + " --text TEXT (see kiln embed --help)");
 }
 
-Status Generate(const ParsedArgs &a, Pipeline *pipe);
+Status Generate(const ParsedArgs &a, const Plan &plan, Pipeline *pipe);
 
 // --chat and --messages: the plan's chat template over the messages with
 // add_generation_prompt, tokenized without special tokens (the template
@@ -221,14 +221,14 @@ Status Run(const ParsedArgs &a) {
   if (tp.follower())
     return RunFollower(*plan, options);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Create(*plan, options));
-  Status st = Generate(a, pipe.get());
+  Status st = Generate(a, *plan, pipe.get());
   pipe.reset(); // its steps end before the run does
   KILN_RETURN_IF_ERROR(st);
   return EndFollowers(tp.comm.get());
 }
 
 // One prompt or a prompts file through `pipe`.
-Status Generate(const ParsedArgs &a, Pipeline *pipe) {
+Status Generate(const ParsedArgs &a, const Plan &plan, Pipeline *pipe) {
   RequestParams params = pipe->DefaultParams();
   KILN_RETURN_IF_ERROR(ApplyRequestFlags(a, &params));
   if (a.Has("--prompts-file"))
@@ -242,7 +242,7 @@ Status Generate(const ParsedArgs &a, Pipeline *pipe) {
   } else if (a.Has("--chat") || a.Has("--messages")) {
     if (!pipe->tokenizer())
       return InvalidArgument("--chat and --messages need the plan's tokenizer");
-    KILN_RETURN_IF_ERROR(ChatPrompt(a, *plan, *pipe->tokenizer(), &request));
+    KILN_RETURN_IF_ERROR(ChatPrompt(a, plan, *pipe->tokenizer(), &request));
   } else {
     if (!pipe->tokenizer())
       return InvalidArgument("the plan has no tokenizer: use --prompt-ids");
