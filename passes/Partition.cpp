@@ -397,7 +397,7 @@ void Partitioner::rewriteAttention(Attention &a) {
   }
   for (Value cache : {a.pa.getKCache(), a.pa.getVCache()})
     cache.setType(withDim(cache, 1, kv.count));
-  a.pa.getOutput().setType(withDim(a.pa.getOutput(), axis, q.count));
+  Value(a.pa.getOutput()).setType(withDim(a.pa.getOutput(), axis, q.count));
   int64_t outAxis = axis;
   for (Operation *op : a.out) {
     Value r = op->getResult(0);
@@ -645,7 +645,7 @@ void Partitioner::eraseDead() {
 
 LogicalResult Partitioner::run() {
   // 1. Match every layer (for every rank) before changing anything.
-  SmallVector<Attention> attentions;
+  std::vector<Attention> attentions;
   std::string why;
   for (auto pa : llvm::to_vector(f.getOps<PagedAttentionOp>())) {
     Attention a;
@@ -660,7 +660,7 @@ LogicalResult Partitioner::run() {
     if (failed(replicate(att, "attention", "dense attention (the plan was not built ragged); "
                                            "only paged_attention is split")))
       return failure();
-  SmallVector<std::pair<GatedMlpOp, std::vector<Range>>> mlps;
+  std::vector<std::pair<GatedMlpOp, std::vector<Range>>> mlps;
   for (auto mlp : f.getOps<GatedMlpOp>()) {
     const int64_t ff = dim(mlp.getWDown(), 0);
     if (!isStaticWeight(mlp.getWGateUp(), 2) || !isStaticWeight(mlp.getWDown(), 2) || ff < ranks) {
@@ -676,7 +676,7 @@ LogicalResult Partitioner::run() {
   }
   LinearOp head = findLmHead(f);
   // Row-parallel linears: the manual policy's first, then AutoTP's MLPs.
-  SmallVector<LinearPair> pairs;
+  std::vector<LinearPair> pairs;
   for (auto row : llvm::to_vector(f.getOps<LinearOp>())) {
     if (taken(row) || row == head)
       continue;

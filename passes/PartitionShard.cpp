@@ -6,7 +6,9 @@
 #include "compiler/plan/PlanAttrs.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cstring>
 

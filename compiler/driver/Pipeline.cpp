@@ -503,7 +503,7 @@ llvm::Expected<std::string> Build::runPartition() {
   if (!globs.empty())
     options += " row-parallel=" + globs;
   for (int64_t r = 0; r < config.tp_size; ++r) {
-    mlir::OwningOpRef<mlir::ModuleOp> clone((*module)->clone());
+    mlir::OwningOpRef<mlir::ModuleOp> clone(mlir::cast<mlir::ModuleOp>((*module)->clone()));
     const std::string rankOptions = options + " rank=" + std::to_string(r);
     if (llvm::Error e = runPasses(context, *clone, diags, Phase::Partition,
                                   [&](mlir::PassManager &pm) {
