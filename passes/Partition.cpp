@@ -78,6 +78,70 @@ Value i64Const(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   return b.create<ConstantOp>(loc, type, DenseIntElementsAttr::get(type, values), StringAttr());
 }
 
+/// Where element `index` of a reshape target lives: the target is a
+/// constant, or a concat of 1-D pieces (a shape built from the input's
+/// dims and constant head counts), and the piece holding it is a constant.
+struct ShapeSlot {
+  ConcatOp concat;       // null: the target itself is the constant
+  unsigned piece = 0;    // the concat operand
+  int64_t at = 0;        // the element within the constant
+  SmallVector<int64_t> values;
+};
+
+std::optional<ShapeSlot> shapeSlot(Value shape, int64_t index) {
+  ShapeSlot slot;
+  if (auto values = constInts(shape)) {
+    if (index < 0 || index >= static_cast<int64_t>(values->size()))
+      return std::nullopt;
+    slot.at = index;
+    slot.values = *values;
+    return slot;
+  }
+  auto concat = shape.getDefiningOp<ConcatOp>();
+  if (!concat)
+    return std::nullopt;
+  int64_t start = 0;
+  for (unsigned i = 0; i < concat->getNumOperands(); ++i) {
+    int64_t n = dim(concat->getOperand(i), 0);
+    if (ShapedType::isDynamic(n))
+      return std::nullopt;
+    if (index < start + n) {
+      auto values = constInts(concat->getOperand(i));
+      if (!values)
+        return std::nullopt;
+      slot.concat = concat;
+      slot.piece = i;
+      slot.at = index - start;
+      slot.values = *values;
+      return slot;
+    }
+    start += n;
+  }
+  return std::nullopt;
+}
+
+/// The length of a 1-D reshape target, or -1.
+int64_t shapeLength(Value shape) {
+  int64_t n = dim(shape, 0);
+  return ShapedType::isDynamic(n) ? -1 : n;
+}
+
+/// Gives `reshape` a target whose element `index` is `value`. A shared
+/// target (CSE merges equal ones across layers) is copied, never changed.
+void setShapeElement(OpBuilder &b, ReshapeOp reshape, int64_t index, int64_t value) {
+  ShapeSlot slot = *shapeSlot(reshape.getShape(), index);
+  slot.values[slot.at] = value;
+  b.setInsertionPoint(reshape);
+  Value piece = i64Const(b, reshape.getLoc(), slot.values);
+  if (!slot.concat) {
+    reshape.getShapeMutable().assign(piece);
+    return;
+  }
+  Operation *copy = b.clone(*slot.concat);
+  copy->setOperand(slot.piece, piece);
+  reshape.getShapeMutable().assign(copy->getResult(0));
+}
+
 /// How the ranks share one attention layer's heads.
 struct HeadPlan {
   std::vector<Range> q, kv;
@@ -130,7 +194,8 @@ llvm::json::Array counts(const std::vector<Range> &ranges) {
 struct Attention {
   PagedAttentionOp pa;
   LinearOp fused;                  // fused QKV, split into three; or null
-  SplitOp split;                   // the fused projection's split
+  SmallVector<Operation *, 3> parts; // the fused projection's split, or its 3 slices
+  Value source[3];                   // what the q, k, v reshapes read
   LinearOp proj[3];                // separate projections (no fused one)
   SmallVector<Operation *> in[3];  // q, k, v chains, from pa back to the reshape
   SmallVector<Operation *> out;    // from pa's result to o_proj's input
@@ -200,7 +265,9 @@ LogicalResult Partitioner::replicate(Operation *op, StringRef what, const std::s
 /// the reshape that splits the projection's columns into heads.
 Value traceToProjection(Value v, SmallVector<Operation *> &ops, std::string &why) {
   while (Operation *def = v.getDefiningOp()) {
-    if (isa<SplitOp, LinearOp>(def)) {
+    if (isa<SplitOp, LinearOp>(def) || (isa<SliceOp>(def) && cast<SliceOp>(def)
+                                                                   .getData()
+                                                                   .getDefiningOp<LinearOp>())) {
       if (ops.empty() || !isa<ReshapeOp>(ops.back()) || !v.hasOneUse()) {
         why = "the projection's output is not only reshaped into heads";
         return nullptr;
@@ -263,24 +330,56 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
   // The reshapes must name the head count, so the rank's can replace it.
   for (int i = 0; i < 3; ++i) {
     auto reshape = cast<ReshapeOp>(a.in[i].back());
-    auto shape = constInts(reshape.getShape());
     int64_t ha = headAxes(a.in[i], axis).back();
-    if (!shape || shape->size() != 4 || (*shape)[ha] != (i == 0 ? a.hq : a.hkv)) {
+    auto slot = shapeSlot(reshape.getShape(), ha);
+    if (shapeLength(reshape.getShape()) != 4 || !slot ||
+        slot->values[slot->at] != (i == 0 ? a.hq : a.hkv)) {
       why = "the reshape into heads (" + nodeOf(reshape) + ") does not name the head count";
       return failure();
     }
   }
+  for (int i = 0; i < 3; ++i)
+    a.source[i] = sources[i];
+  const int64_t widths[3] = {a.hq * a.d, a.hkv * a.d, a.hkv * a.d};
   if (auto split = sources[0].getDefiningOp<SplitOp>()) {
-    a.split = split;
+    a.parts.push_back(split);
     a.fused = split.getInput().getDefiningOp<LinearOp>();
     bool ordered = split.getNumResults() == 3 && sources[0] == split.getResult(0) &&
                    sources[1] == split.getResult(1) && sources[2] == split.getResult(2);
     int64_t sa = split.getAxis();
-    if (!a.fused || !ordered || (sa != -1 && sa != cast<RankedTensorType>(split.getInput().getType()).getRank() - 1) ||
-        !a.fused.getY().hasOneUse()) {
+    int64_t last = cast<RankedTensorType>(split.getInput().getType()).getRank() - 1;
+    if (!a.fused || !ordered || (sa != -1 && sa != last) || !a.fused.getY().hasOneUse()) {
       why = "the split is not q, k, v of one fused projection along its columns";
       return failure();
     }
+  } else if (sources[0].getDefiningOp<SliceOp>()) {
+    // Phi-3: one qkv_proj, then three slices of its columns.
+    int64_t start = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto slice = sources[i].getDefiningOp<SliceOp>();
+      auto starts = slice ? constInts(slice.getStarts()) : std::nullopt;
+      auto ends = slice ? constInts(slice.getEnds()) : std::nullopt;
+      auto axes = slice && slice.getAxes() ? constInts(slice.getAxes()) : std::nullopt;
+      LinearOp from = slice ? slice.getData().getDefiningOp<LinearOp>() : LinearOp();
+      int64_t rank = slice ? cast<RankedTensorType>(slice.getData().getType()).getRank() : 0;
+      bool lastAxis = axes && axes->size() == 1 && ((*axes)[0] == -1 || (*axes)[0] == rank - 1);
+      if (!from || (a.fused && from != a.fused) || slice.getSteps() || !starts || !ends ||
+          !lastAxis || starts->size() != 1 || (*starts)[0] != start ||
+          (*ends)[0] < start + widths[i]) {
+        why = "q, k, v are not consecutive column slices of one fused projection";
+        return failure();
+      }
+      a.fused = from;
+      a.parts.push_back(slice);
+      start += widths[i];
+    }
+    for (Operation *user : a.fused.getY().getUsers())
+      if (!llvm::is_contained(a.parts, user)) {
+        why = "the fused projection has a reader besides the q, k, v slices";
+        return failure();
+      }
+  }
+  if (a.fused) {
     if (!isStaticWeight(a.fused.getW(), 2) ||
         dim(a.fused.getW(), 1) != (a.hq + 2 * a.hkv) * a.d) {
       why = "the fused QKV weight is not a [K, (Hq + 2 Hkv) D] constant";
@@ -322,8 +421,10 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
       return failure();
     }
     if (reshape) {
-      auto shape = constInts(reshape.getShape());
-      if (!shape || shape->empty() || (shape->back() != a.hq * a.d && shape->back() != -1)) {
+      int64_t n = shapeLength(reshape.getShape());
+      auto slot = n > 0 ? shapeSlot(reshape.getShape(), n - 1) : std::nullopt;
+      int64_t last = slot ? slot->values[slot->at] : 0;
+      if (!slot || (last != a.hq * a.d && last != -1)) {
         why = "the reshape after attention does not end in Hq * D";
         return failure();
       }
@@ -375,7 +476,7 @@ void Partitioner::rewriteAttention(Attention &a) {
     int64_t off = a.fused ? offsets[i] : offsets[i] - (i == 0 ? 0 : i == 1 ? hq * d : (hq + hkv) * d);
     Value w = slice(src.getW(), 1, off, sizes[i], full);
     Value bias = src.getBias() ? slice(src.getBias(), 0, off, sizes[i], full) : Value();
-    Value old = a.fused ? a.split.getResult(i) : src.getY();
+    Value old = a.fused ? a.source[i] : src.getY();
     auto lin = b.create<LinearOp>(src.getLoc(), withDim(old, -1, sizes[i]), src.getX(), w, bias,
                                   src.getActivationAttr());
     projected[i] = lin.getY();
@@ -386,10 +487,7 @@ void Partitioner::rewriteAttention(Attention &a) {
     SmallVector<int64_t> axes = headAxes(a.in[i], axis);
     auto reshape = cast<ReshapeOp>(a.in[i].back());
     reshape.getDataMutable().assign(projected[i]);
-    SmallVector<int64_t> shape = *constInts(reshape.getShape());
-    shape[axes.back()] = heads;
-    b.setInsertionPoint(reshape);
-    reshape.getShapeMutable().assign(i64Const(b, reshape.getLoc(), shape));
+    setShapeElement(b, reshape, axes.back(), heads);
     for (size_t j = 0; j < a.in[i].size(); ++j) {
       Value r = a.in[i][j]->getResult(0);
       r.setType(withDim(r, axes[j], heads));
@@ -408,12 +506,10 @@ void Partitioner::rewriteAttention(Attention &a) {
       r.setType(withDim(r, outAxis, q.count));
     } else {
       auto reshape = cast<ReshapeOp>(op);
-      SmallVector<int64_t> shape = *constInts(reshape.getShape());
-      if (shape.back() != -1) {
-        shape.back() = q.count * d;
-        b.setInsertionPoint(reshape);
-        reshape.getShapeMutable().assign(i64Const(b, reshape.getLoc(), shape));
-      }
+      const int64_t last = shapeLength(reshape.getShape()) - 1;
+      ShapeSlot slot = *shapeSlot(reshape.getShape(), last);
+      if (slot.values[slot.at] != -1)
+        setShapeElement(b, reshape, last, q.count * d);
       r.setType(withDim(r, -1, q.count * d));
     }
   }
@@ -428,8 +524,10 @@ void Partitioner::rewriteAttention(Attention &a) {
   o.getY().replaceAllUsesWith(sum);
   o.erase();
   if (a.fused) {
-    a.split->dropAllUses();
-    a.split.erase();
+    for (Operation *part : a.parts) {
+      part->dropAllUses();
+      part->erase();
+    }
     a.fused.erase();
   } else {
     for (LinearOp p : a.proj)
@@ -462,7 +560,8 @@ void Partitioner::zeroAttention(Attention &a) {
     for (Operation *op : a.in[i])
       dead.push_back(op);
   if (a.fused) {
-    dead.push_back(a.split);
+    for (Operation *part : a.parts)
+      dead.push_back(part);
     dead.push_back(a.fused);
   } else {
     for (LinearOp p : a.proj)
@@ -476,14 +575,26 @@ void Partitioner::zeroAttention(Attention &a) {
     cache.setType(withDim(cache, 1, 0));
 }
 
+/// Rank r's gate and up columns are two ranges of w_gate_up, which one
+/// plan weight cannot hold (a ShardSpec is one range), so the rank's MLP is
+/// act(x @ gate_r) * (x @ up_r) @ down_r: two column-sliced linears, a
+/// multiply and a row-sliced linear, then the sum. The GEMMs read the same
+/// bytes the fused op would; the multiply is one extra pass over [T, F_r].
 void Partitioner::rewriteGatedMlp(GatedMlpOp mlp, Range r) {
   b.setInsertionPoint(mlp);
+  Location loc = mlp.getLoc();
   const int64_t ff = dim(mlp.getWDown(), 0);
-  Value gateUp = slice(mlp.getWGateUp(), 1, r.first, r.count, ff, /*groups=*/2);
+  Value gateW = slice(mlp.getWGateUp(), 1, r.first, r.count, 2 * ff);
+  Value upW = slice(mlp.getWGateUp(), 1, ff + r.first, r.count, 2 * ff);
   Value down = slice(mlp.getWDown(), 0, r.first, r.count, ff);
-  auto part = b.create<GatedMlpOp>(mlp.getLoc(), mlp.getY().getType(), mlp.getX(), gateUp, down,
-                                   mlp.getActivationAttr());
-  Value sum = allReduce(part.getY());
+  Type hidden = withDim(mlp.getY(), -1, r.count);
+  Value gate = b.create<LinearOp>(loc, hidden, mlp.getX(), gateW, Value(),
+                                  mlp.getActivationAttr());
+  Value up = b.create<LinearOp>(loc, hidden, mlp.getX(), upW, Value(), b.getStringAttr("none"));
+  Value prod = b.create<MulOp>(loc, hidden, gate, up);
+  Value part = b.create<LinearOp>(loc, mlp.getY().getType(), prod, down, Value(),
+                                  b.getStringAttr("none"));
+  Value sum = allReduce(part);
   mlp.getY().replaceAllUsesWith(sum);
   mlp.erase();
 }
@@ -707,9 +818,14 @@ LogicalResult Partitioner::run() {
   }
   std::vector<Range> vocab;
   GatherOp embedding;
+  // The token embedding: a gather by input_ids (a position embedding is
+  // gathered by position_ids and stays whole).
   for (auto g : f.getOps<GatherOp>()) {
-    if (!isStaticWeight(g.getData(), 2) || g.getAxis() != 0 ||
-        !isa<BlockArgument>(g.getIndices()))
+    auto ids = dyn_cast<BlockArgument>(g.getIndices());
+    auto idsName =
+        ids ? f.getArgAttrOfType<StringAttr>(ids.getArgNumber(), "kiln.name") : StringAttr();
+    if (!isStaticWeight(g.getData(), 2) || g.getAxis() != 0 || !idsName ||
+        idsName.getValue() != "input_ids")
       continue;
     if (dim(g.getData(), 0) < ranks) {
       if (failed(replicate(g, "embedding", "fewer rows than ranks")))
@@ -749,7 +865,7 @@ LogicalResult Partitioner::run() {
   for (auto &[mlp, cols] : mlps)
     layers.push_back(llvm::json::Object{{"node", nodeOf(mlp)},
                                         {"kind", "gated_mlp"},
-                                        {"split", "gate/up columns, down rows + all_reduce"},
+                                        {"split", "gate and up columns (as two linears and a mul), down rows + all_reduce"},
                                         {"ffn_per_rank", counts(cols)}});
   for (LinearPair &p : pairs)
     layers.push_back(llvm::json::Object{

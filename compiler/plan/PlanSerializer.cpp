@@ -22,7 +22,7 @@ Offset<fb::Tensor> buildTensor(FlatBufferBuilder &b, const TensorDesc &t) {
   Offset<fb::ShardSpec> shard = 0;
   if (!t.shard.fullName.empty())
     shard = fb::CreateShardSpec(b, b.CreateString(t.shard.fullName), t.shard.axis, t.shard.offset,
-                                t.shard.fullDim, t.shard.groups);
+                                t.shard.fullDim);
   fb::TensorBuilder tb(b);
   tb.add_name(name);
   tb.add_dtype(static_cast<fb::DType>(t.dtype));

@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
         f.rebuilt.assign(f.size, 0);
         f.covered.assign(f.size, 0);
       }
-      const int axis = spec->axis(), groups = spec->groups();
+      const int axis = spec->axis(), groups = 1;
       const auto *shape = t->shape();
       int64_t outer = 1, inner = static_cast<int64_t>(t->size()) / std::max<int64_t>(1, Elems(t));
       for (int i = 0; i < axis; ++i)
