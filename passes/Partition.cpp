@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/dialect/KilnOps.h"
+#include "compiler/dialect/KilnCollectiveOps.h"
 #include "compiler/plan/PlanAttrs.h"
 #include "passes/PartitionShard.h"
-#include "passes/Passes.h"
+#include "passes/PartitionPass.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -21,10 +21,13 @@
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/JSON.h"
 
+#include <mutex>
+
 namespace kiln {
 
+#define GEN_PASS_DECL_KILNPARTITION
 #define GEN_PASS_DEF_KILNPARTITION
-#include "passes/Passes.h.inc"
+#include "passes/PartitionPass.h.inc"
 
 namespace {
 
@@ -940,4 +943,13 @@ struct KilnPartitionPass : impl::KilnPartitionBase<KilnPartitionPass> {
 };
 
 } // namespace
+
+#define GEN_PASS_REGISTRATION
+#include "passes/PartitionPass.h.inc"
+
+void registerKilnPartitionPass() {
+  static std::once_flag once;
+  std::call_once(once, [] { registerKilnPartitionPasses(); });
+}
+
 } // namespace kiln

@@ -7,8 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/dialect/KilnOps.h"
+#include "compiler/dialect/KilnCollectiveOps.h"
 
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -19,6 +21,11 @@ namespace {
 Type elementOf(Value v) { return cast<TensorType>(v.getType()).getElementType(); }
 
 } // namespace
+
+void registerCollectiveOps(Dialect &dialect) {
+  RegisteredOperationName::insert<AllReduceOp>(dialect);
+  RegisteredOperationName::insert<AllGatherOp>(dialect);
+}
 
 LogicalResult AllReduceOp::verify() {
   if (getReduction() != "sum")
@@ -91,3 +98,6 @@ LogicalResult AllGatherOp::inferShapes(ShapeInferenceContext &ctx) {
 }
 
 } // namespace kiln
+
+#define GET_OP_CLASSES
+#include "compiler/dialect/KilnCollectiveOps.cpp.inc"

@@ -1,16 +1,23 @@
 //===- KilnCollectiveOps.td - tensor-parallel collectives --*- tablegen -*-===//
 //
-// Included from KilnOps.td. The ops kiln-partition adds to a rank's graph
+// The ops kiln-partition adds to a rank's graph
 // (docs/tensor-parallel.md is the contract with the runtime). They run over
 // the plan's tp_size ranks, which all execute the same sequence of
 // collectives: an op that one rank dropped or merged would hang the others,
 // so these are not Pure (neither CSE nor DCE touches them). Verifiers and
-// shape functions live in KilnCollectiveOps.cpp.
+// shape functions live in KilnCollectiveOps.cpp. A file of its own (not
+// included by KilnOps.td) with its own generated header, which only the
+// partition pass and the plan writer's users need; the dialect registers
+// the ops in KilnDialect::initialize.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_COLLECTIVE_OPS_TD
 #define KILN_COLLECTIVE_OPS_TD
+
+include "compiler/dialect/KilnDialect.td"
+include "compiler/dialect/KilnInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class Kiln_CollectiveOp<string mnemonic>
     : Op<Kiln_Dialect, mnemonic,

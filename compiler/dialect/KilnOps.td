@@ -237,6 +237,5 @@ def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "ReduceMin", "the minimum">;
 
 include "compiler/dialect/KilnTensorOps.td"
 include "compiler/dialect/KilnFusedOps.td"
-include "compiler/dialect/KilnCollectiveOps.td"
 
 #endif // KILN_OPS_TD

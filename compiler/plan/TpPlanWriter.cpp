@@ -10,6 +10,7 @@
 #include "compiler/support/SourcePages.h"
 #include "plan_file.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -87,10 +88,17 @@ SectionSource rankSection(const RankGraph &rank) {
               const ShardDesc &s = t.shard;
               const int64_t count = t.shape[s.axis].value / s.groups;
               bool written = true;
-              llvm::Error e = streamWeightSlice(w->shardSource, s.axis, s.offset, count, s.fullDim,
-                                                s.groups, [&](const void *data, uint64_t size) {
-                                                  return written = out.Write(data, size);
-                                                });
+              auto sink = [&](const void *data, uint64_t size) {
+                return written = out.Write(data, size);
+              };
+              // A small dense slice was cut by the pass already (its value
+              // lives in the context); a resource slice has no data of its
+              // own and is cut from the unsplit weight now.
+              llvm::Error e =
+                  mlir::isa<mlir::DenseElementsAttr>(w->value)
+                      ? streamWeightBytes(w->value, sink)
+                      : streamWeightSlice(w->shardSource, s.axis, s.offset, count, s.fullDim,
+                                          s.groups, sink);
               if (e) {
                 std::string why = llvm::toString(std::move(e));
                 return written ? "weight '" + t.name + "': " + why : kWriteFailed;

@@ -8,6 +8,7 @@
 #include "compiler/driver/Pipeline.h"
 #include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
+#include "passes/PartitionPass.h"
 #include "passes/Passes.h"
 
 #include "backends/registry.h"
@@ -222,6 +223,7 @@ int BuildMain(const std::vector<std::string> &args) {
 
   // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
   registerKilnPasses();
+  registerKilnPartitionPass();
   registerKilnPipelines();
   llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
   llvm::outs().flush();
