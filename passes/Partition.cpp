@@ -11,8 +11,8 @@
 
 #include "compiler/dialect/KilnCollectiveOps.h"
 #include "compiler/plan/PlanAttrs.h"
-#include "passes/PartitionShard.h"
 #include "passes/PartitionPass.h"
+#include "passes/PartitionShard.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -85,9 +85,9 @@ Value i64Const(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
 /// constant, or a concat of 1-D pieces (a shape built from the input's
 /// dims and constant head counts), and the piece holding it is a constant.
 struct ShapeSlot {
-  ConcatOp concat;       // null: the target itself is the constant
-  unsigned piece = 0;    // the concat operand
-  int64_t at = 0;        // the element within the constant
+  ConcatOp concat;    // null: the target itself is the constant
+  unsigned piece = 0; // the concat operand
+  int64_t at = 0;     // the element within the constant
   SmallVector<int64_t> values;
 };
 
@@ -196,12 +196,12 @@ llvm::json::Array counts(const std::vector<Range> &ranges) {
 /// paged_attention, then [transpose] -> reshape -> o_proj.
 struct Attention {
   PagedAttentionOp pa;
-  LinearOp fused;                  // fused QKV, split into three; or null
+  LinearOp fused;                    // fused QKV, split into three; or null
   SmallVector<Operation *, 3> parts; // the fused projection's split, or its 3 slices
   Value source[3];                   // what the q, k, v reshapes read
-  LinearOp proj[3];                // separate projections (no fused one)
-  SmallVector<Operation *> in[3];  // q, k, v chains, from pa back to the reshape
-  SmallVector<Operation *> out;    // from pa's result to o_proj's input
+  LinearOp proj[3];                  // separate projections (no fused one)
+  SmallVector<Operation *> in[3];    // q, k, v chains, from pa back to the reshape
+  SmallVector<Operation *> out;      // from pa's result to o_proj's input
   LinearOp o;
   int64_t hq = 0, hkv = 0, d = 0;
   HeadPlan heads;
@@ -268,9 +268,8 @@ LogicalResult Partitioner::replicate(Operation *op, StringRef what, const std::s
 /// the reshape that splits the projection's columns into heads.
 Value traceToProjection(Value v, SmallVector<Operation *> &ops, std::string &why) {
   while (Operation *def = v.getDefiningOp()) {
-    if (isa<SplitOp, LinearOp>(def) || (isa<SliceOp>(def) && cast<SliceOp>(def)
-                                                                   .getData()
-                                                                   .getDefiningOp<LinearOp>())) {
+    if (isa<SplitOp, LinearOp>(def) ||
+        (isa<SliceOp>(def) && cast<SliceOp>(def).getData().getDefiningOp<LinearOp>())) {
       if (ops.empty() || !isa<ReshapeOp>(ops.back()) || !v.hasOneUse()) {
         why = "the projection's output is not only reshaped into heads";
         return nullptr;
@@ -320,8 +319,8 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
   a.hq = dim(pa.getQ(), axis);
   a.hkv = dim(pa.getKNew(), axis);
   a.d = dim(pa.getQ(), -1);
-  if (ShapedType::isDynamic(a.hq) || ShapedType::isDynamic(a.hkv) ||
-      ShapedType::isDynamic(a.d) || dim(pa.getVNew(), -1) != a.d) {
+  if (ShapedType::isDynamic(a.hq) || ShapedType::isDynamic(a.hkv) || ShapedType::isDynamic(a.d) ||
+      dim(pa.getVNew(), -1) != a.d) {
     why = "head counts or head size are not static (or v's head size differs)";
     return failure();
   }
@@ -383,8 +382,7 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
       }
   }
   if (a.fused) {
-    if (!isStaticWeight(a.fused.getW(), 2) ||
-        dim(a.fused.getW(), 1) != (a.hq + 2 * a.hkv) * a.d) {
+    if (!isStaticWeight(a.fused.getW(), 2) || dim(a.fused.getW(), 1) != (a.hq + 2 * a.hkv) * a.d) {
       why = "the fused QKV weight is not a [K, (Hq + 2 Hkv) D] constant";
       return failure();
     }
@@ -476,7 +474,10 @@ void Partitioner::rewriteAttention(Attention &a) {
     LinearOp src = a.fused ? a.fused : a.proj[i];
     b.setInsertionPoint(src);
     int64_t full = dim(src.getW(), 1);
-    int64_t off = a.fused ? offsets[i] : offsets[i] - (i == 0 ? 0 : i == 1 ? hq * d : (hq + hkv) * d);
+    int64_t off = a.fused ? offsets[i]
+                          : offsets[i] - (i == 0   ? 0
+                                          : i == 1 ? hq * d
+                                                   : (hq + hkv) * d);
     Value w = slice(src.getW(), 1, off, sizes[i], full);
     Value bias = src.getBias() ? slice(src.getBias(), 0, off, sizes[i], full) : Value();
     Value old = a.fused ? a.source[i] : src.getY();
@@ -546,10 +547,9 @@ void Partitioner::zeroAttention(Attention &a) {
   b.setInsertionPoint(a.o);
   auto type = cast<RankedTensorType>(x.getType());
   auto scalar = RankedTensorType::get({}, type.getElementType());
-  Value zero = b.create<ConstantOp>(a.o.getLoc(), scalar,
-                                    DenseElementsAttr::get(scalar, b.getZeroAttr(
-                                                                       type.getElementType())),
-                                    StringAttr());
+  Value zero = b.create<ConstantOp>(
+      a.o.getLoc(), scalar, DenseElementsAttr::get(scalar, b.getZeroAttr(type.getElementType())),
+      StringAttr());
   Value zeros = b.create<MulOp>(a.o.getLoc(), type, x, zero);
   Value sum = allReduce(zeros);
   a.o.getY().replaceAllUsesWith(sum);
@@ -591,12 +591,11 @@ void Partitioner::rewriteGatedMlp(GatedMlpOp mlp, Range r) {
   Value upW = slice(mlp.getWGateUp(), 1, ff + r.first, r.count, 2 * ff);
   Value down = slice(mlp.getWDown(), 0, r.first, r.count, ff);
   Type hidden = withDim(mlp.getY(), -1, r.count);
-  Value gate = b.create<LinearOp>(loc, hidden, mlp.getX(), gateW, Value(),
-                                  mlp.getActivationAttr());
+  Value gate = b.create<LinearOp>(loc, hidden, mlp.getX(), gateW, Value(), mlp.getActivationAttr());
   Value up = b.create<LinearOp>(loc, hidden, mlp.getX(), upW, Value(), b.getStringAttr("none"));
   Value prod = b.create<MulOp>(loc, hidden, gate, up);
-  Value part = b.create<LinearOp>(loc, mlp.getY().getType(), prod, down, Value(),
-                                  b.getStringAttr("none"));
+  Value part =
+      b.create<LinearOp>(loc, mlp.getY().getType(), prod, down, Value(), b.getStringAttr("none"));
   Value sum = allReduce(part);
   mlp.getY().replaceAllUsesWith(sum);
   mlp.erase();
@@ -609,8 +608,8 @@ void Partitioner::rewritePair(LinearPair &p) {
   b.setInsertionPoint(col);
   Value w = slice(col.getW(), 1, r.first, r.count, ff);
   Value bias = col.getBias() ? slice(col.getBias(), 0, r.first, r.count, ff) : Value();
-  auto colLinear = b.create<LinearOp>(col.getLoc(), withDim(col.getY(), -1, r.count), col.getX(),
-                                      w, bias, col.getActivationAttr());
+  auto colLinear = b.create<LinearOp>(col.getLoc(), withDim(col.getY(), -1, r.count), col.getX(), w,
+                                      bias, col.getActivationAttr());
   col.getY().replaceAllUsesWith(colLinear.getY());
   col.erase();
   for (Operation *op : p.between)
@@ -618,8 +617,7 @@ void Partitioner::rewritePair(LinearPair &p) {
   b.setInsertionPoint(row);
   Value rw = slice(row.getW(), 0, r.first, r.count, ff);
   auto rowLinear = b.create<LinearOp>(row.getLoc(), row.getY().getType(), row.getX(), rw,
-                                      rank == 0 ? row.getBias() : Value(),
-                                      row.getActivationAttr());
+                                      rank == 0 ? row.getBias() : Value(), row.getActivationAttr());
   Value sum = allReduce(rowLinear.getY());
   row.getY().replaceAllUsesWith(sum);
   row.erase();
@@ -653,8 +651,8 @@ void Partitioner::rewriteEmbedding(GatherOp g, const std::vector<Range> &vocab) 
   SmallVector<int64_t> maskShape(idsType.getShape());
   maskShape.push_back(1);
   Value axes = i64Const(b, loc, {-1});
-  Value mask = b.create<UnsqueezeOp>(loc, RankedTensorType::get(maskShape, b.getI1Type()),
-                                     inside, axes);
+  Value mask =
+      b.create<UnsqueezeOp>(loc, RankedTensorType::get(maskShape, b.getI1Type()), inside, axes);
   auto outType = cast<RankedTensorType>(g.getOutput().getType());
   Value zero = scalarOf(outType.getElementType(), b.getZeroAttr(outType.getElementType()));
   Value masked = b.create<WhereOp>(loc, outType, mask, rows, zero);
@@ -677,9 +675,9 @@ void Partitioner::rewriteLmHead(LinearOp head, const std::vector<Range> &vocab) 
   for (const Range &x : vocab)
     sizes.push_back(x.count);
   auto type = cast<RankedTensorType>(head.getY().getType());
-  auto gathered = b.create<AllGatherOp>(head.getLoc(), type, part.getY(),
-                                        b.getI64IntegerAttr(type.getRank() - 1),
-                                        b.getDenseI64ArrayAttr(sizes));
+  auto gathered =
+      b.create<AllGatherOp>(head.getLoc(), type, part.getY(),
+                            b.getI64IntegerAttr(type.getRank() - 1), b.getDenseI64ArrayAttr(sizes));
   head.getY().replaceAllUsesWith(gathered.getY());
   head.erase();
 }
@@ -771,15 +769,17 @@ LogicalResult Partitioner::run() {
     }
   }
   for (auto att : f.getOps<AttentionOp>())
-    if (failed(replicate(att, "attention", "dense attention (the plan was not built ragged); "
-                                           "only paged_attention is split")))
+    if (failed(replicate(att, "attention",
+                         "dense attention (the plan was not built ragged); "
+                         "only paged_attention is split")))
       return failure();
   std::vector<std::pair<GatedMlpOp, std::vector<Range>>> mlps;
   for (auto mlp : f.getOps<GatedMlpOp>()) {
     const int64_t ff = dim(mlp.getWDown(), 0);
     if (!isStaticWeight(mlp.getWGateUp(), 2) || !isStaticWeight(mlp.getWDown(), 2) || ff < ranks) {
-      if (failed(replicate(mlp, "mlp", "its weights are not constants with at least one row "
-                                       "per rank")))
+      if (failed(replicate(mlp, "mlp",
+                           "its weights are not constants with at least one row "
+                           "per rank")))
         return failure();
       continue;
     }
@@ -856,20 +856,20 @@ LogicalResult Partitioner::run() {
 
   // 2. The report (the same on every rank), then rank r's rewrite.
   for (Attention &a : attentions)
-    layers.push_back(llvm::json::Object{
-        {"node", nodeOf(a.pa)},
-        {"kind", "attention"},
-        {"split", "heads: q/k/v columns, o_proj rows + all_reduce"},
-        {"q_heads", a.hq},
-        {"kv_heads", a.hkv},
-        {"q_heads_per_rank", counts(a.heads.q)},
-        {"kv_heads_per_rank", counts(a.heads.kv)},
-        {"kv_replicated", a.hkv < ranks && a.hkv < a.hq}});
+    layers.push_back(llvm::json::Object{{"node", nodeOf(a.pa)},
+                                        {"kind", "attention"},
+                                        {"split", "heads: q/k/v columns, o_proj rows + all_reduce"},
+                                        {"q_heads", a.hq},
+                                        {"kv_heads", a.hkv},
+                                        {"q_heads_per_rank", counts(a.heads.q)},
+                                        {"kv_heads_per_rank", counts(a.heads.kv)},
+                                        {"kv_replicated", a.hkv < ranks && a.hkv < a.hq}});
   for (auto &[mlp, cols] : mlps)
-    layers.push_back(llvm::json::Object{{"node", nodeOf(mlp)},
-                                        {"kind", "gated_mlp"},
-                                        {"split", "gate and up columns (as two linears and a mul), down rows + all_reduce"},
-                                        {"ffn_per_rank", counts(cols)}});
+    layers.push_back(llvm::json::Object{
+        {"node", nodeOf(mlp)},
+        {"kind", "gated_mlp"},
+        {"split", "gate and up columns (as two linears and a mul), down rows + all_reduce"},
+        {"ffn_per_rank", counts(cols)}});
   for (LinearPair &p : pairs)
     layers.push_back(llvm::json::Object{
         {"node", nodeOf(p.row)},
@@ -905,9 +905,8 @@ LogicalResult Partitioner::run() {
 }
 
 llvm::json::Object Partitioner::report() {
-  return llvm::json::Object{{"tp_size", ranks},
-                            {"layers", std::move(layers)},
-                            {"replicated", std::move(replicated)}};
+  return llvm::json::Object{
+      {"tp_size", ranks}, {"layers", std::move(layers)}, {"replicated", std::move(replicated)}};
 }
 
 struct KilnPartitionPass : impl::KilnPartitionBase<KilnPartitionPass> {
@@ -921,8 +920,7 @@ struct KilnPartitionPass : impl::KilnPartitionBase<KilnPartitionPass> {
     }
     for (const std::string &g : rowParallel)
       if (auto p = llvm::GlobPattern::create(g); !p) {
-        m.emitError() << "injection_policy glob '" << g
-                      << "': " << llvm::toString(p.takeError());
+        m.emitError() << "injection_policy glob '" << g << "': " << llvm::toString(p.takeError());
         return signalPassFailure();
       }
     if (tpSize == 1)

@@ -52,8 +52,8 @@ void copySlice(const char *src, char *dst, ArrayRef<int64_t> full, int64_t axis,
 }
 
 /// The dense slice of a small constant (biases, norms in a lit test).
-ElementsAttr sliceDense(DenseElementsAttr dense, RankedTensorType to, int64_t axis,
-                        int64_t offset, int64_t count, int64_t fullDim, int64_t groups) {
+ElementsAttr sliceDense(DenseElementsAttr dense, RankedTensorType to, int64_t axis, int64_t offset,
+                        int64_t count, int64_t fullDim, int64_t groups) {
   if (dense.isSplat())
     return DenseElementsAttr::get(to, dense.getSplatValue<Attribute>());
   auto from = cast<RankedTensorType>(dense.getType());

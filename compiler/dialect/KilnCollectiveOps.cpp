@@ -49,8 +49,7 @@ LogicalResult AllGatherOp::verify() {
                          << elementOf(getX()) << " and " << elementOf(getY());
   ArrayRef<int64_t> sizes = getSizes();
   if (sizes.size() < 2)
-    return emitOpError() << "sizes must have one entry per rank (at least 2), got "
-                         << sizes.size();
+    return emitOpError() << "sizes must have one entry per rank (at least 2), got " << sizes.size();
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0)
@@ -65,8 +64,7 @@ LogicalResult AllGatherOp::verify() {
   if (axis < 0 || axis >= x.getRank())
     return emitOpError() << "axis " << axis << " is out of range for rank " << x.getRank();
   if (x.getRank() != y.getRank())
-    return emitOpError() << "operand and result must have the same rank, got " << x << " and "
-                         << y;
+    return emitOpError() << "operand and result must have the same rank, got " << x << " and " << y;
   for (int64_t i = 0; i < x.getRank(); ++i) {
     int64_t a = x.getDimSize(i), b = y.getDimSize(i);
     if (i == axis) {

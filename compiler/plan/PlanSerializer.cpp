@@ -141,16 +141,21 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
     std::vector<Offset<fb::RankProgram>> programs;
     for (size_t r = 0; r < t.programs.size(); ++r) {
       b.ForceVectorAlignment(t.programs[r].size(), sizeof(uint8_t), 8);
-      programs.push_back(fb::CreateRankProgram(b, static_cast<int32_t>(r),
-                                               b.CreateVector(t.programs[r])));
+      programs.push_back(
+          fb::CreateRankProgram(b, static_cast<int32_t>(r), b.CreateVector(t.programs[r])));
     }
     tp = fb::CreateTensorParallel(b, t.tpSize, b.CreateString(t.buildId),
                                   b.CreateString(t.partitionReport), b.CreateVector(programs));
   }
 
+  // A tensor-parallel plan's graph is in its rank programs: the outer
+  // Plan has no tensors, ops, inputs, outputs, memory plan or decoder.
+  const bool outer = extras.tensorParallel.has_value();
   const MemoryPlanDesc &mp = graph.memory;
-  auto memory = fb::CreateMemoryPlan(b, mp.numSlots, static_cast<int32_t>(kTensorAlign),
-                                     b.CreateVector(mp.slotStaticBytes), mp.unsharedStaticBytes);
+  auto memory =
+      outer ? 0
+            : fb::CreateMemoryPlan(b, mp.numSlots, static_cast<int32_t>(kTensorAlign),
+                                   b.CreateVector(mp.slotStaticBytes), mp.unsharedStaticBytes);
   const ModelInfo &m = extras.model;
   auto generation = fb::CreateGenerationDefaults(b, effectiveMaxNewTokens(extras), m.temperature,
                                                  m.topK, m.topP, m.repetitionPenalty);
@@ -158,9 +163,10 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
       b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString(extras.compilerVersion),
       buildMetadata(b, extras), b.CreateString(m.tokenizerJson), b.CreateString(m.chatTemplate),
       generation, b.CreateString(extras.buildConfigJson), b.CreateString(extras.injectionReport),
-      b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(graph.inputs),
-      b.CreateVector(graph.outputs), memory, b.CreateVector(sections), buildDecoder(b, decoder),
-      buildRagged(b, ragged), buildPooling(b, m), buildProvenance(b, extras.provenance), tp);
+      outer ? 0 : b.CreateVector(tensors), outer ? 0 : b.CreateVector(ops),
+      outer ? 0 : b.CreateVector(graph.inputs), outer ? 0 : b.CreateVector(graph.outputs), memory,
+      b.CreateVector(sections), outer ? 0 : buildDecoder(b, decoder), buildRagged(b, ragged),
+      buildPooling(b, m), buildProvenance(b, extras.provenance), tp);
   fb::FinishPlanBuffer(b, plan);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

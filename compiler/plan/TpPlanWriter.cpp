@@ -94,11 +94,10 @@ SectionSource rankSection(const RankGraph &rank) {
               // A small dense slice was cut by the pass already (its value
               // lives in the context); a resource slice has no data of its
               // own and is cut from the unsplit weight now.
-              llvm::Error e =
-                  mlir::isa<mlir::DenseElementsAttr>(w->value)
-                      ? streamWeightBytes(w->value, sink)
-                      : streamWeightSlice(w->shardSource, s.axis, s.offset, count, s.fullDim,
-                                          s.groups, sink);
+              llvm::Error e = mlir::isa<mlir::DenseElementsAttr>(w->value)
+                                  ? streamWeightBytes(w->value, sink)
+                                  : streamWeightSlice(w->shardSource, s.axis, s.offset, count,
+                                                      s.fullDim, s.groups, sink);
               if (e) {
                 std::string why = llvm::toString(std::move(e));
                 return written ? "weight '" + t.name + "': " + why : kWriteFailed;

@@ -117,7 +117,8 @@ int main(int argc, char **argv) {
         if (it == full.end() || it->second.size != t->size())
           continue;
         if (std::memcmp(it->second.bytes, bytes, t->size()) != 0)
-          Fail(name + ": replicated bytes differ from TP = 1 on rank " + std::to_string(rp->rank()));
+          Fail(name + ": replicated bytes differ from TP = 1 on rank " +
+               std::to_string(rp->rank()));
         it->second.replicatedSeen = true;
         continue;
       }
@@ -152,7 +153,8 @@ int main(int argc, char **argv) {
       const uint8_t *src = bytes;
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t g = 0; g < groups; ++g) {
-          uint64_t at = static_cast<uint64_t>(((o * groups + g) * fullDim + spec->offset()) * inner);
+          uint64_t at =
+              static_cast<uint64_t>(((o * groups + g) * fullDim + spec->offset()) * inner);
           for (int64_t i = 0; i < count * inner; ++i) {
             if (f.covered[at + i] && f.rebuilt[at + i] != src[i]) {
               Fail(name + ": overlapping shards disagree");
