@@ -39,14 +39,14 @@
 // CHECK: kiln.constant {kiln.shard = {axis = 0 : i64, full_dim = 8 : i64, full_name = "o_proj", groups = 1 : i64, offset = 4 : i64{{.*}} : tensor<4x8xf32>
 // CHECK: %[[OP:.*]] = kiln.linear %[[O3]], %{{[^,]*}} {activation = "none"} : (tensor<1x?x4xf32>, tensor<4x8xf32>) -> tensor<1x?x8xf32>
 // CHECK: %[[ATT:.*]] = kiln.all_reduce %[[OP]] {reduction = "sum"}
-// CHECK: %{{.*}}, %[[N:.*]] = kiln.add_rms_norm %[[H]], %[[ATT]], %{{.*}}
+// CHECK: %[[NORM:[0-9]+]]:2 = kiln.add_rms_norm %[[H]], %[[ATT]], %{{.*}}
 // The MLP: gate columns [3, 6) and up columns [9, 12) of w_gate_up as two
 // linears and a mul, down rows [3, 6).
 // CHECK: %[[GW:.*]] = kiln.constant {kiln.shard = {axis = 1 : i64, full_dim = 12 : i64, full_name = "gate_up", groups = 1 : i64, offset = 3 : i64{{.*}} : tensor<8x3xf32>
 // CHECK: %[[UW:.*]] = kiln.constant {kiln.shard = {axis = 1 : i64, full_dim = 12 : i64, full_name = "gate_up", groups = 1 : i64, offset = 9 : i64{{.*}} : tensor<8x3xf32>
 // CHECK: %[[DW:.*]] = kiln.constant {kiln.shard = {axis = 0 : i64, full_dim = 6 : i64, full_name = "down", groups = 1 : i64, offset = 3 : i64{{.*}} : tensor<3x8xf32>
-// CHECK: %[[G:.*]] = kiln.linear %[[N]], %[[GW]] {activation = "silu"} : (tensor<1x?x8xf32>, tensor<8x3xf32>) -> tensor<1x?x3xf32>
-// CHECK: %[[U:.*]] = kiln.linear %[[N]], %[[UW]] {activation = "none"}
+// CHECK: %[[G:.*]] = kiln.linear %[[NORM]]#1, %[[GW]] {activation = "silu"} : (tensor<1x?x8xf32>, tensor<8x3xf32>) -> tensor<1x?x3xf32>
+// CHECK: %[[U:.*]] = kiln.linear %[[NORM]]#1, %[[UW]] {activation = "none"}
 // CHECK: %[[P:.*]] = kiln.mul %[[G]], %[[U]] : (tensor<1x?x3xf32>, tensor<1x?x3xf32>) -> tensor<1x?x3xf32>
 // CHECK: %[[MLP:.*]] = kiln.linear %[[P]], %[[DW]] {activation = "none"} : (tensor<1x?x3xf32>, tensor<3x8xf32>) -> tensor<1x?x8xf32>
 // CHECK: kiln.all_reduce %[[MLP]] {reduction = "sum"}
