@@ -18,6 +18,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/JSON.h"
 
@@ -945,7 +947,7 @@ struct KilnPartitionPass : impl::KilnPartitionBase<KilnPartitionPass> {
 #define GEN_PASS_REGISTRATION
 #include "passes/PartitionPass.h.inc"
 
-void registerKilnPartitionPass() {
+void registerPartitionPass() {
   static std::once_flag once;
   std::call_once(once, [] { registerKilnPartitionPasses(); });
 }

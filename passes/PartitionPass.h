@@ -11,7 +11,7 @@
 namespace kiln {
 
 /// Registers kiln-partition with MLIR's pass registry (idempotent).
-void registerKilnPartitionPass();
+void registerPartitionPass();
 
 } // namespace kiln
 

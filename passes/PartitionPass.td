@@ -3,7 +3,7 @@
 // Declared apart from Passes.td so that adding it did not change the header
 // every pass includes (Passes.h.inc); mlir-tblgen -gen-pass-decls
 // -name KilnPartition makes its base, factory and
-// registerKilnPartitionPasses(), which registerKilnPartitionPass()
+// registerKilnPartitionPasses(), which registerPartitionPass()
 // (passes/PartitionPass.h) wraps for the tools.
 //
 //===----------------------------------------------------------------------===//

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();
   kiln::registerKilnPasses();
-  kiln::registerKilnPartitionPass();
+  kiln::registerPartitionPass();
   kiln::registerKilnPipelines();
   mlir::registerCSEPass();
   mlir::registerCanonicalizerPass();

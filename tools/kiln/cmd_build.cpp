@@ -223,7 +223,7 @@ int BuildMain(const std::vector<std::string> &args) {
 
   // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
   registerKilnPasses();
-  registerKilnPartitionPass();
+  registerPartitionPass();
   registerKilnPipelines();
   llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
   llvm::outs().flush();
