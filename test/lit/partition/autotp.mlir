@@ -39,14 +39,14 @@
 // CHECK: kiln.constant {kiln.shard = {axis = 0 : i64, full_dim = 8 : i64, full_name = "o_proj", groups = 1 : i64, offset = 4 : i64{{.*}} : tensor<4x8xf32>
 // CHECK: %[[OP:.*]] = kiln.linear %[[O3]], %{{[^,]*}} {activation = "none"} : (tensor<1x?x4xf32>, tensor<4x8xf32>) -> tensor<1x?x8xf32>
 // CHECK: %[[ATT:.*]] = kiln.all_reduce %[[OP]] {reduction = "sum"}
-// CHECK: %[[NORM:[0-9]+]]:2 = kiln.add_rms_norm %[[H]], %[[ATT]], %{{.*}}
+// CHECK: %{{.*}}, %[[N:.*]] = kiln.add_rms_norm %[[H]], %[[ATT]], %{{.*}}
 // The MLP: gate columns [3, 6) and up columns [9, 12) of w_gate_up as two
 // linears and a mul, down rows [3, 6).
 // CHECK: %[[GW:.*]] = kiln.constant {kiln.shard = {axis = 1 : i64, full_dim = 12 : i64, full_name = "gate_up", groups = 1 : i64, offset = 3 : i64{{.*}} : tensor<8x3xf32>
 // CHECK: %[[UW:.*]] = kiln.constant {kiln.shard = {axis = 1 : i64, full_dim = 12 : i64, full_name = "gate_up", groups = 1 : i64, offset = 9 : i64{{.*}} : tensor<8x3xf32>
 // CHECK: %[[DW:.*]] = kiln.constant {kiln.shard = {axis = 0 : i64, full_dim = 6 : i64, full_name = "down", groups = 1 : i64, offset = 3 : i64{{.*}} : tensor<3x8xf32>
-// CHECK: %[[G:.*]] = kiln.linear %[[NORM]]#1, %[[GW]] {activation = "silu"} : (tensor<1x?x8xf32>, tensor<8x3xf32>) -> tensor<1x?x3xf32>
-// CHECK: %[[U:.*]] = kiln.linear %[[NORM]]#1, %[[UW]] {activation = "none"}
+// CHECK: %[[G:.*]] = kiln.linear %[[N]], %[[GW]] {activation = "silu"} : (tensor<1x?x8xf32>, tensor<8x3xf32>) -> tensor<1x?x3xf32>
+// CHECK: %[[U:.*]] = kiln.linear %[[N]], %[[UW]] {activation = "none"}
 // CHECK: %[[P:.*]] = kiln.mul %[[G]], %[[U]] : (tensor<1x?x3xf32>, tensor<1x?x3xf32>) -> tensor<1x?x3xf32>
 // CHECK: %[[MLP:.*]] = kiln.linear %[[P]], %[[DW]] {activation = "none"} : (tensor<1x?x3xf32>, tensor<3x8xf32>) -> tensor<1x?x8xf32>
 // CHECK: kiln.all_reduce %[[MLP]] {reduction = "sum"}
@@ -81,7 +81,7 @@ func.func @main(%ids: tensor<1x?xi64> {kiln.name = "input_ids"},
   %wh = kiln.constant {name = "lm_head"} dense<1.0> : tensor<8x10xf32>
   %h = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<10x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
   %qkv = kiln.linear %h, %wqkv {activation = "none"} : (tensor<1x?x8xf32>, tensor<8x16xf32>) -> tensor<1x?x16xf32>
-  %q0, %k0, %v0 = kiln.split %qkv, %sizes {axis = -1 : i64} : (tensor<1x?x16xf32>, tensor<3xi64>) -> (tensor<1x?x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>)
+  %q0, %k0, %v0 = kiln.split %qkv, %sizes {axis = -1 : i64, num_outputs = 0 : i64} : (tensor<1x?x16xf32>, tensor<3xi64>) -> (tensor<1x?x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>)
   %q1 = kiln.reshape %q0, %s4 {allowzero = 0 : i64} : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x4x2xf32>
   %k1 = kiln.reshape %k0, %s2 {allowzero = 0 : i64} : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
   %v1 = kiln.reshape %v0, %s2 {allowzero = 0 : i64} : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>

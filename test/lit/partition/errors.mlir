@@ -7,11 +7,11 @@
 func.func @main(%x: tensor<1x?x8xf32>,
                 %kc: tensor<?x4x?x2xf32> {kiln.name = "kv_cache.0.key"},
                 %vc: tensor<?x4x?x2xf32> {kiln.name = "kv_cache.0.value"},
-                %slots: tensor<?xi64>, %qs: tensor<?xi64>, %cl: tensor<?xi64>, %bt: tensor<?x?xi64>)
+                %slots: tensor<?xi64>, %qs: tensor<?xi64>, %cl: tensor<?xi64>, %bt: tensor<?x?xi64>,
+                %s4: tensor<4xi64>)
     -> tensor<1x?x8xf32> {
   %wq = kiln.constant {name = "q"} dense<1.0> : tensor<8x8xf32>
   %wo = kiln.constant {name = "o"} dense<1.0> : tensor<8x8xf32>
-  %s4 = kiln.constant dense<[1, -1, -1, 2]> : tensor<4xi64>
   %s3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
   %q0 = kiln.linear %x, %wq {activation = "none"} : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
   %q = kiln.reshape %q0, %s4 {allowzero = 0 : i64} : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x4x2xf32>

@@ -33,7 +33,7 @@ func.func @main(%h: tensor<1x?x8xf32>,
   %s3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
   %wo = kiln.constant {name = "o_proj"} dense<0.5> : tensor<8x8xf32>
   %qkv = kiln.linear %h, %wqkv {activation = "none"} : (tensor<1x?x8xf32>, tensor<8x16xf32>) -> tensor<1x?x16xf32>
-  %q0, %k0, %v0 = kiln.split %qkv, %sizes {axis = -1 : i64} : (tensor<1x?x16xf32>, tensor<3xi64>) -> (tensor<1x?x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>)
+  %q0, %k0, %v0 = kiln.split %qkv, %sizes {axis = -1 : i64, num_outputs = 0 : i64} : (tensor<1x?x16xf32>, tensor<3xi64>) -> (tensor<1x?x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>)
   %q = kiln.reshape %q0, %s4 {allowzero = 0 : i64} : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x4x2xf32>
   %k = kiln.reshape %k0, %s2 {allowzero = 0 : i64} : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
   %v = kiln.reshape %v0, %s2 {allowzero = 0 : i64} : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
@@ -67,7 +67,7 @@ func.func @main(%h: tensor<1x?x6xf32>,
   %s3 = kiln.constant dense<[1, -1, 6]> : tensor<3xi64>
   %wo = kiln.constant {name = "o_proj"} dense<0.5> : tensor<6x6xf32>
   %qkv = kiln.linear %h, %wqkv {activation = "none"} : (tensor<1x?x6xf32>, tensor<6x18xf32>) -> tensor<1x?x18xf32>
-  %q0, %k0, %v0 = kiln.split %qkv, %sizes {axis = -1 : i64} : (tensor<1x?x18xf32>, tensor<3xi64>) -> (tensor<1x?x6xf32>, tensor<1x?x6xf32>, tensor<1x?x6xf32>)
+  %q0, %k0, %v0 = kiln.split %qkv, %sizes {axis = -1 : i64, num_outputs = 0 : i64} : (tensor<1x?x18xf32>, tensor<3xi64>) -> (tensor<1x?x6xf32>, tensor<1x?x6xf32>, tensor<1x?x6xf32>)
   %q = kiln.reshape %q0, %s3h {allowzero = 0 : i64} : (tensor<1x?x6xf32>, tensor<4xi64>) -> tensor<1x?x3x2xf32>
   %k = kiln.reshape %k0, %s3h {allowzero = 0 : i64} : (tensor<1x?x6xf32>, tensor<4xi64>) -> tensor<1x?x3x2xf32>
   %v = kiln.reshape %v0, %s3h {allowzero = 0 : i64} : (tensor<1x?x6xf32>, tensor<4xi64>) -> tensor<1x?x3x2xf32>
