@@ -336,8 +336,11 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
     auto reshape = cast<ReshapeOp>(a.in[i].back());
     int64_t ha = headAxes(a.in[i], axis).back();
     auto slot = shapeSlot(reshape.getShape(), ha);
+    // The head count, or -1 (inferred from the projection's width, so the
+    // rank's narrower projection gives its own count).
+    int64_t heads = slot ? slot->values[slot->at] : 0;
     if (shapeLength(reshape.getShape()) != 4 || !slot ||
-        slot->values[slot->at] != (i == 0 ? a.hq : a.hkv)) {
+        (heads != (i == 0 ? a.hq : a.hkv) && heads != -1)) {
       why = "the reshape into heads (" + nodeOf(reshape) + ") does not name the head count";
       return failure();
     }
@@ -493,7 +496,9 @@ void Partitioner::rewriteAttention(Attention &a) {
     SmallVector<int64_t> axes = headAxes(a.in[i], axis);
     auto reshape = cast<ReshapeOp>(a.in[i].back());
     reshape.getDataMutable().assign(projected[i]);
-    setShapeElement(b, reshape, axes.back(), heads);
+    if (shapeSlot(reshape.getShape(), axes.back())
+            ->values[shapeSlot(reshape.getShape(), axes.back())->at] != -1)
+      setShapeElement(b, reshape, axes.back(), heads);
     for (size_t j = 0; j < a.in[i].size(); ++j) {
       Value r = a.in[i][j]->getResult(0);
       r.setType(withDim(r, axes[j], heads));

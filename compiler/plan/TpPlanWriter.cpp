@@ -130,7 +130,7 @@ std::string withBytes(const std::string &report, const Shared &shared,
                                      {"all_sections", static_cast<int64_t>(all)}};
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));
+  llvm::json::OStream(os, 2).value(llvm::json::Value(std::move(root)));
   return text;
 }
 
