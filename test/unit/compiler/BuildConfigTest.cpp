@@ -275,12 +275,19 @@ TEST(BuildConfig, FlagValuesAreTypeChecked) {
   EXPECT_ERROR_HAS(llvm::toString(std::move(e)), "unknown config key");
 }
 
-TEST(BuildConfig, TpSizeFlagIsRefused) {
+TEST(BuildConfig, TpSizeFlagSetsTpSize) {
   BuildConfigParser p;
   ASSERT_FALSE(p.AddFlag("tensor_parallel.tp_size", "2", "--tp-size"));
   auto c = p.Finish();
-  ASSERT_FALSE(c);
-  EXPECT_ERROR_HAS(llvm::toString(c.takeError()), "--tp-size: not supported yet");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->tp_size, 2);
+  // A flag that disagrees with the file is a conflict, naming both.
+  BuildConfigParser q;
+  ASSERT_FALSE(q.AddJsonText(R"({"tp": {"tp_size": 4}})", "build.json"));
+  ASSERT_FALSE(q.AddFlag("tensor_parallel.tp_size", "2", "--tp-size"));
+  auto d = q.Finish();
+  ASSERT_FALSE(d);
+  EXPECT_ERROR_HAS(llvm::toString(d.takeError()), "--tp-size");
 }
 
 TEST(BuildConfig, FileErrors) {
