@@ -1,6 +1,7 @@
 //===- KilnDialect.cpp - the kiln dialect ---------------------------------===//
 
 #include "compiler/dialect/KilnDialect.h"
+#include "compiler/dialect/KilnCollectiveOps.h"
 
 #include "compiler/dialect/KilnOps.h"
 #include "kiln_schema/plan_generated.h"
@@ -17,6 +18,7 @@ void KilnDialect::initialize() {
 #define GET_OP_LIST
 #include "compiler/dialect/KilnOps.cpp.inc"
       >();
+  registerCollectiveOps(*this);
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,

@@ -16,7 +16,7 @@ using nlohmann::json;
 
 // How a key's value is checked. kNullOnly marks DeepSpeed fields whose feature
 // kiln lacks: null (DeepSpeed's default) is accepted, anything else refused.
-enum class Kind { kDtype, kPositiveInt, kBool, kNullOnly, kObject, kString };
+enum class Kind { kDtype, kPositiveInt, kBool, kNullOnly, kObject, kString, kPolicy };
 
 struct KeyInfo {
   const char *name;      // as accepted in JSON
@@ -42,8 +42,8 @@ const KeyInfo kTopKeys[] = {
     {"checkpoint", "checkpoint", Kind::kNullOnly},
     {"training_mp_size", "training_mp_size", Kind::kPositiveInt},
     {"save_mp_checkpoint_path", "save_mp_checkpoint_path", Kind::kNullOnly},
-    {"injection_policy", "injection_policy", Kind::kNullOnly},
-    {"injection_dict", "injection_policy", Kind::kNullOnly},
+    {"injection_policy", "injection_policy", Kind::kPolicy},
+    {"injection_dict", "injection_policy", Kind::kPolicy},
     {"quant", "quant", Kind::kObject},
     {"enable_cuda_graph", "enable_cuda_graph", Kind::kBool},
     {"ragged_batching", "ragged_batching", Kind::kBool},
@@ -148,6 +148,36 @@ struct Normalized {
   json value;        // comparable form
 };
 
+// kiln's injection_policy (docs/build-config.md): DeepSpeed maps a module
+// class to the names of its row-parallel linears; kiln's ONNX graphs have no
+// module classes, so the key is a label for messages and the value lists
+// node-name globs. A bare list is the same with no label. The comparable
+// form is the object, so {"x": [..]} and [..] with the same globs differ
+// only when their labels do.
+Normalized NormalizePolicy(const json &v) {
+  if (v.is_null())
+    return {"", v};
+  const std::string shape = "must be null, a list of node-name globs, or an object mapping a "
+                            "layer label to such a list (e.g. {\"LlamaDecoderLayer\": "
+                            "[\"*o_proj*\", \"*down_proj*\"]})";
+  json object = v.is_array() ? json{{"*", v}} : v;
+  if (!object.is_object() || object.empty())
+    return {shape + ", got " + v.dump()};
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const json &list = it.value();
+    // DeepSpeed writes a tuple, which JSON spells as a list; one name alone
+    // is accepted too.
+    json names = list.is_string() ? json::array({list}) : list;
+    if (!names.is_array() || names.empty())
+      return {shape + ", got " + v.dump()};
+    for (const json &n : names)
+      if (!n.is_string() || n.get<std::string>().empty())
+        return {shape + "; \"" + it.key() + "\" has " + n.dump()};
+    object[it.key()] = names;
+  }
+  return {"", object};
+}
+
 // Type-checks one value and puts it in the form used to compare settings, so
 // "float32" and "fp32" do not count as a conflict.
 Normalized Normalize(Kind kind, const json &v) {
@@ -173,6 +203,8 @@ Normalized Normalize(Kind kind, const json &v) {
     if (!v.is_string() || v.get<std::string>().empty())
       return {"must be a non-empty string, got " + v.dump()};
     return {"", v};
+  case Kind::kPolicy:
+    return NormalizePolicy(v);
   case Kind::kNullOnly:
   case Kind::kObject:
     return {"", v};
@@ -284,10 +316,8 @@ std::string NullOnlyReason(const std::string &canonical) {
     return "kiln reads weights from the ONNX model and its data";
   if (canonical == "save_mp_checkpoint_path")
     return "kiln does not write resharded checkpoints";
-  if (canonical == "injection_policy")
-    return "the inject phase is not implemented";
   if (canonical.rfind("tensor_parallel.", 0) == 0)
-    return "the partition phase is not implemented";
+    return "kiln's partition pass chooses the grain and the groups itself";
   return "the quantize phase is not implemented"; // quant.activation/weight/qkv
 }
 
@@ -320,6 +350,7 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
   // 3. Features kiln does not have are refused by the name the user wrote.
   BuildConfig config;
   config.warnings = warnings_;
+  bool tp_enabled = true;
   for (const auto &[canonical, r] : resolved) {
     const std::string &name = r.spelled;
     const json &v = r.value;
@@ -334,13 +365,13 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
                                       "can be built in fp32, fp16 or bf16)"));
     } else if (canonical == "tensor_parallel.tp_size") {
       config.tp_size = v.get<int64_t>();
-      if (config.tp_size > 1)
-        return Err(NotSupported(name, "tp_size " + v.dump() +
-                                          "; the partition phase is not "
-                                          "implemented"));
     } else if (canonical == "tensor_parallel.enabled") {
-      // enabled=false with tp_size 1 is consistent; with tp_size > 1 the
-      // check above refuses first.
+      tp_enabled = v.get<bool>();
+    } else if (canonical == "injection_policy") {
+      if (!v.is_null())
+        for (auto it = v.begin(); it != v.end(); ++it)
+          for (const json &glob : it.value())
+            config.row_parallel.push_back({it.key(), glob.get<std::string>()});
     } else if (canonical == "replace_with_kernel_inject") {
       config.kernel_inject = v.get<bool>();
       config.require_injection = config.kernel_inject;
@@ -361,7 +392,9 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
     } else if (canonical == "training_mp_size") {
       config.training_mp_size = v.get<int64_t>();
       if (config.training_mp_size != 1)
-        return Err(NotSupported(name, "merging model-parallel checkpoints"));
+        return Err(NotSupported(name, "merging model-parallel training checkpoints: kiln reads "
+                                      "one unpartitioned ONNX model and splits it itself "
+                                      "(tensor_parallel.tp_size); kiln reshard re-splits a plan"));
     } else if (canonical == "enable_cuda_graph") {
       config.enable_cuda_graph = v.get<bool>();
       if (config.enable_cuda_graph)
@@ -373,6 +406,14 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
                                       "\"quant\": {\"enabled\": false}"));
     }
   }
+  // DeepSpeed's enabled: false turns tensor parallelism off; with tp_size
+  // above 1 the two ask for opposite things.
+  if (!tp_enabled && config.tp_size > 1)
+    return Err("tensor_parallel.enabled is false but tp_size is " +
+               std::to_string(config.tp_size) + "; set one of them");
+  if (!config.row_parallel.empty() && config.tp_size == 1)
+    config.warnings.push_back("injection_policy names row-parallel linears, but tp_size is 1: "
+                              "nothing is partitioned");
   return config;
 }
 
@@ -395,7 +436,10 @@ std::string BuildConfig::ToJson() const {
   j["target"] = target;
   j["checkpoint"] = nullptr;
   j["save_mp_checkpoint_path"] = nullptr;
-  j["injection_policy"] = nullptr;
+  json policy = nullptr;
+  for (const RowParallelGlob &g : row_parallel)
+    policy[g.label].push_back(g.glob);
+  j["injection_policy"] = policy;
   return j.dump(2);
 }
 

@@ -27,7 +27,15 @@ struct BuildConfig {
   // False when no dtype was given: the plan then keeps the model's own
   // tensor types (an f64 or f16 model builds as it is).
   bool dtype_explicit = false;
+  // tensor_parallel.tp_size (aliases tp.tp_size, mp_size): the ranks the
+  // partition phase splits the model across.
   int64_t tp_size = 1;
+  // injection_policy: ONNX node-name globs of the linears that are
+  // row-parallel (docs/tensor-parallel.md); `label` is the policy's key.
+  struct RowParallelGlob {
+    std::string label, glob;
+  };
+  std::vector<RowParallelGlob> row_parallel;
   // Kernel injection: on by default. `replace_with_kernel_inject: true` (or
   // `kiln build --require-injection`) also makes any layer left unfused an
   // error; `false` builds the generic graph of primitive ops.

@@ -14,6 +14,7 @@
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/PlanWriter.h"
 #include "compiler/plan/Provenance.h"
+#include "compiler/plan/TpPlanWriter.h"
 #include "compiler/support/BuildError.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +25,9 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
 
 #include "nlohmann/json.hpp"
 
@@ -241,7 +244,13 @@ private:
   llvm::Expected<std::string> writePlanFile();
   llvm::Expected<std::string> runInject();
   llvm::Expected<std::string> runRagged();
-  llvm::Expected<std::string> runConvertFloatType();
+  llvm::Expected<std::string> runConvertFloatType(mlir::ModuleOp m, bool convert);
+  llvm::Expected<std::string> runQuantize();
+  llvm::Expected<std::string> runPartition();
+  llvm::Expected<std::string> writeTpPlanFile();
+  /// The module, or with tp_size > 1 each rank's (after the partition phase).
+  std::vector<mlir::ModuleOp> modules();
+  plan::PlanExtras planExtras();
   /// Starts hashing the model's files (once import named them).
   void startHashing();
   plan::ProvenanceDesc provenance();
@@ -254,6 +263,9 @@ private:
   mlir::MLIRContext context;
   DiagnosticPrinter diags;
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  /// tp_size > 1: one clone of `module` per rank, partitioned.
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> rankModules;
+  std::string partitionReport;
   plan::ModelInfo modelInfo;
   plan::SourceHasher hasher;
 };
@@ -293,22 +305,21 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
     return runInject();
   case Phase::Ragged:
     return runRagged();
-  // The next phases exist in DESIGN.md but not yet in kiln. The config
-  // refuses every setting that would need them, so skipping them here never
-  // drops a request on the floor.
   case Phase::Partition:
-    return llvm::formatv("skipped: tensor_parallel.tp_size is {0}", config.tp_size).str();
+    return runPartition();
   case Phase::Quantize:
-    return runConvertFloatType();
+    return runQuantize();
   case Phase::Plan: {
-    // kiln-plan: final types, outputs, host tensors, the memory plan.
-    if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
-          return addRegistered(pm, "kiln-plan");
-        }))
-      return std::move(e);
+    // kiln-plan: final types, outputs, host tensors, the memory plan; per
+    // rank program in a tensor-parallel build.
+    for (mlir::ModuleOp m : modules())
+      if (llvm::Error e = runPasses(context, m, diags, phase, [](mlir::PassManager &pm) {
+            return addRegistered(pm, "kiln-plan");
+          }))
+        return std::move(e);
     if (request.compileTo == Phase::Plan)
       return std::string("memory planned");
-    return writePlanFile();
+    return rankModules.empty() ? writePlanFile() : writeTpPlanFile();
   }
   }
   return internalError("unknown phase");
@@ -457,22 +468,112 @@ llvm::Expected<std::string> Build::runRagged() {
   return llvm::formatv("{0} attention layers over a paged KV cache", layers).str();
 }
 
+std::vector<mlir::ModuleOp> Build::modules() {
+  if (rankModules.empty())
+    return {*module};
+  std::vector<mlir::ModuleOp> out;
+  for (auto &m : rankModules)
+    out.push_back(*m);
+  return out;
+}
+
+/// kiln-partition, once per rank on a clone of the module (tp_size > 1).
+/// The float conversion runs first, on the unsplit module, so the weights
+/// the ranks' shards are sliced from already have the plan's type.
+llvm::Expected<std::string> Build::runPartition() {
+  const BuildConfig &config = request.config;
+  if (config.tp_size == 1)
+    return std::string("skipped: tensor_parallel.tp_size is 1");
+  if (config.dtype_explicit && config.dtype != "fp32") {
+    auto converted = runConvertFloatType(*module, /*convert=*/true);
+    if (!converted)
+      return converted.takeError();
+  }
+  std::string options = llvm::formatv("tp-size={0}", config.tp_size).str();
+  if (request.requirePartition)
+    options += " require-all=true";
+  std::string globs;
+  for (const BuildConfig::RowParallelGlob &g : config.row_parallel) {
+    // MLIR's list option splits at commas and stops at spaces.
+    if (g.glob.find_first_of(", \t\"'{}") != std::string::npos)
+      return inputError("injection_policy glob '" + g.glob +
+                        "': commas, spaces, quotes and braces are not allowed");
+    globs += (globs.empty() ? "" : ",") + g.glob;
+  }
+  if (!globs.empty())
+    options += " row-parallel=" + globs;
+  for (int64_t r = 0; r < config.tp_size; ++r) {
+    mlir::OwningOpRef<mlir::ModuleOp> clone(mlir::cast<mlir::ModuleOp>((*module)->clone()));
+    const std::string rankOptions = options + " rank=" + std::to_string(r);
+    if (llvm::Error e = runPasses(context, *clone, diags, Phase::Partition,
+                                  [&](mlir::PassManager &pm) {
+                                    return addRegistered(pm, "kiln-partition", rankOptions);
+                                  }))
+      return std::move(e);
+    if (auto report = (*clone)->getAttrOfType<mlir::StringAttr>("kiln.partition_report")) {
+      if (r == 0)
+        partitionReport = report.str();
+      (*clone)->removeAttr("kiln.partition_report");
+    }
+    rankModules.push_back(std::move(clone));
+  }
+  // The ranks' modules are the build from here on.
+  module = mlir::OwningOpRef<mlir::ModuleOp>();
+  size_t split = 0, whole = 0;
+  if (auto parsed = llvm::json::parse(partitionReport)) {
+    if (auto *root = parsed->getAsObject()) {
+      if (auto *layers = root->getArray("layers"))
+        split = layers->size();
+      if (auto *replicated = root->getArray("replicated")) {
+        whole = replicated->size();
+        for (const llvm::json::Value &v : *replicated)
+          if (auto *o = v.getAsObject())
+            log << "warning: tensor parallelism: the " << o->getString("what").value_or("layer")
+                << " '" << o->getString("node").value_or("?")
+                << "' stays whole on every rank: " << o->getString("reason").value_or("") << "\n";
+      }
+    }
+  } else {
+    llvm::consumeError(parsed.takeError());
+  }
+  if (request.printReport)
+    log << "partition report: " << partitionReport << "\n";
+  return llvm::formatv("{0} ranks: {1} layers split, {2} kept whole", config.tp_size, split, whole)
+      .str();
+}
+
 /// The config's fp16/bf16: kiln-convert-float-type after the ragged
 /// rewrite, so injection and the ragged pass match the f32 graph they were
 /// written for, and the paged KV cache inputs they add are converted too.
-llvm::Expected<std::string> Build::runConvertFloatType() {
+/// A tensor-parallel build converted before partitioning, so its rank
+/// modules only get the upcast of half logits.
+llvm::Expected<std::string> Build::runQuantize() {
   const BuildConfig &config = request.config;
-  const bool convert = config.dtype_explicit && config.dtype != "fp32";
+  const bool convert = config.dtype_explicit && config.dtype != "fp32" && rankModules.empty();
+  std::string summary;
+  for (mlir::ModuleOp m : modules()) {
+    auto s = runConvertFloatType(m, convert);
+    if (!s)
+      return s.takeError();
+    summary = *s;
+  }
+  if (!rankModules.empty() && config.dtype_explicit && config.dtype != "fp32")
+    summary = "converted to " + config.dtype + " before partitioning; " + summary;
+  return summary;
+}
+
+llvm::Expected<std::string> Build::runConvertFloatType(mlir::ModuleOp m, bool convert) {
+  const BuildConfig &config = request.config;
   // Half logits, of a model that was half already, are cast to f32 as the
   // runtime reads them.
   // Only a decoder's: any other graph keeps the output types its ONNX file
   // declares, which `kiln exec` (and the ONNX node tests) compare against.
-  const bool upcast = hasHalfLogits(*module);
+  const bool upcast = hasHalfLogits(m);
   if (!convert && !upcast)
-    return "skipped: dtype is " + std::string(config.dtype_explicit ? "fp32" : "the model's") +
+    return "skipped: dtype is " + std::string(config.dtype_explicit ? config.dtype : "the model's") +
            " (int8: quant.enabled is false)";
   const std::string to = config.dtype == "bf16" ? "to=bf16" : "to=f16";
-  if (llvm::Error e = runPasses(context, *module, diags, Phase::Quantize,
+  if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize,
                                 [&](mlir::PassManager &pm) -> llvm::Error {
                                   if (convert)
                                     if (llvm::Error e =
@@ -484,7 +585,7 @@ llvm::Expected<std::string> Build::runConvertFloatType() {
   std::string what = convert ? "converted to " + config.dtype : "dtype is the model's";
   if (upcast)
     what += "; half outputs (logits) cast to f32";
-  return what + "; weights " + weightTypes(*module);
+  return what + "; weights " + weightTypes(m);
 }
 
 void Build::startHashing() {
@@ -521,7 +622,7 @@ plan::ProvenanceDesc Build::provenance() {
   return p;
 }
 
-llvm::Expected<std::string> Build::writePlanFile() {
+plan::PlanExtras Build::planExtras() {
   plan::PlanExtras extras;
   extras.provenance = provenance();
   // The hashes run while the weights are written; the plan waits for them
@@ -531,7 +632,7 @@ llvm::Expected<std::string> Build::writePlanFile() {
   };
   extras.compilerVersion = request.compilerVersion;
   extras.model = modelInfo;
-  mlir::ModuleOp m = *module;
+  mlir::ModuleOp m = modules().front();
   if (auto opset = m->getAttrOfType<mlir::IntegerAttr>("kiln.opset"))
     extras.opset = static_cast<int32_t>(opset.getInt());
   std::string producer;
@@ -544,7 +645,12 @@ llvm::Expected<std::string> Build::writePlanFile() {
   extras.injectionReport = injectionReport;
   extras.maxOutTokens = request.config.max_out_tokens;
   extras.checkBeforeCommit = request.checkPlan;
-  auto summary = plan::writePlan(m, extras, request.outputPath);
+  return extras;
+}
+
+llvm::Expected<std::string> Build::writePlanFile() {
+  plan::PlanExtras extras = planExtras();
+  auto summary = plan::writePlan(*module, extras, request.outputPath);
   if (!summary)
     return summary.takeError();
   const plan::MemoryPlanDesc &mp = summary->memory;
@@ -566,6 +672,40 @@ llvm::Expected<std::string> Build::writePlanFile() {
                        request.outputPath, summary->numOps, summary->numWeights,
                        megabytes(summary->weightBytes), mp.numSlots, arena, kv,
                        megabytes(summary->fileBytes))
+      .str();
+}
+
+/// A tensor-parallel plan: rank programs, a shared and per-rank sections.
+llvm::Expected<std::string> Build::writeTpPlanFile() {
+  const BuildConfig &config = request.config;
+  plan::PlanExtras extras = planExtras();
+  // The runtime's check of a plan loads one graph; a tensor-parallel
+  // plan's graphs are its rank programs, which `kiln run --tp` checks when
+  // each rank loads its own.
+  extras.checkBeforeCommit = nullptr;
+  plan::TensorParallelDesc tp;
+  tp.tpSize = static_cast<int32_t>(config.tp_size);
+  // One id for every file of this build (kiln reshard --split copies it):
+  // the config, kiln's source and the time, hashed.
+  const std::string seed = extras.buildConfigJson + "\n" + extras.provenance.sourceCommit + "\n" +
+                           extras.provenance.buildTime + "\n" + request.modelPath + "\n" +
+                           std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  tp.buildId = llvm::formatv("{0:x-16}", llvm::xxh3_64bits(seed)).str();
+  tp.partitionReport = partitionReport;
+  extras.tensorParallel = std::move(tp);
+  auto summary = plan::writeTpPlan(modules(), extras, request.outputPath);
+  if (!summary)
+    return summary.takeError();
+  if (request.printReport)
+    log << "partition report (with bytes):\n" << summary->partitionReport << "\n";
+  std::string ranks;
+  for (uint64_t b : summary->rankBytes)
+    ranks += (ranks.empty() ? "" : " + ") + megabytes(b);
+  return llvm::formatv("{0}: tp_size {1}, build {2}, rank 0: {3} ops; weights: shared {4}, ranks "
+                       "{5}; file {6}",
+                       request.outputPath, config.tp_size, extras.tensorParallel->buildId,
+                       summary->plan.numOps, megabytes(summary->sharedBytes), ranks,
+                       megabytes(summary->plan.fileBytes))
       .str();
 }
 
@@ -601,8 +741,13 @@ llvm::Error Build::run() {
     if (request.compileTo == phase) {
       mlir::OpPrintingFlags flags;
       flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
-      module->print(out, flags);
-      out << "\n";
+      std::vector<mlir::ModuleOp> all = modules();
+      for (size_t r = 0; r < all.size(); ++r) {
+        if (all.size() > 1)
+          out << "// rank " << r << " of " << all.size() << "\n";
+        all[r].print(out, flags);
+        out << "\n";
+      }
       return llvm::Error::success();
     }
   }

@@ -55,6 +55,9 @@ struct BuildRequest {
   /// Prints the injection report (per layer, what fused and why not) to
   /// `log` after the inject phase.
   bool printReport = false;
+  /// tp_size > 1: a layer kiln-partition cannot split fails the build
+  /// (naming it) instead of staying whole on every rank.
+  bool requirePartition = false;
   /// User PDL patterns (an MLIR file of pdl.pattern ops), applied at the
   /// start of the inject phase.
   std::string patternsFile;

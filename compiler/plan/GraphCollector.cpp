@@ -121,7 +121,26 @@ llvm::Error Collector::addWeight(mlir::Operation *op) {
   auto id = addTensor(op->getResult(0), name, TensorKind::Weight, op);
   if (!id)
     return id.takeError();
-  result.weights.push_back({*id, value});
+  WeightSource source{*id, value, nullptr};
+  // kiln-partition's slice of an unsplit weight (passes/PartitionShard.h).
+  if (auto spec = op->getAttrOfType<mlir::DictionaryAttr>("kiln.shard")) {
+    auto fullName = spec.getAs<mlir::StringAttr>("full_name");
+    auto axis = spec.getAs<mlir::IntegerAttr>("axis");
+    auto offset = spec.getAs<mlir::IntegerAttr>("offset");
+    auto fullDim = spec.getAs<mlir::IntegerAttr>("full_dim");
+    auto groups = spec.getAs<mlir::IntegerAttr>("groups");
+    auto full = spec.getAs<mlir::ElementsAttr>("source");
+    if (!fullName || !axis || !offset || !fullDim || !groups || !full)
+      return internalError(describeOp(op) + ": malformed kiln.shard attribute");
+    ShardDesc &shard = graph.tensors[*id].shard;
+    shard.fullName = fullName.str();
+    shard.axis = static_cast<int32_t>(axis.getInt());
+    shard.offset = offset.getInt();
+    shard.fullDim = fullDim.getInt();
+    shard.groups = static_cast<int32_t>(groups.getInt());
+    source.shardSource = full;
+  }
+  result.weights.push_back(source);
   return llvm::Error::success();
 }
 

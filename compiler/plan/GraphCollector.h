@@ -17,6 +17,10 @@ namespace kiln::plan {
 struct WeightSource {
   int32_t tensor = -1;
   mlir::ElementsAttr value;
+  /// Set for a tensor-parallel shard (kiln-partition's kiln.shard): the
+  /// unsplit value its bytes are sliced from (the tensor's ShardDesc says
+  /// which); `value` may then be a resource without data.
+  mlir::ElementsAttr shardSource;
 };
 
 struct CollectedGraph {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,15 @@ struct DimDesc {
   std::string symbol; // e.g. "batch", "past_sequence_length + sequence_length"
 };
 
+/// One rank's slice of an unsplit weight (fb::ShardSpec).
+struct ShardDesc {
+  std::string fullName; // empty: not a shard
+  int32_t axis = 0;
+  int64_t offset = 0;
+  int64_t fullDim = 0;
+  int32_t groups = 1;
+};
+
 struct TensorDesc {
   std::string name;
   int dtype = 0; // fb::DType number
@@ -54,6 +64,7 @@ struct TensorDesc {
   uint64_t size = 0;
   int slot = -1; // activations
   bool host = false;
+  ShardDesc shard; // weights a tensor-parallel build split
 };
 
 struct OpDesc {
@@ -118,6 +129,15 @@ struct ProvenanceDesc {
   std::vector<SourceFileDesc> externalData;
 };
 
+/// A tensor-parallel plan's TensorParallel table: each rank's program is
+/// a finished nested Plan FlatBuffer.
+struct TensorParallelDesc {
+  int32_t tpSize = 1;
+  std::string buildId;
+  std::string partitionReport;
+  std::vector<std::vector<uint8_t>> programs; // in rank order
+};
+
 /// Everything that is not the graph.
 struct PlanExtras {
   std::string compilerVersion;
@@ -129,6 +149,9 @@ struct PlanExtras {
   /// From the build config; overrides the model's generation default.
   std::optional<int64_t> maxOutTokens;
   ProvenanceDesc provenance;
+  /// Set for a tensor-parallel plan: the outer Plan then has no graph, and
+  /// its sections are the shared one and one per rank.
+  std::optional<TensorParallelDesc> tensorParallel;
   /// When set, called once the weights are written and before the plan's
   /// FlatBuffer is final, to replace `provenance`'s placeholder hashes (of
   /// the same width) with the real ones, which are computed meanwhile.

@@ -19,6 +19,10 @@ Offset<fb::Tensor> buildTensor(FlatBufferBuilder &b, const TensorDesc &t) {
     dims.push_back(fb::CreateDim(b, d.value, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
   auto name = b.CreateString(t.name);
   auto shape = b.CreateVector(dims);
+  Offset<fb::ShardSpec> shard = 0;
+  if (!t.shard.fullName.empty())
+    shard = fb::CreateShardSpec(b, b.CreateString(t.shard.fullName), t.shard.axis, t.shard.offset,
+                                t.shard.fullDim);
   fb::TensorBuilder tb(b);
   tb.add_name(name);
   tb.add_dtype(static_cast<fb::DType>(t.dtype));
@@ -29,6 +33,8 @@ Offset<fb::Tensor> buildTensor(FlatBufferBuilder &b, const TensorDesc &t) {
   tb.add_size(t.size);
   tb.add_slot(t.slot);
   tb.add_host(t.host);
+  if (!t.shard.fullName.empty())
+    tb.add_shard(shard);
   return tb.Finish();
 }
 
@@ -120,15 +126,36 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
   for (const OpDesc &op : graph.ops)
     ops.push_back(buildOp(b, op));
 
+  // Section 0 is shared by every rank; a tensor-parallel plan's section
+  // i > 0 belongs to rank i - 1.
   std::vector<Offset<fb::Section>> sections;
-  for (size_t i = 0; i < placements.size(); ++i)
-    sections.push_back(fb::CreateSection(b, b.CreateString(i == 0 ? "shared" : "rank"),
-                                         /*rank=*/-1, placements[i].offset, placements[i].size,
-                                         placements[i].checksum));
+  for (size_t i = 0; i < placements.size(); ++i) {
+    const int32_t rank = i == 0 ? -1 : static_cast<int32_t>(i) - 1;
+    sections.push_back(fb::CreateSection(
+        b, b.CreateString(i == 0 ? std::string("shared") : "rank" + std::to_string(rank)), rank,
+        placements[i].offset, placements[i].size, placements[i].checksum));
+  }
+  Offset<fb::TensorParallel> tp = 0;
+  if (extras.tensorParallel) {
+    const TensorParallelDesc &t = *extras.tensorParallel;
+    std::vector<Offset<fb::RankProgram>> programs;
+    for (size_t r = 0; r < t.programs.size(); ++r) {
+      b.ForceVectorAlignment(t.programs[r].size(), sizeof(uint8_t), 8);
+      programs.push_back(
+          fb::CreateRankProgram(b, static_cast<int32_t>(r), b.CreateVector(t.programs[r])));
+    }
+    tp = fb::CreateTensorParallel(b, t.tpSize, b.CreateString(t.buildId),
+                                  b.CreateString(t.partitionReport), b.CreateVector(programs));
+  }
 
+  // A tensor-parallel plan's graph is in its rank programs: the outer
+  // Plan has no tensors, ops, inputs, outputs, memory plan or decoder.
+  const bool outer = extras.tensorParallel.has_value();
   const MemoryPlanDesc &mp = graph.memory;
-  auto memory = fb::CreateMemoryPlan(b, mp.numSlots, static_cast<int32_t>(kTensorAlign),
-                                     b.CreateVector(mp.slotStaticBytes), mp.unsharedStaticBytes);
+  auto memory =
+      outer ? 0
+            : fb::CreateMemoryPlan(b, mp.numSlots, static_cast<int32_t>(kTensorAlign),
+                                   b.CreateVector(mp.slotStaticBytes), mp.unsharedStaticBytes);
   const ModelInfo &m = extras.model;
   auto generation = fb::CreateGenerationDefaults(b, effectiveMaxNewTokens(extras), m.temperature,
                                                  m.topK, m.topP, m.repetitionPenalty);
@@ -136,9 +163,10 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
       b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString(extras.compilerVersion),
       buildMetadata(b, extras), b.CreateString(m.tokenizerJson), b.CreateString(m.chatTemplate),
       generation, b.CreateString(extras.buildConfigJson), b.CreateString(extras.injectionReport),
-      b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(graph.inputs),
-      b.CreateVector(graph.outputs), memory, b.CreateVector(sections), buildDecoder(b, decoder),
-      buildRagged(b, ragged), buildPooling(b, m), buildProvenance(b, extras.provenance));
+      outer ? 0 : b.CreateVector(tensors), outer ? 0 : b.CreateVector(ops),
+      outer ? 0 : b.CreateVector(graph.inputs), outer ? 0 : b.CreateVector(graph.outputs), memory,
+      b.CreateVector(sections), outer ? 0 : buildDecoder(b, decoder), buildRagged(b, ragged),
+      buildPooling(b, m), buildProvenance(b, extras.provenance), tp);
   fb::FinishPlanBuffer(b, plan);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -128,6 +128,59 @@ llvm::Error streamWeightBytes(mlir::ElementsAttr value, WeightSink sink) {
   return err("unsupported constant attribute kind (expected dense or dense_resource)");
 }
 
+llvm::Error streamWeightSlice(mlir::ElementsAttr full, int64_t axis, int64_t offset,
+                              int64_t count, int64_t fullDim, int64_t groups, WeightSink sink) {
+  auto size = weightByteSize(full);
+  if (!size)
+    return size.takeError();
+  auto type = mlir::cast<mlir::RankedTensorType>(full.getType());
+  if (type.getElementType().isInteger(1))
+    return err("bool weights are never split");
+  llvm::ArrayRef<int64_t> shape = type.getShape();
+  if (axis < 0 || axis >= type.getRank() || groups < 1 || offset < 0 || count < 0 ||
+      offset + count > fullDim || shape[axis] != groups * fullDim)
+    return err("the shard does not fit the weight it slices");
+  const char *data = nullptr;
+  bool resource = false;
+  if (auto r = mlir::dyn_cast<mlir::DenseResourceElementsAttr>(full)) {
+    mlir::AsmResourceBlob *blob = r.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != *size)
+      return err("weight data '" + r.getRawHandle().getKey() + "' is missing or has the wrong size");
+    data = blob->getData().data();
+    resource = true;
+  } else if (auto dense = mlir::dyn_cast<mlir::DenseElementsAttr>(full);
+             dense && !dense.isSplat()) {
+    data = dense.getRawData().data();
+  } else {
+    return err("a split weight must be dense or a resource, not a splat");
+  }
+  int64_t outer = 1, inner = elementBytes(type.getElementType());
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (int64_t i = axis + 1; i < type.getRank(); ++i)
+    inner *= shape[i];
+  const uint64_t run = static_cast<uint64_t>(count * inner);
+  std::vector<char> buffer;
+  buffer.reserve(std::max<uint64_t>(kChunkBytes, run));
+  auto flush = [&]() {
+    bool ok = buffer.empty() || sink(buffer.data(), buffer.size());
+    buffer.clear();
+    return ok;
+  };
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t g = 0; g < groups; ++g) {
+      const char *from = data + ((o * groups + g) * fullDim + offset) * inner;
+      if (buffer.size() + run > buffer.capacity() && !flush())
+        return sinkFailed();
+      buffer.insert(buffer.end(), from, from + run);
+    }
+  if (!flush())
+    return sinkFailed();
+  if (resource)
+    compiler::releaseSourcePages(data, *size);
+  return llvm::Error::success();
+}
+
 llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out) {
   // An empty weight passes no bytes, so a null `out` is never written.
   return streamWeightBytes(value, [&out](const void *data, uint64_t size) {

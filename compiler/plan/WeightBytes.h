@@ -34,6 +34,14 @@ using WeightSink = llvm::function_ref<bool(const void *data, uint64_t size)>;
 /// missing or has the wrong size.
 llvm::Error streamWeightBytes(mlir::ElementsAttr value, WeightSink sink);
 
+/// Passes one tensor-parallel rank's slice of `full` to `sink`: along
+/// `axis`, `groups` blocks of `fullDim` elements, [offset, offset + count)
+/// of each (the plan's ShardSpec). Reads the rows it needs straight from the
+/// mapped or dense value, a megabyte at a time, so no copy of the slice
+/// exists; a resource's pages are released afterwards.
+llvm::Error streamWeightSlice(mlir::ElementsAttr full, int64_t axis, int64_t offset,
+                              int64_t count, int64_t fullDim, int64_t groups, WeightSink sink);
+
 /// Writes `value` in the plan's layout to `out`, which has weightByteSize()
 /// bytes. Fails when a resource blob is missing or has the wrong size.
 llvm::Error writeWeightBytes(mlir::ElementsAttr value, uint8_t *out);

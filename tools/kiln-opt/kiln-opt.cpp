@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/dialect/KilnDialect.h"
+#include "passes/PartitionPass.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();
   kiln::registerKilnPasses();
+  kiln::registerPartitionPass();
   kiln::registerKilnPipelines();
   mlir::registerCSEPass();
   mlir::registerCanonicalizerPass();

@@ -8,6 +8,7 @@
 #include "compiler/driver/Pipeline.h"
 #include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
+#include "passes/PartitionPass.h"
 #include "passes/Passes.h"
 
 #include "backends/registry.h"
@@ -44,7 +45,12 @@ const char kUsage[] =
     "                       instead of failing the build; chat requests then fail\n"
     "  -q, --quiet          no progress lines (errors and warnings still print)\n"
     "  --report             print the injection report: per transformer layer, whether\n"
-    "                       attention, norms and MLP were fused, and why not\n"
+    "                       attention, norms and MLP were fused, and why not; with\n"
+    "                       tp_size > 1 also the partition report (what was split per\n"
+    "                       layer and how, bytes per rank)\n"
+    "  --require-partition  with tp_size > 1, fail the build naming any layer the\n"
+    "                       partition pass cannot split (default: keep it whole on\n"
+    "                       every rank and warn)\n"
     "  --patterns FILE      apply user rewrite patterns (an MLIR file of pdl.pattern\n"
     "                       ops, e.g. from mlir-pdll-19 X.pdll -x=mlir) before injection\n"
     "  --pass-plugin LIB    load a pass plugin (shared library) and run the pass named\n"
@@ -69,7 +75,8 @@ const char kUsage[] =
     "                       the finished plan is checked against its kernels and\n"
     "                       refused, naming each op it lacks, before it replaces -o\n"
     "  --max-tokens N       max_out_tokens: default cap on generated tokens\n"
-    "  --tp-size N          tensor_parallel.tp_size (only 1 today)\n"
+    "  --tp-size N          tensor_parallel.tp_size: split the model across N ranks\n"
+    "                       (docs/tensor-parallel.md); kiln run --tp N runs it\n"
     "\n"
     "exit status: 0 built, 2 bad input (arguments, model, config), 1 internal error\n";
 
@@ -131,7 +138,7 @@ int BuildMain(const std::vector<std::string> &args) {
     value_options.insert(flag);
   std::string err = ParseArgs(args, value_options,
                               {"--quiet", "--report", "--require-injection", "--no-inject", "--no-ragged",
-                               "--allow-unsupported-template"},
+                               "--allow-unsupported-template", "--require-partition"},
                               {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
   if (!err.empty())
     return Usage("build", err, kUsage);
@@ -151,6 +158,7 @@ int BuildMain(const std::vector<std::string> &args) {
   request.quiet = parsed.Has("--quiet");
   request.printReport = parsed.Has("--report");
   request.allowUnsupportedTemplate = parsed.Has("--allow-unsupported-template");
+  request.requirePartition = parsed.Has("--require-partition");
   request.passPlugins = parsed.All("--pass-plugin");
   request.compilerVersion = KILN_VERSION;
   request.sourceCommit = KILN_SOURCE_COMMIT;
@@ -220,6 +228,7 @@ int BuildMain(const std::vector<std::string> &args) {
 
   // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
   registerKilnPasses();
+  registerPartitionPass();
   registerKilnPipelines();
   llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
   llvm::outs().flush();

@@ -184,6 +184,11 @@ Json Report(const Plan &plan, bool with_ops) {
   r["build_config"] = S(f.build_config_json());
   r["provenance"] = ProvenanceJson(plan);
   r["injection_report"] = S(f.injection_report());
+  if (const fb::TensorParallel *tp = f.tensor_parallel()) // tp_size > 1 (docs/tensor-parallel.md)
+    r["tensor_parallel"] = {{"tp_size", tp->tp_size()},
+                            {"build_id", S(tp->build_id())},
+                            {"ranks", tp->ranks() ? tp->ranks()->size() : 0},
+                            {"partition_report", S(tp->partition_report())}};
 
   Json inputs = Json::array(), outputs = Json::array();
   for (int id : plan.inputs())
@@ -338,6 +343,12 @@ void PrintText(const Json &r) {
   if (!report.empty())
     std::printf("%s%s", report.c_str(), report.back() == '\n' ? "" : "\n");
 
+  if (r.contains("tensor_parallel")) {
+    const Json &tp = r["tensor_parallel"];
+    std::printf("tensor par  tp_size %s, build %s, %s rank programs\n", D(tp["tp_size"]).c_str(),
+                tp["build_id"].get<std::string>().c_str(), D(tp["ranks"]).c_str());
+    std::printf("partition   %s\n", tp["partition_report"].get<std::string>().c_str());
+  }
   std::printf("inputs\n");
   for (const Json &t : r["inputs"])
     std::printf("  %-40s %s\n", t["name"].get<std::string>().c_str(), ShapeText(t).c_str());

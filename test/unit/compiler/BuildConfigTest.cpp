@@ -158,7 +158,51 @@ TEST(BuildConfig, DeprecatedMpSizeMapsToTpSize) {
   EXPECT_ERROR_HAS(msg, "conflicting values for tensor_parallel.tp_size");
   EXPECT_ERROR_HAS(msg, "\"mp_size\"");
   EXPECT_ERROR_HAS(msg, "\"tensor_parallel.tp_size\"");
-  EXPECT_ERROR_HAS(Parse(R"({"mp_size": 4})"), "mp_size: not supported yet");
+  ASSERT_EQ(Parse(R"({"mp_size": 4})", &c), "");
+  EXPECT_EQ(c.tp_size, 4);
+}
+
+TEST(BuildConfig, TpSizeAndItsAliasesAreAccepted) {
+  BuildConfig c;
+  ASSERT_EQ(Parse(R"({"tensor_parallel": {"tp_size": 2}})", &c), "");
+  EXPECT_EQ(c.tp_size, 2);
+  EXPECT_TRUE(Contains(c.ToJson(), "\"tp_size\": 2"));
+  ASSERT_EQ(Parse(R"({"tp": {"tp_size": 4, "enabled": true}})", &c), "");
+  EXPECT_EQ(c.tp_size, 4);
+  // enabled: false contradicts a tp_size above 1, and agrees with 1.
+  EXPECT_ERROR_HAS(Parse(R"({"tp": {"tp_size": 2, "enabled": false}})"),
+                   "tensor_parallel.enabled is false but tp_size is 2");
+  ASSERT_EQ(Parse(R"({"tp": {"tp_size": 1, "enabled": false}})", &c), "");
+  EXPECT_EQ(c.tp_size, 1);
+  EXPECT_ERROR_HAS(Parse(R"({"tp": {"tp_size": 0}})"), "must be a positive integer");
+}
+
+TEST(BuildConfig, InjectionPolicyNamesRowParallelGlobs) {
+  BuildConfig c;
+  // tp_size lives under tensor_parallel (or tp); only mp_size is top level.
+  EXPECT_ERROR_HAS(Parse(R"({"tp_size": 2})"), "unknown key \"tp_size\"");
+  ASSERT_EQ(Parse(R"({"tp": {"tp_size": 2}, "injection_policy":
+      {"LlamaDecoderLayer": ["*o_proj*", "*down_proj*"]}})", &c), "");
+  ASSERT_EQ(c.row_parallel.size(), 2u);
+  EXPECT_EQ(c.row_parallel[0].label, "LlamaDecoderLayer");
+  EXPECT_EQ(c.row_parallel[1].glob, "*down_proj*");
+  EXPECT_TRUE(Contains(c.ToJson(), "\"*o_proj*\""));
+  // A bare list (label "*") and DeepSpeed's one-name form.
+  ASSERT_EQ(Parse(R"({"tp": {"tp_size": 2}, "injection_dict": ["*o_proj*"]})", &c), "");
+  ASSERT_EQ(c.row_parallel.size(), 1u);
+  EXPECT_EQ(c.row_parallel[0].label, "*");
+  ASSERT_EQ(Parse(R"({"tp": {"tp_size": 2}, "injection_policy": {"Block": "attn.c_proj"}})", &c),
+            "");
+  EXPECT_EQ(c.row_parallel[0].glob, "attn.c_proj");
+  // Near misses: wrong shapes are refused with the accepted forms.
+  EXPECT_ERROR_HAS(Parse(R"({"injection_policy": {"Block": [3]}})"), "node-name globs");
+  EXPECT_ERROR_HAS(Parse(R"({"injection_policy": {}})"), "node-name globs");
+  EXPECT_ERROR_HAS(Parse(R"({"injection_policy": "o_proj"})"), "node-name globs");
+  EXPECT_ERROR_HAS(Parse(R"({"injection_policy": {"Block": [""]}})"), "node-name globs");
+  // A policy at tp_size 1 does nothing, and says so.
+  ASSERT_EQ(Parse(R"({"injection_policy": ["*o_proj*"]})", &c), "");
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_TRUE(Contains(c.warnings[0], "nothing is partitioned"));
 }
 
 TEST(BuildConfig, KernelInjectIsTriState) {
@@ -176,20 +220,17 @@ TEST(BuildConfig, KernelInjectIsTriState) {
 }
 
 TEST(BuildConfig, UnsupportedFeaturesAreRefused) {
-  EXPECT_ERROR_HAS(Parse(R"({"tensor_parallel": {"tp_size": 2}})"),
-                   "tensor_parallel.tp_size: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": true}})"), "quant.enabled: not supported yet");
   // DeepSpeed's quant.enabled defaults to true, so an empty object asks for it.
   EXPECT_ERROR_HAS(Parse(R"({"quant": {}})"), "not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": false, "weight": {"num_bits": 8}}})"),
                    "quant.weight: not supported yet");
-  EXPECT_ERROR_HAS(Parse(R"({"injection_policy": {"LlamaDecoderLayer": ["o_proj"]}})"),
-                   "injection_policy: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"checkpoint": "ckpt.json"})"), "checkpoint: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"save_mp_checkpoint_path": "/tmp/x"})"),
                    "save_mp_checkpoint_path: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"enable_cuda_graph": true})"), "enable_cuda_graph: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"training_mp_size": 2})"), "training_mp_size: not supported yet");
+  EXPECT_ERROR_HAS(Parse(R"({"training_mp_size": 2})"), "kiln reshard");
   EXPECT_ERROR_HAS(Parse(R"({"min_out_tokens": 8})"), "min_out_tokens: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"tm": false})"), "tm: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"tp": {"tp_grain_size": 64}})"),
@@ -234,12 +275,19 @@ TEST(BuildConfig, FlagValuesAreTypeChecked) {
   EXPECT_ERROR_HAS(llvm::toString(std::move(e)), "unknown config key");
 }
 
-TEST(BuildConfig, TpSizeFlagIsRefused) {
+TEST(BuildConfig, TpSizeFlagSetsTpSize) {
   BuildConfigParser p;
   ASSERT_FALSE(p.AddFlag("tensor_parallel.tp_size", "2", "--tp-size"));
   auto c = p.Finish();
-  ASSERT_FALSE(c);
-  EXPECT_ERROR_HAS(llvm::toString(c.takeError()), "--tp-size: not supported yet");
+  ASSERT_TRUE(static_cast<bool>(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->tp_size, 2);
+  // A flag that disagrees with the file is a conflict, naming both.
+  BuildConfigParser q;
+  ASSERT_FALSE(q.AddJsonText(R"({"tp": {"tp_size": 4}})", "build.json"));
+  ASSERT_FALSE(q.AddFlag("tensor_parallel.tp_size", "2", "--tp-size"));
+  auto d = q.Finish();
+  ASSERT_FALSE(d);
+  EXPECT_ERROR_HAS(llvm::toString(d.takeError()), "--tp-size");
 }
 
 TEST(BuildConfig, FileErrors) {

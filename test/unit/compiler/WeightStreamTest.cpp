@@ -111,3 +111,43 @@ TEST(SourcePages, ReleasedPagesReadBackUnchanged) {
 
 } // namespace
 } // namespace kiln::plan
+
+namespace kiln::plan {
+namespace {
+
+// One rank's column slice, streamed from a [3, 4] i32 weight without a copy
+// of the slice: exactly the elements of columns [1, 3) of every row, and a
+// slice that does not fit the weight is refused.
+TEST(WeightStream, SliceTakesOneRankColumns) {
+  mlir::MLIRContext context;
+  mlir::Builder b(&context);
+  auto type = mlir::RankedTensorType::get({3, 4}, b.getI32Type());
+  std::vector<int32_t> values = {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
+  auto dense = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int32_t>(values));
+  std::vector<int32_t> got;
+  llvm::Error e = streamWeightSlice(dense, /*axis=*/1, /*offset=*/1, /*count=*/2, /*fullDim=*/4,
+                                    /*groups=*/1, [&](const void *data, uint64_t size) {
+                                      const int32_t *p = static_cast<const int32_t *>(data);
+                                      got.insert(got.end(), p, p + size / 4);
+                                      return true;
+                                    });
+  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  EXPECT_EQ(got, (std::vector<int32_t>{1, 2, 11, 12, 21, 22}));
+  // Rows [2, 3): one contiguous run.
+  got.clear();
+  e = streamWeightSlice(dense, 0, 2, 1, 3, 1, [&](const void *data, uint64_t size) {
+    const int32_t *p = static_cast<const int32_t *>(data);
+    got.insert(got.end(), p, p + size / 4);
+    return true;
+  });
+  ASSERT_FALSE(static_cast<bool>(e)) << llvm::toString(std::move(e));
+  EXPECT_EQ(got, (std::vector<int32_t>{20, 21, 22, 23}));
+  llvm::Error bad = streamWeightSlice(dense, 1, 3, 2, 4, 1, [](const void *, uint64_t) {
+    return true;
+  });
+  EXPECT_TRUE(static_cast<bool>(bad));
+  llvm::consumeError(std::move(bad));
+}
+
+} // namespace
+} // namespace kiln::plan
