@@ -679,10 +679,7 @@ llvm::Expected<std::string> Build::writePlanFile() {
 llvm::Expected<std::string> Build::writeTpPlanFile() {
   const BuildConfig &config = request.config;
   plan::PlanExtras extras = planExtras();
-  // The runtime's check of a plan loads one graph; a tensor-parallel
-  // plan's graphs are its rank programs, which `kiln run --tp` checks when
-  // each rank loads its own.
-  extras.checkBeforeCommit = nullptr;
+  // The runtime's check (request.checkPlan) loads every rank's program.
   plan::TensorParallelDesc tp;
   tp.tpSize = static_cast<int32_t>(config.tp_size);
   // One id for every file of this build (kiln reshard --split copies it):

@@ -118,13 +118,21 @@ std::string BackendList() {
 // fault; an op the backend lacks is the build's input (model and target).
 llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
                               const std::string &target) {
-  StatusOr<std::unique_ptr<Plan>> plan = LoadPlan(path);
-  if (!plan.ok())
-    return compiler::internalError("the plan just written does not load: " +
-                                   plan.status().message());
-  Status runs = CheckPlanRunsOn(**plan, table, target);
-  if (!runs.ok())
-    return compiler::inputError("--target " + target + ": " + runs.message());
+  // A tensor-parallel plan is checked rank program by rank program.
+  int tp_size = 1;
+  for (int rank = 0; rank < tp_size; ++rank) {
+    StatusOr<std::unique_ptr<Plan>> plan =
+        LoadPlan(path, PlanLoadOptions{PlanLoadOptions::kAsBuilt, rank});
+    if (!plan.ok())
+      return compiler::internalError("the plan just written does not load: " +
+                                     plan.status().message());
+    tp_size = (*plan)->tp_size();
+    Status runs = CheckPlanRunsOn(**plan, table, target);
+    if (!runs.ok())
+      return compiler::inputError("--target " + target + ": " +
+                                  (tp_size > 1 ? "rank " + std::to_string(rank) + ": " : "") +
+                                  runs.message());
+  }
   return llvm::Error::success();
 }
 

@@ -427,7 +427,7 @@ int InspectMain(const std::vector<std::string> &args) {
     return Usage("inspect", err, kUsage);
   if (a.positional.size() != 1)
     return Usage("inspect", "expected one plan file", kUsage);
-  auto plan = LoadPlan(a.positional[0]);
+  auto plan = LoadPlan(a.positional[0], PlanLoadOptions{PlanLoadOptions::kAsBuilt, 0});
   if (!plan.ok())
     return Fail("inspect", plan.status());
   Json r = Report(**plan, a.Has("--ops"));
