@@ -108,7 +108,20 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
       return SendError(res, BadRequest("the chat template: " + prompt.status().message(), "messages"),
                        call.get());
     }
-    job.prompts[0].prompt = std::move(*prompt);
+    // The template writes the special tokens (BOS included) itself, so the
+    // text is encoded without adding them again (as HF's apply_chat_template).
+    if (deps_.tokenizer == nullptr)
+      return SendError(res, BadRequest("the plan has no tokenizer for chat", "messages"),
+                       call.get());
+    auto ids = deps_.tokenizer->Encode(*prompt, /*add_special_tokens=*/false);
+    if (!ids.ok() || ids->empty())
+      return SendError(res,
+                       BadRequest("the rendered chat prompt cannot be encoded" +
+                                      (ids.ok() ? std::string(" (empty)")
+                                                : ": " + ids.status().message()),
+                                  "messages"),
+                       call.get());
+    job.prompts[0].prompt_ids = std::move(*ids);
   }
   if (deps_.quotas != nullptr && call->key >= 0) {
     std::string which;
