@@ -11,8 +11,8 @@ struct ApiError {
   int status = 400;
   std::string type = "invalid_request_error";
   std::string message;
-  std::string param; // the request field at fault; "" when none
-  std::string code;  // a machine-readable reason; "" when none
+  std::string param;        // the request field at fault; "" when none
+  std::string code;         // a machine-readable reason; "" when none
   double retry_after_s = 0; // > 0: sent as Retry-After (429, 503)
 };
 

@@ -36,9 +36,7 @@ bool ParseHex(const std::string &hex, unsigned char out[32]) {
   return true;
 }
 
-double Seconds(QuotaClock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
+double Seconds(QuotaClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 } // namespace
 
@@ -78,8 +76,8 @@ std::string HashApiKey(const std::string &key) {
 }
 
 std::string KeyFileLine(const std::string &id, const std::string &key) {
-  nlohmann::ordered_json j = {{"id", id}, {"sha256", HashApiKey(key)}, {"rpm", 0},
-                              {"tpm", 0}, {"max_concurrent", 0}};
+  nlohmann::ordered_json j = {
+      {"id", id}, {"sha256", HashApiKey(key)}, {"rpm", 0}, {"tpm", 0}, {"max_concurrent", 0}};
   return j.dump();
 }
 

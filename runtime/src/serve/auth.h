@@ -61,7 +61,7 @@ public:
 private:
   struct State {
     ApiKey key;
-    std::deque<QuotaClock::time_point> requests;                    // last minute's admissions
+    std::deque<QuotaClock::time_point> requests;                   // last minute's admissions
     std::deque<std::pair<QuotaClock::time_point, int64_t>> tokens; // last minute's usage
     int64_t token_sum = 0;
     int64_t concurrent = 0;

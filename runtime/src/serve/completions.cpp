@@ -105,7 +105,8 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
     auto prompt = deps_.chat(job.messages);
     if (!prompt.ok()) {
       deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
-      return SendError(res, BadRequest("the chat template: " + prompt.status().message(), "messages"),
+      return SendError(res,
+                       BadRequest("the chat template: " + prompt.status().message(), "messages"),
                        call.get());
     }
     // The template writes the special tokens (BOS included) itself, so the
@@ -115,12 +116,12 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
                        call.get());
     auto ids = deps_.tokenizer->Encode(*prompt, /*add_special_tokens=*/false);
     if (!ids.ok() || ids->empty())
-      return SendError(res,
-                       BadRequest("the rendered chat prompt cannot be encoded" +
-                                      (ids.ok() ? std::string(" (empty)")
-                                                : ": " + ids.status().message()),
-                                  "messages"),
-                       call.get());
+      return SendError(
+          res,
+          BadRequest("the rendered chat prompt cannot be encoded" +
+                         (ids.ok() ? std::string(" (empty)") : ": " + ids.status().message()),
+                     "messages"),
+          call.get());
     job.prompts[0].prompt_ids = std::move(*ids);
   }
   if (deps_.quotas != nullptr && call->key >= 0) {
@@ -186,8 +187,8 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
         e.status = 504;
         e.type = "timeout";
         e.code = "timeout";
-        e.message = "the request did not finish within its timeout of " +
-                    std::to_string(timeout_s) + " s";
+        e.message =
+            "the request did not finish within its timeout of " + std::to_string(timeout_s) + " s";
         return SendError(res, e, call.get());
       }
       ApiError e;
@@ -328,11 +329,11 @@ void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response 
   for (size_t i = 0; i < out->vectors.size(); ++i)
     data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", out->vectors[i]}});
   call.prompt_tokens = out->tokens;
-  nlohmann::ordered_json j = {{"object", "list"},
-                              {"data", data},
-                              {"model", deps_.model_name},
-                              {"usage", {{"prompt_tokens", out->tokens},
-                                         {"total_tokens", out->tokens}}}};
+  nlohmann::ordered_json j = {
+      {"object", "list"},
+      {"data", data},
+      {"model", deps_.model_name},
+      {"usage", {{"prompt_tokens", out->tokens}, {"total_tokens", out->tokens}}}};
   res.set_content(Dump(j), "application/json");
 }
 

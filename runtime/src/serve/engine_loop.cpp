@@ -7,9 +7,8 @@ namespace kiln::serve {
 
 RequestStream::Next RequestStream::Pop(Clock::time_point deadline, ChoiceEvent *out) {
   std::unique_lock<std::mutex> l(mu_);
-  cv_.wait_until(l, deadline, [&] {
-    return !events_.empty() || !status_.ok() || (admitted_ && pending_ == 0);
-  });
+  cv_.wait_until(l, deadline,
+                 [&] { return !events_.empty() || !status_.ok() || (admitted_ && pending_ == 0); });
   if (!events_.empty()) {
     *out = std::move(events_.front());
     events_.pop_front();
@@ -38,7 +37,9 @@ EngineLoop::EngineLoop(Pipeline *pipe, const Options &options, Metrics *metrics)
 
 EngineLoop::~EngineLoop() { Stop(); }
 
-void EngineLoop::Start() { thread_ = std::thread([this] { Run(); }); }
+void EngineLoop::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void EngineLoop::Stop() {
   {
@@ -60,9 +61,9 @@ StatusOr<std::shared_ptr<RequestStream>> EngineLoop::Submit(std::vector<Request>
     if (stop_)
       return Status(StatusCode::kResourceExhausted, "the server is shutting down");
     if (in_flight_ >= options_.max_queue)
-      return Status(StatusCode::kResourceExhausted,
-                    "the server is at its limit of " + std::to_string(options_.max_queue) +
-                        " requests in flight; retry later");
+      return Status(StatusCode::kResourceExhausted, "the server is at its limit of " +
+                                                        std::to_string(options_.max_queue) +
+                                                        " requests in flight; retry later");
     ++in_flight_;
     inbox_.push_back(s);
   }
@@ -289,9 +290,10 @@ void EngineLoop::Route(Response &r) {
 void EngineLoop::Finished(RequestStream &s) {
   std::lock_guard<std::mutex> l(mu_);
   --in_flight_;
-  live_.erase(std::remove_if(live_.begin(), live_.end(),
-                             [&](const std::shared_ptr<RequestStream> &p) { return p.get() == &s; }),
-              live_.end());
+  live_.erase(
+      std::remove_if(live_.begin(), live_.end(),
+                     [&](const std::shared_ptr<RequestStream> &p) { return p.get() == &s; }),
+      live_.end());
 }
 
 void EngineLoop::FailAll(const Status &st) {
@@ -313,9 +315,9 @@ void EngineLoop::FailAll(const Status &st) {
     std::vector<int64_t> ids;
     {
       std::lock_guard<std::mutex> l(s->mu_);
-      s->status_ = Status(st.code() == StatusCode::kResourceExhausted ? st.code()
-                                                                      : StatusCode::kInternal,
-                          st.message());
+      s->status_ =
+          Status(st.code() == StatusCode::kResourceExhausted ? st.code() : StatusCode::kInternal,
+                 st.message());
       s->admitted_ = true;
       s->cancelled_ = true;
       ids = s->engine_ids_;

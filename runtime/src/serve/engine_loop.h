@@ -57,9 +57,9 @@ private:
   bool admitted_ = false;
   Status status_;
   std::vector<int64_t> engine_ids_;
-  int pending_ = 0;            // final responses still to come
-  bool cancelled_ = false;     // the stream callback stops its completions
-  std::string cancel_reason_;  // for metrics
+  int pending_ = 0;           // final responses still to come
+  bool cancelled_ = false;    // the stream callback stops its completions
+  std::string cancel_reason_; // for metrics
 };
 
 class EngineLoop {

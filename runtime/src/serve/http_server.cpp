@@ -21,8 +21,9 @@ CallLog::~CallLog() {
   if (access_log) {
     // Key ids and counts only: prompts and completions are never logged here.
     const double ms = std::chrono::duration<double, std::milli>(now - start).count();
-    std::fprintf(stderr, "kiln serve: key=%s %s %s %d %.1fms prompt_tokens=%lld "
-                         "completion_tokens=%lld%s%s\n",
+    std::fprintf(stderr,
+                 "kiln serve: key=%s %s %s %d %.1fms prompt_tokens=%lld "
+                 "completion_tokens=%lld%s%s\n",
                  key_id.c_str(), method.c_str(), path.c_str(), status, ms,
                  static_cast<long long>(prompt_tokens), static_cast<long long>(completion_tokens),
                  note.empty() ? "" : " ", note.c_str());
@@ -34,9 +35,7 @@ HttpServer::HttpServer(const ServeSettings &settings, ServerDeps deps)
   created_ = static_cast<int64_t>(std::time(nullptr));
   const int threads = settings_.http_threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  auto secs = [](double s) {
-    return std::chrono::microseconds(static_cast<int64_t>(s * 1e6));
-  };
+  auto secs = [](double s) { return std::chrono::microseconds(static_cast<int64_t>(s * 1e6)); };
   http_->set_read_timeout(secs(settings_.read_timeout_s));
   http_->set_write_timeout(secs(settings_.write_timeout_s));
   http_->set_keep_alive_timeout(5);
@@ -88,10 +87,8 @@ bool HttpServer::Authorize(const httplib::Request &req, httplib::Response &res, 
 }
 
 std::string HttpServer::ModelsBody() const {
-  nlohmann::ordered_json m = {{"id", deps_.model_name},
-                              {"object", "model"},
-                              {"created", created_},
-                              {"owned_by", "kiln"}};
+  nlohmann::ordered_json m = {
+      {"id", deps_.model_name}, {"object", "model"}, {"created", created_}, {"owned_by", "kiln"}};
   return Dump({{"object", "list"}, {"data", nlohmann::ordered_json::array({m})}});
 }
 
@@ -106,8 +103,8 @@ void HttpServer::Routes() {
     Call call;
     if (!Authorize(req, res, &call))
       return;
-    bool ready = !draining_ && (deps_.engine == nullptr ||
-                                deps_.engine->Ready(std::chrono::milliseconds(10000)));
+    bool ready = !draining_ &&
+                 (deps_.engine == nullptr || deps_.engine->Ready(std::chrono::milliseconds(10000)));
     deps_.metrics->Set("kiln_ready", ready ? 1 : 0);
     if (!ready) {
       ApiError e;
@@ -164,27 +161,27 @@ void HttpServer::Routes() {
   // Statuses httplib sets itself (404 no route, 413 body too large, 400
   // malformed HTTP) get the API's error body; handlers' own errors already
   // have one.
-  http_->set_error_handler(httplib::Server::HandlerWithResponse([this](const Request &req,
-                                                                      Response &res) {
-    if (!res.body.empty())
-      return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e;
-    e.status = res.status;
-    if (res.status == 404) {
-      e.message = "no route " + req.method + " " + req.path;
-      e.code = "not_found";
-    } else if (res.status == 413) {
-      e.message = "the request body is larger than the server's limit of " +
-                  std::to_string(settings_.max_body_bytes) + " bytes";
-      deps_.metrics->Add("kiln_rejections_total", 1, "body_too_large");
-    } else {
-      e.message = "the HTTP request could not be served (status " + std::to_string(res.status) +
-                  ")";
-    }
-    deps_.metrics->Add("kiln_http_requests_total", 1, std::to_string(res.status));
-    SendError(res, e, nullptr);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  http_->set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const Request &req, Response &res) {
+        if (!res.body.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e;
+        e.status = res.status;
+        if (res.status == 404) {
+          e.message = "no route " + req.method + " " + req.path;
+          e.code = "not_found";
+        } else if (res.status == 413) {
+          e.message = "the request body is larger than the server's limit of " +
+                      std::to_string(settings_.max_body_bytes) + " bytes";
+          deps_.metrics->Add("kiln_rejections_total", 1, "body_too_large");
+        } else {
+          e.message =
+              "the HTTP request could not be served (status " + std::to_string(res.status) + ")";
+        }
+        deps_.metrics->Add("kiln_http_requests_total", 1, std::to_string(res.status));
+        SendError(res, e, nullptr);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http_->set_exception_handler([](const Request &, Response &res, std::exception_ptr ep) {
     std::string what = "unknown error";
     try {
@@ -229,8 +226,9 @@ void HttpServer::Drain() {
   http_->stop();
   if (deps_.engine == nullptr)
     return;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::microseconds(static_cast<int64_t>(settings_.drain_timeout_s * 1e6));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(settings_.drain_timeout_s * 1e6));
   while (deps_.engine->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (deps_.engine->in_flight() > 0) {

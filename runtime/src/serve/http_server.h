@@ -6,9 +6,9 @@
 
 #include "kiln/pipeline.h"
 #include "serve/api_error.h"
-#include "serve/http_call.h"
 #include "serve/auth.h"
 #include "serve/engine_loop.h"
+#include "serve/http_call.h"
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
 #include "serve/settings.h"
@@ -44,8 +44,8 @@ struct ServerDeps {
   const Tokenizer *tokenizer = nullptr;
   RequestParams defaults;
   int64_t context_length = 0;
-  ChatRenderer chat;         // null: the plan has no chat template
-  Embedder embed;            // null: not an encoder plan
+  ChatRenderer chat;              // null: the plan has no chat template
+  Embedder embed;                 // null: not an encoder plan
   const KeyStore *keys = nullptr; // null: no auth (allow_no_auth)
   KeyStore *quotas = nullptr;     // the same store, for quotas
   Metrics *metrics = nullptr;

@@ -53,11 +53,11 @@ Metrics::Metrics() {
   for (const auto &[name, f] : families_) {
     if (std::string(f.type) == "histogram") {
       Histogram h;
-      h.bounds = name == "kiln_time_per_output_token_seconds"
-                     ? std::vector<double>{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                           0.5, 1}
-                     : std::vector<double>{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
-                                           10, 30, 60, 120};
+      h.bounds =
+          name == "kiln_time_per_output_token_seconds"
+              ? std::vector<double>{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+              : std::vector<double>{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                    1,     2.5,  5,     10,   30,  60,   120};
       h.counts.assign(h.bounds.size(), 0);
       histograms_[name] = h;
     } else if (f.label == nullptr) {
@@ -110,12 +110,11 @@ std::string Metrics::Render() const {
       uint64_t cumulative = 0;
       for (size_t i = 0; i < h.bounds.size(); ++i) {
         cumulative += h.counts[i];
-        out += name + "_bucket{le=\"" + Num(h.bounds[i]) + "\"} " + std::to_string(cumulative) +
-               "\n";
+        out +=
+            name + "_bucket{le=\"" + Num(h.bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
       }
       out += name + "_bucket{le=\"+Inf\"} " + std::to_string(h.count) + "\n";
-      out += name + "_sum " + Num(h.sum) + "\n" + name + "_count " + std::to_string(h.count) +
-             "\n";
+      out += name + "_sum " + Num(h.sum) + "\n" + name + "_count " + std::to_string(h.count) + "\n";
       continue;
     }
     auto it = values_.find(name);

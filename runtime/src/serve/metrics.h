@@ -17,7 +17,7 @@ public:
 
   // Counter `name` with one label (e.g. rejections by reason) or none.
   void Add(const std::string &name, double value, const std::string &label = "");
-  void Set(const std::string &name, double value); // gauge
+  void Set(const std::string &name, double value);       // gauge
   void Observe(const std::string &name, double seconds); // histogram
   double Get(const std::string &name, const std::string &label = "") const;
 

@@ -12,12 +12,25 @@ namespace {
 using json = nlohmann::json;
 
 // Fields of each endpoint. `user` is accepted and ignored (docs/serve.md).
-const std::set<std::string> kCommon = {
-    "model",       "max_tokens",       "temperature",    "top_p",
-    "top_k",       "min_p",            "n",              "stop",
-    "seed",        "presence_penalty", "frequency_penalty", "repetition_penalty",
-    "stream",      "stream_options",   "user",           "timeout",
-    "min_tokens",  "ignore_eos",       "stop_token_ids"};
+const std::set<std::string> kCommon = {"model",
+                                       "max_tokens",
+                                       "temperature",
+                                       "top_p",
+                                       "top_k",
+                                       "min_p",
+                                       "n",
+                                       "stop",
+                                       "seed",
+                                       "presence_penalty",
+                                       "frequency_penalty",
+                                       "repetition_penalty",
+                                       "stream",
+                                       "stream_options",
+                                       "user",
+                                       "timeout",
+                                       "min_tokens",
+                                       "ignore_eos",
+                                       "stop_token_ids"};
 const std::set<std::string> kCompletionOnly = {"prompt", "logprobs"};
 const std::set<std::string> kChatOnly = {"messages", "logprobs", "top_logprobs",
                                          "max_completion_tokens"};
@@ -43,9 +56,8 @@ std::optional<ApiError> GetInt(const json &body, const char *key, int64_t lo, in
     return std::nullopt;
   if (!it->is_number_integer())
     return Bad(key, "must be an integer");
-  const int64_t v = it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX
-                        ? INT64_MAX
-                        : it->get<int64_t>();
+  const int64_t v =
+      it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX ? INT64_MAX : it->get<int64_t>();
   if (v < lo || v > hi)
     return Bad(key, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
                         std::to_string(v));
@@ -128,8 +140,8 @@ std::optional<ApiError> CheckMessages(const json &m, json *out) {
         } else if (it->is_array()) {
           std::string text;
           for (const json &part : *it) {
-            if (!part.is_object() || part.value("type", "") != "text" ||
-                !part.contains("text") || !part["text"].is_string())
+            if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+                !part["text"].is_string())
               return Bad(where + ".content",
                          "parts must be {\"type\": \"text\", \"text\": ...} (text only)");
             text += part["text"].get<std::string>();
@@ -172,8 +184,8 @@ ApiError FromEngine(const Status &s) {
 } // namespace
 
 std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
-                                           const RequestParams &defaults,
-                                           const ParseLimits &limits, CompletionJob *job) {
+                                           const RequestParams &defaults, const ParseLimits &limits,
+                                           CompletionJob *job) {
   if (!body.is_object())
     return BadRequest("the request body must be a JSON object");
   const bool chat = endpoint == Endpoint::kChat;
@@ -187,8 +199,8 @@ std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
   job->model = body.value("model", "");
 
   RequestParams p = defaults;
-  p.max_new_tokens = limits.context_length > 0 ? static_cast<int>(limits.context_length)
-                                               : defaults.max_new_tokens;
+  p.max_new_tokens =
+      limits.context_length > 0 ? static_cast<int>(limits.context_length) : defaults.max_new_tokens;
   std::optional<int64_t> v;
   if (auto e = GetInt(body, "max_tokens", 1, INT32_MAX, &v))
     return e;
@@ -362,8 +374,8 @@ std::optional<ApiError> ParseEmbeddingJob(const json &body, int max_inputs, Embe
   }
   const size_t count = job->ids.empty() ? job->texts.size() : job->ids.size();
   if (static_cast<int>(count) > max_inputs)
-    return Bad("input", "holds " + std::to_string(count) + " inputs; at most " +
-                            std::to_string(max_inputs));
+    return Bad("input",
+               "holds " + std::to_string(count) + " inputs; at most " + std::to_string(max_inputs));
   for (const std::string &t : job->texts)
     if (t.empty())
       return Bad("input", "must not hold an empty string");

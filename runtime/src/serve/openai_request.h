@@ -44,8 +44,8 @@ struct ParseLimits {
 // Fills `job` from `body`, starting from the plan's `defaults`. Returns the
 // 400 to send when the body is wrong.
 std::optional<ApiError> ParseCompletionJob(const nlohmann::json &body, Endpoint endpoint,
-                                           const RequestParams &defaults,
-                                           const ParseLimits &limits, CompletionJob *job);
+                                           const RequestParams &defaults, const ParseLimits &limits,
+                                           CompletionJob *job);
 
 // The embeddings request: `input` (a string, a list of strings, token ids or
 // lists of them), `model`, `encoding_format` ("float" only), `user`.

@@ -39,8 +39,10 @@ ojson LogprobsJson(const ResponseContext &ctx, const std::vector<SampledToken> &
         const std::string a = TokenText(ctx, s.top[i].token);
         top.push_back({{"token", a}, {"logprob", Finite(s.top[i].logprob)}, {"bytes", Bytes(a)}});
       }
-      content.push_back(
-          {{"token", t}, {"logprob", Finite(s.logprob)}, {"bytes", Bytes(t)}, {"top_logprobs", top}});
+      content.push_back({{"token", t},
+                         {"logprob", Finite(s.logprob)},
+                         {"bytes", Bytes(t)},
+                         {"top_logprobs", top}});
     }
     return {{"content", content}};
   }
@@ -57,7 +59,9 @@ ojson LogprobsJson(const ResponseContext &ctx, const std::vector<SampledToken> &
     offsets.push_back(offset);
     offset += t.size();
   }
-  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops},
+  return {{"tokens", tokens},
+          {"token_logprobs", lps},
+          {"top_logprobs", tops},
           {"text_offset", offsets}};
 }
 
@@ -132,7 +136,8 @@ std::string StreamChunk(const ResponseContext &ctx, int choice, const std::strin
 }
 
 std::string UsageChunk(const ResponseContext &ctx, const Usage &usage) {
-  ojson j = Head(ctx, ctx.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
+  ojson j =
+      Head(ctx, ctx.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion");
   j["choices"] = ojson::array();
   j["usage"] = UsageJson(usage);
   return "data: " + Dump(j) + "\n\n";

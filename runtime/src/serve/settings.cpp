@@ -86,8 +86,7 @@ const std::vector<Entry> &Entries() {
        Seconds(&ServeSettings::max_request_timeout_s, "max_request_timeout_s")},
       {{"max_body_bytes", "int", "largest request body; bigger gets 413 (default 4194304)"},
        Int(&ServeSettings::max_body_bytes, "max_body_bytes", 1024, int64_t{1} << 32)},
-      {{"read_timeout_s", "number",
-        "how long a client may take to send its request (default 10)"},
+      {{"read_timeout_s", "number", "how long a client may take to send its request (default 10)"},
        Seconds(&ServeSettings::read_timeout_s, "read_timeout_s")},
       {{"write_timeout_s", "number",
         "how long one write to a slow client may block before the request is cancelled "
@@ -104,8 +103,9 @@ const std::vector<Entry> &Entries() {
         "/ready runs a fresh 1-token probe when no engine step succeeded this recently "
         "(default 5)"},
        Seconds(&ServeSettings::ready_interval_s, "ready_interval_s")},
-      {{"access_log", "bool", "one stderr line per request: key id, route, status, tokens "
-                              "(default true)"},
+      {{"access_log", "bool",
+        "one stderr line per request: key id, route, status, tokens "
+        "(default true)"},
        Bool(&ServeSettings::access_log, "access_log")},
       {{"log_prompts", "bool",
         "also log prompts and completions (default false: they are never logged)"},

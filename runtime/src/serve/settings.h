@@ -16,8 +16,8 @@ namespace kiln::serve {
 
 struct ServeSettings {
   std::string host = "127.0.0.1";
-  int port = 8000; // 0: any free port (the chosen one is printed)
-  std::string api_keys;   // keys file; "" only with allow_no_auth
+  int port = 8000;      // 0: any free port (the chosen one is printed)
+  std::string api_keys; // keys file; "" only with allow_no_auth
   bool allow_no_auth = false;
   std::string model_name; // "" : the plan file's name without ".plan"
   int max_queue = 256;    // requests admitted (waiting or running) at once

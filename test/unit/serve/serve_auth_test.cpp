@@ -5,8 +5,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 namespace kiln::serve {
 namespace {
@@ -46,7 +46,8 @@ TEST(ServeKeys, BadFiles) {
   EXPECT_FALSE(KeyStore::Load(WriteFile("{\"id\": \"a\"}\n")).ok());
   EXPECT_FALSE(KeyStore::Load(WriteFile("{\"id\": \"a\", \"sha256\": \"abc\"}\n")).ok());
   EXPECT_FALSE(
-      KeyStore::Load(WriteFile("{\"id\": \"a\", \"sha256\": \"" + h + "\", \"key\": \"x\"}\n")).ok());
+      KeyStore::Load(WriteFile("{\"id\": \"a\", \"sha256\": \"" + h + "\", \"key\": \"x\"}\n"))
+          .ok());
   EXPECT_FALSE(KeyStore::Load(WriteFile("{\"id\": \"a\", \"sha256\": \"" + h + "\"}\n" +
                                         "{\"id\": \"a\", \"sha256\": \"" + h + "\"}\n"))
                    .ok());

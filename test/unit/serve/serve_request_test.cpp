@@ -101,8 +101,8 @@ TEST(ServeRequest, ErrorsNameTheField) {
   e = Parse(R"({"prompt": "a", "stop": ["", "x"]})", Endpoint::kCompletions, &job);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "stop");
-  e = Parse(R"({"prompt": "a", "stream_options": {"include_usage": true}})",
-            Endpoint::kCompletions, &job);
+  e = Parse(R"({"prompt": "a", "stream_options": {"include_usage": true}})", Endpoint::kCompletions,
+            &job);
   ASSERT_TRUE(e); // stream_options without stream
   e = Parse(R"({"prompt": "a", "n": 17})", Endpoint::kCompletions, &job);
   ASSERT_TRUE(e);
@@ -142,8 +142,8 @@ TEST(ServeRequest, Embeddings) {
   EXPECT_EQ(ids.ids.size(), 2u);
   EmbeddingJob bad;
   EXPECT_TRUE(ParseEmbeddingJob(json::parse(R"({"input": "a", "dimensions": 3})"), 8, &bad));
-  EXPECT_TRUE(ParseEmbeddingJob(json::parse(R"({"input": "a", "encoding_format": "base64"})"), 8,
-                                &bad));
+  EXPECT_TRUE(
+      ParseEmbeddingJob(json::parse(R"({"input": "a", "encoding_format": "base64"})"), 8, &bad));
 }
 
 TEST(ServeResponse, ShapesOfBodiesAndChunks) {
