@@ -16,6 +16,8 @@ PLAN is the demo decoder plan. Checks:
     Retry-After at once; a client that disconnects cancels its request (the
     metrics count it and the KV blocks come back); a request timeout gives 504;
   - SIGTERM during 50 streaming requests: all 50 finish, the server exits 0;
+  - with --demo: the demo fixture with a chat template: /v1/chat/completions
+    whole and streamed, logprobs, equal to /v1/completions on the rendered text;
   - with --bert: /v1/embeddings on an encoder plan.
 """
 import argparse
@@ -381,6 +383,66 @@ def drain(kiln, plan):
     check(code == 0, f"drained server exits 0: {code}")
 
 
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}"
+                 "{{ '<|' + m['role'] + '|>\\n' + (m['content'] | trim) }}"
+                 "{% if not loop.last %}{{ '\\n' }}{% endif %}{% endfor %}"
+                 "{% if add_generation_prompt %}{{ '\\n<|assistant|>\\n' }}{% endif %}")
+
+
+def chat(kiln, builder, demo, tmp):
+    """A copy of the demo fixture with a chat template, built and served."""
+    import shutil
+    src = Path(tmp) / "demo-chat"
+    shutil.copytree(demo, src)
+    cfg = json.loads((src / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = CHAT_TEMPLATE
+    (src / "tokenizer_config.json").write_text(json.dumps(cfg))
+    plan = str(Path(tmp) / "demo-chat.plan")
+    r = subprocess.run([builder, "build", str(src / "model.onnx"), "-o", plan, "--quiet"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"build the demo plan with a chat template: {r.stderr[-300:]}")
+    s = Server(kiln, plan, "--allow-no-auth", "true", "--model-name", "demo")
+    try:
+        client = openai.OpenAI(base_url=s.base + "/v1", api_key="unused", max_retries=0)
+        messages = [{"role": "system", "content": "Answer about Python. "},
+                    {"role": "user", "content": "What is a module?"}]
+        whole = client.chat.completions.create(model="demo", messages=messages, max_tokens=12,
+                                               temperature=0, extra_body={"ignore_eos": True})
+        content = whole.choices[0].message.content
+        check(whole.choices[0].message.role == "assistant" and len(content) > 0
+              and whole.choices[0].finish_reason == "length" and whole.usage.completion_tokens == 12,
+              f"chat completion: {content!r}")
+        # The template's text (BOS written by the template, so not added
+        # again) gives what /v1/completions gives for the same text.
+        rendered = ("<|system|>\nAnswer about Python.\n<|user|>\nWhat is a module?\n<|assistant|>\n")
+        plain = client.completions.create(model="demo", prompt=rendered, max_tokens=12, temperature=0,
+                                          extra_body={"ignore_eos": True})
+        check(plain.choices[0].text == content and plain.usage.prompt_tokens == whole.usage.prompt_tokens,
+              f"chat = completions on the rendered template ({whole.usage.prompt_tokens} prompt tokens)")
+        chunks = list(client.chat.completions.create(model="demo", messages=messages, max_tokens=12,
+                                                     temperature=0, stream=True,
+                                                     stream_options={"include_usage": True},
+                                                     extra_body={"ignore_eos": True}))
+        deltas = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        check(chunks[0].choices[0].delta.role == "assistant" and deltas == content
+              and chunks[-1].usage.completion_tokens == 12, "streamed chat deltas add up")
+        lp = client.chat.completions.create(model="demo", messages=messages, max_tokens=5,
+                                            temperature=0, logprobs=True, top_logprobs=2,
+                                            extra_body={"ignore_eos": True})
+        items = lp.choices[0].logprobs.content
+        check(len(items) == 5 and all(len(i.top_logprobs) == 2 and i.logprob <= 0 for i in items)
+              and all(i.top_logprobs[0].logprob >= i.logprob - 1e-5 for i in items),
+              "chat logprobs with top_logprobs 2")
+        try:
+            client.chat.completions.create(model="demo", messages=[{"role": "user"}],
+                                           max_tokens=2, extra_body={"tools_x": 1})
+            check(False, "chat with an unknown field is refused")
+        except openai.BadRequestError as e:
+            check(e.body.get("param") == "tools_x", f"chat unknown field: {e.body}")
+    finally:
+        check(s.stop() == 0, "chat server exits 0")
+
+
 def embeddings(kiln, builder, bert, tmp):
     plan = str(Path(tmp) / "bert.plan")
     r = subprocess.run([builder, "build", str(Path(bert) / "model.onnx"), "-o", plan, "--quiet"],
@@ -407,7 +469,8 @@ def main():
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--builder")
     ap.add_argument("--bert")
-    ap.add_argument("--only", choices=["basic", "overload", "drain", "embeddings"])
+    ap.add_argument("--demo", help="the demo fixture folder, for the chat part")
+    ap.add_argument("--only", choices=["basic", "overload", "drain", "chat", "embeddings"])
     ap.add_argument("plan")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -417,6 +480,8 @@ def main():
             overload(args.kiln, args.plan)
         if args.only in (None, "drain"):
             drain(args.kiln, args.plan)
+        if args.builder and args.demo and args.only in (None, "chat"):
+            chat(args.kiln, args.builder, args.demo, tmp)
         if args.builder and args.bert and args.only in (None, "embeddings"):
             embeddings(args.kiln, args.builder, args.bert, tmp)
     if failures:
