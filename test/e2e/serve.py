@@ -306,7 +306,7 @@ def overload(kiln, plan):
         f.write(line + "\n")
     s = Server(kiln, plan, "--api-keys", f.name, "--max-queue", "2")
     try:
-        long = {"prompt": "The meaning of", "max_tokens": 250, "ignore_eos": True, "stream": True}
+        long = {"prompt": [5, 17, 99], "max_tokens": 250, "ignore_eos": True, "stream": True}
         started = threading.Semaphore(0)
         kept = {}
 
@@ -322,7 +322,7 @@ def overload(kiln, plan):
         started.acquire(timeout=60)
         t0 = time.time()
         st, headers, body = curl(s, "/v1/completions", key,
-                                 data=json.dumps({"prompt": "x", "max_tokens": 1}))
+                                 data=json.dumps({"prompt": [5], "max_tokens": 1}))
         check(st2 == 200 and st == 503 and "retry-after" in headers and time.time() - t0 < 5,
               f"queue full: {st} at once, Retry-After {headers.get('retry-after')}")
         conn2.sock.close()
@@ -342,8 +342,8 @@ def overload(kiln, plan):
               and metric(s, key, 'kiln_requests_finished_total{reason="cancelled"}') >= 1,
               "the cancelled request finished as cancelled; every KV block is free again")
         st, _, body = curl(s, "/v1/completions", key,
-                           data=json.dumps({"prompt": "x", "max_tokens": 250, "ignore_eos": True,
-                                            "timeout": 0.001}))
+                           data=json.dumps({"prompt": [5, 17, 99], "max_tokens": 250,
+                                            "ignore_eos": True, "timeout": 0.001}))
         check(st == 504 and json.loads(body)["error"]["code"] == "timeout", f"request timeout: {st}")
     finally:
         code = s.stop()
@@ -361,7 +361,7 @@ def drain(kiln, plan):
     results = [None] * count
 
     def run(i):
-        body = {"prompt": "The meaning of", "max_tokens": 40, "ignore_eos": True, "stream": True,
+        body = {"prompt": [5, 17, 99], "max_tokens": 40, "ignore_eos": True, "stream": True,
                 "temperature": 0}
         results[i] = sse_request(s.port, key, body, on_first=started.release)[:2]
 
