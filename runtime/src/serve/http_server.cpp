@@ -213,7 +213,10 @@ StatusOr<int> HttpServer::Bind() {
   return port;
 }
 
-void HttpServer::Listen() { http_->listen_after_bind(); }
+void HttpServer::Listen() {
+  http_->listen_after_bind();
+  listen_returned_ = true;
+}
 
 void HttpServer::Drain() {
   if (draining_.exchange(true))
@@ -222,7 +225,11 @@ void HttpServer::Drain() {
   std::fprintf(stderr, "kiln serve: draining: no new requests; %d in flight, up to %gs\n",
                deps_.engine ? deps_.engine->in_flight() : 0, settings_.drain_timeout_s);
   // Closing the listening socket stops new connections; listen_after_bind
-  // returns once the connections being served have finished.
+  // returns once the connections being served have finished. A signal that
+  // comes before the listener runs must wait for it, or stop() finds nothing
+  // to stop.
+  for (int i = 0; i < 1000 && !http_->is_running() && !listen_returned_; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   http_->stop();
   if (deps_.engine == nullptr)
     return;

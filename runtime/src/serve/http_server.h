@@ -77,6 +77,7 @@ private:
   ServerDeps deps_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> draining_{false};
+  std::atomic<bool> listen_returned_{false};
   std::atomic<int> active_{0}; // handlers and streams not finished
   int64_t created_ = 0;
 };

@@ -107,9 +107,6 @@ const std::vector<Entry> &Entries() {
         "one stderr line per request: key id, route, status, tokens "
         "(default true)"},
        Bool(&ServeSettings::access_log, "access_log")},
-      {{"log_prompts", "bool",
-        "also log prompts and completions (default false: they are never logged)"},
-       Bool(&ServeSettings::log_prompts, "log_prompts")},
   };
   return kEntries;
 }

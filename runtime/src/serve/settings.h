@@ -30,7 +30,6 @@ struct ServeSettings {
   double drain_timeout_s = 60;
   double ready_interval_s = 5;
   bool access_log = true;
-  bool log_prompts = false;
 };
 
 // One key of the settings file: its name, its value's type ("string", "int",

@@ -113,7 +113,7 @@ public:
         dims.push_back(fb::CreateDim(b, d.value, d.symbol.empty() ? 0 : b.CreateString(d.symbol)));
       ts.push_back(fb::CreateTensor(
           b, b.CreateString(t.name), static_cast<fb::DType>(t.dtype), b.CreateVector(dims), t.kind,
-          t.kind == fb::TensorKind::Weight ? 0 : -1, t.offset, t.size, t.slot, t.host));
+          t.kind == fb::TensorKind::Weight ? 0 : -1, t.offset, t.size, /*shard=*/0, t.slot, t.host));
     }
     std::vector<flatbuffers::Offset<fb::Op>> os;
     for (const O &o : ops_) {

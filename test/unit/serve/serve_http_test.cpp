@@ -88,7 +88,7 @@ protected:
 };
 
 TEST_F(ServeHttp, CompletionWholeAndStreamed) {
-  Start(Open());
+  ASSERT_NO_FATAL_FAILURE(Start(Open()));
   auto c = Client();
   // Greedy: the toy decoder's next token is the sum of what it has seen.
   const json body = {{"prompt", json::array({1, 2})}, {"max_tokens", 3}, {"temperature", 0},
@@ -143,7 +143,7 @@ TEST_F(ServeHttp, CompletionWholeAndStreamed) {
 }
 
 TEST_F(ServeHttp, StopStringAcrossTokensAndN) {
-  Start(Open());
+  ASSERT_NO_FATAL_FAILURE(Start(Open()));
   auto c = Client();
   const auto ref = test::SumDecoderReference({1, 2}, true, kVocab, 6);
   std::string full;
@@ -166,7 +166,7 @@ TEST_F(ServeHttp, StopStringAcrossTokensAndN) {
 }
 
 TEST_F(ServeHttp, ErrorsInOpenAiShape) {
-  Start(Open());
+  ASSERT_NO_FATAL_FAILURE(Start(Open()));
   auto c = Client();
   auto r = c.Post("/v1/completions", R"({"prompt": [1], "bogus": 1})", "application/json");
   ASSERT_TRUE(r);
@@ -208,7 +208,7 @@ TEST_F(ServeHttp, KeysAndQuotas) {
   ServeSettings s = Open();
   s.allow_no_auth = false;
   s.api_keys = "unused";
-  Start(s, {k});
+  ASSERT_NO_FATAL_FAILURE(Start(s, {k}));
   auto c = Client();
   EXPECT_EQ(c.Get("/health")->status, 200);
   EXPECT_EQ(c.Get("/v1/models")->status, 401);
@@ -232,7 +232,7 @@ TEST_F(ServeHttp, KeysAndQuotas) {
 TEST_F(ServeHttp, QueueFullAndDisconnect) {
   ServeSettings s = Open();
   s.max_queue = 1;
-  Start(s);
+  ASSERT_NO_FATAL_FAILURE(Start(s));
   // A stream that stays open: its reader stops after the first event.
   std::atomic<bool> got_first{false};
   std::thread streamer([&] {
