@@ -72,28 +72,39 @@ class Server:
             return -9
 
 
-def curl(server, path, key=None, data=None, method=None, extra=()):
-    """(status, headers dict, body) of one request through curl."""
-    cmd = ["curl", "-s", "-i", "--max-time", "60", server.base + path]
+def raw(server, path, key=None, data=None, method=None):
+    """(status, headers dict, body) of one request over http.client (no proxies)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+        data = data if isinstance(data, bytes) else data.encode()
+    conn.request(method or ("POST" if data is not None else "GET"), path, body=data,
+                 headers=headers)
+    r = conn.getresponse()
+    body = r.read().decode("utf-8", "replace")
+    out = r.status, {k.lower(): v for k, v in r.getheaders()}, body
+    conn.close()
+    return out
+
+
+def curl(server, path, key=None, data=None):
+    """The same through the curl program; None where curl cannot reach loopback here."""
+    cmd = ["curl", "--noproxy", "*", "-s", "-i", "--max-time", "60", server.base + path]
     if key:
         cmd += ["-H", f"Authorization: Bearer {key}"]
     if data is not None:
         cmd += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
-    if method:
-        cmd += ["-X", method]
-    cmd += list(extra)
-    r = subprocess.run(cmd, input=data if isinstance(data, bytes) else (data or "").encode(),
-                       capture_output=True)
-    raw = r.stdout
-    head, _, body = raw.partition(b"\r\n\r\n")
+    r = subprocess.run(cmd, input=(data or "").encode(), capture_output=True)
+    head, _, body = r.stdout.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1]) if lines and lines[0].startswith("HTTP") else 0
-    headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
-    return status, headers, body.decode("utf-8", "replace")
+    if r.returncode != 0 or not lines[0].startswith("HTTP"):
+        return None
+    return int(lines[0].split()[1]), body.decode("utf-8", "replace")
 
 
 def metric(server, key, name):
-    _, _, text = curl(server, "/metrics", key)
+    _, _, text = raw(server, "/metrics", key)
     total = 0.0
     for line in text.splitlines():
         if line.startswith(name) and not line.startswith("#"):
@@ -157,22 +168,29 @@ def basic(kiln, plan, tmp):
     s = Server(kiln, plan, "--config", str(config))
     client = openai.OpenAI(base_url=s.base + "/v1", api_key=key, max_retries=0, timeout=120)
     try:
-        st, _, body = curl(s, "/health")
+        st, _, body = raw(s, "/health")
         check(st == 200, f"/health without a key: {st}")
         for path in ["/v1/models", "/ready", "/metrics"]:
-            st, _, body = curl(s, path)
+            st, _, body = raw(s, path)
             check(st == 401 and json.loads(body)["error"]["code"] == "invalid_api_key",
                   f"{path} without a key: {st}")
-        st, _, body = curl(s, "/v1/models", "kiln-wrong")
+        st, _, body = raw(s, "/v1/models", "kiln-wrong")
         check(st == 401, f"wrong key: {st}")
         try:
             openai.OpenAI(base_url=s.base + "/v1", api_key="nope", max_retries=0).models.list()
             check(False, "SDK with a wrong key raises AuthenticationError")
         except openai.AuthenticationError:
             check(True, "SDK with a wrong key raises AuthenticationError")
+        via_curl = curl(s, "/v1/completions", key,
+                        json.dumps({"prompt": "The meaning of", "max_tokens": 4, "temperature": 0}))
+        if via_curl is None:
+            print("skip curl: this machine's curl cannot reach loopback")
+        else:
+            check(via_curl[0] == 200 and json.loads(via_curl[1])["usage"]["completion_tokens"] == 4,
+                  f"curl completion: {via_curl[0]}")
         models = client.models.list()
         check([m.id for m in models.data] == ["demo"], f"/v1/models: {[m.id for m in models.data]}")
-        st, _, _ = curl(s, "/ready", key)
+        st, _, _ = raw(s, "/ready", key)
         check(st == 200, f"/ready: {st}")
 
         prompt = "The meaning of the Python interpreter"
@@ -255,27 +273,27 @@ def basic(kiln, plan, tmp):
             check(False, "top_p 1.5 is refused")
         except openai.BadRequestError as e:
             check(e.body.get("param") == "top_p", f"top_p out of range: {e.body}")
-        st, _, body = curl(s, "/v1/completions", key, data='{"prompt": "x", ')
+        st, _, body = raw(s, "/v1/completions", key, data='{"prompt": "x", ')
         check(st == 400 and json.loads(body)["error"]["type"] == "invalid_request_error",
               f"bad JSON: {st} {body[:120]}")
-        st, _, body = curl(s, "/v1/completions", key, data=b'{"prompt": "\xff\xfe"}')
+        st, _, body = raw(s, "/v1/completions", key, data=b'{"prompt": "\xff\xfe"}')
         check(st == 400 and "UTF-8" in body, f"invalid UTF-8: {st} {body[:160]}")
-        st, _, body = curl(s, "/v1/completions", key,
+        st, _, body = raw(s, "/v1/completions", key,
                            data=json.dumps({"prompt": "x" * 70000, "max_tokens": 1}))
         check(st == 413 and "error" in json.loads(body), f"body over max_body_bytes: {st}")
-        st, _, body = curl(s, "/v1/nothing", key)
+        st, _, body = raw(s, "/v1/nothing", key)
         check(st == 404 and "error" in json.loads(body), f"unknown route: {st}")
-        st, _, body = curl(s, "/v1/chat/completions", key,
+        st, _, body = raw(s, "/v1/chat/completions", key,
                            data=json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
         check(st == 400 and "chat template" in body, f"chat on a plan without a template: {st}")
-        st, _, body = curl(s, "/v1/embeddings", key, data=json.dumps({"input": "hi"}))
+        st, _, body = raw(s, "/v1/embeddings", key, data=json.dumps({"input": "hi"}))
         check(st == 404, f"embeddings on a decoder plan: {st}")
 
         # Quota: 3 requests a minute for "limited".
         limited_key = limited[0]
-        got = [curl(s, "/v1/completions", limited_key,
+        got = [raw(s, "/v1/completions", limited_key,
                     data=json.dumps({"prompt": "x", "max_tokens": 1}))[0] for _ in range(3)]
-        st, headers, body = curl(s, "/v1/completions", limited_key,
+        st, headers, body = raw(s, "/v1/completions", limited_key,
                                  data=json.dumps({"prompt": "x", "max_tokens": 1}))
         check(got == [200] * 3 and st == 429 and int(headers.get("retry-after", "0")) >= 1
               and json.loads(body)["error"]["code"] == "rate_limit_rpm",
@@ -321,7 +339,7 @@ def overload(kiln, plan):
         started.acquire(timeout=60)
         started.acquire(timeout=60)
         t0 = time.time()
-        st, headers, body = curl(s, "/v1/completions", key,
+        st, headers, body = raw(s, "/v1/completions", key,
                                  data=json.dumps({"prompt": [5], "max_tokens": 1}))
         check(st2 == 200 and st == 503 and "retry-after" in headers and time.time() - t0 < 5,
               f"queue full: {st} at once, Retry-After {headers.get('retry-after')}")
@@ -341,7 +359,7 @@ def overload(kiln, plan):
         check(metric(s, key, "kiln_kv_blocks_used") == 0 and metric(s, key, "kiln_kv_blocks_total") > 0
               and metric(s, key, 'kiln_requests_finished_total{reason="cancelled"}') >= 1,
               "the cancelled request finished as cancelled; every KV block is free again")
-        st, _, body = curl(s, "/v1/completions", key,
+        st, _, body = raw(s, "/v1/completions", key,
                            data=json.dumps({"prompt": [5, 17, 99], "max_tokens": 250,
                                             "ignore_eos": True, "timeout": 0.001}))
         check(st == 504 and json.loads(body)["error"]["code"] == "timeout", f"request timeout: {st}")
@@ -458,13 +476,14 @@ def embeddings(kiln, builder, bert, tmp):
         close = all(abs(x - y) < 1e-5 for d, w in zip(out.data, want) for x, y in zip(d.embedding, w))
         check(len(out.data) == 2 and close and out.usage.prompt_tokens > 0,
               "/v1/embeddings equals kiln embed")
-        st, _, _ = curl(s, "/v1/completions", None, data=json.dumps({"prompt": "x"}))
+        st, _, _ = raw(s, "/v1/completions", None, data=json.dumps({"prompt": "x"}))
         check(st == 404, f"completions on an encoder plan: {st}")
     finally:
         check(s.stop() == 0, "encoder server exits 0")
 
 
 def main():
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--builder")

@@ -12,8 +12,10 @@
 #include "serve/metrics.h"
 #include "serve/settings.h"
 
-#include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <set>
@@ -21,6 +23,13 @@
 
 namespace kiln::cli {
 namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  const char c = sig == SIGTERM ? 'T' : 'I';
+  (void)!write(g_signal_pipe[1], &c, 1); // async-signal-safe
+}
 
 const char kUsage[] =
     "usage: kiln serve PLAN [--host H] [--port P] [--config serve.json] [options]\n"
@@ -69,14 +78,17 @@ bool IsEncoder(const Plan &plan) {
 }
 
 Status Serve(const ParsedArgs &a) {
-  // Signals go to one thread (sigwait below), blocked here before any
-  // thread (the backend's pool, the engine, HTTP workers) inherits the mask;
-  // a client that hangs up must not kill the server with SIGPIPE.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // SIGTERM and SIGINT write a byte to a pipe that a watcher thread reads:
+  // a handler works whichever thread the signal lands on (libraries such as
+  // OpenBLAS start threads before main, so a signal mask set here would not
+  // cover them). A client that hangs up must not kill the server with SIGPIPE.
+  if (pipe(g_signal_pipe) != 0)
+    return Status(StatusCode::kInternal, "cannot create the signal pipe");
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
   serve::ServeSettings settings;
   KILN_RETURN_IF_ERROR(GatherSettings(a, &settings));
@@ -136,15 +148,19 @@ Status Serve(const ParsedArgs &a) {
   std::fflush(stdout);
 
   std::thread signals([&] {
-    int sig = 0;
-    sigwait(&set, &sig);
-    std::fprintf(stderr, "kiln serve: %s received\n", sig == SIGTERM ? "SIGTERM" : "signal");
+    char sig = 0;
+    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 'q')
+      return; // the listener ended without a signal
+    std::fprintf(stderr, "kiln serve: %s received\n", sig == 'T' ? "SIGTERM" : "SIGINT");
     server.Drain();
   });
   server.Listen();
-  // Listen returns after Drain stopped it; wake the signal thread if it
-  // never got a signal (the listener failed).
-  pthread_kill(signals.native_handle(), SIGTERM);
+  // Listen returns after Drain stopped it; wake the watcher if no signal
+  // came (the listener failed).
+  const char quit = 'q';
+  (void)!write(g_signal_pipe[1], &quit, 1);
   signals.join();
   if (engine)
     engine->Stop();
