@@ -7,7 +7,7 @@ namespace {
 
 std::string Num(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::snprintf(buf, sizeof buf, "%.15g", v); // 0.025, not 0.025000000000000001
   return buf;
 }
 

@@ -186,6 +186,7 @@ ApiError FromEngine(const Status &s) {
 std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
                                            const RequestParams &defaults, const ParseLimits &limits,
                                            CompletionJob *job) {
+  *job = CompletionJob();
   if (!body.is_object())
     return BadRequest("the request body must be a JSON object");
   const bool chat = endpoint == Endpoint::kChat;
@@ -337,6 +338,7 @@ std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
 }
 
 std::optional<ApiError> ParseEmbeddingJob(const json &body, int max_inputs, EmbeddingJob *job) {
+  *job = EmbeddingJob();
   if (!body.is_object())
     return BadRequest("the request body must be a JSON object");
   for (auto it = body.begin(); it != body.end(); ++it) {
