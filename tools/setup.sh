@@ -10,7 +10,7 @@ APT_PACKAGES=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libflatbuffers-dev flatbuffers-compiler
-  libopenblas-dev libpcre2-dev nlohmann-json3-dev
+  libopenblas-dev libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev
   libgloo-dev
   clang-19 libclang-rt-19-dev

@@ -22,5 +22,7 @@ int BenchMain(const std::vector<std::string> &args);   // cmd_bench.cpp
 int BenchLatencyMain(const std::vector<std::string> &args);
 int EmbedMain(const std::vector<std::string> &args);   // cmd_embed.cpp
 int VerifyMain(const std::vector<std::string> &args);  // cmd_verify.cpp
+int ServeMain(const std::vector<std::string> &args);   // cmd_serve.cpp
+int KeysMain(const std::vector<std::string> &args);    // cmd_serve.cpp
 
 }  // namespace kiln::cli

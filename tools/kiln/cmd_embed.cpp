@@ -5,6 +5,7 @@
 #include "backends/registry.h"
 #include "cli.h"
 #include "cli_args.h"
+#include "embedder.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
 #include "kiln/tokenizer.h"
@@ -329,6 +330,74 @@ Status Embed(const ParsedArgs &a) {
 }
 
 } // namespace
+
+struct PlanEmbedder::Impl {
+  const Plan *plan = nullptr;
+  EncoderIO io;
+  Pooling pooling;
+  std::unique_ptr<Tokenizer> tokenizer;
+  int64_t positions = 0;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Executor> exec;
+  std::unique_ptr<BatchRunner> runner;
+};
+
+PlanEmbedder::PlanEmbedder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PlanEmbedder::~PlanEmbedder() = default;
+
+StatusOr<std::unique_ptr<PlanEmbedder>> PlanEmbedder::Create(const Plan &plan,
+                                                             const ParsedArgs &a) {
+  auto impl = std::make_unique<Impl>();
+  impl->plan = &plan;
+  KILN_ASSIGN_OR_RETURN(impl->io, FindEncoderIO(plan));
+  KILN_ASSIGN_OR_RETURN(impl->pooling, PlanPooling(plan, false));
+  const auto *tj = plan.fb().tokenizer_json();
+  if (tj == nullptr || tj->size() == 0)
+    return InvalidArgument("the plan has no tokenizer, so it cannot embed text");
+  KILN_ASSIGN_OR_RETURN(impl->tokenizer,
+                        Tokenizer::FromJson(std::string_view(tj->c_str(), tj->size())));
+  int64_t pad_id = 0;
+  if (const fb::ModelMetadata *m = plan.fb().metadata()) {
+    impl->positions = m->context_length();
+    pad_id = std::max<int64_t>(0, m->pad_token_id());
+  }
+  KILN_ASSIGN_OR_RETURN(impl->backend, BackendFromFlag(a));
+  KILN_ASSIGN_OR_RETURN(impl->exec, Executor::Create(plan, *impl->backend));
+  impl->runner = std::make_unique<BatchRunner>(plan, impl->io, *impl->exec, pad_id);
+  return std::unique_ptr<PlanEmbedder>(new PlanEmbedder(std::move(impl)));
+}
+
+StatusOr<serve::Embeddings> PlanEmbedder::Embed(const serve::EmbeddingJob &job) {
+  std::vector<std::vector<int32_t>> ids = job.ids;
+  for (size_t i = 0; i < job.texts.size(); ++i) {
+    auto enc = impl_->tokenizer->Encode(job.texts[i], /*add_special_tokens=*/true);
+    if (!enc.ok())
+      return enc.status().WithContext("input " + std::to_string(i));
+    ids.push_back(std::move(*enc));
+  }
+  serve::Embeddings out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty())
+      return InvalidArgument("input " + std::to_string(i) + " has no tokens");
+    if (impl_->positions > 0 && static_cast<int64_t>(ids[i].size()) > impl_->positions)
+      return InvalidArgument("input " + std::to_string(i) + " is " +
+                             std::to_string(ids[i].size()) + " tokens, more than the model's " +
+                             std::to_string(impl_->positions) + " positions");
+    out.tokens += static_cast<int64_t>(ids[i].size());
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<float> vectors;
+  int64_t hidden = 0;
+  constexpr size_t kBatch = 16;
+  for (size_t begin = 0; begin < ids.size(); begin += kBatch) {
+    std::vector<std::vector<int32_t>> batch(ids.begin() + begin,
+                                            ids.begin() + std::min(ids.size(), begin + kBatch));
+    KILN_RETURN_IF_ERROR(impl_->runner->Run(batch, impl_->pooling, &vectors, &hidden));
+  }
+  for (size_t i = 0; i < ids.size(); ++i)
+    out.vectors.emplace_back(vectors.begin() + i * hidden, vectors.begin() + (i + 1) * hidden);
+  return out;
+}
 
 int EmbedMain(const std::vector<std::string> &args) {
   ParsedArgs a;

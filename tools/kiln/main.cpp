@@ -23,6 +23,8 @@ const Command kCommands[] = {
     {"embed", "embed texts with an encoder plan (one pooled vector each)", kiln::cli::EmbedMain},
     {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
     {"verify", "recheck a plan's checksums and, given the ONNX, its source", kiln::cli::VerifyMain},
+    {"serve", "serve a plan over HTTP with the OpenAI API (docs/serve.md)", kiln::cli::ServeMain},
+    {"keys", "`kiln keys new NAME`: a fresh API key for kiln serve", kiln::cli::KeysMain},
     {"bench", "benchmark the engine: `kiln bench offline` (throughput), `kiln bench latency` (batch 1)", kiln::cli::BenchMain},
 };
 

@@ -119,6 +119,8 @@ public:
     int64_t preemptions = 0;
     int64_t kv_blocks = 0; // the pool (0 for a dense plan)
     int64_t block_size = 0;
+    // Now: completions running and waiting, KV blocks free (0 for a dense plan).
+    int64_t running = 0, waiting = 0, kv_blocks_free = 0;
   };
   Stats stats() const;
 

@@ -220,7 +220,13 @@ public:
     Collect();
   }
 
-  EngineStats stats() const override { return stats_; }
+  EngineStats stats() const override {
+    EngineStats s = stats_;
+    s.running = scheduler_->NumRunning();
+    s.waiting = scheduler_->NumWaiting();
+    s.kv_blocks_free = blocks_->NumFreeBlocks();
+    return s;
+  }
 
 private:
   // Streams the sampled token of sequence `id` and decides whether it ended.

@@ -42,6 +42,10 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t kv_blocks = 0; // the pool (0 for a dense plan)
   int64_t block_size = 0;
+  // A snapshot at the call, for a server's metrics: sequences (completions)
+  // running and waiting in the scheduler, and KV blocks free (unused or
+  // holding only evictable prefix-cache entries).
+  int64_t running = 0, waiting = 0, kv_blocks_free = 0;
 };
 
 // A request after the Pipeline checked it: tokenized, validated, given an id.

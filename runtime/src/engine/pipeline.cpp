@@ -265,6 +265,9 @@ Pipeline::Stats Pipeline::stats() const {
   s.preemptions = e.preemptions;
   s.kv_blocks = e.kv_blocks;
   s.block_size = e.block_size;
+  s.running = e.running;
+  s.waiting = e.waiting;
+  s.kv_blocks_free = e.kv_blocks_free;
   return s;
 }
 

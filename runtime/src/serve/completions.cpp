@@ -1,0 +1,340 @@
+// /v1/completions, /v1/chat/completions and /v1/embeddings: parse, admit
+// (quota, then the engine's bounded queue), then answer whole or as
+// server-sent events while the engine thread generates.
+#include "serve/api_error.h"
+#include "serve/http_call.h"
+#include "serve/http_server.h"
+#include "serve/openai_response.h"
+
+#include <httplib.h>
+
+#include <ctime>
+#include <map>
+
+namespace kiln::serve {
+
+namespace {
+
+constexpr auto kKeepAlive = std::chrono::seconds(2);
+
+ApiError Unavailable(const std::string &message, const std::string &code) {
+  ApiError e;
+  e.status = 503;
+  e.type = "service_unavailable";
+  e.code = code;
+  e.message = message;
+  e.retry_after_s = 1;
+  return e;
+}
+
+// The JSON body, or the 400 that says why it is not one (bad syntax,
+// invalid UTF-8: nlohmann's parser checks both).
+std::optional<ApiError> ParseBody(const std::string &body, nlohmann::json *out) {
+  try {
+    *out = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::parse_error &e) {
+    ApiError err = BadRequest(std::string("the body is not valid JSON: ") + e.what());
+    err.code = "invalid_json";
+    return err;
+  }
+  return std::nullopt;
+}
+
+// What the reader of a RequestStream accumulates, per choice and in all.
+struct Collected {
+  std::vector<Response> responses; // by choice
+  std::vector<bool> done;
+  Usage usage;
+
+  explicit Collected(int choices) : responses(choices), done(choices, false) {}
+  void Final(ChoiceEvent &ev, int n) {
+    if (ev.choice % n == 0)
+      usage.prompt_tokens += ev.response.prompt_length;
+    usage.completion_tokens += ev.response.generated_length;
+    done[ev.choice] = true;
+    responses[ev.choice] = std::move(ev.response);
+  }
+};
+
+} // namespace
+
+void HttpServer::Completions(const httplib::Request &req, httplib::Response &res,
+                             Endpoint endpoint) {
+  auto call = std::make_shared<Call>();
+  if (!Authorize(req, res, call.get()))
+    return;
+  if (deps_.engine == nullptr) {
+    ApiError e = BadRequest("the model '" + deps_.model_name +
+                            "' is an encoder: it serves /v1/embeddings only");
+    e.status = 404;
+    e.code = "model_not_found";
+    return SendError(res, e, call.get());
+  }
+  if (draining_) {
+    deps_.metrics->Add("kiln_rejections_total", 1, "draining");
+    return SendError(res, Unavailable("the server is shutting down", "draining"), call.get());
+  }
+  nlohmann::json body;
+  if (auto e = ParseBody(req.body, &body)) {
+    deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
+    return SendError(res, *e, call.get());
+  }
+  ParseLimits limits;
+  limits.context_length = deps_.context_length;
+  limits.max_timeout_s = settings_.max_request_timeout_s;
+  CompletionJob job;
+  if (auto e = ParseCompletionJob(body, endpoint, deps_.defaults, limits, &job)) {
+    deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
+    return SendError(res, *e, call.get());
+  }
+  if (!job.model.empty() && job.model != deps_.model_name) {
+    ApiError e = BadRequest("the model '" + job.model + "' does not exist; this server has '" +
+                                deps_.model_name + "'",
+                            "model");
+    e.status = 404;
+    e.code = "model_not_found";
+    return SendError(res, e, call.get());
+  }
+  if (endpoint == Endpoint::kChat) {
+    if (!deps_.chat) {
+      deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
+      return SendError(res,
+                       BadRequest("the plan has no chat template; use /v1/completions", "messages"),
+                       call.get());
+    }
+    auto prompt = deps_.chat(job.messages);
+    if (!prompt.ok()) {
+      deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
+      return SendError(res,
+                       BadRequest("the chat template: " + prompt.status().message(), "messages"),
+                       call.get());
+    }
+    // The template writes the special tokens (BOS included) itself, so the
+    // text is encoded without adding them again (as HF's apply_chat_template).
+    if (deps_.tokenizer == nullptr)
+      return SendError(res, BadRequest("the plan has no tokenizer for chat", "messages"),
+                       call.get());
+    auto ids = deps_.tokenizer->Encode(*prompt, /*add_special_tokens=*/false);
+    if (!ids.ok() || ids->empty())
+      return SendError(
+          res,
+          BadRequest("the rendered chat prompt cannot be encoded" +
+                         (ids.ok() ? std::string(" (empty)") : ": " + ids.status().message()),
+                     "messages"),
+          call.get());
+    job.prompts[0].prompt_ids = std::move(*ids);
+  }
+  if (deps_.quotas != nullptr && call->key >= 0) {
+    std::string which;
+    double retry = 0;
+    if (!deps_.quotas->Admit(call->key, QuotaClock::now(), &which, &retry)) {
+      ApiError e;
+      e.status = 429;
+      e.type = "rate_limit_error";
+      e.code = "rate_limit_" + which;
+      e.message = "key '" + call->key_id + "' is over its " + which + " quota";
+      e.retry_after_s = std::max(1.0, retry);
+      deps_.metrics->Add("kiln_rejections_total", 1, "quota_" + which);
+      return SendError(res, e, call.get());
+    }
+    call->quota_held = true;
+  }
+  auto submitted = deps_.engine->Submit(job.prompts);
+  if (!submitted.ok()) {
+    deps_.metrics->Add("kiln_rejections_total", 1, "queue_full");
+    return SendError(res, Unavailable(submitted.status().message(), "queue_full"), call.get());
+  }
+  std::shared_ptr<RequestStream> stream = *submitted;
+  Status admitted = stream->WaitAdmitted();
+  if (!admitted.ok()) {
+    if (admitted.code() == StatusCode::kInvalidArgument) {
+      deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
+      return SendError(res, BadRequest(admitted.message(), "prompt"), call.get());
+    }
+    deps_.metrics->Add("kiln_rejections_total", 1, "engine");
+    return SendError(res, Unavailable(admitted.message(), "engine_busy"), call.get());
+  }
+
+  ResponseContext ctx;
+  ctx.endpoint = endpoint;
+  ctx.id = NewResponseId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
+  ctx.created = static_cast<int64_t>(std::time(nullptr));
+  ctx.model = deps_.model_name;
+  ctx.tokenizer = deps_.tokenizer;
+  ctx.logprobs = job.logprobs;
+  ctx.top_logprobs = job.top_logprobs;
+  const double timeout_s = job.timeout_s > 0 ? job.timeout_s : settings_.request_timeout_s;
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
+  const int n = job.n;
+  EngineLoop *engine = deps_.engine;
+
+  if (!job.stream) {
+    Collected got(stream->choices());
+    ChoiceEvent ev;
+    for (;;) {
+      RequestStream::Next next = stream->Pop(deadline, &ev);
+      if (next == RequestStream::Next::kEvent) {
+        if (ev.final)
+          got.Final(ev, n);
+        continue;
+      }
+      if (next == RequestStream::Next::kDone)
+        break;
+      if (next == RequestStream::Next::kTimeout) {
+        engine->Cancel(*stream, "timeout");
+        ApiError e;
+        e.status = 504;
+        e.type = "timeout";
+        e.code = "timeout";
+        e.message =
+            "the request did not finish within its timeout of " + std::to_string(timeout_s) + " s";
+        return SendError(res, e, call.get());
+      }
+      ApiError e;
+      e.status = 500;
+      e.type = "server_error";
+      e.message = stream->status().message();
+      return SendError(res, e, call.get());
+    }
+    call->prompt_tokens = got.usage.prompt_tokens;
+    call->completion_tokens = got.usage.completion_tokens;
+    res.set_content(CompletionBody(ctx, got.responses, got.usage), "application/json");
+    return;
+  }
+
+  // Streaming: one SSE event per token (or per released piece of text),
+  // a final event per choice with its finish_reason, usage when asked for,
+  // then [DONE]. A failed write means the client left: the request is
+  // cancelled and its KV blocks freed at the next step.
+  const bool include_usage = job.include_usage;
+  auto state = std::make_shared<Collected>(stream->choices());
+  auto first = std::make_shared<std::vector<bool>>(stream->choices(), true);
+  res.set_header("Cache-Control", "no-cache");
+  ++active_;
+  auto finished = std::make_shared<bool>(false);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [=](size_t, httplib::DataSink &sink) {
+        ChoiceEvent ev;
+        auto write = [&](const std::string &s) { return sink.write(s.data(), s.size()); };
+        for (;;) {
+          const Clock::time_point slice = std::min(deadline, Clock::now() + kKeepAlive);
+          RequestStream::Next next = stream->Pop(slice, &ev);
+          bool ok = true;
+          if (next == RequestStream::Next::kEvent) {
+            const bool want = !ev.text.empty() || ev.final || (ctx.logprobs && ev.has_sample);
+            if (!want)
+              continue;
+            std::vector<SampledToken> samples;
+            if (ev.has_sample)
+              samples.push_back(ev.sample);
+            const char *finish = nullptr;
+            if (ev.final) {
+              finish = ApiFinish(ev.response.finish_reason);
+              state->Final(ev, n);
+            }
+            ok = write(StreamChunk(ctx, ev.choice, ev.text, samples, (*first)[ev.choice], finish));
+            (*first)[ev.choice] = false;
+          } else if (next == RequestStream::Next::kDone) {
+            if (include_usage)
+              ok = write(UsageChunk(ctx, state->usage));
+            ok = ok && write(kStreamDone);
+            call->prompt_tokens = state->usage.prompt_tokens;
+            call->completion_tokens = state->usage.completion_tokens;
+            *finished = true;
+            sink.done();
+            return true;
+          } else if (next == RequestStream::Next::kTimeout && Clock::now() < deadline) {
+            // Nothing to send yet: an SSE comment probes the connection.
+            ok = write(": keep-alive\n\n");
+          } else if (next == RequestStream::Next::kTimeout) {
+            engine->Cancel(*stream, "timeout");
+            call->note = "timeout";
+            write(StreamError("the request did not finish within its timeout", "timeout"));
+            write(kStreamDone);
+            *finished = true;
+            sink.done();
+            return true;
+          } else {
+            write(StreamError(stream->status().message(), "server_error"));
+            write(kStreamDone);
+            *finished = true;
+            sink.done();
+            return true;
+          }
+          if (!ok) {
+            engine->Cancel(*stream, "disconnect");
+            call->note = "cancelled: client disconnected";
+            *finished = true;
+            return false;
+          }
+        }
+      },
+      [=](bool) {
+        // The response ended (or the connection did) before the stream
+        // finished: cancel what still runs.
+        if (!*finished) {
+          engine->Cancel(*stream, "disconnect");
+          call->note = "cancelled: client disconnected";
+        }
+        --active_;
+      });
+}
+
+void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response &res) {
+  Call call;
+  if (!Authorize(req, res, &call))
+    return;
+  if (!deps_.embed) {
+    ApiError e = BadRequest("the model '" + deps_.model_name +
+                            "' is a decoder: /v1/embeddings needs an encoder plan");
+    e.status = 404;
+    e.code = "model_not_found";
+    return SendError(res, e, &call);
+  }
+  if (draining_)
+    return SendError(res, Unavailable("the server is shutting down", "draining"), &call);
+  nlohmann::json body;
+  if (auto e = ParseBody(req.body, &body))
+    return SendError(res, *e, &call);
+  EmbeddingJob job;
+  if (auto e = ParseEmbeddingJob(body, 256, &job))
+    return SendError(res, *e, &call);
+  if (!job.model.empty() && job.model != deps_.model_name) {
+    ApiError e = BadRequest("the model '" + job.model + "' does not exist", "model");
+    e.status = 404;
+    e.code = "model_not_found";
+    return SendError(res, e, &call);
+  }
+  if (deps_.quotas != nullptr && call.key >= 0) {
+    std::string which;
+    double retry = 0;
+    if (!deps_.quotas->Admit(call.key, QuotaClock::now(), &which, &retry)) {
+      ApiError e;
+      e.status = 429;
+      e.type = "rate_limit_error";
+      e.code = "rate_limit_" + which;
+      e.message = "key '" + call.key_id + "' is over its " + which + " quota";
+      e.retry_after_s = std::max(1.0, retry);
+      deps_.metrics->Add("kiln_rejections_total", 1, "quota_" + which);
+      return SendError(res, e, &call);
+    }
+    call.quota_held = true;
+  }
+  auto out = deps_.embed(job);
+  if (!out.ok())
+    return SendError(res, BadRequest(out.status().message(), "input"), &call);
+  nlohmann::ordered_json data = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < out->vectors.size(); ++i)
+    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", out->vectors[i]}});
+  call.prompt_tokens = out->tokens;
+  nlohmann::ordered_json j = {
+      {"object", "list"},
+      {"data", data},
+      {"model", deps_.model_name},
+      {"usage", {{"prompt_tokens", out->tokens}, {"total_tokens", out->tokens}}}};
+  res.set_content(Dump(j), "application/json");
+}
+
+} // namespace kiln::serve

@@ -1,0 +1,248 @@
+#include "serve/http_server.h"
+
+#include "serve/api_error.h"
+#include "serve/http_call.h"
+#include "serve/openai_response.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <ctime>
+#include <thread>
+
+namespace kiln::serve {
+
+CallLog::~CallLog() {
+  const auto now = std::chrono::steady_clock::now();
+  if (quota_held && quotas != nullptr)
+    quotas->Release(key, prompt_tokens + completion_tokens, now);
+  if (metrics != nullptr)
+    metrics->Add("kiln_http_requests_total", 1, std::to_string(status));
+  if (access_log) {
+    // Key ids and counts only: prompts and completions are never logged here.
+    const double ms = std::chrono::duration<double, std::milli>(now - start).count();
+    std::fprintf(stderr,
+                 "kiln serve: key=%s %s %s %d %.1fms prompt_tokens=%lld "
+                 "completion_tokens=%lld%s%s\n",
+                 key_id.c_str(), method.c_str(), path.c_str(), status, ms,
+                 static_cast<long long>(prompt_tokens), static_cast<long long>(completion_tokens),
+                 note.empty() ? "" : " ", note.c_str());
+  }
+}
+
+HttpServer::HttpServer(const ServeSettings &settings, ServerDeps deps)
+    : settings_(settings), deps_(std::move(deps)), http_(std::make_unique<httplib::Server>()) {
+  created_ = static_cast<int64_t>(std::time(nullptr));
+  const int threads = settings_.http_threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  auto secs = [](double s) { return std::chrono::microseconds(static_cast<int64_t>(s * 1e6)); };
+  http_->set_read_timeout(secs(settings_.read_timeout_s));
+  http_->set_write_timeout(secs(settings_.write_timeout_s));
+  http_->set_keep_alive_timeout(5);
+  http_->set_payload_max_length(static_cast<size_t>(settings_.max_body_bytes));
+  Routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::SendError(httplib::Response &res, const ApiError &e, Call *call) {
+  res.status = e.status;
+  if (e.retry_after_s > 0)
+    res.set_header("Retry-After", std::to_string(static_cast<int64_t>(e.retry_after_s + 0.999)));
+  res.set_content(ErrorBody(e), "application/json");
+  if (call)
+    call->status = e.status;
+}
+
+bool HttpServer::Authorize(const httplib::Request &req, httplib::Response &res, Call *call) {
+  call->quotas = deps_.quotas;
+  call->metrics = deps_.metrics;
+  call->access_log = settings_.access_log;
+  call->method = req.method;
+  call->path = req.path;
+  if (deps_.keys == nullptr)
+    return true;
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string kBearer = "Bearer ";
+  ApiError e;
+  e.status = 401;
+  e.type = "authentication_error";
+  e.code = "invalid_api_key";
+  if (auth.compare(0, kBearer.size(), kBearer) != 0) {
+    e.message = "missing API key: send 'Authorization: Bearer KEY'";
+    deps_.metrics->Add("kiln_rejections_total", 1, "no_key");
+    SendError(res, e, call);
+    return false;
+  }
+  const int index = deps_.keys->Authenticate(auth.substr(kBearer.size()));
+  if (index < 0) {
+    e.message = "invalid API key";
+    deps_.metrics->Add("kiln_rejections_total", 1, "bad_key");
+    SendError(res, e, call);
+    return false;
+  }
+  call->key = index;
+  call->key_id = deps_.keys->key(index).id;
+  return true;
+}
+
+std::string HttpServer::ModelsBody() const {
+  nlohmann::ordered_json m = {
+      {"id", deps_.model_name}, {"object", "model"}, {"created", created_}, {"owned_by", "kiln"}};
+  return Dump({{"object", "list"}, {"data", nlohmann::ordered_json::array({m})}});
+}
+
+void HttpServer::Routes() {
+  using httplib::Request;
+  using httplib::Response;
+  // Liveness: the process answers. The only route without a key.
+  http_->Get("/health", [](const Request &, Response &res) {
+    res.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+  http_->Get("/ready", [this](const Request &req, Response &res) {
+    Call call;
+    if (!Authorize(req, res, &call))
+      return;
+    bool ready = !draining_ &&
+                 (deps_.engine == nullptr || deps_.engine->Ready(std::chrono::milliseconds(10000)));
+    deps_.metrics->Set("kiln_ready", ready ? 1 : 0);
+    if (!ready) {
+      ApiError e;
+      e.status = 503;
+      e.type = "service_unavailable";
+      e.message = draining_ ? "the server is draining" : "the engine failed its readiness step";
+      e.retry_after_s = 1;
+      SendError(res, e, &call);
+      return;
+    }
+    res.set_content("{\"status\":\"ready\"}", "application/json");
+  });
+  http_->Get("/metrics", [this](const Request &req, Response &res) {
+    Call call;
+    call.access_log = false; // scraped every few seconds
+    if (!Authorize(req, res, &call))
+      return;
+    if (deps_.engine)
+      deps_.metrics->Set("kiln_requests_in_flight", deps_.engine->in_flight());
+    res.set_content(deps_.metrics->Render(), "text/plain; version=0.0.4");
+  });
+  http_->Get("/v1/models", [this](const Request &req, Response &res) {
+    Call call;
+    if (!Authorize(req, res, &call))
+      return;
+    res.set_content(ModelsBody(), "application/json");
+  });
+  http_->Get(R"(/v1/models/(.+))", [this](const Request &req, Response &res) {
+    Call call;
+    if (!Authorize(req, res, &call))
+      return;
+    if (req.matches[1] != deps_.model_name) {
+      ApiError e;
+      e.status = 404;
+      e.code = "model_not_found";
+      e.message = "the model '" + std::string(req.matches[1]) + "' does not exist";
+      SendError(res, e, &call);
+      return;
+    }
+    res.set_content(Dump({{"id", deps_.model_name},
+                          {"object", "model"},
+                          {"created", created_},
+                          {"owned_by", "kiln"}}),
+                    "application/json");
+  });
+  http_->Post("/v1/completions", [this](const Request &req, Response &res) {
+    Completions(req, res, Endpoint::kCompletions);
+  });
+  http_->Post("/v1/chat/completions", [this](const Request &req, Response &res) {
+    Completions(req, res, Endpoint::kChat);
+  });
+  http_->Post("/v1/embeddings",
+              [this](const Request &req, Response &res) { EmbeddingsRoute(req, res); });
+  // Statuses httplib sets itself (404 no route, 413 body too large, 400
+  // malformed HTTP) get the API's error body; handlers' own errors already
+  // have one.
+  http_->set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const Request &req, Response &res) {
+        if (!res.body.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e;
+        e.status = res.status;
+        if (res.status == 404) {
+          e.message = "no route " + req.method + " " + req.path;
+          e.code = "not_found";
+        } else if (res.status == 413) {
+          e.message = "the request body is larger than the server's limit of " +
+                      std::to_string(settings_.max_body_bytes) + " bytes";
+          deps_.metrics->Add("kiln_rejections_total", 1, "body_too_large");
+        } else {
+          e.message =
+              "the HTTP request could not be served (status " + std::to_string(res.status) + ")";
+        }
+        deps_.metrics->Add("kiln_http_requests_total", 1, std::to_string(res.status));
+        SendError(res, e, nullptr);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http_->set_exception_handler([](const Request &, Response &res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception &ex) {
+      what = ex.what();
+    } catch (...) {
+    }
+    ApiError e;
+    e.status = 500;
+    e.type = "server_error";
+    e.message = "internal error: " + what;
+    res.status = 500;
+    res.set_content(ErrorBody(e), "application/json");
+  });
+}
+
+StatusOr<int> HttpServer::Bind() {
+  int port = settings_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(settings_.host);
+    if (port < 0)
+      return InvalidArgument("cannot listen on " + settings_.host + " (any port)");
+    return port;
+  }
+  if (!http_->bind_to_port(settings_.host, port))
+    return InvalidArgument("cannot listen on " + settings_.host + ":" + std::to_string(port) +
+                           " (in use, or not an address of this host)");
+  return port;
+}
+
+void HttpServer::Listen() {
+  http_->listen_after_bind();
+  listen_returned_ = true;
+}
+
+void HttpServer::Drain() {
+  if (draining_.exchange(true))
+    return;
+  deps_.metrics->Set("kiln_draining", 1);
+  std::fprintf(stderr, "kiln serve: draining: no new requests; %d in flight, up to %gs\n",
+               deps_.engine ? deps_.engine->in_flight() : 0, settings_.drain_timeout_s);
+  // Closing the listening socket stops new connections; listen_after_bind
+  // returns once the connections being served have finished. A signal that
+  // comes before the listener runs must wait for it, or stop() finds nothing
+  // to stop.
+  for (int i = 0; i < 1000 && !http_->is_running() && !listen_returned_; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  http_->stop();
+  if (deps_.engine == nullptr)
+    return;
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(settings_.drain_timeout_s * 1e6));
+  while (deps_.engine->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (deps_.engine->in_flight() > 0) {
+    std::fprintf(stderr, "kiln serve: drain deadline: cancelling %d requests\n",
+                 deps_.engine->in_flight());
+    deps_.engine->CancelAll("drain");
+  }
+}
+
+} // namespace kiln::serve

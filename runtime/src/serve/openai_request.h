@@ -1,0 +1,60 @@
+// The OpenAI request bodies of /v1/completions and /v1/chat/completions,
+// checked field by field into engine requests. Every field is either used,
+// or listed as accepted-and-ignored (`user`); any other field is a 400 that
+// names it, so a client never believes a setting took effect when it did not.
+#pragma once
+
+#include "kiln/pipeline.h"
+#include "serve/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::serve {
+
+enum class Endpoint { kCompletions, kChat };
+
+struct CompletionJob {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;
+  // One engine request per prompt; chat has one, rendered from `messages`
+  // by the caller (the prompt text is empty until then).
+  std::vector<Request> prompts;
+  nlohmann::json messages; // chat: the checked messages
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false; // stream_options.include_usage
+  bool logprobs = false;      // report logprobs at all
+  int top_logprobs = 0;       // alternatives per token
+  double timeout_s = 0;       // the `timeout` extension; 0: the server's default
+};
+
+// Limits the parser enforces beyond the engine's own checks.
+struct ParseLimits {
+  int max_n = 16;
+  int max_prompts = 64;
+  int max_stop = 16;
+  int64_t context_length = 0; // default max_tokens when known (0: the plan default)
+  double max_timeout_s = 3600;
+};
+
+// Fills `job` from `body`, starting from the plan's `defaults`. Returns the
+// 400 to send when the body is wrong.
+std::optional<ApiError> ParseCompletionJob(const nlohmann::json &body, Endpoint endpoint,
+                                           const RequestParams &defaults, const ParseLimits &limits,
+                                           CompletionJob *job);
+
+// The embeddings request: `input` (a string, a list of strings, token ids or
+// lists of them), `model`, `encoding_format` ("float" only), `user`.
+struct EmbeddingJob {
+  std::string model;
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> ids; // used instead of texts when not empty
+};
+std::optional<ApiError> ParseEmbeddingJob(const nlohmann::json &body, int max_inputs,
+                                          EmbeddingJob *job);
+
+} // namespace kiln::serve

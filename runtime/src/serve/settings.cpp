@@ -1,0 +1,201 @@
+#include "serve/settings.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+namespace kiln::serve {
+namespace {
+
+using Setter = std::function<Status(const nlohmann::json &, ServeSettings *)>;
+
+struct Entry {
+  SettingKey key;
+  Setter set;
+};
+
+Status WrongType(const std::string &key, const char *want, const nlohmann::json &v) {
+  return InvalidArgument("setting '" + key + "' expects " + want + ", got " + v.dump());
+}
+
+Setter String(std::string ServeSettings::*field, const char *name) {
+  return [field, name](const nlohmann::json &v, ServeSettings *s) -> Status {
+    if (!v.is_string())
+      return WrongType(name, "a string", v);
+    s->*field = v.get<std::string>();
+    return Status::Ok();
+  };
+}
+
+template <typename T>
+Setter Int(T ServeSettings::*field, const char *name, int64_t lo, int64_t hi) {
+  return [=](const nlohmann::json &v, ServeSettings *s) -> Status {
+    if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+      return InvalidArgument("setting '" + std::string(name) + "' expects an integer in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
+    s->*field = static_cast<T>(v.get<int64_t>());
+    return Status::Ok();
+  };
+}
+
+Setter Seconds(double ServeSettings::*field, const char *name) {
+  return [=](const nlohmann::json &v, ServeSettings *s) -> Status {
+    if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+      return InvalidArgument("setting '" + std::string(name) +
+                             "' expects a positive number of seconds, got " + v.dump());
+    s->*field = v.get<double>();
+    return Status::Ok();
+  };
+}
+
+Setter Bool(bool ServeSettings::*field, const char *name) {
+  return [=](const nlohmann::json &v, ServeSettings *s) -> Status {
+    if (!v.is_boolean())
+      return WrongType(name, "true or false", v);
+    s->*field = v.get<bool>();
+    return Status::Ok();
+  };
+}
+
+const std::vector<Entry> &Entries() {
+  static const std::vector<Entry> kEntries = {
+      {{"host", "string", "address to listen on (default 127.0.0.1; 0.0.0.0 for all)"},
+       String(&ServeSettings::host, "host")},
+      {{"port", "int", "TCP port (default 8000; 0 picks a free one and prints it)"},
+       Int(&ServeSettings::port, "port", 0, 65535)},
+      {{"api_keys", "string",
+        "keys file (docs/serve.md; `kiln keys new NAME` makes a key); required unless "
+        "allow_no_auth"},
+       String(&ServeSettings::api_keys, "api_keys")},
+      {{"allow_no_auth", "bool",
+        "serve without keys: every route is open (for a trusted loopback only)"},
+       Bool(&ServeSettings::allow_no_auth, "allow_no_auth")},
+      {{"model_name", "string",
+        "the model id of /v1/models and responses (default: the plan file's name)"},
+       String(&ServeSettings::model_name, "model_name")},
+      {{"max_queue", "int",
+        "requests admitted at once, waiting or running (default 256); past it, 503 with "
+        "Retry-After at once"},
+       Int(&ServeSettings::max_queue, "max_queue", 1, 1 << 20)},
+      {{"request_timeout_s", "number",
+        "a request's deadline when it gives no `timeout` field (default 600)"},
+       Seconds(&ServeSettings::request_timeout_s, "request_timeout_s")},
+      {{"max_request_timeout_s", "number",
+        "the largest `timeout` a request may ask for (default 3600)"},
+       Seconds(&ServeSettings::max_request_timeout_s, "max_request_timeout_s")},
+      {{"max_body_bytes", "int", "largest request body; bigger gets 413 (default 4194304)"},
+       Int(&ServeSettings::max_body_bytes, "max_body_bytes", 1024, int64_t{1} << 32)},
+      {{"read_timeout_s", "number", "how long a client may take to send its request (default 10)"},
+       Seconds(&ServeSettings::read_timeout_s, "read_timeout_s")},
+      {{"write_timeout_s", "number",
+        "how long one write to a slow client may block before the request is cancelled "
+        "(default 30)"},
+       Seconds(&ServeSettings::write_timeout_s, "write_timeout_s")},
+      {{"http_threads", "int",
+        "connections served at once (default 128); more wait for a free thread"},
+       Int(&ServeSettings::http_threads, "http_threads", 2, 1 << 14)},
+      {{"drain_timeout_s", "number",
+        "on SIGTERM, how long accepted requests may run before they are cancelled "
+        "(default 60)"},
+       Seconds(&ServeSettings::drain_timeout_s, "drain_timeout_s")},
+      {{"ready_interval_s", "number",
+        "/ready runs a fresh 1-token probe when no engine step succeeded this recently "
+        "(default 5)"},
+       Seconds(&ServeSettings::ready_interval_s, "ready_interval_s")},
+      {{"access_log", "bool",
+        "one stderr line per request: key id, route, status, tokens "
+        "(default true)"},
+       Bool(&ServeSettings::access_log, "access_log")},
+  };
+  return kEntries;
+}
+
+const Entry *Find(const std::string &key) {
+  for (const Entry &e : Entries())
+    if (key == e.key.name)
+      return &e;
+  return nullptr;
+}
+
+} // namespace
+
+const std::vector<SettingKey> &SettingKeys() {
+  static const std::vector<SettingKey> kKeys = [] {
+    std::vector<SettingKey> keys;
+    for (const Entry &e : Entries())
+      keys.push_back(e.key);
+    return keys;
+  }();
+  return kKeys;
+}
+
+Status ApplySetting(const std::string &key, const nlohmann::json &value, ServeSettings *s) {
+  const Entry *e = Find(key);
+  if (e == nullptr)
+    return InvalidArgument("unknown setting '" + key + "' (kiln serve --help lists them)");
+  return e->set(value, s);
+}
+
+Status ApplySettingsJson(const nlohmann::json &object, ServeSettings *s) {
+  if (!object.is_object())
+    return InvalidArgument("the settings file must hold a JSON object");
+  for (auto it = object.begin(); it != object.end(); ++it)
+    KILN_RETURN_IF_ERROR(ApplySetting(it.key(), it.value(), s));
+  return Status::Ok();
+}
+
+Status ApplySettingText(const std::string &key, const std::string &text, ServeSettings *s) {
+  const Entry *e = Find(key);
+  if (e == nullptr)
+    return InvalidArgument("unknown setting '" + key + "'");
+  const std::string type = e->key.type;
+  nlohmann::json v = text;
+  if (type == "int" || type == "number") {
+    char *end = nullptr;
+    errno = 0;
+    if (type == "int") {
+      long long n = std::strtoll(text.c_str(), &end, 10);
+      v = static_cast<int64_t>(n);
+    } else {
+      v = std::strtod(text.c_str(), &end);
+    }
+    if (text.empty() || errno || *end)
+      return InvalidArgument("--" + key + " expects a number, got '" + text + "'");
+  } else if (type == "bool") {
+    if (text != "true" && text != "false")
+      return InvalidArgument("--" + key + " expects true or false, got '" + text + "'");
+    v = text == "true";
+  }
+  return e->set(v, s);
+}
+
+Status CheckSettings(const ServeSettings &s) {
+  if (s.request_timeout_s > s.max_request_timeout_s)
+    return InvalidArgument("request_timeout_s (" + std::to_string(s.request_timeout_s) +
+                           ") is larger than max_request_timeout_s (" +
+                           std::to_string(s.max_request_timeout_s) + ")");
+  if (s.api_keys.empty() && !s.allow_no_auth)
+    return InvalidArgument("no --api-keys file: give one (kiln keys new NAME makes a key), or "
+                           "--allow-no-auth true to serve without keys");
+  return Status::Ok();
+}
+
+std::string SettingsUsage() {
+  std::string out;
+  for (const SettingKey &k : SettingKeys()) {
+    std::string flag = std::string("  --") + k.name;
+    for (char &c : flag)
+      if (c == '_')
+        c = '-';
+    flag += std::string(" ") + (std::string(k.type) == "string" ? "VALUE" : k.type);
+    if (flag.size() < 30)
+      flag.resize(30, ' ');
+    else
+      flag += "\n" + std::string(30, ' ');
+    out += flag + k.help + "\n";
+  }
+  return out;
+}
+
+} // namespace kiln::serve

@@ -1,0 +1,266 @@
+// The HTTP server in-process, on a toy decoder plan (the runtime tests' sum
+// decoder with a tokenizer whose token i reads "<i>"), driven by
+// cpp-httplib's client: routes, auth, quotas, SSE, admission and errors. The
+// runtime-only build has no plan builder, so this is its test of the server;
+// test/e2e/serve.py runs the real `kiln serve` on a real model.
+#include "serve/auth.h"
+#include "serve/engine_loop.h"
+#include "serve/http_server.h"
+#include "serve/metrics.h"
+#include "test/unit/runtime/test_models.h"
+#include "test/unit/runtime/test_plan.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+namespace kiln::serve {
+namespace {
+
+using json = nlohmann::json;
+constexpr int kVocab = 64;
+
+class ServeHttp : public ::testing::Test {
+protected:
+  void Start(ServeSettings settings, std::vector<ApiKey> keys = {}) {
+    test::TestPlan toy = test::BuildSumDecoder(/*with_kv=*/true, kVocab);
+    toy.tokenizer_json = test::AngleTokenizerJson(kVocab);
+    toy.context_length = 48;
+    const std::string path = test::TempPath("serve_toy.plan");
+    ASSERT_EQ(toy.Write(path), "");
+    auto pipe = Pipeline::Open(path);
+    ASSERT_TRUE(pipe.ok()) << pipe.status().message();
+    pipe_ = std::move(*pipe);
+    EngineLoop::Options eo;
+    eo.max_queue = settings.max_queue;
+    engine_ = std::make_unique<EngineLoop>(pipe_.get(), eo, &metrics_);
+    engine_->Start();
+    ASSERT_TRUE(engine_->Ready(std::chrono::milliseconds(30000)));
+    if (!keys.empty())
+      keys_ = KeyStore::FromKeys(keys);
+    ServerDeps deps;
+    deps.model_name = "toy";
+    deps.engine = engine_.get();
+    deps.tokenizer = pipe_->tokenizer();
+    deps.defaults = pipe_->DefaultParams();
+    deps.context_length = pipe_->context_length();
+    deps.keys = keys_.get();
+    deps.quotas = keys_.get();
+    deps.metrics = &metrics_;
+    settings.port = 0;
+    server_ = std::make_unique<HttpServer>(settings, std::move(deps));
+    auto port = server_->Bind();
+    ASSERT_TRUE(port.ok());
+    port_ = *port;
+    thread_ = std::thread([this] { server_->Listen(); });
+  }
+
+  void TearDown() override {
+    if (server_) {
+      server_->Drain();
+      thread_.join();
+    }
+    if (engine_)
+      engine_->Stop();
+  }
+
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(30, 0);
+    return c;
+  }
+
+  static ServeSettings Open() {
+    ServeSettings s;
+    s.allow_no_auth = true;
+    s.access_log = false;
+    return s;
+  }
+
+  Metrics metrics_;
+  std::unique_ptr<Pipeline> pipe_;
+  std::unique_ptr<EngineLoop> engine_;
+  std::unique_ptr<KeyStore> keys_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+TEST_F(ServeHttp, CompletionWholeAndStreamed) {
+  ASSERT_NO_FATAL_FAILURE(Start(Open()));
+  auto c = Client();
+  // Greedy: the toy decoder's next token is the sum of what it has seen.
+  const json body = {{"prompt", json::array({1, 2})}, {"max_tokens", 3}, {"temperature", 0},
+                     {"ignore_eos", true}};
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  std::string want;
+  for (int32_t id : test::SumDecoderReference({1, 2}, true, kVocab, 3))
+    want += "<" + std::to_string(id) + ">";
+  EXPECT_EQ(j["choices"][0]["text"], want);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 2);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+
+  json sbody = body;
+  sbody["stream"] = true;
+  sbody["stream_options"] = {{"include_usage", true}};
+  r = c.Post("/v1/completions", sbody.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  std::string text, finish;
+  json usage;
+  size_t pos = 0;
+  int events = 0;
+  bool done = false;
+  while ((pos = r->body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = r->body.find("\n\n", pos);
+    const std::string data = r->body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    ++events;
+    if (data == "[DONE]") {
+      done = true;
+      break;
+    }
+    json e = json::parse(data);
+    if (!e["choices"].empty()) {
+      text += e["choices"][0]["text"].get<std::string>();
+      if (!e["choices"][0]["finish_reason"].is_null())
+        finish = e["choices"][0]["finish_reason"];
+    }
+    if (e.contains("usage"))
+      usage = e["usage"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_GE(events, 4);
+  EXPECT_EQ(text, want);
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(usage["completion_tokens"], 3);
+}
+
+TEST_F(ServeHttp, StopStringAcrossTokensAndN) {
+  ASSERT_NO_FATAL_FAILURE(Start(Open()));
+  auto c = Client();
+  const auto ref = test::SumDecoderReference({1, 2}, true, kVocab, 6);
+  std::string full;
+  for (int32_t id : ref)
+    full += "<" + std::to_string(id) + ">";
+  // From inside the second token to inside the fourth.
+  const std::string second = "<" + std::to_string(ref[1]) + ">";
+  const size_t at = full.find(second) + 1;
+  const std::string stop = full.substr(at, full.find('>', full.find('>', at) + 1) + 2 - at);
+  json body = {{"prompt", json::array({1, 2})}, {"max_tokens", 6},  {"temperature", 0},
+               {"ignore_eos", true},            {"stop", stop},     {"n", 2}};
+  auto r = Client().Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][0]["text"], full.substr(0, at)) << "stop " << stop;
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(ServeHttp, ErrorsInOpenAiShape) {
+  ASSERT_NO_FATAL_FAILURE(Start(Open()));
+  auto c = Client();
+  auto r = c.Post("/v1/completions", R"({"prompt": [1], "bogus": 1})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  json e = json::parse(r->body)["error"];
+  EXPECT_EQ(e["param"], "bogus");
+  EXPECT_EQ(e["type"], "invalid_request_error");
+  r = c.Post("/v1/completions", R"({"prompt": )", "application/json");
+  EXPECT_EQ(r->status, 400);
+  r = c.Post("/v1/completions", std::string("{\"prompt\": \"\xff\"}"), "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("UTF-8"), std::string::npos) << r->body;
+  // A prompt past the context: the engine refuses it, the client gets a 400.
+  json longp = {{"prompt", std::vector<int>(60, 1)}, {"max_tokens", 1}};
+  r = c.Post("/v1/completions", longp.dump(), "application/json");
+  EXPECT_EQ(r->status, 400) << r->body;
+  r = c.Post("/v1/completions", std::string(5 << 20, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_TRUE(json::parse(r->body).contains("error"));
+  r = c.Get("/nowhere");
+  EXPECT_EQ(r->status, 404);
+  r = c.Post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})",
+             "application/json");
+  EXPECT_EQ(r->status, 400); // the toy plan has no template
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_EQ(c.Get("/ready")->status, 200);
+  EXPECT_GT(metrics_.Get("kiln_rejections_total", "bad_request"), 0);
+}
+
+TEST_F(ServeHttp, KeysAndQuotas) {
+  ApiKey k;
+  k.id = "alice";
+  const std::string key = "kiln-test-key";
+  const std::string hex = HashApiKey(key);
+  for (int i = 0; i < 32; ++i)
+    k.hash[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  k.rpm = 2;
+  ServeSettings s = Open();
+  s.allow_no_auth = false;
+  s.api_keys = "unused";
+  ASSERT_NO_FATAL_FAILURE(Start(s, {k}));
+  auto c = Client();
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_EQ(c.Get("/v1/models")->status, 401);
+  EXPECT_EQ(c.Get("/metrics")->status, 401);
+  httplib::Headers wrong = {{"Authorization", "Bearer kiln-test-kez"}};
+  EXPECT_EQ(c.Get("/v1/models", wrong)->status, 401);
+  httplib::Headers good = {{"Authorization", "Bearer " + key}};
+  auto r = c.Get("/v1/models", good);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "toy");
+  EXPECT_EQ(c.Get("/metrics", good)->status, 200);
+  const std::string body = R"({"prompt": [1], "max_tokens": 1})";
+  EXPECT_EQ(c.Post("/v1/completions", good, body, "application/json")->status, 200);
+  EXPECT_EQ(c.Post("/v1/completions", good, body, "application/json")->status, 200);
+  r = c.Post("/v1/completions", good, body, "application/json");
+  EXPECT_EQ(r->status, 429);
+  EXPECT_GE(std::stoi(r->get_header_value("Retry-After")), 1);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "rate_limit_rpm");
+}
+
+TEST_F(ServeHttp, QueueFullAndDisconnect) {
+  ServeSettings s = Open();
+  s.max_queue = 1;
+  ASSERT_NO_FATAL_FAILURE(Start(s));
+  // A stream that stays open: its reader stops after the first event.
+  std::atomic<bool> got_first{false};
+  std::thread streamer([&] {
+    auto c = Client();
+    json body = {{"prompt", json::array({1})}, {"max_tokens", 40}, {"ignore_eos", true},
+                 {"stream", true}, {"temperature", 0}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char *, size_t, uint64_t, uint64_t) {
+      got_first = true;
+      return false; // hang up
+    };
+    c.send(req);
+  });
+  for (int i = 0; i < 3000 && !got_first; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Its slot is taken until the engine sees the cancel; either way the
+  // server answers at once, and the disconnect is counted.
+  streamer.join();
+  for (int i = 0; i < 3000 && engine_->in_flight() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(engine_->in_flight(), 0);
+  EXPECT_GE(metrics_.Get("kiln_cancellations_total", "disconnect"), 1);
+  EXPECT_GE(metrics_.Get("kiln_requests_finished_total", "cancelled"), 1);
+}
+
+} // namespace
+} // namespace kiln::serve

@@ -1,0 +1,220 @@
+// kiln serve: an OpenAI-compatible HTTP server over one plan
+// (runtime/src/serve, docs/serve.md). This main only gathers settings, opens
+// the plan and wires the pieces; SIGTERM and SIGINT drain it.
+#include "cli.h"
+#include "cli_args.h"
+#include "embedder.h"
+#include "kiln_schema/plan_generated.h"
+#include "run_options.h"
+#include "serve/auth.h"
+#include "serve/engine_loop.h"
+#include "serve/http_server.h"
+#include "serve/metrics.h"
+#include "serve/settings.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <cstdio>
+#include <set>
+#include <thread>
+
+namespace kiln::cli {
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  const char c = sig == SIGTERM ? 'T' : 'I';
+  (void)!write(g_signal_pipe[1], &c, 1); // async-signal-safe
+}
+
+const char kUsage[] =
+    "usage: kiln serve PLAN [--host H] [--port P] [--config serve.json] [options]\n"
+    "\n"
+    "Serves the plan over HTTP with the OpenAI API: /v1/completions, /v1/chat/completions\n"
+    "(plans with a chat template), /v1/embeddings (encoder plans), /v1/models, and\n"
+    "/health, /ready, /metrics. Every route but /health needs an API key\n"
+    "(Authorization: Bearer KEY; `kiln keys new NAME` makes one). SIGTERM drains: no new\n"
+    "requests, accepted ones finish (up to drain_timeout_s), exit 0. docs/serve.md.\n"
+    "\n"
+    "  --config FILE               JSON object with any of the settings below (keys as\n"
+    "                              written, e.g. \"max_queue\": 64); flags override it;\n"
+    "                              an unknown key is an error\n"
+    "\n"
+    "settings (flag --name-with-dashes, or key name_with_underscores in --config):\n";
+
+// The settings file, then the flags given, over the defaults.
+Status GatherSettings(const ParsedArgs &a, serve::ServeSettings *s) {
+  if (a.Has("--config")) {
+    KILN_ASSIGN_OR_RETURN(nlohmann::json j, ReadJsonObject(a.Get("--config"), "--config"));
+    Status st = serve::ApplySettingsJson(j, s);
+    if (!st.ok())
+      return InvalidArgument("--config " + a.Get("--config") + ": " + st.message());
+  }
+  for (const serve::SettingKey &k : serve::SettingKeys()) {
+    std::string flag = std::string("--") + k.name;
+    for (char &c : flag)
+      if (c == '_')
+        c = '-';
+    if (a.Has(flag))
+      KILN_RETURN_IF_ERROR(serve::ApplySettingText(k.name, a.Get(flag), s));
+  }
+  return serve::CheckSettings(*s);
+}
+
+std::string ModelName(const std::string &path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".plan") == 0)
+    name.resize(name.size() - 5);
+  return name;
+}
+
+bool IsEncoder(const Plan &plan) {
+  const fb::Plan &f = plan.fb();
+  return f.ragged() == nullptr && (f.decoder() == nullptr || f.decoder()->logits() < 0);
+}
+
+Status Serve(const ParsedArgs &a) {
+  // SIGTERM and SIGINT write a byte to a pipe that a watcher thread reads:
+  // a handler works whichever thread the signal lands on (libraries such as
+  // OpenBLAS start threads before main, so a signal mask set here would not
+  // cover them). A client that hangs up must not kill the server with SIGPIPE.
+  if (pipe(g_signal_pipe) != 0)
+    return Status(StatusCode::kInternal, "cannot create the signal pipe");
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  serve::ServeSettings settings;
+  KILN_RETURN_IF_ERROR(GatherSettings(a, &settings));
+  if (settings.model_name.empty())
+    settings.model_name = ModelName(a.positional[0]);
+  std::unique_ptr<serve::KeyStore> keys;
+  if (!settings.api_keys.empty()) {
+    KILN_ASSIGN_OR_RETURN(keys, serve::KeyStore::Load(settings.api_keys));
+  }
+  KILN_RETURN_IF_ERROR(ApplyThreads(a));
+  PipelineOptions options;
+  KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
+  // The engine takes at least as many requests as the server admits.
+  options.max_tracked = std::max(options.max_tracked, settings.max_queue * 64);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
+  DenseDefaultsToCpu(a, *plan, &options);
+
+  serve::Metrics metrics;
+  serve::ServerDeps deps;
+  deps.model_name = settings.model_name;
+  deps.keys = keys.get();
+  deps.quotas = keys.get();
+  deps.metrics = &metrics;
+  std::unique_ptr<Pipeline> pipe;
+  std::unique_ptr<serve::EngineLoop> engine;
+  std::unique_ptr<PlanEmbedder> embedder;
+  if (IsEncoder(*plan)) {
+    KILN_ASSIGN_OR_RETURN(embedder, PlanEmbedder::Create(*plan, a));
+    PlanEmbedder *e = embedder.get();
+    deps.embed = [e](const serve::EmbeddingJob &job) { return e->Embed(job); };
+  } else {
+    KILN_ASSIGN_OR_RETURN(pipe, Pipeline::Create(*plan, options));
+    deps.tokenizer = pipe->tokenizer();
+    deps.defaults = pipe->DefaultParams();
+    deps.context_length = pipe->context_length();
+    serve::EngineLoop::Options eo;
+    eo.max_queue = settings.max_queue;
+    eo.ready_interval_s = settings.ready_interval_s;
+    if (const fb::ModelMetadata *m = plan->fb().metadata())
+      eo.probe_token = static_cast<int32_t>(std::max<int64_t>(0, m->bos_token_id()));
+    engine = std::make_unique<serve::EngineLoop>(pipe.get(), eo, &metrics);
+    deps.engine = engine.get();
+    KILN_ASSIGN_OR_RETURN(deps.chat, ChatRendererFor(*plan, pipe->tokenizer()));
+  }
+
+  if (engine) {
+    engine->Start();
+    // Refuse to start on a backend that cannot run a step.
+    if (!engine->Ready(std::chrono::milliseconds(120000)))
+      return Status(StatusCode::kInternal, "the engine failed its first step (readiness probe)");
+  }
+  metrics.Set("kiln_ready", 1);
+  serve::HttpServer server(settings, std::move(deps));
+  KILN_ASSIGN_OR_RETURN(int port, server.Bind());
+  std::printf("kiln serve: %s on http://%s:%d (%s)\n", settings.model_name.c_str(),
+              settings.host.c_str(), port, keys ? "API keys required" : "no auth");
+  std::fflush(stdout);
+
+  std::thread signals([&] {
+    char sig = 0;
+    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 'q')
+      return; // the listener ended without a signal
+    std::fprintf(stderr, "kiln serve: %s received\n", sig == 'T' ? "SIGTERM" : "SIGINT");
+    server.Drain();
+  });
+  server.Listen();
+  // Listen returns after Drain stopped it; wake the watcher if no signal
+  // came (the listener failed).
+  const char quit = 'q';
+  (void)!write(g_signal_pipe[1], &quit, 1);
+  signals.join();
+  if (engine)
+    engine->Stop();
+  std::fprintf(stderr, "kiln serve: stopped\n");
+  return Status::Ok();
+}
+
+} // namespace
+
+int ServeMain(const std::vector<std::string> &args) {
+  ParsedArgs a;
+  std::set<std::string> values = {"--config"};
+  for (const serve::SettingKey &k : serve::SettingKeys()) {
+    std::string flag = std::string("--") + k.name;
+    for (char &c : flag)
+      if (c == '_')
+        c = '-';
+    values.insert(flag);
+  }
+  values.insert(kEngineOptions.begin(), kEngineOptions.end());
+  std::set<std::string> flags(kEngineFlags.begin(), kEngineFlags.end());
+  std::string err = ParseArgs(args, values, flags, {}, &a);
+  const std::string usage = std::string(kUsage) + serve::SettingsUsage() + "\n" + kEngineUsage;
+  if (a.help) {
+    std::printf("%s", usage.c_str());
+    return kExitOk;
+  }
+  if (!err.empty())
+    return Usage("serve", err, usage.c_str());
+  if (a.positional.size() != 1)
+    return Usage("serve", "expected one plan file", usage.c_str());
+  Status st = Serve(a);
+  return st.ok() ? kExitOk : Fail("serve", st);
+}
+
+int KeysMain(const std::vector<std::string> &args) {
+  const char *kKeysUsage =
+      "usage: kiln keys new NAME\n"
+      "\n"
+      "Prints a fresh API key on the first line and, on the second, the line to add to the\n"
+      "keys file of `kiln serve --api-keys FILE` (the key's SHA-256, never the key; set its\n"
+      "rpm, tpm and max_concurrent quotas there, 0 = no limit). Keep the key secret: the\n"
+      "server cannot show it again.\n";
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::printf("%s", kKeysUsage);
+    return kExitOk;
+  }
+  if (args.size() != 2 || args[0] != "new" || args[1].empty() || args[1][0] == '-')
+    return Usage("keys", "expected: new NAME", kKeysUsage);
+  auto key = serve::NewApiKey();
+  if (!key.ok())
+    return Fail("keys", key.status());
+  std::printf("%s\n%s\n", key->c_str(), serve::KeyFileLine(args[1], *key).c_str());
+  return kExitOk;
+}
+
+} // namespace kiln::cli
