@@ -129,7 +129,7 @@ Json WeightDtypes(const Plan &plan) {
 // The KV cache's element type: the paged caches' (ragged) or the past
 // inputs' (dense); null for a plan without one. Mixed types are listed.
 Json KvCacheDtype(const Plan &plan) {
-  const fb::Plan &f = plan.fb();
+  const fb::Plan &f = plan.graph();
   std::set<std::string> types;
   auto add = [&](int id) {
     if (id >= 0 && id < static_cast<int>(plan.tensors().size()))
@@ -201,12 +201,15 @@ Json Report(const Plan &plan, bool with_ops) {
     return id >= 0 && id < static_cast<int>(plan.tensors().size()) ? Json(plan.tensors()[id].name)
                                                                    : Json(nullptr);
   };
+  // The graph fields: the plan's own, or in a tensor-parallel plan rank 0's
+  // program (the one loaded; the partition report tells the ranks apart).
+  const fb::Plan &graph = plan.graph();
   // Which interface the runtime drives: the engine batches ragged plans.
-  r["interface"] = f.ragged() ? "ragged" : "dense";
-  if (const fb::RaggedIO *g = f.ragged())
+  r["interface"] = graph.ragged() ? "ragged" : "dense";
+  if (const fb::RaggedIO *g = graph.ragged())
     r["ragged"] = {{"kv_caches", g->kv_cache() ? g->kv_cache()->size() : 0},
                    {"logits", name(g->logits())}};
-  if (const fb::DecoderIO *d = f.decoder()) {
+  if (const fb::DecoderIO *d = graph.decoder()) {
     r["decoder"] = {{"input_ids", name(d->input_ids())},
                     {"attention_mask", name(d->attention_mask())},
                     {"position_ids", name(d->position_ids())},
@@ -217,7 +220,7 @@ Json Report(const Plan &plan, bool with_ops) {
   std::map<std::string, int> counts;
   Json ops = Json::array();
   for (int i = 0; i < plan.num_ops(); ++i) {
-    const fb::Op &op = *f.ops()->Get(i);
+    const fb::Op &op = *graph.ops()->Get(i);
     ++counts[S(op.type())];
     if (!with_ops)
       continue;
@@ -236,7 +239,7 @@ Json Report(const Plan &plan, bool with_ops) {
   if (with_ops)
     r["ops"] = ops;
 
-  if (const fb::MemoryPlan *mp = f.memory_plan()) {
+  if (const fb::MemoryPlan *mp = graph.memory_plan()) {
     int64_t static_bytes = 0;
     int dynamic_slots = 0;
     if (mp->slot_static_bytes())

@@ -73,7 +73,7 @@ std::string ModelName(const std::string &path) {
 }
 
 bool IsEncoder(const Plan &plan) {
-  const fb::Plan &f = plan.fb();
+  const fb::Plan &f = plan.graph();
   return f.ragged() == nullptr && (f.decoder() == nullptr || f.decoder()->logits() < 0);
 }
 
