@@ -475,7 +475,11 @@ def embeddings(kiln, builder, bert, tmp):
         want = json.loads(ref.stdout)["embeddings"]
         close = all(abs(x - y) < 1e-5 for d, w in zip(out.data, want) for x, y in zip(d.embedding, w))
         check(len(out.data) == 2 and close and out.usage.prompt_tokens > 0,
-              "/v1/embeddings equals kiln embed")
+              "/v1/embeddings equals kiln embed (the SDK asks for base64)")
+        flt = client.embeddings.create(model="bert", input=["first text"],
+                                       encoding_format="float")
+        check(all(abs(x - y) < 1e-5 for x, y in zip(flt.data[0].embedding, want[0])),
+              "/v1/embeddings with encoding_format float equals kiln embed")
         st, _, _ = raw(s, "/v1/completions", None, data=json.dumps({"prompt": "x"}))
         check(st == 404, f"completions on an encoder plan: {st}")
     finally:

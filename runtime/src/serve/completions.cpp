@@ -12,6 +12,29 @@
 #include <map>
 
 namespace kiln::serve {
+namespace {
+
+// RFC 4648 base64 of `n` bytes (the host is little-endian, as the plan
+// format already requires, so float32 vectors go out as OpenAI expects).
+std::string Base64(const void *data, size_t n) {
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const auto *p = static_cast<const unsigned char *>(data);
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t b = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0) |
+                       (i + 2 < n ? uint32_t{p[i + 2]} : 0);
+    out += kAlphabet[(b >> 18) & 63];
+    out += kAlphabet[(b >> 12) & 63];
+    out += i + 1 < n ? kAlphabet[(b >> 6) & 63] : '=';
+    out += i + 2 < n ? kAlphabet[b & 63] : '=';
+  }
+  return out;
+}
+
+} // namespace
+
 
 namespace {
 
@@ -326,8 +349,12 @@ void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response 
   if (!out.ok())
     return SendError(res, BadRequest(out.status().message(), "input"), &call);
   nlohmann::ordered_json data = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < out->vectors.size(); ++i)
-    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", out->vectors[i]}});
+  for (size_t i = 0; i < out->vectors.size(); ++i) {
+    nlohmann::ordered_json vec = out->vectors[i];
+    if (job.base64)
+      vec = Base64(out->vectors[i].data(), out->vectors[i].size() * sizeof(float));
+    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", vec}});
+  }
   call.prompt_tokens = out->tokens;
   nlohmann::ordered_json j = {
       {"object", "list"},

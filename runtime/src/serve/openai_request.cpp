@@ -349,9 +349,12 @@ std::optional<ApiError> ParseEmbeddingJob(const json &body, int max_inputs, Embe
   if (body.contains("model") && !body["model"].is_string())
     return Bad("model", "must be a string");
   job->model = body.value("model", "");
-  if (body.contains("encoding_format") &&
-      !(body["encoding_format"].is_string() && body["encoding_format"] == "float"))
-    return Bad("encoding_format", "must be \"float\" (base64 is not supported)");
+  if (body.contains("encoding_format")) {
+    const json &f = body["encoding_format"];
+    if (!f.is_string() || (f != "float" && f != "base64"))
+      return Bad("encoding_format", "must be \"float\" or \"base64\"");
+    job->base64 = f == "base64";
+  }
   if (!body.contains("input"))
     return Bad("input", "is required");
   const json &in = body["input"];

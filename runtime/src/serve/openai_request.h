@@ -53,6 +53,9 @@ struct EmbeddingJob {
   std::string model;
   std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> ids; // used instead of texts when not empty
+  // encoding_format "base64": each vector as the base64 of its little-endian
+  // float32 bytes (what the openai SDKs ask for by default).
+  bool base64 = false;
 };
 std::optional<ApiError> ParseEmbeddingJob(const nlohmann::json &body, int max_inputs,
                                           EmbeddingJob *job);

@@ -143,7 +143,12 @@ TEST(ServeRequest, Embeddings) {
   EmbeddingJob bad;
   EXPECT_TRUE(ParseEmbeddingJob(json::parse(R"({"input": "a", "dimensions": 3})"), 8, &bad));
   EXPECT_TRUE(
-      ParseEmbeddingJob(json::parse(R"({"input": "a", "encoding_format": "base64"})"), 8, &bad));
+      ParseEmbeddingJob(json::parse(R"({"input": "a", "encoding_format": "hex"})"), 8, &bad));
+  EmbeddingJob b64;
+  EXPECT_FALSE(
+      ParseEmbeddingJob(json::parse(R"({"input": "a", "encoding_format": "base64"})"), 8, &b64));
+  EXPECT_TRUE(b64.base64);
+  EXPECT_FALSE(job.base64);
 }
 
 TEST(ServeResponse, ShapesOfBodiesAndChunks) {
