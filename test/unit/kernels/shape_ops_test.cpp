@@ -233,7 +233,9 @@ TEST(OpTable, EveryDocumentedOpIsRegistered) {
   // paged_attention, the serving engine's attention over its KV cache.
   const std::vector<std::string> fused = {"rms_norm", "add_rms_norm", "add_layer_norm",
                                           "gelu",     "linear",       "gated_mlp",
-                                          "rotary",   "attention",    "paged_attention"};
+                                          "rotary",   "attention",    "paged_attention",
+                                          // docs/tensor-parallel.md: the collectives.
+                                          "all_reduce", "all_gather"};
   std::vector<std::string> all = documented;
   all.insert(all.end(), fused.begin(), fused.end());
   for (const std::string &op : all) {
