@@ -82,6 +82,14 @@ def main():
         order = [json.loads(x)["index"] for x in r.stdout.splitlines()]
         check(r.returncode == 0 and order == list(range(len(prompts) + 1)),
               f"--no-stream: final lines in input order {order}")
+        # More requests than the engine tracks: the rest wait and join as others finish.
+        r2 = subprocess.run(base + ["--no-stream", "--max-tracked", "2", "--max-seqs", "2"],
+                            capture_output=True, text=True)
+        second = [json.loads(x) for x in r2.stdout.splitlines()]
+        check(r2.returncode == 0 and [o["index"] for o in second] == list(range(len(prompts) + 1))
+              and all(o["tokens"] == finals[o["index"]]["tokens"] for o in second),
+              f"--max-tracked 2 with {len(prompts) + 1} requests: all finish, same tokens: "
+              f"exit {r2.returncode} {r2.stderr.strip()[-300:]}")
         path.write_text(json.dumps({"prompt_ids": [1]}) + "\n" + '{"prompt_ids": [1], "temprature": 1}\n')
         r = subprocess.run(base, capture_output=True, text=True)
         check(r.returncode == 2 and f"{path}:2: unknown key \"temprature\"" in r.stderr

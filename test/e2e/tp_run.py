@@ -175,19 +175,28 @@ def main():
                   f"mixed builds refused: {q0.returncode} {q1.returncode} {f0.strip()[-200:]}")
 
         # A rank killed mid-run: the launcher stops the others, names it.
-        p = subprocess.Popen([kiln, "run", plans[2], "--prompt-ids", "5,17", "--max-new-tokens",
-                              "100000", "--temperature", "0", "--ignore-eos", "--tp", "2",
-                              "--kv-cache-mb", "64"],
+        # Work for minutes on any machine (one long generation can end early,
+        # at the plan's context length), so the kill lands mid-run.
+        many = Path(tmp) / "many.jsonl"
+        many.write_text("".join(json.dumps({"prompt_ids": [5, 17, i % 50 + 1],
+                                            "max_new_tokens": 100000}) + "\n"
+                                for i in range(4000)))
+        p = subprocess.Popen([kiln, "run", plans[2], "--prompts-file", str(many),
+                              "--temperature", "0", "--ignore-eos", "--tp", "2",
+                              "--kv-cache-mb", "64", "--no-stream"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         ranks = {}
         deadline = time.time() + 60
-        while time.time() < deadline and len(ranks) < 2:
+        while time.time() < deadline and len(ranks) < 2 and p.poll() is None:
             ranks = children(p.pid)
             time.sleep(0.2)
-        time.sleep(2)  # both ranks are generating by now
+        time.sleep(1)  # both ranks have joined and are working by now
         check(1 in ranks and p.poll() is None, f"two ranks running: {ranks}")
         if 1 in ranks:
-            os.kill(ranks[1], signal.SIGKILL)
+            try:
+                os.kill(ranks[1], signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # already gone: the check above failed, the ones below say how
         killed = time.time()
         try:
             err = p.communicate(timeout=30)[1]

@@ -79,15 +79,24 @@ Status RunBatch(const ParsedArgs &a, Pipeline &pipe, const RequestParams &defaul
     }
     print(j);
   };
-  // Every request is queued before the first step, so they batch; a bad one
-  // is refused before anything runs.
-  for (size_t i = 0; i < requests.size(); ++i) {
-    auto id = pipe.Submit(requests[i], on_token);
-    if (!id.ok())
-      return Status(id.status().code(), a.Get("--prompts-file") + ": request " +
-                                            std::to_string(i + 1) + ": " + id.status().message());
-    index[*id] = i;
-  }
+  // Requests are queued before the first step, so they batch; a bad one is
+  // refused before anything runs. Past the engine's max_tracked, the rest
+  // wait here and join as earlier ones finish.
+  size_t next = 0;
+  auto submit_more = [&]() -> Status {
+    for (; next < requests.size(); ++next) {
+      auto id = pipe.Submit(requests[next], on_token);
+      if (!id.ok() && id.status().code() == StatusCode::kResourceExhausted && pipe.HasUnfinished())
+        return Status::Ok(); // full: the next step makes room
+      if (!id.ok())
+        return Status(id.status().code(), a.Get("--prompts-file") + ": request " +
+                                              std::to_string(next + 1) + ": " +
+                                              id.status().message());
+      index[*id] = next;
+    }
+    return Status::Ok();
+  };
+  KILN_RETURN_IF_ERROR(submit_more());
   // Responses stream out as they finish; with --no-stream, in input order.
   std::vector<Response> done;
   while (pipe.HasUnfinished()) {
@@ -98,6 +107,7 @@ Status RunBatch(const ParsedArgs &a, Pipeline &pipe, const RequestParams &defaul
       else
         done.push_back(std::move(r));
     }
+    KILN_RETURN_IF_ERROR(submit_more());
   }
   for (Response &r : pipe.TakeFinished())
     stream ? respond(r) : done.push_back(std::move(r));

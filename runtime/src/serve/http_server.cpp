@@ -5,6 +5,7 @@
 #include "serve/openai_response.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <ctime>
@@ -40,6 +41,14 @@ HttpServer::HttpServer(const ServeSettings &settings, ServerDeps deps)
   http_->set_write_timeout(secs(settings_.write_timeout_s));
   http_->set_keep_alive_timeout(5);
   http_->set_payload_max_length(static_cast<size_t>(settings_.max_body_bytes));
+  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: a second server on a
+  // port in use must fail to bind, not silently share its connections. The
+  // socket is kept to raise the listen backlog after the bind (Bind()).
+  http_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = sock;
+  });
   Routes();
 }
 
@@ -205,11 +214,16 @@ StatusOr<int> HttpServer::Bind() {
     port = http_->bind_to_any_port(settings_.host);
     if (port < 0)
       return InvalidArgument("cannot listen on " + settings_.host + " (any port)");
-    return port;
-  }
-  if (!http_->bind_to_port(settings_.host, port))
+  } else if (!http_->bind_to_port(settings_.host, port)) {
     return InvalidArgument("cannot listen on " + settings_.host + ":" + std::to_string(port) +
                            " (in use, or not an address of this host)");
+  }
+  // The packaged httplib listens with a backlog of 5: a burst of clients
+  // overflows it, and the kernel then drops their handshakes' last step, so
+  // a client believes it is connected while the server never sees it (until
+  // a reset a minute later). listen() again on the bound socket raises it.
+  if (listen_fd_ >= 0)
+    ::listen(listen_fd_, kListenBacklog);
   return port;
 }
 

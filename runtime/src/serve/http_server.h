@@ -78,6 +78,8 @@ private:
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> listen_returned_{false};
+  int listen_fd_ = -1;                      // the listening socket, once bound
+  static constexpr int kListenBacklog = 1024; // the kernel caps it at somaxconn
   std::atomic<int> active_{0}; // handlers and streams not finished
   int64_t created_ = 0;
 };

@@ -13,6 +13,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <thread>
 
 namespace kiln::serve {
@@ -23,7 +30,8 @@ constexpr int kVocab = 64;
 
 class ServeHttp : public ::testing::Test {
 protected:
-  void Start(ServeSettings settings, std::vector<ApiKey> keys = {}) {
+  // With listen false, the socket is bound but nothing accepts until Listen().
+  void Start(ServeSettings settings, std::vector<ApiKey> keys = {}, bool listen = true) {
     test::TestPlan toy = test::BuildSumDecoder(/*with_kv=*/true, kVocab);
     toy.tokenizer_json = test::AngleTokenizerJson(kVocab);
     toy.context_length = 48;
@@ -53,13 +61,17 @@ protected:
     auto port = server_->Bind();
     ASSERT_TRUE(port.ok());
     port_ = *port;
-    thread_ = std::thread([this] { server_->Listen(); });
+    if (listen)
+      Listen();
   }
+
+  void Listen() { thread_ = std::thread([this] { server_->Listen(); }); }
 
   void TearDown() override {
     if (server_) {
       server_->Drain();
-      thread_.join();
+      if (thread_.joinable())
+        thread_.join();
     }
     if (engine_)
       engine_->Stop();
@@ -264,6 +276,73 @@ TEST_F(ServeHttp, QueueFullAndDisconnect) {
   const double cancelled = metrics_.Get("kiln_requests_finished_total", "cancelled");
   const double finished = metrics_.Get("kiln_requests_finished_total", "length");
   EXPECT_GE(cancelled + finished, 1);
+}
+
+
+TEST_F(ServeHttp, PortInUseIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(Start(Open()));
+  ServeSettings s = Open();
+  s.port = port_;
+  ServerDeps deps;
+  deps.model_name = "toy";
+  deps.engine = engine_.get();
+  deps.metrics = &metrics_;
+  HttpServer second(s, std::move(deps));
+  auto bound = second.Bind();
+  ASSERT_FALSE(bound.ok()) << "a second server bound port " << port_;
+  EXPECT_NE(bound.status().message().find("in use"), std::string::npos);
+}
+
+// A burst of connections, all queued before the server accepts any: every
+// one is answered at once. With httplib's own listen backlog of 5, the kernel
+// dropped the handshakes past it, and those clients waited for retransmits.
+TEST_F(ServeHttp, BurstOfConnectionsAllAnswered) {
+  ASSERT_NO_FATAL_FAILURE(Start(Open(), {}, /*listen=*/false));
+  constexpr int kClients = 200;
+  struct Sockets {
+    std::vector<int> fds;
+    ~Sockets() {
+      for (int fd : fds)
+        close(fd);
+    }
+  } sockets;
+  std::vector<int> &fds = sockets.fds;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < kClients; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    timeval limit{10, 0}; // connect waits at most this (a full backlog drops the SYN)
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+    fds.push_back(fd);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0)
+        << "connection " << i << " of " << kClients << ": " << std::strerror(errno);
+  }
+  const std::string get = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (int fd : fds)
+    ASSERT_EQ(send(fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
+  Listen();
+  int answered = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int fd : fds) {
+    std::string got;
+    char buf[512];
+    while (got.find("\r\n") == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{fd, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0)
+        break;
+      const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0)
+        break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    answered += got.rfind("HTTP/1.1 200", 0) == 0;
+  }
+  EXPECT_EQ(answered, kClients);
 }
 
 } // namespace
