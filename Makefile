@@ -69,7 +69,7 @@ test-gpu:
 # keeping the corpus in build/fuzz/fuzz/work between runs.
 FUZZ_TEST_SECONDS ?= 25
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS ?= plan_loader,tokenizer,onnx_import,chat_template
+FUZZ_TARGETS ?= plan_loader,tokenizer,onnx_import,chat_template,serve_request
 
 .PHONY: fuzz fuzz-build
 

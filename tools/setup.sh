@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libopenblas-dev libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev
   libgloo-dev
+  prometheus
   clang-19 libclang-rt-19-dev
 )
 

@@ -10,12 +10,17 @@ fixture and rank count:
   - every step's logits are within 1e-4 of one rank's, relative to the
     largest logit magnitude;
   - kiln inspect reports the plan's tp_size.
+With --batch-checks, also a batch of 8 requests through the engine at each
+rank count: greedy with a 1 MiB KV cache, which preempts at one rank and at 2
+ranks (each rank holds half the KV heads, so twice the blocks), and seeded
+sampling (temperature, top-p, top-k); each gives one rank's tokens.
 A fixture whose heads the rank count does not divide is split unevenly (phi3's
 3 heads at 4 ranks leave one rank without heads); llama-optimum has 2 KV heads,
 so at 4 ranks each KV head is replicated on two ranks.
 """
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -48,6 +53,27 @@ def generate(kiln, plan, n, tmp, name):
     return json.loads(ids.read_text()), np.load(logits)
 
 
+BATCH = "".join(json.dumps({"prompt_ids": [5, 17, i + 1] * 4, "max_new_tokens": 100}) + "\n"
+                for i in range(8))
+BATCH_CASES = {"preemption": ["--temperature", "0", "--kv-cache-mb", "1"],
+               "seeded sampling": ["--temperature", "0.9", "--top-p", "0.95", "--top-k", "50",
+                                   "--seed", "7", "--kv-cache-mb", "16"]}
+
+
+def batch(kiln, plan, n, tmp, case):
+    """The batch's tokens per request and the preemption count, or None."""
+    reqs = Path(tmp) / "batch.jsonl"
+    reqs.write_text(BATCH)
+    tp = ["--tp", str(n)] if n > 1 else []
+    r = run([kiln, "run", str(plan), "--prompts-file", str(reqs), "--ignore-eos", "--no-stream",
+             "--threads", "1", *BATCH_CASES[case], *tp])
+    m = re.search(r"(\d+) preemptions", r.stderr)
+    if r.returncode != 0 or m is None:
+        print(r.stderr[-1500:])
+        return None, None
+    return [json.loads(x)["tokens"] for x in r.stdout.splitlines() if x.strip()], int(m[1])
+
+
 def sections(kiln, plan):
     r = run([kiln, "inspect", str(plan), "--json"])
     if r.returncode != 0:
@@ -61,6 +87,8 @@ def main():
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--builder", required=True)
     ap.add_argument("--counts", default="2,4")
+    ap.add_argument("--batch-checks", action="store_true",
+                    help="also batches with preemption and with seeded sampling")
     ap.add_argument("fixtures", nargs="+")
     args = ap.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
@@ -97,6 +125,21 @@ def main():
                 text = json.dumps(info) if info else ""
                 check(info is not None and f'"tp_size": {n}' in text,
                       f"{name}: kiln inspect shows tp_size {n}")
+            if not args.batch_checks:
+                continue
+            for case in BATCH_CASES:
+                one, pre1 = batch(args.kiln, plans[1], 1, tmp, case)
+                check(one is not None and len(one) == 8, f"{name}: {case}: one rank, 8 requests")
+                if case == "preemption":
+                    check(pre1 is not None and pre1 > 0, f"{name}: {case}: one rank preempts {pre1}")
+                for n in counts:
+                    if n not in plans:
+                        continue
+                    got, pre = batch(args.kiln, plans[n], n, tmp, case)
+                    check(one is not None and got == one,
+                          f"{name}: {case}: --tp {n} gives one rank's tokens ({pre} preemptions)")
+                    if case == "preemption" and n == 2:
+                        check(pre is not None and pre > 0, f"{name}: {case}: --tp 2 preempts {pre}")
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
 

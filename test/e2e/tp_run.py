@@ -11,7 +11,8 @@ parallelism) into a plan of N ranks that each run the whole graph. With
 its logits must match within 1e-4 relative. Checks:
   - --tp 2 and --tp 4 (and --tp 3, uneven, for the toy) give the same 32
     greedy tokens as one rank, and the same for a batch of prompts (batched
-    across ranks equals alone);
+    across ranks equals alone), for seeded sampling, and (with --replicate)
+    for a batch whose KV cache is too small (it preempts on both);
   - a TP plan without --tp, or with another N, and a one-rank plan with
     --tp 2, fail with exit 2 and a message naming the --tp to use;
   - a rank file (one rank's program) joins the run of the full plan's other
@@ -22,6 +23,7 @@ its logits must match within 1e-4 relative. Checks:
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,6 +125,31 @@ def main():
             return [json.loads(x)["tokens"] for x in r.stdout.splitlines() if x.strip()]
         check(one.returncode == 0 and two.returncode == 0 and tokens(one) == tokens(two)
               and len(tokens(one)) == 4, f"a batch at --tp 2 equals one rank {two.stderr[-300:]}")
+
+        # Preemption (a KV cache too small for the batch) and seeded sampling
+        # at --tp 2 give the one-rank tokens.
+        long_reqs = Path(tmp) / "long.jsonl"
+        long_reqs.write_text("".join(json.dumps({"prompt_ids": [5, 17, i + 1] * 4,
+                                                 "max_new_tokens": 60}) + "\n" for i in range(6)))
+        # (The toy's KV takes 32 bytes a token: 1 MiB, the least --kv-cache-mb
+        # takes, holds all; tp_fixtures.py --batch-checks preempts real splits.)
+        cases = [("seeded sampling", ["--temperature", "0.9", "--top-p", "0.95", "--top-k",
+                                      "50", "--seed", "7", "--kv-cache-mb", "16"])]
+        if not args.toy:
+            cases.append(("preemption", ["--temperature", "0", "--kv-cache-mb", "1"]))
+        for what, flags in cases:
+            cmd = [kiln, "run", "--prompts-file", str(long_reqs), "--ignore-eos",
+                   "--no-stream"] + flags
+            one = run(cmd[:2] + [plan] + cmd[2:])
+            two = run(cmd[:2] + [plans[2]] + cmd[2:] + ["--tp", "2"])
+            pre = [re.search(r"(\d+) preemptions", r.stderr) for r in (one, two)]
+            counted = [int(m[1]) if m else -1 for m in pre]
+            ok = (one.returncode == 0 and two.returncode == 0 and len(tokens(one)) == 6
+                  and tokens(one) == tokens(two))
+            if what == "preemption":
+                ok = ok and counted[0] > 0 and counted[1] > 0
+            check(ok, f"{what} at --tp 2 equals one rank: preemptions {counted} "
+                      f"{two.stderr.strip()[-300:]}")
 
         # Refusals.
         r = run([kiln, "run", plans[2], "--prompt-ids", "1,2"])

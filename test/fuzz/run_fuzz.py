@@ -33,7 +33,7 @@ LIT_PLAN_MODELS = ["basic.onnx", "constants.onnx", "shape_chain.onnx", "index_op
 # Small decoder-like graphs (a gated MLP layer each) beside the importer's
 # models; the fixtures' models are too large to import many times a second.
 INJECT_ONNX = ROOT / "test" / "lit" / "inject" / "Inputs"
-TARGETS = ["plan_loader", "tokenizer", "onnx_import", "chat_template"]
+TARGETS = ["plan_loader", "tokenizer", "onnx_import", "chat_template", "serve_request"]
 
 ENV = dict(os.environ,
            ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1",
@@ -107,6 +107,38 @@ def chat_template_seeds(seeds):
         (seeds / (t.stem + ".seed")).write_bytes(t.read_bytes() + b"\0" + context)
 
 
+def serve_request_seeds(seeds):
+    """Request bodies of the three routes (selector byte 0, 1, 2), valid and not."""
+    completions = [
+        {"prompt": "Hello", "max_tokens": 8},
+        {"prompt": [5, 17, 99], "max_tokens": 4, "temperature": 0, "stream": True,
+         "stream_options": {"include_usage": True}},
+        {"prompt": ["a", "b"], "n": 2, "stop": ["\n\n", "END"], "seed": 7, "top_p": 0.9,
+         "logprobs": 2, "presence_penalty": 0.5, "frequency_penalty": 0.1, "ignore_eos": True},
+        {"prompt": "x", "max_tokens": -1},
+        {"prompt": "x", "temperature": 1e999},
+        {"prompt": "x", "timeout": 0.5, "user": "u", "model": "m", "echo": False},
+    ]
+    chat = [
+        {"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 16},
+        {"messages": [{"role": "system", "content": "be brief"},
+                      {"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+         "stream": True, "logprobs": True, "top_logprobs": 3},
+        {"messages": [{"role": "assistant", "content": None,
+                       "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}]},
+        {"messages": []},
+    ]
+    embeddings = [{"input": "hello"}, {"input": ["a", "b"], "encoding_format": "base64"},
+                  {"input": [[1, 2], [3]]}, {"input": [], "dimensions": 3}]
+    n = 0
+    for selector, bodies in enumerate((completions, chat, embeddings)):
+        for body in bodies:
+            text = json.dumps(body).replace("Infinity", "1e999")
+            (seeds / f"body-{n}").write_bytes(bytes([selector]) + text.encode())
+            n += 1
+    (seeds / "not-json").write_bytes(b"\0{\"prompt\": \"\xff\xfe\"")
+
+
 def make_seeds(target, seeds, builder):
     seeds.mkdir(parents=True, exist_ok=True)
     for old in seeds.iterdir():
@@ -117,6 +149,8 @@ def make_seeds(target, seeds, builder):
         onnx_seeds(seeds)
     elif target == "chat_template":
         chat_template_seeds(seeds)
+    elif target == "serve_request":
+        serve_request_seeds(seeds)
     else:
         tokenizer_seeds(seeds)
 

@@ -50,19 +50,6 @@ ApiError Unavailable(const std::string &message, const std::string &code) {
   return e;
 }
 
-// The JSON body, or the 400 that says why it is not one (bad syntax,
-// invalid UTF-8: nlohmann's parser checks both).
-std::optional<ApiError> ParseBody(const std::string &body, nlohmann::json *out) {
-  try {
-    *out = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error &e) {
-    ApiError err = BadRequest(std::string("the body is not valid JSON: ") + e.what());
-    err.code = "invalid_json";
-    return err;
-  }
-  return std::nullopt;
-}
-
 // What the reader of a RequestStream accumulates, per choice and in all.
 struct Collected {
   std::vector<Response> responses; // by choice

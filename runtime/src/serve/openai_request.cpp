@@ -337,6 +337,18 @@ std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
   return std::nullopt;
 }
 
+std::optional<ApiError> ParseBody(const std::string &body, nlohmann::json *out) {
+  try {
+    *out = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception &e) {
+    // parse_error, and out_of_range for a number past a double (1e999).
+    ApiError err = BadRequest(std::string("the body is not valid JSON: ") + e.what());
+    err.code = "invalid_json";
+    return err;
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseEmbeddingJob(const json &body, int max_inputs, EmbeddingJob *job) {
   *job = EmbeddingJob();
   if (!body.is_object())

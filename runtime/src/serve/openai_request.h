@@ -41,6 +41,10 @@ struct ParseLimits {
   double max_timeout_s = 3600;
 };
 
+// The JSON document of a request body, or the 400 that says why it is not
+// one (bad syntax, invalid UTF-8, a number past a double).
+std::optional<ApiError> ParseBody(const std::string &body, nlohmann::json *out);
+
 // Fills `job` from `body`, starting from the plan's `defaults`. Returns the
 // 400 to send when the body is wrong.
 std::optional<ApiError> ParseCompletionJob(const nlohmann::json &body, Endpoint endpoint,

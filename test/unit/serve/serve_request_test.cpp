@@ -133,6 +133,17 @@ TEST(ServeRequest, Chat) {
                     Endpoint::kChat, &job));
 }
 
+TEST(ServeRequest, BodiesThatAreNotJson) {
+  json body;
+  for (const char *text : {"{", "{\"a\": 1e999}", "\xff", "", "[1,]"}) {
+    auto e = ParseBody(text, &body);
+    ASSERT_TRUE(e) << text;
+    EXPECT_EQ(e->status, 400) << text;
+    EXPECT_EQ(e->code, "invalid_json") << text;
+  }
+  EXPECT_FALSE(ParseBody("{\"a\": 1e308}", &body));
+}
+
 TEST(ServeRequest, Embeddings) {
   EmbeddingJob job;
   EXPECT_FALSE(ParseEmbeddingJob(json::parse(R"({"input": ["a", "b"]})"), 8, &job));
