@@ -20,6 +20,8 @@ int InspectMain(const std::vector<std::string> &args); // cmd_inspect.cpp
 int BenchMain(const std::vector<std::string> &args);   // cmd_bench.cpp
 // `kiln bench latency` (cmd_bench_latency.cpp); BenchMain passes it on.
 int BenchLatencyMain(const std::vector<std::string> &args);
+// `kiln bench serve` (cmd_bench_serve.cpp): a running server, over HTTP.
+int BenchServeMain(const std::vector<std::string> &args);
 int EmbedMain(const std::vector<std::string> &args);   // cmd_embed.cpp
 int VerifyMain(const std::vector<std::string> &args);  // cmd_verify.cpp
 int ServeMain(const std::vector<std::string> &args);   // cmd_serve.cpp

@@ -23,6 +23,7 @@ namespace {
 const char kUsage[] =
     "usage: kiln bench offline model.plan [options]\n"
     "       kiln bench latency model.plan [options]   (batch 1; kiln bench latency --help)\n"
+    "       kiln bench serve --url URL [options]      (a running server; kiln bench serve --help)\n"
     "\n"
     "Runs --num-prompts requests through the engine at each --concurrency (the\n"
     "engine's sequences per step), all submitted at once, greedy with EOS ignored so\n"
@@ -269,6 +270,8 @@ Status BenchLevels(const ParsedArgs &a, const std::string &command, const Plan &
 int BenchMain(const std::vector<std::string> &args) {
   if (!args.empty() && args[0] == "latency")
     return BenchLatencyMain(args);
+  if (!args.empty() && args[0] == "serve")
+    return BenchServeMain(args);
   ParsedArgs a;
   std::set<std::string> values = {
       "--num-prompts", "--input-len", "--output-len",     "--requests", "--concurrency",

@@ -25,7 +25,7 @@ const Command kCommands[] = {
     {"verify", "recheck a plan's checksums and, given the ONNX, its source", kiln::cli::VerifyMain},
     {"serve", "serve a plan over HTTP with the OpenAI API (docs/serve.md)", kiln::cli::ServeMain},
     {"keys", "`kiln keys new NAME`: a fresh API key for kiln serve", kiln::cli::KeysMain},
-    {"bench", "benchmark the engine: `kiln bench offline` (throughput), `kiln bench latency` (batch 1)", kiln::cli::BenchMain},
+    {"bench", "benchmark the engine: `kiln bench offline` (throughput), `kiln bench latency` (batch 1), `kiln bench serve` (a server)", kiln::cli::BenchMain},
 };
 
 void PrintUsage(FILE *out) {
