@@ -11,6 +11,7 @@
 #include "serve/http_server.h"
 #include "serve/metrics.h"
 #include "serve/settings.h"
+#include "tp_launch.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -38,7 +39,9 @@ const char kUsage[] =
     "(plans with a chat template), /v1/embeddings (encoder plans), /v1/models, and\n"
     "/health, /ready, /metrics. Every route but /health needs an API key\n"
     "(Authorization: Bearer KEY; `kiln keys new NAME` makes one). SIGTERM drains: no new\n"
-    "requests, accepted ones finish (up to drain_timeout_s), exit 0. docs/serve.md.\n"
+    "requests, accepted ones finish (up to drain_timeout_s), exit 0. With --tp N, a plan\n"
+    "built for N ranks is served by N processes (rank 0 serves HTTP and schedules; SIGTERM\n"
+    "to the launcher drains rank 0, then every rank exits). docs/serve.md.\n"
     "\n"
     "  --config FILE               JSON object with any of the settings below (keys as\n"
     "                              written, e.g. \"max_queue\": 64); flags override it;\n"
@@ -78,6 +81,32 @@ bool IsEncoder(const Plan &plan) {
 }
 
 Status Serve(const ParsedArgs &a) {
+  serve::ServeSettings settings;
+  KILN_RETURN_IF_ERROR(GatherSettings(a, &settings));
+  if (settings.model_name.empty())
+    settings.model_name = ModelName(a.positional[0]);
+  KILN_RETURN_IF_ERROR(ApplyThreads(a));
+  PipelineOptions options;
+  KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
+  // The engine takes at least as many requests as the server admits.
+  options.max_tracked = std::max(options.max_tracked, settings.max_queue * 64);
+  // With --tp, rank 0 serves and the other ranks follow its steps.
+  KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
+  if (!tp.backend.empty())
+    options.backend = tp.backend;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0], tp.load));
+  KILN_RETURN_IF_ERROR(ConnectRank(tp));
+  KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
+  DenseDefaultsToCpu(a, *plan, &options);
+  options.comm = tp.comm.get();
+  if (tp.comm && IsEncoder(*plan))
+    return InvalidArgument("--tp serves decoder plans; an encoder plan runs on one rank");
+  if (tp.follower())
+    return RunFollower(*plan, options);
+  std::unique_ptr<serve::KeyStore> keys;
+  if (!settings.api_keys.empty()) {
+    KILN_ASSIGN_OR_RETURN(keys, serve::KeyStore::Load(settings.api_keys));
+  }
   // SIGTERM and SIGINT write a byte to a pipe that a watcher thread reads:
   // a handler works whichever thread the signal lands on (libraries such as
   // OpenBLAS start threads before main, so a signal mask set here would not
@@ -90,21 +119,6 @@ Status Serve(const ParsedArgs &a) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  serve::ServeSettings settings;
-  KILN_RETURN_IF_ERROR(GatherSettings(a, &settings));
-  if (settings.model_name.empty())
-    settings.model_name = ModelName(a.positional[0]);
-  std::unique_ptr<serve::KeyStore> keys;
-  if (!settings.api_keys.empty()) {
-    KILN_ASSIGN_OR_RETURN(keys, serve::KeyStore::Load(settings.api_keys));
-  }
-  KILN_RETURN_IF_ERROR(ApplyThreads(a));
-  PipelineOptions options;
-  KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
-  // The engine takes at least as many requests as the server admits.
-  options.max_tracked = std::max(options.max_tracked, settings.max_queue * 64);
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
-  DenseDefaultsToCpu(a, *plan, &options);
 
   serve::Metrics metrics;
   serve::ServerDeps deps;
@@ -164,6 +178,9 @@ Status Serve(const ParsedArgs &a) {
   signals.join();
   if (engine)
     engine->Stop();
+  engine.reset();
+  pipe.reset(); // its last steps end before the other ranks are let go
+  KILN_RETURN_IF_ERROR(EndFollowers(tp.comm.get()));
   std::fprintf(stderr, "kiln serve: stopped\n");
   return Status::Ok();
 }
@@ -181,9 +198,11 @@ int ServeMain(const std::vector<std::string> &args) {
     values.insert(flag);
   }
   values.insert(kEngineOptions.begin(), kEngineOptions.end());
+  values.insert(kTpOptions.begin(), kTpOptions.end());
   std::set<std::string> flags(kEngineFlags.begin(), kEngineFlags.end());
   std::string err = ParseArgs(args, values, flags, {}, &a);
-  const std::string usage = std::string(kUsage) + serve::SettingsUsage() + "\n" + kEngineUsage;
+  const std::string usage =
+      std::string(kUsage) + serve::SettingsUsage() + "\n" + kEngineUsage + "\n" + kTpUsage;
   if (a.help) {
     std::printf("%s", usage.c_str());
     return kExitOk;
@@ -192,8 +211,11 @@ int ServeMain(const std::vector<std::string> &args) {
     return Usage("serve", err, usage.c_str());
   if (a.positional.size() != 1)
     return Usage("serve", "expected one plan file", usage.c_str());
+  int launched = kExitOk;
+  if (LaunchRanks(a, "serve", &launched))
+    return launched;
   Status st = Serve(a);
-  return st.ok() ? kExitOk : Fail("serve", st);
+  return st.ok() ? kExitOk : Fail("serve", RankContext(st));
 }
 
 int KeysMain(const std::vector<std::string> &args) {

@@ -56,6 +56,16 @@ StatusOr<int> IntArg(const std::string &text, const std::string &what, int lo, i
   return static_cast<int>(v);
 }
 
+// Rank 0's pid, for the launcher's SIGTERM/SIGINT handler: the signal goes
+// to rank 0 (kiln serve drains, then ends the others; run and bench stop),
+// instead of killing the launcher and, through PDEATHSIG, every rank at once.
+volatile sig_atomic_t g_rank0_pid = 0;
+
+void ForwardToRank0(int sig) {
+  if (g_rank0_pid > 0)
+    ::kill(static_cast<pid_t>(g_rank0_pid), sig); // async-signal-safe
+}
+
 int TpSize(const ParsedArgs &a) {
   StatusOr<int> n = IntArg(a.Get("--tp", "0"), "--tp", 0, 4096);
   return n.ok() ? *n : -1;
@@ -128,6 +138,13 @@ bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code) {
     }
     pids[static_cast<size_t>(r)] = pid;
   }
+  g_rank0_pid = pids[0];
+  struct sigaction forward = {};
+  forward.sa_handler = ForwardToRank0;
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &forward, nullptr);
+  ::sigaction(SIGINT, &forward, nullptr);
   // The first rank to fail decides the outcome; the others are stopped
   // (they would fail on their own once their collectives see the dead peer,
   // but a rank blocked outside one would not).
@@ -148,6 +165,8 @@ bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code) {
     if (r < 0)
       continue;
     pids[static_cast<size_t>(r)] = -1;
+    if (r == 0)
+      g_rank0_pid = 0; // its pid may be reused from now on
     --running;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (r == 0 && WIFEXITED(status))
