@@ -17,6 +17,7 @@ its logits must match within 1e-4 relative. Checks:
     --tp 2, fail with exit 2 and a message naming the --tp to use;
   - a rank file (one rank's program) joins the run of the full plan's other
     rank, by hand through KILN_RANK and a rendezvous dir, as on two hosts;
+    two ranks also meet by hand through a TCP rendezvous (tcp://HOST:PORT);
   - a rank killed with SIGKILL mid-run makes the launcher exit non-zero
     within seconds, naming the rank.
 """
@@ -179,6 +180,29 @@ def main():
         check(p0.returncode == 0 and p1.returncode == 0 and out.exists()
               and json.loads(out.read_text()) == base,
               f"rank file joins by hand: exits {p0.returncode} {p1.returncode} {e0[-300:]} {e1[-300:]}")
+
+        # The same two ranks by hand through a TCP rendezvous (rank 0 serves
+        # the store on its address), as on two hosts without a shared dir.
+        import socket
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        tcp = common[:-1] + [f"tcp://127.0.0.1:{port}"]
+        out_tcp = Path(tmp) / "tcp.json"
+        p1 = subprocess.Popen([kiln, "run", plans[2]] + tcp, env=env1,  # rank 1 first: it waits
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p0 = subprocess.Popen([kiln, "run", plans[2], "--output-ids", str(out_tcp)] + tcp,
+                              env=env0, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        e0 = p0.communicate(timeout=300)[1]
+        e1 = p1.communicate(timeout=300)[1]
+        check(p0.returncode == 0 and p1.returncode == 0 and out_tcp.exists()
+              and json.loads(out_tcp.read_text()) == base,
+              f"ranks meet through tcp://127.0.0.1:{port}: exits {p0.returncode} {p1.returncode} "
+              f"{e0[-300:]} {e1[-300:]}")
+        r = run([kiln, "run", plans[2], "--prompt-ids", "1", "--tp", "2", "--rendezvous",
+                 "tcp://nohost"], env=env0)
+        check(r.returncode == 2 and "tcp://HOST:PORT" in r.stderr,
+              f"a bad rendezvous address: {r.stderr.strip()[-200:]}")
 
         # A rank file runs only its own rank.
         r = run([kiln, "run", rank_file] + common[:-2] + ["--rendezvous", str(Path(tmp) / "x")],

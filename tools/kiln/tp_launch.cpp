@@ -1,12 +1,13 @@
 // The tensor-parallel launcher and a rank's join (tp_launch.h). The
 // launcher passes each rank its place through the environment, as torchrun
 // does, so a rank started by hand (another host) joins the same way:
-//   KILN_RANK, KILN_WORLD_SIZE, KILN_RENDEZVOUS (the rendezvous directory),
+//   KILN_RANK, KILN_WORLD_SIZE, KILN_RENDEZVOUS (a directory or tcp://HOST:PORT),
 //   KILN_TP_HOST (the address this rank's transport listens on),
 //   KILN_LOCAL_RANK (the rank's place on its host: its GPU under --device cuda).
 #include "tp_launch.h"
 
 #include "cli.h"
+#include "dist/store.h"
 
 #include <cerrno>
 #include <chrono>
@@ -34,8 +35,11 @@ const char kTpUsage[] =
     "                           --rank this process launches the N ranks and watches them\n"
     "  --rank R                 join as rank R (or KILN_RANK) instead of launching; every\n"
     "                           rank gives the same --tp and --rendezvous\n"
-    "  --rendezvous DIR         an empty directory every rank can write (a shared\n"
-    "                           filesystem across hosts), or KILN_RENDEZVOUS\n"
+    "  --rendezvous DIR|tcp://HOST:PORT\n"
+    "                           where the ranks meet (or KILN_RENDEZVOUS): an empty\n"
+    "                           directory every rank can write (a shared filesystem\n"
+    "                           across hosts), or rank 0's address, where rank 0 serves\n"
+    "                           the rendezvous store (no shared filesystem needed)\n"
     "  --comm gloo|nccl         the collectives (default: gloo on cpu, nccl on cuda);\n"
     "                           --tp 1 --comm nccl runs one rank through NCCL\n"
     "  --tp-timeout SECONDS     a rank waiting longer on a peer fails (default 60)\n";
@@ -248,6 +252,11 @@ StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
   config.rank = rank;
   config.world_size = n;
   config.store_dir = a.Get("--rendezvous", Env("KILN_RENDEZVOUS"));
+  if (dist::IsTcpAddress(config.store_dir)) { // a bad address fails before any wait
+    std::string host;
+    int port = 0;
+    KILN_RETURN_IF_ERROR(dist::ParseTcpAddress(config.store_dir, &host, &port));
+  }
   if (!Env("KILN_TP_HOST").empty())
     config.host = Env("KILN_TP_HOST");
   KILN_ASSIGN_OR_RETURN(int seconds, IntArg(a.Get("--tp-timeout", "60"), "--tp-timeout", 1, 86400));
@@ -279,7 +288,8 @@ Status ConnectRank(TpRank &tp) {
   if (config.store_dir.empty()) {
     if (n > 1)
       return InvalidArgument("rank " + std::to_string(rank) +
-                             " needs --rendezvous DIR (or KILN_RENDEZVOUS) to find its peers");
+                             " needs --rendezvous DIR or tcp://HOST:PORT (or KILN_RENDEZVOUS) "
+                             "to find its peers");
     char tmpl[] = "/tmp/kiln-tp-XXXXXX"; // one rank meets only itself
     if (!::mkdtemp(tmpl))
       return Internal("cannot create a rendezvous directory");

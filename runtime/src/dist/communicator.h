@@ -49,8 +49,8 @@ public:
 struct RendezvousConfig {
   int rank = 0;
   int world_size = 1;
-  // A directory every rank can write (a shared filesystem across hosts):
-  // the rendezvous store's keys are files in it.
+  // The rendezvous store (dist/store.h): a directory every rank can write
+  // (a shared filesystem across hosts), or tcp://HOST:PORT, rank 0's address.
   std::string store_dir;
   // The address this rank's transport listens on, for its peers.
   std::string host = "127.0.0.1";

@@ -1,11 +1,9 @@
-// The rendezvous store of a run: a key-value store over a directory every
-// rank can reach (a local temp dir, or a shared filesystem across hosts).
-// Set writes a key atomically (a temp file renamed into place); Get waits
-// for a key until the deadline. Both the gloo and the NCCL communicator
-// exchange their connection data through it.
+// The rendezvous store over a directory every rank can reach (a local temp
+// dir, or a shared filesystem across hosts; store.h). Set writes a key
+// atomically (a temp file renamed into place); Get polls for it.
 #pragma once
 
-#include "kiln/status.h"
+#include "dist/store.h"
 
 #include <chrono>
 #include <string>
@@ -13,13 +11,13 @@
 
 namespace kiln::dist {
 
-class FileStore {
+class FileStore : public Store {
 public:
   explicit FileStore(std::string dir) : dir_(std::move(dir)) {}
-  Status Set(const std::string &key, const std::vector<char> &value);
-  // DeadlineExceeded naming the key after `timeout`.
-  StatusOr<std::vector<char>> Get(const std::string &key, std::chrono::milliseconds timeout);
-  const std::string &dir() const { return dir_; }
+  Status Set(const std::string &key, const std::vector<char> &value) override;
+  StatusOr<std::vector<char>> Get(const std::string &key,
+                                  std::chrono::milliseconds timeout) override;
+  std::string Where() const override { return dir_; }
 
 private:
   std::string Path(const std::string &key) const;

@@ -6,7 +6,7 @@
 // also the more accurate way to add partial products.
 #include "dist/gloo_communicator.h"
 
-#include "dist/file_store.h"
+#include "dist/store.h"
 #include "kernels/cpu/cast.h"
 
 #include <gloo/allgatherv.h>
@@ -24,11 +24,11 @@
 namespace kiln::dist {
 namespace {
 
-// gloo's store interface over the run's FileStore; gloo expects a throw on
-// a failure.
+// gloo's store interface over the run's rendezvous store; gloo expects a
+// throw on a failure.
 class StoreAdapter : public gloo::rendezvous::Store {
 public:
-  StoreAdapter(FileStore &store, std::chrono::milliseconds timeout)
+  StoreAdapter(kiln::dist::Store &store, std::chrono::milliseconds timeout)
       : store_(store), timeout_(timeout) {}
   void set(const std::string &key, const std::vector<char> &data) override {
     Status st = store_.Set(key, data);
@@ -51,7 +51,7 @@ public:
   }
 
 private:
-  FileStore &store_;
+  kiln::dist::Store &store_;
   std::chrono::milliseconds timeout_;
 };
 
@@ -190,19 +190,21 @@ StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(const RendezvousC
     return InvalidArgument("rank " + std::to_string(config.rank) + " of world size " +
                            std::to_string(config.world_size));
   if (config.store_dir.empty())
-    return InvalidArgument("the gloo communicator needs a rendezvous directory");
+    return InvalidArgument("the gloo communicator needs a rendezvous directory or address");
   // gloo's TCP pairs write to peers with plain writes: a peer that died
   // would raise SIGPIPE and kill this rank silently, instead of the write
   // failing and this rank reporting it.
   std::signal(SIGPIPE, SIG_IGN);
-  FileStore files(config.store_dir);
+  auto files = OpenStore(config.store_dir, config.rank, config.timeout);
+  if (!files.ok())
+    return files.status().WithContext("tensor parallel: rank " + std::to_string(config.rank));
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = config.host;
     auto dev = gloo::transport::tcp::CreateDevice(attr);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(config.rank, config.world_size);
     ctx->setTimeout(config.timeout);
-    StoreAdapter store(files, config.timeout);
+    StoreAdapter store(**files, config.timeout);
     ctx->connectFullMesh(store, dev);
     return std::unique_ptr<Communicator>(new GlooCommunicator(ctx, dev, config.timeout));
   } catch (const std::exception &e) {

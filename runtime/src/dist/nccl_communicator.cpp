@@ -12,7 +12,7 @@
 // The collectives themselves are enqueued on the stream without waiting, so
 // a CUDA graph capture records them (NCCL supports capture since 2.9).
 #include "dist/communicator.h"
-#include "dist/file_store.h"
+#include "dist/store.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -233,16 +233,17 @@ StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(const RendezvousC
                            std::to_string(config.world_size));
   KILN_CUDA_CHECK(cudaSetDevice(config.device));
   // Rank 0 makes the id; the others read it from the rendezvous store.
-  FileStore store(config.store_dir);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
+                        OpenStore(config.store_dir, config.rank, config.timeout));
   ncclUniqueId id;
   if (config.rank == 0) {
     ncclResult_t r = ncclGetUniqueId(&id);
     if (r != ncclSuccess)
       return NcclError(r, nullptr, "ncclGetUniqueId", __LINE__);
     KILN_RETURN_IF_ERROR(
-        store.Set("nccl_id", std::vector<char>(id.internal, id.internal + sizeof(id.internal))));
+        store->Set("nccl_id", std::vector<char>(id.internal, id.internal + sizeof(id.internal))));
   } else {
-    KILN_ASSIGN_OR_RETURN(std::vector<char> bytes, store.Get("nccl_id", config.timeout));
+    KILN_ASSIGN_OR_RETURN(std::vector<char> bytes, store->Get("nccl_id", config.timeout));
     if (bytes.size() != sizeof(id.internal))
       return Internal("rendezvous: the NCCL id in " + config.store_dir + " has " +
                       std::to_string(bytes.size()) + " bytes");

@@ -5,6 +5,7 @@
 // within seconds instead of hanging.
 #include "backends/cpu/cpu_backend.h"
 #include "dist/communicator.h"
+#include "dist/store.h"
 #include "kernels/cpu/cast.h"
 #include "kiln/executor.h"
 #include "test_plan.h"
@@ -16,7 +17,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <functional>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace kiln {
@@ -30,12 +35,16 @@ using test::TempPath;
 // Runs body(rank) in `n` forked processes that meet in a fresh rendezvous
 // dir; returns each rank's exit status (0: its checks passed). A child
 // reports a failed check by its exit code, so gtest stays in the parent.
+// `name` is a fresh directory's name, or a tcp:// address (rank 0 serves it).
 std::vector<int> RunRanks(int n, const std::string &name,
                           const std::function<int(Communicator &)> &body,
                           std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  std::string dir = TempPath(name);
-  std::string cmd = "mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::string dir = name;
+  if (!dist::IsTcpAddress(name)) {
+    dir = TempPath(name);
+    std::string cmd = "mkdir -p '" + dir + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+  }
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
@@ -217,6 +226,79 @@ TEST(Gloo, DeadPeerFailsTheOthersFast) {
   EXPECT_EQ(codes[1], 100 + SIGKILL);
   // Well under the 30 s timeout: the dead peer's closed socket ends the wait.
   EXPECT_LT(seconds, 10.0);
+}
+
+// A port free a moment ago (the store binds it again right after).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(TcpStore, RanksMeetThroughRankZerosAddress) {
+  const std::string address = "tcp://127.0.0.1:" + std::to_string(FreePort());
+  // Rank 1 starts first: it retries until rank 0 serves.
+  std::vector<char> got;
+  Status late = Status::Ok();
+  std::thread rank1([&] {
+    auto s = dist::OpenStore(address, 1, std::chrono::seconds(10));
+    if (!s.ok()) {
+      late = s.status();
+      return;
+    }
+    auto v = (*s)->Get("k", std::chrono::seconds(10)); // set after this waits
+    if (v.ok())
+      got = *v;
+    else
+      late = v.status();
+    auto missing = (*s)->Get("never", std::chrono::milliseconds(200));
+    if (missing.ok() || missing.status().message().find("'never'") == std::string::npos)
+      late = Internal("a key nobody sets must time out, naming it");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto s0 = dist::OpenStore(address, 0, std::chrono::seconds(10));
+  ASSERT_TRUE(s0.ok()) << s0.status().message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE((*s0)->Set("k", {'h', 'i', '\0', 'x'}).ok());
+  rank1.join();
+  EXPECT_TRUE(late.ok()) << late.message();
+  EXPECT_EQ(got, (std::vector<char>{'h', 'i', '\0', 'x'}));
+  auto own = (*s0)->Get("k", std::chrono::seconds(1));
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own->size(), 4u);
+}
+
+TEST(TcpStore, BadAddressesAreRefused) {
+  std::string host;
+  int port = 0;
+  EXPECT_FALSE(dist::ParseTcpAddress("tcp://host", &host, &port).ok());
+  EXPECT_FALSE(dist::ParseTcpAddress("tcp://host:99999", &host, &port).ok());
+  EXPECT_FALSE(dist::ParseTcpAddress("http://host:80", &host, &port).ok());
+  ASSERT_TRUE(dist::ParseTcpAddress("tcp://[::1]:29500", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 29500);
+  // Nobody serves it: a client gives up at its deadline, saying where it looked.
+  auto s = dist::OpenStore("tcp://127.0.0.1:" + std::to_string(FreePort()), 1,
+                           std::chrono::milliseconds(300));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("cannot reach the store"), std::string::npos);
+}
+
+TEST(Gloo, RanksMeetOverTcp) {
+  const std::string address = "tcp://127.0.0.1:" + std::to_string(FreePort());
+  std::vector<int> codes = RunRanks(3, address, [](Communicator &c) {
+    float v = static_cast<float>(c.rank() + 1);
+    CHILD_CHECK(c.AllReduceSum(&v, 1, DType::kF32).ok(), 1);
+    CHILD_CHECK(v == 6.0f, 2);
+    return 0;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0, 0}));
 }
 
 TEST(Communicator, UnknownKindIsRefused) {
