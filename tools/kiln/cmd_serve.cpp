@@ -28,7 +28,7 @@ namespace {
 int g_signal_pipe[2] = {-1, -1};
 
 void OnSignal(int sig) {
-  const char c = sig == SIGTERM ? 'T' : 'I';
+  const char c = sig == SIGTERM ? 'T' : sig == SIGHUP ? 'H' : 'I';
   (void)!write(g_signal_pipe[1], &c, 1); // async-signal-safe
 }
 
@@ -80,13 +80,100 @@ bool IsEncoder(const Plan &plan) {
   return f.ragged() == nullptr && (f.decoder() == nullptr || f.decoder()->logits() < 0);
 }
 
+// What a served plan owns. The engine stops before the pipeline and the
+// plan it steps go.
+struct Loaded {
+  std::unique_ptr<Plan> plan;
+  std::unique_ptr<Pipeline> pipe;
+  std::unique_ptr<serve::EngineLoop> engine;
+  std::unique_ptr<PlanEmbedder> embedder;
+  ~Loaded() {
+    if (engine)
+      engine->Stop();
+  }
+};
+
+// What every plan this server loads shares.
+struct LoadContext {
+  const ParsedArgs *args = nullptr;
+  serve::ServeSettings settings;
+  PipelineOptions options;
+  serve::Metrics *metrics = nullptr;
+};
+
+// Opens `plan` to serve: a decoder's pipeline and engine loop, started and
+// past a real engine step; or an encoder's embedder, past one embedding.
+StatusOr<std::shared_ptr<serve::ServedModel>>
+OpenModel(const LoadContext &c, const std::string &path, std::unique_ptr<Plan> plan) {
+  auto owner = std::make_shared<Loaded>();
+  owner->plan = std::move(plan);
+  const Plan &p = *owner->plan;
+  PipelineOptions options = c.options;
+  DenseDefaultsToCpu(*c.args, p, &options);
+  auto m = std::make_shared<serve::ServedModel>();
+  m->name = c.settings.model_name.empty() ? ModelName(path) : c.settings.model_name;
+  m->plan_path = path;
+  if (IsEncoder(p)) {
+    KILN_ASSIGN_OR_RETURN(owner->embedder, PlanEmbedder::Create(p, *c.args));
+    PlanEmbedder *e = owner->embedder.get();
+    serve::EmbeddingJob probe;
+    probe.ids = {{1}};
+    if (auto out = e->Embed(probe); !out.ok())
+      return Status(StatusCode::kInternal, "the encoder failed its readiness embedding: " +
+                                               out.status().message());
+    m->embed = [e](const serve::EmbeddingJob &job) { return e->Embed(job); };
+  } else {
+    KILN_ASSIGN_OR_RETURN(owner->pipe, Pipeline::Create(p, options));
+    m->tokenizer = owner->pipe->tokenizer();
+    m->defaults = owner->pipe->DefaultParams();
+    m->context_length = owner->pipe->context_length();
+    serve::EngineLoop::Options eo;
+    eo.max_queue = c.settings.max_queue;
+    eo.ready_interval_s = c.settings.ready_interval_s;
+    if (const fb::ModelMetadata *md = p.fb().metadata())
+      eo.probe_token = static_cast<int32_t>(std::max<int64_t>(0, md->bos_token_id()));
+    owner->engine = std::make_unique<serve::EngineLoop>(owner->pipe.get(), eo, c.metrics);
+    m->engine = owner->engine.get();
+    KILN_ASSIGN_OR_RETURN(m->chat, ChatRendererFor(p, owner->pipe->tokenizer()));
+    owner->engine->Start();
+    // Refuse a backend that cannot run a step.
+    if (!owner->engine->Ready(std::chrono::milliseconds(120000)))
+      return Status(StatusCode::kInternal, "the engine failed its first step (readiness probe)");
+  }
+  m->owner = owner;
+  return m;
+}
+
+// SIGHUP: the settings file again, and a switch to its plan (or to the
+// served plan's file, read again, when it names none).
+void OnHangup(const ParsedArgs &a, serve::HttpServer &server) {
+  std::string plan;
+  if (a.Has("--config")) {
+    serve::ServeSettings fresh;
+    auto j = ReadJsonObject(a.Get("--config"), "--config");
+    Status st = j.ok() ? serve::ApplySettingsJson(*j, &fresh) : j.status();
+    if (!st.ok()) {
+      std::fprintf(stderr, "kiln serve: SIGHUP: --config %s: %s; nothing changed\n",
+                   a.Get("--config").c_str(), st.message().c_str());
+      return;
+    }
+    plan = fresh.plan;
+  }
+  std::fprintf(stderr, "kiln serve: SIGHUP: switching to %s\n",
+               plan.empty() ? "the served plan's file, read again" : ("'" + plan + "'").c_str());
+  (void)server.Reload(plan); // it logs the outcome
+}
+
 Status Serve(const ParsedArgs &a) {
   serve::ServeSettings settings;
   KILN_RETURN_IF_ERROR(GatherSettings(a, &settings));
-  if (settings.model_name.empty())
-    settings.model_name = ModelName(a.positional[0]);
+  const std::string path = a.positional.empty() ? settings.plan : a.positional[0];
+  if (path.empty())
+    return InvalidArgument("give the plan: kiln serve PLAN, or \"plan\" in --config");
   KILN_RETURN_IF_ERROR(ApplyThreads(a));
-  PipelineOptions options;
+  LoadContext load;
+  load.args = &a;
+  PipelineOptions &options = load.options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   // The engine takes at least as many requests as the server admits.
   options.max_tracked = std::max(options.max_tracked, settings.max_queue * 64);
@@ -94,23 +181,25 @@ Status Serve(const ParsedArgs &a) {
   KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
   if (!tp.backend.empty())
     options.backend = tp.backend;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0], tp.load));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(path, tp.load));
   KILN_RETURN_IF_ERROR(ConnectRank(tp));
   KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
-  DenseDefaultsToCpu(a, *plan, &options);
   options.comm = tp.comm.get();
   if (tp.comm && IsEncoder(*plan))
     return InvalidArgument("--tp serves decoder plans; an encoder plan runs on one rank");
-  if (tp.follower())
+  if (tp.follower()) {
+    DenseDefaultsToCpu(a, *plan, &options);
     return RunFollower(*plan, options);
+  }
   std::unique_ptr<serve::KeyStore> keys;
   if (!settings.api_keys.empty()) {
     KILN_ASSIGN_OR_RETURN(keys, serve::KeyStore::Load(settings.api_keys));
   }
-  // SIGTERM and SIGINT write a byte to a pipe that a watcher thread reads:
-  // a handler works whichever thread the signal lands on (libraries such as
-  // OpenBLAS start threads before main, so a signal mask set here would not
-  // cover them). A client that hangs up must not kill the server with SIGPIPE.
+  // SIGTERM, SIGINT and SIGHUP write a byte to a pipe that a watcher thread
+  // reads: a handler works whichever thread the signal lands on (libraries
+  // such as OpenBLAS start threads before main, so a signal mask set here
+  // would not cover them). A client that hangs up must not kill the server
+  // with SIGPIPE.
   if (pipe(g_signal_pipe) != 0)
     return Status(StatusCode::kInternal, "cannot create the signal pipe");
   struct sigaction sa = {};
@@ -118,68 +207,59 @@ Status Serve(const ParsedArgs &a) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   serve::Metrics metrics;
+  load.settings = settings;
+  load.metrics = &metrics;
   serve::ServerDeps deps;
-  deps.model_name = settings.model_name;
   deps.keys = keys.get();
   deps.quotas = keys.get();
   deps.metrics = &metrics;
-  std::unique_ptr<Pipeline> pipe;
-  std::unique_ptr<serve::EngineLoop> engine;
-  std::unique_ptr<PlanEmbedder> embedder;
-  if (IsEncoder(*plan)) {
-    KILN_ASSIGN_OR_RETURN(embedder, PlanEmbedder::Create(*plan, a));
-    PlanEmbedder *e = embedder.get();
-    deps.embed = [e](const serve::EmbeddingJob &job) { return e->Embed(job); };
+  KILN_ASSIGN_OR_RETURN(deps.model, OpenModel(load, path, std::move(plan)));
+  if (tp.comm) {
+    deps.no_reload_reason = "under --tp every rank would need the new plan; restart the ranks";
   } else {
-    KILN_ASSIGN_OR_RETURN(pipe, Pipeline::Create(*plan, options));
-    deps.tokenizer = pipe->tokenizer();
-    deps.defaults = pipe->DefaultParams();
-    deps.context_length = pipe->context_length();
-    serve::EngineLoop::Options eo;
-    eo.max_queue = settings.max_queue;
-    eo.ready_interval_s = settings.ready_interval_s;
-    if (const fb::ModelMetadata *m = plan->fb().metadata())
-      eo.probe_token = static_cast<int32_t>(std::max<int64_t>(0, m->bos_token_id()));
-    engine = std::make_unique<serve::EngineLoop>(pipe.get(), eo, &metrics);
-    deps.engine = engine.get();
-    KILN_ASSIGN_OR_RETURN(deps.chat, ChatRendererFor(*plan, pipe->tokenizer()));
-  }
-
-  if (engine) {
-    engine->Start();
-    // Refuse to start on a backend that cannot run a step.
-    if (!engine->Ready(std::chrono::milliseconds(120000)))
-      return Status(StatusCode::kInternal, "the engine failed its first step (readiness probe)");
+    deps.loader = [&load](const std::string &next) -> StatusOr<std::shared_ptr<serve::ServedModel>> {
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> p, LoadPlan(next));
+      return OpenModel(load, next, std::move(p));
+    };
   }
   metrics.Set("kiln_ready", 1);
-  serve::HttpServer server(settings, std::move(deps));
-  KILN_ASSIGN_OR_RETURN(int port, server.Bind());
-  std::printf("kiln serve: %s on http://%s:%d (%s)\n", settings.model_name.c_str(),
-              settings.host.c_str(), port, keys ? "API keys required" : "no auth");
+  const std::string name = deps.model->name;
+  auto server = std::make_unique<serve::HttpServer>(settings, std::move(deps));
+  KILN_ASSIGN_OR_RETURN(int port, server->Bind());
+  std::printf("kiln serve: %s on http://%s:%d (%s)\n", name.c_str(), settings.host.c_str(), port,
+              keys ? "API keys required" : "no auth");
   std::fflush(stdout);
 
   std::thread signals([&] {
-    char sig = 0;
-    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    for (;;) {
+      char sig = 0;
+      while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+      }
+      if (sig == 'H') {
+        OnHangup(a, *server);
+        continue;
+      }
+      if (sig == 'q' || sig == 0)
+        return; // the listener ended without a signal
+      std::fprintf(stderr, "kiln serve: %s received\n", sig == 'T' ? "SIGTERM" : "SIGINT");
+      server->Drain();
+      return;
     }
-    if (sig == 'q')
-      return; // the listener ended without a signal
-    std::fprintf(stderr, "kiln serve: %s received\n", sig == 'T' ? "SIGTERM" : "SIGINT");
-    server.Drain();
   });
-  server.Listen();
+  server->Listen();
   // Listen returns after Drain stopped it; wake the watcher if no signal
   // came (the listener failed).
   const char quit = 'q';
   (void)!write(g_signal_pipe[1], &quit, 1);
   signals.join();
-  if (engine)
-    engine->Stop();
-  engine.reset();
-  pipe.reset(); // its last steps end before the other ranks are let go
+  // The served plan stops with the server (Listen returned after the last
+  // connection, so no request holds a plan switched away from); its last
+  // steps end before the other ranks are let go.
+  server.reset();
   KILN_RETURN_IF_ERROR(EndFollowers(tp.comm.get()));
   std::fprintf(stderr, "kiln serve: stopped\n");
   return Status::Ok();

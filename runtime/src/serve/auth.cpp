@@ -108,12 +108,14 @@ StatusOr<std::unique_ptr<KeyStore>> KeyStore::Load(const std::string &path) {
       } else if ((name == "rpm" || name == "tpm" || name == "max_concurrent") &&
                  it->is_number_integer() && it->get<int64_t>() >= 0) {
         (name == "rpm" ? k.rpm : name == "tpm" ? k.tpm : k.max_concurrent) = it->get<int64_t>();
+      } else if (name == "admin" && it->is_boolean()) {
+        k.admin = it->get<bool>();
       } else if (name == "id" || name == "sha256" || name == "rpm" || name == "tpm" ||
-                 name == "max_concurrent") {
+                 name == "max_concurrent" || name == "admin") {
         return InvalidArgument(where + "'" + name + "' has the wrong type");
       } else {
         return InvalidArgument(where + "unknown key '" + name +
-                               "' (id, sha256, rpm, tpm, max_concurrent)");
+                               "' (id, sha256, rpm, tpm, max_concurrent, admin)");
       }
     }
     if (k.id.empty() || !j.contains("sha256"))

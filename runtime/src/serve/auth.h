@@ -27,6 +27,7 @@ struct ApiKey {
   std::string id;
   unsigned char hash[32] = {};
   int64_t rpm = 0, tpm = 0, max_concurrent = 0;
+  bool admin = false; // may call /admin/* (switching the served plan)
 };
 
 // A fresh key: "kiln-" and 43 characters of base64url from 32 random bytes

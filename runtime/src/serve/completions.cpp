@@ -73,8 +73,10 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
   auto call = std::make_shared<Call>();
   if (!Authorize(req, res, call.get()))
     return;
-  if (deps_.engine == nullptr) {
-    ApiError e = BadRequest("the model '" + deps_.model_name +
+  // The plan this request runs on, to its end, whatever Reload does meanwhile.
+  const std::shared_ptr<const ServedModel> m = Model();
+  if (m->engine == nullptr) {
+    ApiError e = BadRequest("the model '" + m->name +
                             "' is an encoder: it serves /v1/embeddings only");
     e.status = 404;
     e.code = "model_not_found";
@@ -90,29 +92,29 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
     return SendError(res, *e, call.get());
   }
   ParseLimits limits;
-  limits.context_length = deps_.context_length;
+  limits.context_length = m->context_length;
   limits.max_timeout_s = settings_.max_request_timeout_s;
   CompletionJob job;
-  if (auto e = ParseCompletionJob(body, endpoint, deps_.defaults, limits, &job)) {
+  if (auto e = ParseCompletionJob(body, endpoint, m->defaults, limits, &job)) {
     deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
     return SendError(res, *e, call.get());
   }
-  if (!job.model.empty() && job.model != deps_.model_name) {
+  if (!job.model.empty() && job.model != m->name) {
     ApiError e = BadRequest("the model '" + job.model + "' does not exist; this server has '" +
-                                deps_.model_name + "'",
+                                m->name + "'",
                             "model");
     e.status = 404;
     e.code = "model_not_found";
     return SendError(res, e, call.get());
   }
   if (endpoint == Endpoint::kChat) {
-    if (!deps_.chat) {
+    if (!m->chat) {
       deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
       return SendError(res,
                        BadRequest("the plan has no chat template; use /v1/completions", "messages"),
                        call.get());
     }
-    auto prompt = deps_.chat(job.messages);
+    auto prompt = m->chat(job.messages);
     if (!prompt.ok()) {
       deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
       return SendError(res,
@@ -121,10 +123,10 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
     }
     // The template writes the special tokens (BOS included) itself, so the
     // text is encoded without adding them again (as HF's apply_chat_template).
-    if (deps_.tokenizer == nullptr)
+    if (m->tokenizer == nullptr)
       return SendError(res, BadRequest("the plan has no tokenizer for chat", "messages"),
                        call.get());
-    auto ids = deps_.tokenizer->Encode(*prompt, /*add_special_tokens=*/false);
+    auto ids = m->tokenizer->Encode(*prompt, /*add_special_tokens=*/false);
     if (!ids.ok() || ids->empty())
       return SendError(
           res,
@@ -149,7 +151,7 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
     }
     call->quota_held = true;
   }
-  auto submitted = deps_.engine->Submit(job.prompts);
+  auto submitted = m->engine->Submit(job.prompts);
   if (!submitted.ok()) {
     deps_.metrics->Add("kiln_rejections_total", 1, "queue_full");
     return SendError(res, Unavailable(submitted.status().message(), "queue_full"), call.get());
@@ -169,15 +171,15 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
   ctx.endpoint = endpoint;
   ctx.id = NewResponseId(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-");
   ctx.created = static_cast<int64_t>(std::time(nullptr));
-  ctx.model = deps_.model_name;
-  ctx.tokenizer = deps_.tokenizer;
+  ctx.model = m->name;
+  ctx.tokenizer = m->tokenizer;
   ctx.logprobs = job.logprobs;
   ctx.top_logprobs = job.top_logprobs;
   const double timeout_s = job.timeout_s > 0 ? job.timeout_s : settings_.request_timeout_s;
   const Clock::time_point deadline =
       Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
   const int n = job.n;
-  EngineLoop *engine = deps_.engine;
+  EngineLoop *engine = m->engine;
 
   if (!job.stream) {
     Collected got(stream->choices());
@@ -225,7 +227,7 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
   auto finished = std::make_shared<bool>(false);
   res.set_chunked_content_provider(
       "text/event-stream",
-      [=](size_t, httplib::DataSink &sink) {
+      [=, keep = m](size_t, httplib::DataSink &sink) {
         ChoiceEvent ev;
         auto write = [&](const std::string &s) { return sink.write(s.data(), s.size()); };
         for (;;) {
@@ -281,7 +283,7 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
           }
         }
       },
-      [=](bool) {
+      [=, keep = m](bool) {
         // The response ended (or the connection did) before the stream
         // finished: cancel what still runs.
         if (!*finished) {
@@ -296,8 +298,9 @@ void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response 
   Call call;
   if (!Authorize(req, res, &call))
     return;
-  if (!deps_.embed) {
-    ApiError e = BadRequest("the model '" + deps_.model_name +
+  const std::shared_ptr<const ServedModel> m = Model();
+  if (!m->embed) {
+    ApiError e = BadRequest("the model '" + m->name +
                             "' is a decoder: /v1/embeddings needs an encoder plan");
     e.status = 404;
     e.code = "model_not_found";
@@ -311,7 +314,7 @@ void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response 
   EmbeddingJob job;
   if (auto e = ParseEmbeddingJob(body, 256, &job))
     return SendError(res, *e, &call);
-  if (!job.model.empty() && job.model != deps_.model_name) {
+  if (!job.model.empty() && job.model != m->name) {
     ApiError e = BadRequest("the model '" + job.model + "' does not exist", "model");
     e.status = 404;
     e.code = "model_not_found";
@@ -332,7 +335,7 @@ void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response 
     }
     call.quota_held = true;
   }
-  auto out = deps_.embed(job);
+  auto out = m->embed(job);
   if (!out.ok())
     return SendError(res, BadRequest(out.status().message(), "input"), &call);
   nlohmann::ordered_json data = nlohmann::ordered_json::array();
@@ -346,7 +349,7 @@ void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response 
   nlohmann::ordered_json j = {
       {"object", "list"},
       {"data", data},
-      {"model", deps_.model_name},
+      {"model", m->name},
       {"usage", {{"prompt_tokens", out->tokens}, {"total_tokens", out->tokens}}}};
   res.set_content(Dump(j), "application/json");
 }

@@ -95,10 +95,103 @@ bool HttpServer::Authorize(const httplib::Request &req, httplib::Response &res, 
   return true;
 }
 
-std::string HttpServer::ModelsBody() const {
+std::string HttpServer::ModelsBody(const ServedModel &model) const {
   nlohmann::ordered_json m = {
-      {"id", deps_.model_name}, {"object", "model"}, {"created", created_}, {"owned_by", "kiln"}};
+      {"id", model.name}, {"object", "model"}, {"created", created_}, {"owned_by", "kiln"}};
   return Dump({{"object", "list"}, {"data", nlohmann::ordered_json::array({m})}});
+}
+
+std::shared_ptr<const ServedModel> HttpServer::Model() const {
+  std::lock_guard<std::mutex> l(model_mu_);
+  return deps_.model;
+}
+
+StatusOr<std::shared_ptr<const ServedModel>> HttpServer::Reload(const std::string &plan_path,
+                                                                bool rollback) {
+  std::lock_guard<std::mutex> one(reload_mu_);
+  if (!deps_.loader)
+    return Status(StatusCode::kUnimplemented,
+                  "this server cannot switch plans: " + deps_.no_reload_reason);
+  if (draining_)
+    return Status(StatusCode::kUnimplemented, "the server is draining");
+  std::string path = plan_path;
+  {
+    std::lock_guard<std::mutex> l(model_mu_);
+    if (rollback && previous_path_.empty())
+      return Status(StatusCode::kUnimplemented, "no earlier plan to roll back to");
+    if (rollback)
+      path = previous_path_;
+    else if (path.empty())
+      path = deps_.model->plan_path;
+  }
+  if (path.empty())
+    return InvalidArgument("give the plan to switch to");
+  std::fprintf(stderr, "kiln serve: loading '%s' beside the served plan\n", path.c_str());
+  auto next = deps_.loader(path);
+  if (!next.ok()) {
+    deps_.metrics->Add("kiln_reloads_total", 1, "failed");
+    std::fprintf(stderr, "kiln serve: '%s' not switched to, the served plan stays: %s\n",
+                 path.c_str(), next.status().message().c_str());
+    return next.status();
+  }
+  std::shared_ptr<ServedModel> old;
+  {
+    std::lock_guard<std::mutex> l(model_mu_);
+    old = deps_.model;
+    deps_.model = *next;
+    previous_path_ = old->plan_path;
+  }
+  deps_.metrics->Add("kiln_reloads_total", 1, "ok");
+  std::fprintf(stderr, "kiln serve: now serving '%s' from '%s'; '%s' finishes its %d requests\n",
+               (*next)->name.c_str(), path.c_str(), old->name.c_str(),
+               old->engine ? old->engine->in_flight() : 0);
+  return std::shared_ptr<const ServedModel>(*next);
+}
+
+void HttpServer::ReloadRoute(const httplib::Request &req, httplib::Response &res) {
+  Call call;
+  if (!Authorize(req, res, &call))
+    return;
+  if (deps_.keys != nullptr && !deps_.keys->key(call.key).admin) {
+    ApiError e;
+    e.status = 403;
+    e.type = "permission_error";
+    e.code = "not_admin";
+    e.message = "key '" + call.key_id + "' may not switch plans (\"admin\": true in the keys file)";
+    return SendError(res, e, &call);
+  }
+  nlohmann::json body = nlohmann::json::object();
+  if (!req.body.empty()) {
+    if (auto e = ParseBody(req.body, &body))
+      return SendError(res, *e, &call);
+  }
+  if (!body.is_object())
+    return SendError(res, BadRequest("the body must be a JSON object"), &call);
+  for (auto it = body.begin(); it != body.end(); ++it)
+    if (it.key() != "plan" && it.key() != "rollback")
+      return SendError(res, BadRequest("unknown field '" + it.key() + "' (plan, rollback)", it.key()),
+                       &call);
+  if (body.contains("plan") && !body["plan"].is_string())
+    return SendError(res, BadRequest("plan must be a file path", "plan"), &call);
+  if (body.contains("rollback") && !body["rollback"].is_boolean())
+    return SendError(res, BadRequest("rollback must be true or false", "rollback"), &call);
+  const bool rollback = body.value("rollback", false);
+  if (rollback && body.contains("plan"))
+    return SendError(res, BadRequest("give plan or rollback, not both", "plan"), &call);
+  auto switched = Reload(body.value("plan", std::string()), rollback);
+  if (!switched.ok()) {
+    ApiError e;
+    const bool state = switched.status().code() == StatusCode::kUnimplemented;
+    e.status = state ? 409 : 422;
+    e.type = state ? "conflict" : "invalid_request_error";
+    e.code = state ? "cannot_reload" : "plan_not_ready";
+    e.message = switched.status().message() + (state ? "" : "; the served plan stays");
+    return SendError(res, e, &call);
+  }
+  res.set_content(Dump({{"object", "reload"},
+                        {"model", (*switched)->name},
+                        {"plan", (*switched)->plan_path}}),
+                  "application/json");
 }
 
 void HttpServer::Routes() {
@@ -112,8 +205,9 @@ void HttpServer::Routes() {
     Call call;
     if (!Authorize(req, res, &call))
       return;
+    const auto model = Model();
     bool ready = !draining_ &&
-                 (deps_.engine == nullptr || deps_.engine->Ready(std::chrono::milliseconds(10000)));
+                 (model->engine == nullptr || model->engine->Ready(std::chrono::milliseconds(10000)));
     deps_.metrics->Set("kiln_ready", ready ? 1 : 0);
     if (!ready) {
       ApiError e;
@@ -131,21 +225,22 @@ void HttpServer::Routes() {
     call.access_log = false; // scraped every few seconds
     if (!Authorize(req, res, &call))
       return;
-    if (deps_.engine)
-      deps_.metrics->Set("kiln_requests_in_flight", deps_.engine->in_flight());
+    if (const auto model = Model(); model->engine)
+      deps_.metrics->Set("kiln_requests_in_flight", model->engine->in_flight());
     res.set_content(deps_.metrics->Render(), "text/plain; version=0.0.4");
   });
   http_->Get("/v1/models", [this](const Request &req, Response &res) {
     Call call;
     if (!Authorize(req, res, &call))
       return;
-    res.set_content(ModelsBody(), "application/json");
+    res.set_content(ModelsBody(*Model()), "application/json");
   });
   http_->Get(R"(/v1/models/(.+))", [this](const Request &req, Response &res) {
     Call call;
     if (!Authorize(req, res, &call))
       return;
-    if (req.matches[1] != deps_.model_name) {
+    const auto model = Model();
+    if (req.matches[1] != model->name) {
       ApiError e;
       e.status = 404;
       e.code = "model_not_found";
@@ -153,7 +248,7 @@ void HttpServer::Routes() {
       SendError(res, e, &call);
       return;
     }
-    res.set_content(Dump({{"id", deps_.model_name},
+    res.set_content(Dump({{"id", model->name},
                           {"object", "model"},
                           {"created", created_},
                           {"owned_by", "kiln"}}),
@@ -167,6 +262,7 @@ void HttpServer::Routes() {
   });
   http_->Post("/v1/embeddings",
               [this](const Request &req, Response &res) { EmbeddingsRoute(req, res); });
+  http_->Post("/admin/reload", [this](const Request &req, Response &res) { ReloadRoute(req, res); });
   // Statuses httplib sets itself (404 no route, 413 body too large, 400
   // malformed HTTP) get the API's error body; handlers' own errors already
   // have one.
@@ -236,8 +332,10 @@ void HttpServer::Drain() {
   if (draining_.exchange(true))
     return;
   deps_.metrics->Set("kiln_draining", 1);
+  const auto model = Model();
+  EngineLoop *engine = model->engine;
   std::fprintf(stderr, "kiln serve: draining: no new requests; %d in flight, up to %gs\n",
-               deps_.engine ? deps_.engine->in_flight() : 0, settings_.drain_timeout_s);
+               engine ? engine->in_flight() : 0, settings_.drain_timeout_s);
   // Closing the listening socket stops new connections; listen_after_bind
   // returns once the connections being served have finished. A signal that
   // comes before the listener runs must wait for it, or stop() finds nothing
@@ -245,17 +343,17 @@ void HttpServer::Drain() {
   for (int i = 0; i < 1000 && !http_->is_running() && !listen_returned_; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   http_->stop();
-  if (deps_.engine == nullptr)
+  if (engine == nullptr)
     return;
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::microseconds(static_cast<int64_t>(settings_.drain_timeout_s * 1e6));
-  while (deps_.engine->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+  while (engine->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (deps_.engine->in_flight() > 0) {
+  if (engine->in_flight() > 0) {
     std::fprintf(stderr, "kiln serve: drain deadline: cancelling %d requests\n",
-                 deps_.engine->in_flight());
-    deps_.engine->CancelAll("drain");
+                 engine->in_flight());
+    engine->CancelAll("drain");
   }
 }
 

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace httplib {
@@ -38,14 +39,31 @@ struct Embeddings {
 };
 using Embedder = std::function<StatusOr<Embeddings>(const EmbeddingJob &job)>;
 
-struct ServerDeps {
-  std::string model_name;
+// One plan being served: what the routes need of it. A request takes the
+// current one when it starts and keeps it to its end, so a plan switched
+// away from (Reload) finishes what it accepted; `owner` holds the plan,
+// pipeline, engine loop or embedder, and dropping the last reference stops
+// its engine.
+struct ServedModel {
+  std::string name;             // the model id of responses and /v1/models
+  std::string plan_path;        // "" when not loaded from a file
   EngineLoop *engine = nullptr; // null for an encoder plan
   const Tokenizer *tokenizer = nullptr;
   RequestParams defaults;
   int64_t context_length = 0;
-  ChatRenderer chat;              // null: the plan has no chat template
-  Embedder embed;                 // null: not an encoder plan
+  ChatRenderer chat; // null: the plan has no chat template
+  Embedder embed;    // null: not an encoder plan
+  std::shared_ptr<void> owner;
+};
+// Loads `plan_path` beside the served plan: started, and past a readiness
+// check of its own (a real engine step, or an embedding), or an error.
+using ModelLoader =
+    std::function<StatusOr<std::shared_ptr<ServedModel>>(const std::string &plan_path)>;
+
+struct ServerDeps {
+  std::shared_ptr<ServedModel> model;
+  ModelLoader loader;             // null: the plan cannot be switched (e.g. --tp)
+  std::string no_reload_reason;   // why, when loader is null
   const KeyStore *keys = nullptr; // null: no auth (allow_no_auth)
   KeyStore *quotas = nullptr;     // the same store, for quotas
   Metrics *metrics = nullptr;
@@ -63,6 +81,16 @@ public:
   // Stops accepting, lets accepted requests finish for drain_timeout_s,
   // then cancels the rest. Safe to call from any thread, once or more.
   void Drain();
+  // Switches to the plan at `plan_path` ("" : the served plan's file, read
+  // again): it is loaded beside the served one and must pass its readiness
+  // check before new requests go to it; requests already accepted finish on
+  // the old one. On failure the old plan keeps serving and the error says
+  // why. `rollback`: switch back to the plan served before the last switch.
+  // One switch at a time; the admin route and SIGHUP both call this.
+  StatusOr<std::shared_ptr<const ServedModel>> Reload(const std::string &plan_path,
+                                                      bool rollback = false);
+  // The plan new requests go to.
+  std::shared_ptr<const ServedModel> Model() const;
 
 private:
   using Call = CallLog; // one request's auth, quota and log state
@@ -71,10 +99,14 @@ private:
   void SendError(httplib::Response &res, const ApiError &e, Call *call);
   void Completions(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
   void EmbeddingsRoute(const httplib::Request &req, httplib::Response &res);
-  std::string ModelsBody() const;
+  void ReloadRoute(const httplib::Request &req, httplib::Response &res);
+  std::string ModelsBody(const ServedModel &m) const;
 
   ServeSettings settings_;
   ServerDeps deps_;
+  mutable std::mutex model_mu_;              // guards deps_.model and previous_path_
+  std::mutex reload_mu_;                     // one Reload at a time
+  std::string previous_path_;                // the plan served before the last switch
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> listen_returned_{false};

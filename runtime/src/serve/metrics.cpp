@@ -19,6 +19,8 @@ Metrics::Metrics() {
       {"kiln_http_requests_total", {"counter", "HTTP requests answered, by status code", "code"}},
       {"kiln_rejections_total",
        {"counter", "requests refused before they ran, by reason", "reason"}},
+      {"kiln_reloads_total",
+       {"counter", "plan switches (/admin/reload, SIGHUP), by result: ok or failed", "result"}},
       {"kiln_cancellations_total",
        {"counter", "admitted requests cancelled, by reason (disconnect, timeout, drain)",
         "reason"}},

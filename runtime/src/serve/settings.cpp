@@ -71,6 +71,10 @@ const std::vector<Entry> &Entries() {
       {{"allow_no_auth", "bool",
         "serve without keys: every route is open (for a trusted loopback only)"},
        Bool(&ServeSettings::allow_no_auth, "allow_no_auth")},
+      {{"plan", "string",
+        "the plan to serve when the PLAN argument is not given (the argument wins); on "
+        "SIGHUP the settings file is read again and the server switches to its plan (docs/serve.md)"},
+       String(&ServeSettings::plan, "plan")},
       {{"model_name", "string",
         "the model id of /v1/models and responses (default: the plan file's name)"},
        String(&ServeSettings::model_name, "model_name")},

@@ -20,6 +20,7 @@ struct ServeSettings {
   std::string api_keys; // keys file; "" only with allow_no_auth
   bool allow_no_auth = false;
   std::string model_name; // "" : the plan file's name without ".plan"
+  std::string plan;       // the plan to serve when PLAN is not given; SIGHUP switches to it
   int max_queue = 256;    // requests admitted (waiting or running) at once
   double request_timeout_s = 600;
   double max_request_timeout_s = 3600;

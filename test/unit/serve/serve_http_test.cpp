@@ -48,11 +48,13 @@ protected:
     if (!keys.empty())
       keys_ = KeyStore::FromKeys(keys);
     ServerDeps deps;
-    deps.model_name = "toy";
-    deps.engine = engine_.get();
-    deps.tokenizer = pipe_->tokenizer();
-    deps.defaults = pipe_->DefaultParams();
-    deps.context_length = pipe_->context_length();
+    auto model = std::make_shared<ServedModel>();
+    model->name = "toy";
+    model->engine = engine_.get();
+    model->tokenizer = pipe_->tokenizer();
+    model->defaults = pipe_->DefaultParams();
+    model->context_length = pipe_->context_length();
+    deps.model = model;
     deps.keys = keys_.get();
     deps.quotas = keys_.get();
     deps.metrics = &metrics_;
@@ -284,8 +286,8 @@ TEST_F(ServeHttp, PortInUseIsRefused) {
   ServeSettings s = Open();
   s.port = port_;
   ServerDeps deps;
-  deps.model_name = "toy";
-  deps.engine = engine_.get();
+  deps.model = std::make_shared<ServedModel>();
+  deps.model->name = "toy";
   deps.metrics = &metrics_;
   HttpServer second(s, std::move(deps));
   auto bound = second.Bind();
