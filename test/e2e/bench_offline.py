@@ -92,7 +92,9 @@ def main():
         for bad, why in [(["--concurrency", "0"], "--concurrency"),
                          (["--num-prompts", "x"], "--num-prompts"),
                          (["--peer-json", str(tmp / "missing.json"), "--plot", str(tmp / "x.png")], "--peer-json")]:
-            r = subprocess.run([args.kiln, "bench", "offline", args.plan, *bad], capture_output=True, text=True)
+            # Refused before anything runs (the default benchmark would take minutes).
+            r = subprocess.run([args.kiln, "bench", "offline", args.plan, *bad], capture_output=True,
+                               text=True, timeout=120)
             check(r.returncode == 2 and why in r.stderr, f"{' '.join(bad)}: exit {r.returncode}, {r.stderr.strip()[:120]}")
         r = subprocess.run([args.kiln, "bench", "offline", str(tmp / "none.plan")], capture_output=True, text=True)
         check(r.returncode == 2 and "none.plan" in r.stderr, f"missing plan: exit {r.returncode}")

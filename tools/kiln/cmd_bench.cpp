@@ -111,6 +111,9 @@ Status BenchLevels(const ParsedArgs &a, const std::string &command, const Plan &
                    const PipelineOptions &options);
 
 Status Bench(const ParsedArgs &a, const std::string &command) {
+  // A bad peer file fails now, not after the whole benchmark ran.
+  if (a.Has("--peer-json"))
+    KILN_RETURN_IF_ERROR(PeerTokensPerSecond(a.Get("--peer-json")).status());
   KILN_RETURN_IF_ERROR(ApplyThreads(a));
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
