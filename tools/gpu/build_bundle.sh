@@ -59,9 +59,10 @@ for target in "${TARGETS[@]}"; do
   strip --strip-all "$STAGE/gpu-bundle/bin/$target"
 done
 
-# System libraries every glibc machine has, and CUDA's, which come from the
-# GPU machine (its driver and toolkit): the rest travels in lib/.
-HOST_LIBS='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libutil|libcuda|libcublas|libcublasLt|libnvidia-[a-z-]*)\.so'
+# System libraries every glibc machine has, and CUDA's and NCCL's, which come
+# from the GPU machine (its driver, toolkit and NCCL; NCCL alone is 200 MiB):
+# the rest travels in lib/.
+HOST_LIBS='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libutil|libcuda|libcublas|libcublasLt|libnccl|libnvidia-[a-z-]*)\.so'
 for bin in "$STAGE"/gpu-bundle/bin/*; do
   ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
@@ -91,7 +92,7 @@ for bin in "$CHECK"/gpu-bundle/bin/*; do
     [ -e "$path" ] && path=$(readlink -f "$path")
     case $path in
       "$CHECK"/gpu-bundle/lib/*) ;;
-      'not') [[ $name =~ ^libcu ]] || { echo "  $(basename "$bin"): $name not found" >&2; bad=1; } ;;
+      'not') [[ $name =~ ^(libcu|libnccl) ]] || { echo "  $(basename "$bin"): $name not found" >&2; bad=1; } ;;
       *) [[ $name =~ $HOST_LIBS ]] || { echo "  $(basename "$bin"): $name from $path" >&2; bad=1; } ;;
     esac
   done < <(env -i PATH=/usr/bin:/bin ldd "$bin" | awk '$2 == "=>" {print $1, $3}')

@@ -65,7 +65,37 @@ EOF
     *":$found:"*) ;;
     *) export LD_LIBRARY_PATH=$found${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
   esac
-  echo "bundle_env.sh: kiln $KILN, cuBLASLt from $found" >&2
+  # NCCL (the bundle does not carry it: 200 MiB): the toolkit's, pip's
+  # nvidia-nccl beside torch, or the loader's.
+  local nccl=""
+  for d in "$found" ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64; do
+    if [ -e "$d/libnccl.so.2" ]; then nccl=$d; break; fi
+  done
+  if [ -z "$nccl" ]; then
+    nccl=$(${PYTHON:-python3} - 2>/dev/null <<'EOF'
+import glob, os, sys
+for p in sys.path:
+    for pat in ("nvidia/nccl/lib", "nvidia/cu13/lib"):
+        d = os.path.join(p, pat)
+        if glob.glob(os.path.join(d, "libnccl.so.2")):
+            print(d)
+            sys.exit(0)
+EOF
+)
+  fi
+  if [ -z "$nccl" ]; then
+    nccl=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')
+    nccl=${nccl:+$(dirname "$nccl")}
+  fi
+  if [ -n "$nccl" ]; then
+    case ":${LD_LIBRARY_PATH:-}:" in
+      *":$nccl:"*) ;;
+      *) export LD_LIBRARY_PATH=$nccl:$LD_LIBRARY_PATH ;;
+    esac
+  else
+    echo "bundle_env.sh: no libnccl.so.2 found: the NCCL communicator will not load" >&2
+  fi
+  echo "bundle_env.sh: kiln $KILN, cuBLASLt from $found, NCCL from ${nccl:-nowhere}" >&2
 }
 
 kiln_bundle_env
