@@ -11,8 +11,10 @@ completions back to back for --seconds. Checks:
   - every 200 is a whole completion (16 tokens, finish_reason length);
   - 503s are counted: kiln_rejections_total{reason="queue_full"} equals the
     503s the clients saw, and kiln_requests_finished_total the 200s;
-  - memory stays bounded: the peak RSS under load is within 64 MiB plus 25%
-    of the RSS after a warm-up;
+  - memory stays bounded: the load runs in two equal halves, and the second
+    half's peak RSS is within 10% plus 32 MiB of the first's (memory that
+    grew with the requests served, a leak or an unbounded queue, would peak
+    higher; a bound against the warm-up RSS would measure ASan's quarantine);
   - afterwards nothing is left in flight, no KV block is held, /health and
     /ready answer 200, and SIGTERM exits 0.
 Prints a summary line: requests sent, accepted, rejected, peak RSS.
@@ -47,6 +49,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--capacity", type=int, default=8)
     ap.add_argument("--factor", type=int, default=10)
+    ap.add_argument("--sanitized", action="store_true",
+                    help="KILN is an ASan build: its RSS is the sanitizer's allocator and "
+                         "quarantine, so the memory check is left to the release build's run")
     ap.add_argument("plan")
     args = ap.parse_args()
     clients = args.capacity * args.factor
@@ -61,57 +66,68 @@ def main():
 
     lock = threading.Lock()
     counts = {"sent": 0, 200: 0, 503: 0, "other": [], "bad_200": [], "no_retry_after": 0}
-    stop_at = time.time() + args.seconds
-    peak = [base]
 
-    def client(i):
-        conn = None
-        n = 0
-        while time.time() < stop_at:
-            try:
-                if conn is None:
-                    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-                conn.request("POST", "/v1/completions", json.dumps(dict(body, seed=i * 1000 + n)),
-                             {"Content-Type": "application/json"})
-                r = conn.getresponse()
-                text = r.read().decode("utf-8", "replace")
-                headers = {k.lower(): v for k, v in r.getheaders()}
-            except OSError as e:
+    def phase(seconds, first_seed):
+        """Loads the server for `seconds`; returns the peak RSS seen meanwhile."""
+        stop_at = time.time() + seconds
+        peak = [rss_mib(server.proc.pid)]
+
+        def client(i):
+            conn = None
+            n = 0
+            while time.time() < stop_at:
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+                    conn.request("POST", "/v1/completions",
+                                 json.dumps(dict(body, seed=first_seed + i * 1000 + n)),
+                                 {"Content-Type": "application/json"})
+                    r = conn.getresponse()
+                    text = r.read().decode("utf-8", "replace")
+                    headers = {k.lower(): v for k, v in r.getheaders()}
+                except OSError as e:
+                    with lock:
+                        counts["other"].append(f"client {i}: {type(e).__name__}: {e}")
+                    conn = None
+                    time.sleep(0.05)
+                    continue
+                n += 1
                 with lock:
-                    counts["other"].append(f"client {i}: {type(e).__name__}: {e}")
-                conn = None
-                time.sleep(0.05)
-                continue
-            n += 1
-            with lock:
-                counts["sent"] += 1
-                if r.status == 200:
-                    counts[200] += 1
-                    j = json.loads(text)
-                    c = j["choices"][0]
-                    if c["finish_reason"] != "length" or j["usage"]["completion_tokens"] != 16:
-                        counts["bad_200"].append(text[:200])
-                elif r.status == 503:
-                    counts[503] += 1
-                    counts["no_retry_after"] += "retry-after" not in headers
-                else:
-                    counts["other"].append(f"{r.status} {text[:200]}")
-            if r.status == 503:
-                time.sleep(0.01)  # a client that honours nothing, but does not spin
+                    counts["sent"] += 1
+                    if r.status == 200:
+                        counts[200] += 1
+                        j = json.loads(text)
+                        c = j["choices"][0]
+                        if c["finish_reason"] != "length" or j["usage"]["completion_tokens"] != 16:
+                            counts["bad_200"].append(text[:200])
+                    elif r.status == 503:
+                        counts[503] += 1
+                        counts["no_retry_after"] += "retry-after" not in headers
+                    else:
+                        counts["other"].append(f"{r.status} {text[:200]}")
+                if r.status == 503:
+                    time.sleep(0.01)  # a client that honours nothing, but does not spin
 
-    def sample():
-        while time.time() < stop_at + 1:
-            peak[0] = max(peak[0], rss_mib(server.proc.pid))
-            time.sleep(0.1)
+        def sample():
+            while time.time() < stop_at + 1:
+                peak[0] = max(peak[0], rss_mib(server.proc.pid))
+                time.sleep(0.1)
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    sampler.join()
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        sampler.join()
+        return peak[0]
+
+    # Two equal phases: memory that grows with the requests served (a leak,
+    # a queue without a bound) peaks higher in the second.
+    peak1 = phase(args.seconds / 2, 0)
+    peak2 = phase(args.seconds / 2, 10**7)
+
 
     alive = server.proc.poll() is None
     check(alive, "the server survived the load")
@@ -121,8 +137,14 @@ def main():
     check(not counts["other"], f"only 200 and 503: {counts['other'][:5]}")
     check(not counts["bad_200"], f"every 200 is a whole completion: {counts['bad_200'][:3]}")
     check(counts["no_retry_after"] == 0, f"every 503 has Retry-After ({counts['no_retry_after']} lack it)")
-    bound = base * 1.25 + 64
-    check(peak[0] <= bound, f"peak RSS {peak[0]:.0f} MiB within {bound:.0f} (after warm-up {base:.0f})")
+    bound = peak1 * 1.1 + 32
+    if args.sanitized:
+        print(f"note peak RSS {peak1:.0f} then {peak2:.0f} MiB under ASan: not checked here "
+              f"(its allocator keeps freed memory; the release build's run checks it)")
+    else:
+        check(peak2 <= bound, f"memory plateaus: peak RSS {peak1:.0f} MiB in the first half, "
+                              f"{peak2:.0f} MiB in the second (bound {bound:.0f}; after warm-up "
+                              f"{base:.0f})")
     if alive:
         rejected = metric(server, None, 'kiln_rejections_total{reason="queue_full"}')
         finished = metric(server, None, "kiln_requests_finished_total")
@@ -141,7 +163,7 @@ def main():
     check(server.stop() == 0, "SIGTERM: exit 0")
     print(f"load: {clients} clients x {args.seconds:.0f} s, capacity {args.capacity}: "
           f"{counts['sent']} requests, {counts[200]} accepted, {counts[503]} rejected, "
-          f"RSS {base:.0f} -> peak {peak[0]:.0f} MiB")
+          f"RSS {base:.0f} -> peaks {peak1:.0f}, {peak2:.0f} MiB")
     print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
     return 1 if failures else 0
 
