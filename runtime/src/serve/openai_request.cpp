@@ -341,8 +341,19 @@ std::optional<ApiError> ParseBody(const std::string &body, nlohmann::json *out) 
   try {
     *out = nlohmann::json::parse(body);
   } catch (const nlohmann::json::exception &e) {
-    // parse_error, and out_of_range for a number past a double (1e999).
-    ApiError err = BadRequest(std::string("the body is not valid JSON: ") + e.what());
+    // parse_error, and out_of_range for a number past a double (1e999). The
+    // parser quotes the bytes it stopped at, which may be invalid UTF-8: they
+    // are written as \xNN, so the message itself is valid UTF-8.
+    std::string what;
+    for (unsigned char c : std::string(e.what())) {
+      if (c < 0x80) {
+        what += static_cast<char>(c);
+      } else {
+        static const char kHex[] = "0123456789abcdef";
+        what += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+      }
+    }
+    ApiError err = BadRequest("the body is not valid JSON: " + what);
     err.code = "invalid_json";
     return err;
   }

@@ -142,6 +142,11 @@ TEST(ServeRequest, BodiesThatAreNotJson) {
     EXPECT_EQ(e->code, "invalid_json") << text;
   }
   EXPECT_FALSE(ParseBody("{\"a\": 1e308}", &body));
+  // The bytes the parser quotes come back escaped: the message is valid UTF-8.
+  auto e = ParseBody("{\"prompt\": \"\xff\xfe\"", &body);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("\\xff"), std::string::npos) << e->message;
+  EXPECT_EQ(e->message.find('\xff'), std::string::npos);
 }
 
 TEST(ServeRequest, Embeddings) {
