@@ -72,6 +72,16 @@ class Server:
             return -9
 
 
+def wait_until(probe, done, seconds=60, every=0.3):
+    """Calls probe() until done(its result) or `seconds` pass; returns the last result."""
+    deadline = time.time() + seconds
+    while True:
+        got = probe()
+        if done(got) or time.time() >= deadline:
+            return got
+        time.sleep(every)
+
+
 def raw(server, path, key=None, data=None, method=None):
     """(status, headers dict, body) of one request over http.client (no proxies)."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)

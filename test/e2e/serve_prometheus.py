@@ -24,13 +24,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve import Server, check, failures, raw  # noqa: E402
+from serve import Server, check, failures, raw, wait_until  # noqa: E402
 
 FAMILIES = ["kiln_requests_finished_total", "kiln_time_to_first_token_seconds_bucket",
             "kiln_time_per_output_token_seconds_count", "kiln_queue_depth", "kiln_running",
@@ -62,17 +61,12 @@ def query(port, expr):
 
 def wait_for(port, expr, want, seconds=60):
     """Polls until every series of `expr` satisfies `want`; returns the last result."""
-    got = {}
-    deadline = time.time() + seconds
-    while time.time() < deadline:
+    def probe():
         try:
-            got = query(port, expr)
+            return query(port, expr)
         except OSError:
-            got = {}
-        if got and all(want(v) for v in got.values()):
-            return got
-        time.sleep(0.5)
-    return got
+            return {}
+    return wait_until(probe, lambda got: got and all(want(v) for v in got.values()), seconds)
 
 
 def main():
@@ -131,12 +125,9 @@ def main():
             check(len(q) == 1 and 0 < list(q.values())[0] < 60, f"TTFT median from the buckets: {q}")
             # Some families exist only after their first event (the nokey job's
             # first 401 makes kiln_rejections_total), then the next scrape has them.
-            missing = list(FAMILIES)
-            deadline = time.time() + 30
-            while missing and time.time() < deadline:
-                missing = [f for f in missing if not query(pport, f'{f}{{job="kiln"}}')]
-                if missing:
-                    time.sleep(0.5)
+            missing = wait_until(
+                lambda: [f for f in FAMILIES if not query(pport, f'{f}{{job="kiln"}}')],
+                lambda m: not m, 30)
             check(not missing, f"every documented family is in Prometheus (missing: {missing})")
         finally:
             prom.terminate()

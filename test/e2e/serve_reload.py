@@ -21,11 +21,10 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve import Server, check, failures, metric, raw, sse_request  # noqa: E402
+from serve import Server, check, failures, metric, raw, sse_request, wait_until  # noqa: E402
 
 PROMPT = [5, 17, 99, 3]
 
@@ -46,12 +45,7 @@ def served(server, key):
 
 
 def wait_served(server, key, want, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if served(server, key) == want:
-            return True
-        time.sleep(0.2)
-    return False
+    return wait_until(lambda: served(server, key), lambda got: got == want, seconds) == want
 
 
 def main():
@@ -129,10 +123,8 @@ def main():
             config.write_text(json.dumps({"max_queue": 16, "plan": str(broken)}))
             before = metric(s, admin, 'kiln_reloads_total{result="failed"}')
             s.proc.send_signal(signal.SIGHUP)
-            deadline = time.time() + 60
-            while (time.time() < deadline
-                   and metric(s, admin, 'kiln_reloads_total{result="failed"}') == before):
-                time.sleep(0.2)
+            wait_until(lambda: metric(s, admin, 'kiln_reloads_total{result="failed"}'),
+                       lambda n: n > before)
             check(served(s, user) == name_of(c) and greedy(s, user).startswith("HTTP") is False,
                   f"a SIGHUP to a broken plan leaves {name_of(c)} serving")
             ok = metric(s, admin, 'kiln_reloads_total{result="ok"}')

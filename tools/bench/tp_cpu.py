@@ -21,23 +21,13 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "test" / "e2e"))
+from tp_run import children  # noqa: E402  (the launcher's ranks, by KILN_RANK)
+
 
 def ranks_of(pid):
     """{rank: pid} of a launcher's children, or {0: pid} for one process."""
-    try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return {}
-    out = {}
-    for k in kids:
-        try:
-            env = Path(f"/proc/{k}/environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        for e in env:
-            if e.startswith(b"KILN_RANK="):
-                out[int(e.split(b"=")[1])] = int(k)
-    return out or {0: pid}
+    return children(pid) or {0: pid}
 
 
 def memory(pid):

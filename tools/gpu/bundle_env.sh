@@ -2,10 +2,43 @@
 #   . tools/gpu/bundle_env.sh
 # Unpacks build/gpu-bundle.tar.xz (KILN_GPU_BUNDLE_TAR) into build/gpu-bundle
 # (KILN_GPU_BUNDLE) when the archive is newer than the last unpacking, and
-# finds libcublasLt.so.13 (the CUDA toolkit's, else the one pip's
-# nvidia-cublas put beside torch) for LD_LIBRARY_PATH, since the bundle carries
-# no CUDA library. Sets KILN_GPU_BUNDLE, KILN (its kiln) and LD_LIBRARY_PATH;
+# finds libcublasLt.so.13 and libnccl.so.2 (the CUDA toolkit's, else the ones
+# pip put beside torch) for LD_LIBRARY_PATH, since the bundle carries no CUDA
+# or NCCL library. Sets KILN_GPU_BUNDLE, KILN (its kiln) and LD_LIBRARY_PATH;
 # returns non-zero, saying why, when there is no bundle or no cuBLASLt.
+
+# The folder holding library $1: the CUDA toolkit's, else pip's wheels
+# beside torch (the folders $2..., under site-packages), else the loader's.
+kiln_find_lib() {
+  local lib=$1 d
+  shift
+  for d in ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           /usr/local/cuda-*/lib64; do
+    if [ -e "$d/$lib" ]; then echo "$d"; return; fi
+  done
+  d=$(${PYTHON:-python3} - "$lib" "$@" 2>/dev/null <<'EOF'
+import glob, os, sys
+for p in sys.path:
+    for pat in sys.argv[2:]:
+        d = os.path.join(p, pat)
+        if glob.glob(os.path.join(d, sys.argv[1])):
+            print(d)
+            sys.exit(0)
+EOF
+)
+  if [ -z "$d" ]; then
+    d=$(ldconfig -p 2>/dev/null | awk -v lib="$lib" '$1 == lib {print $NF; exit}')
+    d=${d:+$(dirname "$d")}
+  fi
+  echo "$d"
+}
+
+kiln_add_lib_path() {
+  case ":${LD_LIBRARY_PATH:-}:" in
+    *":$1:"*) ;;
+    *) export LD_LIBRARY_PATH=$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
+  esac
+}
 
 kiln_bundle_env() {
   local root tar dir parent tmp d
@@ -35,63 +68,17 @@ kiln_bundle_env() {
   KILN=$KILN_GPU_BUNDLE/bin/kiln
   export KILN_GPU_BUNDLE KILN
 
-  local found=""
-  for d in ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-           /usr/local/cuda-*/lib64; do
-    if [ -e "$d/libcublasLt.so.13" ]; then found=$d; break; fi
-  done
-  if [ -z "$found" ]; then
-    # pip's nvidia-cublas (cu13 wheels: nvidia/cu13/lib; older: nvidia/cublas/lib).
-    found=$(${PYTHON:-python3} - 2>/dev/null <<'EOF'
-import glob, os, sys
-for p in sys.path:
-    for pat in ("nvidia/cu13/lib", "nvidia/cublas/lib"):
-        d = os.path.join(p, pat)
-        if glob.glob(os.path.join(d, "libcublasLt.so.13")):
-            print(d)
-            sys.exit(0)
-EOF
-)
-  fi
-  if [ -z "$found" ]; then
-    found=$(ldconfig -p 2>/dev/null | awk '/libcublasLt\.so\.13 /{print $NF; exit}')
-    found=${found:+$(dirname "$found")}
-  fi
+  local found nccl
+  found=$(kiln_find_lib libcublasLt.so.13 nvidia/cu13/lib nvidia/cublas/lib)
   if [ -z "$found" ]; then
     echo "bundle_env.sh: no libcublasLt.so.13 (CUDA toolkit or pip nvidia-cublas); set CUDA_HOME" >&2
     return 1
   fi
-  case ":${LD_LIBRARY_PATH:-}:" in
-    *":$found:"*) ;;
-    *) export LD_LIBRARY_PATH=$found${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
-  esac
-  # NCCL (the bundle does not carry it: 200 MiB): the toolkit's, pip's
-  # nvidia-nccl beside torch, or the loader's.
-  local nccl=""
-  for d in "$found" ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64; do
-    if [ -e "$d/libnccl.so.2" ]; then nccl=$d; break; fi
-  done
-  if [ -z "$nccl" ]; then
-    nccl=$(${PYTHON:-python3} - 2>/dev/null <<'EOF'
-import glob, os, sys
-for p in sys.path:
-    for pat in ("nvidia/nccl/lib", "nvidia/cu13/lib"):
-        d = os.path.join(p, pat)
-        if glob.glob(os.path.join(d, "libnccl.so.2")):
-            print(d)
-            sys.exit(0)
-EOF
-)
-  fi
-  if [ -z "$nccl" ]; then
-    nccl=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')
-    nccl=${nccl:+$(dirname "$nccl")}
-  fi
+  kiln_add_lib_path "$found"
+  # NCCL: the bundle does not carry it (200 MiB).
+  nccl=$(kiln_find_lib libnccl.so.2 nvidia/nccl/lib nvidia/cu13/lib)
   if [ -n "$nccl" ]; then
-    case ":${LD_LIBRARY_PATH:-}:" in
-      *":$nccl:"*) ;;
-      *) export LD_LIBRARY_PATH=$nccl:$LD_LIBRARY_PATH ;;
-    esac
+    kiln_add_lib_path "$nccl"
   else
     echo "bundle_env.sh: no libnccl.so.2 found: the NCCL communicator will not load" >&2
   fi
