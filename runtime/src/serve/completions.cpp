@@ -3,6 +3,7 @@
 // server-sent events while the engine thread generates.
 #include "serve/api_error.h"
 #include "serve/http_call.h"
+#include "serve/http_common.h"
 #include "serve/http_server.h"
 #include "serve/openai_response.h"
 
@@ -39,16 +40,6 @@ std::string Base64(const void *data, size_t n) {
 namespace {
 
 constexpr auto kKeepAlive = std::chrono::seconds(2);
-
-ApiError Unavailable(const std::string &message, const std::string &code) {
-  ApiError e;
-  e.status = 503;
-  e.type = "service_unavailable";
-  e.code = code;
-  e.message = message;
-  e.retry_after_s = 1;
-  return e;
-}
 
 // What the reader of a RequestStream accumulates, per choice and in all.
 struct Collected {
@@ -136,21 +127,8 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
           call.get());
     job.prompts[0].prompt_ids = std::move(*ids);
   }
-  if (deps_.quotas != nullptr && call->key >= 0) {
-    std::string which;
-    double retry = 0;
-    if (!deps_.quotas->Admit(call->key, QuotaClock::now(), &which, &retry)) {
-      ApiError e;
-      e.status = 429;
-      e.type = "rate_limit_error";
-      e.code = "rate_limit_" + which;
-      e.message = "key '" + call->key_id + "' is over its " + which + " quota";
-      e.retry_after_s = std::max(1.0, retry);
-      deps_.metrics->Add("kiln_rejections_total", 1, "quota_" + which);
-      return SendError(res, e, call.get());
-    }
-    call->quota_held = true;
-  }
+  if (!AdmitQuota(deps_.quotas, deps_.metrics, res, call.get()))
+    return;
   auto submitted = m->engine->Submit(job.prompts);
   if (!submitted.ok()) {
     deps_.metrics->Add("kiln_rejections_total", 1, "queue_full");
@@ -320,21 +298,8 @@ void HttpServer::EmbeddingsRoute(const httplib::Request &req, httplib::Response 
     e.code = "model_not_found";
     return SendError(res, e, &call);
   }
-  if (deps_.quotas != nullptr && call.key >= 0) {
-    std::string which;
-    double retry = 0;
-    if (!deps_.quotas->Admit(call.key, QuotaClock::now(), &which, &retry)) {
-      ApiError e;
-      e.status = 429;
-      e.type = "rate_limit_error";
-      e.code = "rate_limit_" + which;
-      e.message = "key '" + call.key_id + "' is over its " + which + " quota";
-      e.retry_after_s = std::max(1.0, retry);
-      deps_.metrics->Add("kiln_rejections_total", 1, "quota_" + which);
-      return SendError(res, e, &call);
-    }
-    call.quota_held = true;
-  }
+  if (!AdmitQuota(deps_.quotas, deps_.metrics, res, &call))
+    return;
   auto out = m->embed(job);
   if (!out.ok())
     return SendError(res, BadRequest(out.status().message(), "input"), &call);

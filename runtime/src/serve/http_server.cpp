@@ -2,10 +2,10 @@
 
 #include "serve/api_error.h"
 #include "serve/http_call.h"
+#include "serve/http_common.h"
 #include "serve/openai_response.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <cstdio>
 #include <ctime>
@@ -34,65 +34,15 @@ CallLog::~CallLog() {
 HttpServer::HttpServer(const ServeSettings &settings, ServerDeps deps)
     : settings_(settings), deps_(std::move(deps)), http_(std::make_unique<httplib::Server>()) {
   created_ = static_cast<int64_t>(std::time(nullptr));
-  const int threads = settings_.http_threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  auto secs = [](double s) { return std::chrono::microseconds(static_cast<int64_t>(s * 1e6)); };
-  http_->set_read_timeout(secs(settings_.read_timeout_s));
-  http_->set_write_timeout(secs(settings_.write_timeout_s));
-  http_->set_keep_alive_timeout(5);
-  http_->set_payload_max_length(static_cast<size_t>(settings_.max_body_bytes));
-  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: a second server on a
-  // port in use must fail to bind, not silently share its connections. The
-  // socket is kept to raise the listen backlog after the bind (Bind()).
-  http_->set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listen_fd_ = sock;
-  });
+  ConfigureServer(*http_, settings_, &listen_fd_);
   Routes();
 }
 
 HttpServer::~HttpServer() = default;
 
-void HttpServer::SendError(httplib::Response &res, const ApiError &e, Call *call) {
-  res.status = e.status;
-  if (e.retry_after_s > 0)
-    res.set_header("Retry-After", std::to_string(static_cast<int64_t>(e.retry_after_s + 0.999)));
-  res.set_content(ErrorBody(e), "application/json");
-  if (call)
-    call->status = e.status;
-}
-
 bool HttpServer::Authorize(const httplib::Request &req, httplib::Response &res, Call *call) {
-  call->quotas = deps_.quotas;
-  call->metrics = deps_.metrics;
-  call->access_log = settings_.access_log;
-  call->method = req.method;
-  call->path = req.path;
-  if (deps_.keys == nullptr)
-    return true;
-  const std::string auth = req.get_header_value("Authorization");
-  const std::string kBearer = "Bearer ";
-  ApiError e;
-  e.status = 401;
-  e.type = "authentication_error";
-  e.code = "invalid_api_key";
-  if (auth.compare(0, kBearer.size(), kBearer) != 0) {
-    e.message = "missing API key: send 'Authorization: Bearer KEY'";
-    deps_.metrics->Add("kiln_rejections_total", 1, "no_key");
-    SendError(res, e, call);
-    return false;
-  }
-  const int index = deps_.keys->Authenticate(auth.substr(kBearer.size()));
-  if (index < 0) {
-    e.message = "invalid API key";
-    deps_.metrics->Add("kiln_rejections_total", 1, "bad_key");
-    SendError(res, e, call);
-    return false;
-  }
-  call->key = index;
-  call->key_id = deps_.keys->key(index).id;
-  return true;
+  return serve::Authorize(deps_.keys, deps_.quotas, deps_.metrics, settings_.access_log, req, res,
+                          call);
 }
 
 std::string HttpServer::ModelsBody(const ServedModel &model) const {
@@ -263,65 +213,10 @@ void HttpServer::Routes() {
   http_->Post("/v1/embeddings",
               [this](const Request &req, Response &res) { EmbeddingsRoute(req, res); });
   http_->Post("/admin/reload", [this](const Request &req, Response &res) { ReloadRoute(req, res); });
-  // Statuses httplib sets itself (404 no route, 413 body too large, 400
-  // malformed HTTP) get the API's error body; handlers' own errors already
-  // have one.
-  http_->set_error_handler(
-      httplib::Server::HandlerWithResponse([this](const Request &req, Response &res) {
-        if (!res.body.empty())
-          return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e;
-        e.status = res.status;
-        if (res.status == 404) {
-          e.message = "no route " + req.method + " " + req.path;
-          e.code = "not_found";
-        } else if (res.status == 413) {
-          e.message = "the request body is larger than the server's limit of " +
-                      std::to_string(settings_.max_body_bytes) + " bytes";
-          deps_.metrics->Add("kiln_rejections_total", 1, "body_too_large");
-        } else {
-          e.message =
-              "the HTTP request could not be served (status " + std::to_string(res.status) + ")";
-        }
-        deps_.metrics->Add("kiln_http_requests_total", 1, std::to_string(res.status));
-        SendError(res, e, nullptr);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http_->set_exception_handler([](const Request &, Response &res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception &ex) {
-      what = ex.what();
-    } catch (...) {
-    }
-    ApiError e;
-    e.status = 500;
-    e.type = "server_error";
-    e.message = "internal error: " + what;
-    res.status = 500;
-    res.set_content(ErrorBody(e), "application/json");
-  });
+  InstallErrorHandlers(*http_, settings_, deps_.metrics);
 }
 
-StatusOr<int> HttpServer::Bind() {
-  int port = settings_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(settings_.host);
-    if (port < 0)
-      return InvalidArgument("cannot listen on " + settings_.host + " (any port)");
-  } else if (!http_->bind_to_port(settings_.host, port)) {
-    return InvalidArgument("cannot listen on " + settings_.host + ":" + std::to_string(port) +
-                           " (in use, or not an address of this host)");
-  }
-  // The packaged httplib listens with a backlog of 5: a burst of clients
-  // overflows it, and the kernel then drops their handshakes' last step, so
-  // a client believes it is connected while the server never sees it (until
-  // a reset a minute later). listen() again on the bound socket raises it.
-  if (listen_fd_ >= 0)
-    ::listen(listen_fd_, kListenBacklog);
-  return port;
-}
+StatusOr<int> HttpServer::Bind() { return BindServer(*http_, settings_, &listen_fd_); }
 
 void HttpServer::Listen() {
   http_->listen_after_bind();

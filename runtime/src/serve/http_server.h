@@ -96,7 +96,6 @@ private:
   using Call = CallLog; // one request's auth, quota and log state
   void Routes();
   bool Authorize(const httplib::Request &req, httplib::Response &res, Call *call);
-  void SendError(httplib::Response &res, const ApiError &e, Call *call);
   void Completions(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
   void EmbeddingsRoute(const httplib::Request &req, httplib::Response &res);
   void ReloadRoute(const httplib::Request &req, httplib::Response &res);
@@ -110,8 +109,7 @@ private:
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> listen_returned_{false};
-  int listen_fd_ = -1;                      // the listening socket, once bound
-  static constexpr int kListenBacklog = 1024; // the kernel caps it at somaxconn
+  int listen_fd_ = -1; // the listening socket, once bound
   std::atomic<int> active_{0}; // handlers and streams not finished
   int64_t created_ = 0;
 };
