@@ -1,6 +1,8 @@
 #include "serve/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 namespace kiln::serve {
 namespace {
@@ -73,9 +75,17 @@ void Metrics::Add(const std::string &name, double value, const std::string &labe
   values_[name][label] += value;
 }
 
-void Metrics::Set(const std::string &name, double value) {
+void Metrics::Set(const std::string &name, double value, const std::string &label) {
   std::lock_guard<std::mutex> l(mu_);
-  values_[name][""] = value;
+  values_[name][label] = value;
+}
+
+void Metrics::Declare(const std::string &name, const char *type, const char *help,
+                      const char *label) {
+  std::lock_guard<std::mutex> l(mu_);
+  families_[name] = {type, help, label};
+  if (label == nullptr)
+    values_[name].emplace("", 0);
 }
 
 double Metrics::Get(const std::string &name, const std::string &label) const {
@@ -128,6 +138,86 @@ std::string Metrics::Render() const {
       else
         out += name + "{" + f.label + "=\"" + label + "\"} " + Num(v) + "\n";
     }
+  }
+  return out;
+}
+
+namespace {
+
+struct ParsedFamily {
+  std::string name, help, type; // help and type: their whole lines
+  std::vector<std::string> samples;
+};
+
+// The families of an exposition, in order; a sample belongs to the family
+// whose HELP or TYPE line came last (histogram series included).
+std::vector<ParsedFamily> ParseExposition(const std::string &text) {
+  std::vector<ParsedFamily> out;
+  std::istringstream in(text);
+  std::string line;
+  auto family = [&out](const std::string &name) -> ParsedFamily & {
+    if (out.empty() || out.back().name != name)
+      out.push_back({name, "", "", {}});
+    return out.back();
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) {
+      const std::string rest = line.substr(7);
+      ParsedFamily &f = family(rest.substr(0, rest.find(' ')));
+      (line[2] == 'H' ? f.help : f.type) = line;
+    } else if (!line.empty() && line[0] != '#' && !out.empty()) {
+      out.back().samples.push_back(line);
+    }
+  }
+  return out;
+}
+
+// `sample` with `label` (`key="value"`) as its first label.
+std::string WithLabel(const std::string &sample, const std::string &label) {
+  const size_t end = sample.find_first_of("{ ");
+  if (end == std::string::npos)
+    return sample;
+  if (sample[end] == '{')
+    return sample.substr(0, end + 1) + label + "," + sample.substr(end + 1);
+  return sample.substr(0, end) + "{" + label + "}" + sample.substr(end);
+}
+
+bool Contains(const std::vector<std::string> &names, const std::string &name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+} // namespace
+
+std::string MergeExpositions(const std::string &own, const std::vector<std::string> &own_families,
+                             const std::vector<std::pair<int, std::string>> &replicas,
+                             const std::vector<std::string> &replica_skip) {
+  std::vector<ParsedFamily> merged = ParseExposition(own);
+  for (ParsedFamily &f : merged)
+    if (!Contains(own_families, f.name))
+      f.samples.clear();
+  for (const auto &[index, text] : replicas) {
+    const std::string label = "replica=\"" + std::to_string(index) + "\"";
+    for (ParsedFamily &f : ParseExposition(text)) {
+      if (Contains(replica_skip, f.name))
+        continue;
+      auto it = std::find_if(merged.begin(), merged.end(),
+                             [&](const ParsedFamily &m) { return m.name == f.name; });
+      if (it == merged.end()) {
+        merged.push_back({f.name, f.help, f.type, {}});
+        it = merged.end() - 1;
+      }
+      for (const std::string &s : f.samples)
+        it->samples.push_back(WithLabel(s, label));
+    }
+  }
+  std::string out;
+  for (const ParsedFamily &f : merged) {
+    if (!f.help.empty())
+      out += f.help + "\n";
+    if (!f.type.empty())
+      out += f.type + "\n";
+    for (const std::string &s : f.samples)
+      out += s + "\n";
   }
   return out;
 }
