@@ -8,15 +8,20 @@
 #include "run_options.h"
 #include "serve/auth.h"
 #include "serve/engine_loop.h"
+#include "serve/front_end.h"
 #include "serve/http_server.h"
 #include "serve/metrics.h"
+#include "serve/replica_balancer.h"
+#include "serve/replica_supervisor.h"
 #include "serve/settings.h"
 #include "tp_launch.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include <cstdio>
 #include <set>
@@ -32,6 +37,33 @@ void OnSignal(int sig) {
   (void)!write(g_signal_pipe[1], &c, 1); // async-signal-safe
 }
 
+// SIGTERM, SIGINT and SIGHUP write a byte to a pipe that a watcher thread
+// reads: a handler works whichever thread the signal lands on (libraries
+// such as OpenBLAS start threads before main, so a signal mask set here
+// would not cover them). A client that hangs up must not kill the server
+// with SIGPIPE.
+Status InstallSignals() {
+  if (pipe2(g_signal_pipe, O_CLOEXEC) != 0)
+    return Status(StatusCode::kInternal, "cannot create the signal pipe");
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return Status::Ok();
+}
+
+// The next byte a signal wrote ('T', 'I', 'H'), or 'q' written by the
+// server's own end.
+char NextSignal() {
+  char sig = 0;
+  while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+  }
+  return sig;
+}
+
 const char kUsage[] =
     "usage: kiln serve PLAN [--host H] [--port P] [--config serve.json] [options]\n"
     "\n"
@@ -41,7 +73,9 @@ const char kUsage[] =
     "(Authorization: Bearer KEY; `kiln keys new NAME` makes one). SIGTERM drains: no new\n"
     "requests, accepted ones finish (up to drain_timeout_s), exit 0. With --tp N, a plan\n"
     "built for N ranks is served by N processes (rank 0 serves HTTP and schedules; SIGTERM\n"
-    "to the launcher drains rank 0, then every rank exits). docs/serve.md.\n"
+    "to the launcher drains rank 0, then every rank exits). With --replicas N, this\n"
+    "process is a front end over N replica processes (least-loaded balancing; a replica\n"
+    "that crashes is restarted). docs/serve.md.\n"
     "\n"
     "  --config FILE               JSON object with any of the settings below (keys as\n"
     "                              written, e.g. \"max_queue\": 64); flags override it;\n"
@@ -195,20 +229,7 @@ Status Serve(const ParsedArgs &a) {
   if (!settings.api_keys.empty()) {
     KILN_ASSIGN_OR_RETURN(keys, serve::KeyStore::Load(settings.api_keys));
   }
-  // SIGTERM, SIGINT and SIGHUP write a byte to a pipe that a watcher thread
-  // reads: a handler works whichever thread the signal lands on (libraries
-  // such as OpenBLAS start threads before main, so a signal mask set here
-  // would not cover them). A client that hangs up must not kill the server
-  // with SIGPIPE.
-  if (pipe(g_signal_pipe) != 0)
-    return Status(StatusCode::kInternal, "cannot create the signal pipe");
-  struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  KILN_RETURN_IF_ERROR(InstallSignals());
 
   serve::Metrics metrics;
   load.settings = settings;
@@ -236,9 +257,7 @@ Status Serve(const ParsedArgs &a) {
 
   std::thread signals([&] {
     for (;;) {
-      char sig = 0;
-      while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
-      }
+      const char sig = NextSignal();
       if (sig == 'H') {
         OnHangup(a, *server);
         continue;
@@ -261,6 +280,79 @@ Status Serve(const ParsedArgs &a) {
   // steps end before the other ranks are let go.
   server.reset();
   KILN_RETURN_IF_ERROR(EndFollowers(tp.comm.get()));
+  std::fprintf(stderr, "kiln serve: stopped\n");
+  return Status::Ok();
+}
+
+// --replicas N: this process is the front end and the replicas' supervisor;
+// each replica is this same command with loopback, a free port, the
+// internal key and one replica (docs/serve.md#replicas).
+Status ServeReplicas(const std::vector<std::string> &args, const ParsedArgs &a,
+                     const serve::ServeSettings &settings) {
+  if (a.Has("--tp") || a.Has("--rank") || a.Has("--comm") || std::getenv("KILN_RANK"))
+    return InvalidArgument("--replicas " + std::to_string(settings.replicas) +
+                           " cannot be combined with --tp, --rank or --comm: replicas of a "
+                           "tensor-parallel server are not supported; run --tp servers "
+                           "behind a balancer of your own");
+  std::unique_ptr<serve::KeyStore> keys;
+  if (!settings.api_keys.empty()) {
+    KILN_ASSIGN_OR_RETURN(keys, serve::KeyStore::Load(settings.api_keys));
+  }
+  KILN_RETURN_IF_ERROR(InstallSignals());
+  serve::Metrics metrics;
+  serve::FrontEnd::DeclareMetrics(&metrics);
+  serve::LeastLoaded balancer(settings.replicas);
+  serve::ReplicaOptions ro;
+  ro.count = settings.replicas;
+  ro.start_timeout_s = settings.replica_start_timeout_s;
+  ro.argv = {"kiln", "serve"};
+  ro.argv.insert(ro.argv.end(), args.begin(), args.end());
+  // Later flags win: these override the command line and --config. The
+  // supervisor adds --api-keys with the internal key's file.
+  for (const char *flag : {"--replicas", "1", "--host", "127.0.0.1", "--port", "0",
+                           "--allow-no-auth", "false", "--access-log", "false"})
+    ro.argv.push_back(flag);
+  serve::ReplicaSupervisor supervisor(ro, &balancer, &metrics);
+  std::fprintf(stderr, "kiln serve: starting %d replicas\n", settings.replicas);
+  KILN_RETURN_IF_ERROR(supervisor.Start());
+
+  serve::FrontEndDeps deps;
+  deps.keys = keys.get();
+  deps.quotas = keys.get();
+  deps.metrics = &metrics;
+  deps.balancer = &balancer;
+  deps.supervisor = &supervisor;
+  metrics.Set("kiln_ready", 1);
+  auto front = std::make_unique<serve::FrontEnd>(settings, deps);
+  KILN_ASSIGN_OR_RETURN(int port, front->Bind());
+  const std::string name =
+      settings.model_name.empty() ? ModelName(a.positional[0]) : settings.model_name;
+  std::printf("kiln serve: %s on http://%s:%d (%s; %d replicas)\n", name.c_str(),
+              settings.host.c_str(), port, keys ? "API keys required" : "no auth",
+              settings.replicas);
+  std::fflush(stdout);
+  std::thread signals([&] {
+    for (;;) {
+      const char sig = NextSignal();
+      if (sig == 'H') {
+        std::fprintf(stderr, "kiln serve: SIGHUP: under --replicas the plan cannot be switched; "
+                             "restart kiln serve with the new plan\n");
+        continue;
+      }
+      if (sig == 'q' || sig == 0)
+        return;
+      std::fprintf(stderr, "kiln serve: %s received\n", sig == 'T' ? "SIGTERM" : "SIGINT");
+      front->Drain();
+      return;
+    }
+  });
+  front->Listen();
+  const char quit = 'q';
+  (void)!write(g_signal_pipe[1], &quit, 1);
+  signals.join();
+  front.reset();
+  // Nothing is in flight now: the replicas drain at once and exit.
+  supervisor.Stop(settings.drain_timeout_s + 10);
   std::fprintf(stderr, "kiln serve: stopped\n");
   return Status::Ok();
 }
@@ -291,6 +383,13 @@ int ServeMain(const std::vector<std::string> &args) {
     return Usage("serve", err, usage.c_str());
   if (a.positional.size() != 1)
     return Usage("serve", "expected one plan file", usage.c_str());
+  serve::ServeSettings settings;
+  if (Status st = GatherSettings(a, &settings); !st.ok())
+    return Fail("serve", st);
+  if (settings.replicas > 1) {
+    Status st = ServeReplicas(args, a, settings);
+    return st.ok() ? kExitOk : Fail("serve", st);
+  }
   int launched = kExitOk;
   if (LaunchRanks(a, "serve", &launched))
     return launched;

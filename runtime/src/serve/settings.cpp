@@ -111,6 +111,16 @@ const std::vector<Entry> &Entries() {
         "one stderr line per request: key id, route, status, tokens "
         "(default true)"},
        Bool(&ServeSettings::access_log, "access_log")},
+      {{"replicas", "int",
+        "engine processes (default 1: this process serves). N > 1: this process becomes a "
+        "front end (keys, quotas, admission, access log, metrics, drain) over N replica "
+        "processes on loopback, each request to the least-loaded one; a replica that crashes "
+        "is restarted (docs/serve.md#replicas). Not with --tp"},
+       Int(&ServeSettings::replicas, "replicas", 1, 64)},
+      {{"replica_start_timeout_s", "number",
+        "with replicas > 1: how long a replica may take from its start to being ready "
+        "(default 600); past it, it is killed and counts as a crash"},
+       Seconds(&ServeSettings::replica_start_timeout_s, "replica_start_timeout_s")},
   };
   return kEntries;
 }

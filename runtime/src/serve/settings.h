@@ -31,6 +31,8 @@ struct ServeSettings {
   double drain_timeout_s = 60;
   double ready_interval_s = 5;
   bool access_log = true;
+  int replicas = 1; // > 1: a front end over this many replica processes
+  double replica_start_timeout_s = 600;
 };
 
 // One key of the settings file: its name, its value's type ("string", "int",
