@@ -5,7 +5,8 @@
 
 Checks:
   - `--replicas 0` and `--replicas 2 --tp 2` are refused with errors naming them;
-    `serve --help` lists --replicas;
+    `serve --help` lists --replicas; a plan the replicas cannot open fails the
+    start with an error naming the replica (and its own error, prefixed);
   - two replica processes start (KILN_REPLICA=0 and 1 in their environment);
     a replica's own port refuses the client's key (it takes only the front
     end's internal key); /health, /ready and /metrics at the front end, with
@@ -106,6 +107,13 @@ def main():
           f"--replicas with --tp refused: {r.returncode} {r.stderr.strip()[-160:]}")
     r = subprocess.run([kiln, "serve", "--help"], capture_output=True, text=True)
     check("--replicas" in r.stdout, "serve --help lists --replicas")
+    r = subprocess.run([kiln, "serve", str(Path(plan).parent / "no-such.plan"), "--replicas",
+                        "2", "--allow-no-auth", "true"], capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode not in (0, None) and "before it was ready" in r.stderr
+          and "[replica " in r.stderr and "no-such.plan" in r.stderr,
+          f"a replica that cannot start fails the start, naming it: {r.returncode} "
+          f"{r.stderr.strip()[-300:]}")
 
     with tempfile.TemporaryDirectory() as tmp:
         lines = subprocess.run([kiln, "keys", "new", "app"], capture_output=True,
@@ -249,7 +257,8 @@ def kill_one(s, key):
     on_dead = int(in_flight.get("0", 0))
     check(on_dead > 0 and in_flight.get("1", 0) > 0, f"requests on both replicas: {in_flight}")
     t0 = time.time()
-    os.kill(reps[0], signal.SIGKILL)
+    if reps.get(0, 0) > 1:  # never kill(0) or kill(-1)
+        os.kill(reps[0], signal.SIGKILL)
     for t in threads:
         t.join(max(1.0, 180 - (time.time() - t0)))
     check(not any(t.is_alive() for t in threads), "every request ended (none hangs)")

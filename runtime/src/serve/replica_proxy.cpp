@@ -49,6 +49,7 @@ void UpstreamCall::Run(std::string method, std::string path, std::string body) {
   req.method = std::move(method);
   req.path = std::move(path);
   req.headers.emplace("Authorization", "Bearer " + key_);
+  req.headers.emplace("Accept-Encoding", "identity"); // loopback: compressing is only cost
   if (!body.empty() || req.method == "POST")
     req.headers.emplace("Content-Type", "application/json");
   req.body = std::move(body);

@@ -57,6 +57,13 @@ void CloseFrom3() {
     ::close(static_cast<int>(fd));
 }
 
+// kill() for one replica only: a pid of 0 or -1 would signal the process
+// group or every process of the user.
+void Signal(pid_t pid, int sig) {
+  if (pid > 1)
+    ::kill(pid, sig);
+}
+
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -112,9 +119,12 @@ Status ReplicaSupervisor::Start() {
   if (start_failure_.empty())
     return Status::Ok();
   const std::string failure = start_failure_;
+  const bool bad_input = start_failure_bad_input_;
   l.unlock();
   Stop(5);
-  return Internal(failure);
+  // A replica that found its input bad (exit 2: the plan, a flag) makes
+  // the whole command's input bad.
+  return bad_input ? InvalidArgument(failure) : Internal(failure);
 }
 
 void ReplicaSupervisor::Launch(Proc &p) {
@@ -209,7 +219,7 @@ void ReplicaSupervisor::ReadStdout(int fd, int index, int generation, int pid) {
         Ready(index, generation, port);
         break;
       }
-      if (!res && ::kill(pid, 0) != 0)
+      if (!res && (pid <= 0 || ::kill(pid, 0) != 0))
         break; // it is gone; the monitor reports why
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -279,9 +289,11 @@ void ReplicaSupervisor::Exited(Proc &p, int status) {
                   : Describe(status);
   if (starting_) {
     p.phase = Phase::kStopped;
-    if (start_failure_.empty())
+    if (start_failure_.empty()) {
       start_failure_ = "replica " + std::to_string(p.index) + " (pid " + std::to_string(pid) +
                        ") " + what + " before it was ready";
+      start_failure_bad_input_ = WIFEXITED(status) && WEXITSTATUS(status) == 2;
+    }
     return;
   }
   const bool fast =
@@ -321,10 +333,10 @@ void ReplicaSupervisor::Monitor() {
           cv_.notify_all();
         }
       }
-      if (p.phase == Phase::kStarting && !p.timed_out &&
+      if (p.phase == Phase::kStarting && p.pid > 0 && !p.timed_out &&
           Seconds(Clock::now() - p.started) > options_.start_timeout_s) {
         p.timed_out = true;
-        ::kill(p.pid, SIGKILL);
+        Signal(p.pid, SIGKILL);
       }
       if (p.phase == Phase::kWaiting && !stopping_ && Clock::now() >= p.restart_at)
         Launch(p);
@@ -353,7 +365,7 @@ void ReplicaSupervisor::Stop(double grace_s) {
   stopping_ = true;
   for (Proc &p : procs_) {
     if (p.pid > 0)
-      ::kill(p.pid, SIGTERM);
+      Signal(p.pid, SIGTERM);
     if (p.phase == Phase::kWaiting)
       p.phase = Phase::kStopped;
   }
@@ -367,7 +379,7 @@ void ReplicaSupervisor::Stop(double grace_s) {
       if (p.pid > 0) {
         std::fprintf(stderr, "kiln serve: replica %d (pid %d) still runs after %g s: killing it\n",
                      p.index, p.pid, grace_s);
-        ::kill(p.pid, SIGKILL);
+        Signal(p.pid, SIGKILL);
       }
     cv_.wait(l, none_running);
   }

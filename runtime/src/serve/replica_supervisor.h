@@ -107,6 +107,7 @@ private:
   std::vector<Proc> procs_;
   bool starting_ = true;  // Start has not returned: an exit fails the start
   std::string start_failure_;
+  bool start_failure_bad_input_ = false; // the replica exited 2 (bad input)
   bool stopping_ = false;
   bool monitor_quit_ = false;
   std::thread monitor_;

@@ -4,10 +4,15 @@
 #include "serve/metrics.h"
 #include "serve/replica_balancer.h"
 #include "serve/replica_proxy.h"
+#include "serve/replica_supervisor.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 namespace kiln::serve {
 namespace {
@@ -160,6 +165,104 @@ TEST(ServeReplicas, MetricsMergedOncePerFamilyWithReplicaLabels) {
       continue;
     EXPECT_EQ(line.rfind(family, 0), 0u) << line << " after family " << family;
   }
+}
+
+// Fake replicas: a shell that prints kiln serve's first line with the port
+// of an in-process server whose /ready answers 200, then sleeps. Killing
+// one is a crash.
+class FakeReplicas : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ready_.Get("/ready", [](const httplib::Request &, httplib::Response &res) {
+      res.set_content("{}", "application/json");
+    });
+    port_ = ready_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    listener_ = std::thread([this] { ready_.listen_after_bind(); });
+  }
+  void TearDown() override {
+    ready_.stop();
+    listener_.join();
+  }
+  ReplicaOptions Options(int count, const std::string &script) {
+    ReplicaOptions o;
+    o.exe = "/bin/sh";
+    o.argv = {"sh", "-c", script, "fake-replica"};
+    o.count = count;
+    o.start_timeout_s = 30;
+    o.backoff_initial_s = 0.05;
+    o.backoff_max_s = 0.1;
+    o.max_fast_crashes = 2;
+    return o;
+  }
+  std::string Sleeper() const {
+    return "echo 'kiln serve: fake on http://127.0.0.1:" + std::to_string(port_) +
+           " (no auth)'; exec sleep 600";
+  }
+  // SIGKILL to one fake replica; never to a pid <= 0 (kill(-1) would signal
+  // every process of the user).
+  static void Crash(int pid) {
+    ASSERT_GT(pid, 1);
+    ::kill(pid, SIGKILL);
+  }
+  // Waits up to 20 s for `done`.
+  template <typename F> static bool Eventually(F done) {
+    for (int i = 0; i < 400 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return done();
+  }
+  httplib::Server ready_;
+  int port_ = 0;
+  std::thread listener_;
+};
+
+TEST_F(FakeReplicas, StartFailureNamesTheReplica) {
+  LeastLoaded b(2);
+  Metrics m;
+  ReplicaSupervisor s(Options(2, "exit 3"), &b, &m);
+  Status st = s.Start();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("exited with status 3 before it was ready"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("replica "), std::string::npos);
+  EXPECT_EQ(b.up_count(), 0);
+  // Exit 2 is bad input (a plan that cannot be opened): so is the start.
+  ReplicaSupervisor bad(Options(1, "exit 2"), &b, &m);
+  EXPECT_EQ(bad.Start().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(FakeReplicas, CrashedReplicaRestartsThenIsGivenUp) {
+  LeastLoaded b(2);
+  Metrics m;
+  m.Declare("kiln_replica_restarts_total", "counter", "restarts", "replica");
+  ReplicaSupervisor s(Options(2, Sleeper()), &b, &m);
+  ASSERT_TRUE(s.Start().ok());
+  EXPECT_EQ(b.up_count(), 2);
+  EXPECT_EQ(s.key().rfind("kiln-", 0), 0u);
+  const int first = s.Replica(0).pid, other = s.Replica(1).pid;
+  ASSERT_GT(first, 1);
+  ASSERT_GT(other, 1);
+  Crash(first);
+  // Down at once (no traffic), then a new process that is ready again.
+  EXPECT_TRUE(Eventually([&] { return !b.up(0); }) || s.Replica(0).pid != first);
+  EXPECT_TRUE(Eventually([&] { return b.up(0) && s.Replica(0).pid != first; }));
+  EXPECT_EQ(s.Replica(0).restarts, 1);
+  EXPECT_EQ(m.Get("kiln_replica_restarts_total", "0"), 1);
+  EXPECT_EQ(s.Replica(1).pid, other); // the other one is untouched
+  // Two more fast crashes (max_fast_crashes 2): no more restarts.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Eventually([&] { return b.up(0) && s.Replica(0).pid > 1; }));
+    const int pid = s.Replica(0).pid;
+    Crash(pid);
+    ASSERT_TRUE(Eventually([&] { return s.Replica(0).pid != pid; }));
+  }
+  EXPECT_TRUE(Eventually([&] { return s.Replica(0).gave_up; }));
+  EXPECT_EQ(s.Replica(0).pid, -1);
+  EXPECT_FALSE(b.up(0));
+  EXPECT_TRUE(s.Serviceable()); // replica 1 still serves
+  s.Stop(5);
+  EXPECT_NE(::kill(other, 0), 0); // stopped (and reaped)
+  EXPECT_FALSE(b.up(1));
 }
 
 } // namespace
