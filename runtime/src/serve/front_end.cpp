@@ -18,13 +18,17 @@ namespace {
 // The families whose front-end samples /metrics shows, and those of the
 // replicas' that it leaves out because the front end counts them for the
 // whole server (every forwarded request is answered by both).
-const std::vector<std::string> kOwnFamilies = {
-    "kiln_http_requests_total", "kiln_rejections_total",      "kiln_requests_in_flight",
-    "kiln_ready",               "kiln_draining",              "kiln_replicas",
-    "kiln_replica_in_flight",   "kiln_replica_restarts_total", "kiln_replica_errors_total"};
-const std::vector<std::string> kReplicaSkip = {"kiln_http_requests_total",
-                                               "kiln_requests_in_flight", "kiln_draining",
-                                               "kiln_reloads_total"};
+const std::vector<std::string> kOwnFamilies = {"kiln_http_requests_total",
+                                               "kiln_rejections_total",
+                                               "kiln_requests_in_flight",
+                                               "kiln_ready",
+                                               "kiln_draining",
+                                               "kiln_replicas",
+                                               "kiln_replica_in_flight",
+                                               "kiln_replica_restarts_total",
+                                               "kiln_replica_errors_total"};
+const std::vector<std::string> kReplicaSkip = {
+    "kiln_http_requests_total", "kiln_requests_in_flight", "kiln_draining", "kiln_reloads_total"};
 
 std::string Who(const UpstreamCall &up) {
   return "replica " + std::to_string(up.index()) + " (pid " + std::to_string(up.pid()) + ")";
@@ -40,9 +44,9 @@ ApiError ReplicaFailed(const UpstreamCall &up, bool before_answer) {
   e.status = 502;
   e.type = "server_error";
   e.code = "replica_failed";
-  e.message = Who(up) + " failed " +
-              (before_answer ? "before it answered" : "while it answered") + " this request (" +
-              up.error() + "); it is being restarted, and a retry goes to a replica that is up";
+  e.message = Who(up) + " failed " + (before_answer ? "before it answered" : "while it answered") +
+              " this request (" + up.error() +
+              "); it is being restarted, and a retry goes to a replica that is up";
   e.retry_after_s = 1;
   return e;
 }
@@ -178,8 +182,7 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
     }
     slot->replica = pick.index;
     call->note = "replica=" + std::to_string(pick.index);
-    up = std::make_shared<UpstreamCall>(pick.index, pick.port, pick.pid,
-                                        deps_.supervisor->key(),
+    up = std::make_shared<UpstreamCall>(pick.index, pick.port, pick.pid, deps_.supervisor->key(),
                                         settings_.max_request_timeout_s + 60);
     slot->up = up;
     Register(up);

@@ -51,8 +51,7 @@ StatusOr<int> BindServer(httplib::Server &http, const ServeSettings &settings,
   return port;
 }
 
-void InstallErrorHandlers(httplib::Server &http, const ServeSettings &settings,
-                          Metrics *metrics) {
+void InstallErrorHandlers(httplib::Server &http, const ServeSettings &settings, Metrics *metrics) {
   using httplib::Request;
   using httplib::Response;
   const int64_t max_body = settings.max_body_bytes;

@@ -29,8 +29,7 @@ StatusOr<int> BindServer(httplib::Server &http, const ServeSettings &settings,
                          const int *listen_fd);
 // The API's error body for statuses httplib sets itself (404 no route, 413
 // body too large, 400 malformed HTTP) and for exceptions (500).
-void InstallErrorHandlers(httplib::Server &http, const ServeSettings &settings,
-                          Metrics *metrics);
+void InstallErrorHandlers(httplib::Server &http, const ServeSettings &settings, Metrics *metrics);
 
 // Sends `e` in OpenAI's shape (with Retry-After when it has one), and
 // records the status in `call` when given.

@@ -13,8 +13,8 @@ constexpr size_t kMaxPending = 1 << 20; // body bytes held for a client that is 
 } // namespace
 
 UpstreamCall::UpstreamCall(int index, int port, int pid, std::string key, double read_timeout_s)
-    : index_(index), port_(port), pid_(pid), key_(std::move(key)),
-      read_timeout_s_(read_timeout_s) {}
+    : index_(index), port_(port), pid_(pid), key_(std::move(key)), read_timeout_s_(read_timeout_s) {
+}
 
 UpstreamCall::~UpstreamCall() {
   if (thread_.joinable()) {
@@ -24,9 +24,8 @@ UpstreamCall::~UpstreamCall() {
 }
 
 void UpstreamCall::Start(const std::string &method, const std::string &path, std::string body) {
-  thread_ = std::thread([this, method, path, b = std::move(body)]() mutable {
-    Run(method, path, std::move(b));
-  });
+  thread_ = std::thread(
+      [this, method, path, b = std::move(body)]() mutable { Run(method, path, std::move(b)); });
 }
 
 void UpstreamCall::Run(std::string method, std::string path, std::string body) {

@@ -36,8 +36,8 @@ int PortOfLine(const std::string &line) {
   if (at == std::string::npos)
     return 0;
   const size_t space = line.find(' ', at);
-  const std::string url = line.substr(at, space == std::string::npos ? std::string::npos
-                                                                     : space - at);
+  const std::string url =
+      line.substr(at, space == std::string::npos ? std::string::npos : space - at);
   const size_t colon = url.rfind(':');
   if (colon == std::string::npos || colon < 7)
     return 0;
@@ -111,9 +111,9 @@ Status ReplicaSupervisor::Start() {
   monitor_ = std::thread([this] { Monitor(); });
   std::unique_lock<std::mutex> l(mu_);
   cv_.wait(l, [this] {
-    return !start_failure_.empty() ||
-           std::all_of(procs_.begin(), procs_.end(),
-                       [](const Proc &p) { return p.phase == Phase::kUp; });
+    return !start_failure_.empty() || std::all_of(procs_.begin(), procs_.end(), [](const Proc &p) {
+      return p.phase == Phase::kUp;
+    });
   });
   starting_ = false;
   if (start_failure_.empty())
@@ -208,8 +208,8 @@ void ReplicaSupervisor::ReadStdout(int fd, int index, int generation, int pid) {
   if (port > 0) {
     // The line comes after the replica's first engine step passed; /ready
     // with the internal key also proves its listener and its auth.
-    const auto deadline =
-        Clock::now() + std::chrono::microseconds(static_cast<int64_t>(options_.start_timeout_s * 1e6));
+    const auto deadline = Clock::now() + std::chrono::microseconds(
+                                             static_cast<int64_t>(options_.start_timeout_s * 1e6));
     while (Current(index, generation) && Clock::now() < deadline) {
       httplib::Client client("127.0.0.1", port);
       client.set_connection_timeout(2);
@@ -266,8 +266,8 @@ void ReplicaSupervisor::Ready(int index, int generation, int port) {
   p.port = port;
   p.ready_at = Clock::now();
   balancer_->SetUp(index, port, p.pid);
-  std::fprintf(stderr, "kiln serve: replica %d (pid %d) ready on 127.0.0.1:%d after %.1f s\n", index,
-               p.pid, port, Seconds(p.ready_at - p.started));
+  std::fprintf(stderr, "kiln serve: replica %d (pid %d) ready on 127.0.0.1:%d after %.1f s\n",
+               index, p.pid, port, Seconds(p.ready_at - p.started));
   cv_.notify_all();
 }
 
@@ -284,9 +284,9 @@ void ReplicaSupervisor::Exited(Proc &p, int status) {
     return;
   }
   const std::string what =
-      p.timed_out ? "was not ready within " + std::to_string(options_.start_timeout_s) +
-                        " s and was killed"
-                  : Describe(status);
+      p.timed_out
+          ? "was not ready within " + std::to_string(options_.start_timeout_s) + " s and was killed"
+          : Describe(status);
   if (starting_) {
     p.phase = Phase::kStopped;
     if (start_failure_.empty()) {
@@ -296,20 +296,18 @@ void ReplicaSupervisor::Exited(Proc &p, int status) {
     }
     return;
   }
-  const bool fast =
-      !was_up || Seconds(Clock::now() - p.ready_at) < options_.fast_crash_s;
+  const bool fast = !was_up || Seconds(Clock::now() - p.ready_at) < options_.fast_crash_s;
   p.fast_crashes = fast ? p.fast_crashes + 1 : 1;
   if (p.fast_crashes > options_.max_fast_crashes) {
     p.phase = Phase::kGaveUp;
-    std::fprintf(stderr,
-                 "kiln serve: replica %d (pid %d) %s; it crashed %d times in a row within %g s "
-                 "of starting: not restarting it (%d of %d replicas left)\n",
-                 p.index, pid, what.c_str(), p.fast_crashes, options_.fast_crash_s,
-                 static_cast<int>(std::count_if(procs_.begin(), procs_.end(),
-                                                [](const Proc &q) {
-                                                  return q.phase != Phase::kGaveUp;
-                                                })),
-                 options_.count);
+    std::fprintf(
+        stderr,
+        "kiln serve: replica %d (pid %d) %s; it crashed %d times in a row within %g s "
+        "of starting: not restarting it (%d of %d replicas left)\n",
+        p.index, pid, what.c_str(), p.fast_crashes, options_.fast_crash_s,
+        static_cast<int>(std::count_if(procs_.begin(), procs_.end(),
+                                       [](const Proc &q) { return q.phase != Phase::kGaveUp; })),
+        options_.count);
     return;
   }
   const double delay = std::min(options_.backoff_max_s,

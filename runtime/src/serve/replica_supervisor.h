@@ -65,7 +65,7 @@ public:
   bool Serviceable() const;
 
   struct View {
-    int pid = -1;  // -1: not running
+    int pid = -1; // -1: not running
     int port = 0;
     bool up = false;
     bool gave_up = false;
@@ -90,8 +90,8 @@ private:
   };
 
   void Monitor();
-  void Launch(Proc &p);                       // under mu_
-  void Exited(Proc &p, int status);           // under mu_
+  void Launch(Proc &p);             // under mu_
+  void Exited(Proc &p, int status); // under mu_
   void ReadStdout(int fd, int index, int generation, int pid);
   void ForwardStderr(int fd, int index);
   bool Current(int index, int generation) const;
@@ -105,7 +105,7 @@ private:
   mutable std::mutex mu_;
   std::condition_variable cv_; // a replica came up or exited; Stop
   std::vector<Proc> procs_;
-  bool starting_ = true;  // Start has not returned: an exit fails the start
+  bool starting_ = true; // Start has not returned: an exit fails the start
   std::string start_failure_;
   bool start_failure_bad_input_ = false; // the replica exited 2 (bad input)
   bool stopping_ = false;
