@@ -194,7 +194,8 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
     deps_.balancer->Release(pick.index);
     slot->replica = -1;
     if (!up->connect_failed()) {
-      deps_.metrics->Add("kiln_replica_errors_total", 1, std::to_string(pick.index));
+      if (up->aborted().empty())
+        deps_.metrics->Add("kiln_replica_errors_total", 1, std::to_string(pick.index));
       return SendError(res, ReplicaFailed(*up, /*before_answer=*/true), call.get());
     }
     tried[static_cast<size_t>(pick.index)] = true;
