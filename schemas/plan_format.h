@@ -11,8 +11,9 @@ namespace kiln {
 
 inline constexpr char kPlanMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
 inline constexpr uint32_t kPlanFormatMajor = 1;
-inline constexpr uint32_t kPlanFormatMinor = 4; // 1: Plan.ragged, 2: Plan.pooling, 3: Plan.provenance,
-                                                 // 4: Plan.tensor_parallel, Tensor.shard
+inline constexpr uint32_t kPlanFormatMinor = 5; // 1: Plan.ragged, 2: Plan.pooling, 3: Plan.provenance,
+                                                 // 4: Plan.tensor_parallel, Tensor.shard,
+                                                 // 5: Plan.source_graph
 inline constexpr uint64_t kPlanHeaderSize = 64;
 inline constexpr uint64_t kSectionAlign = 4096;
 inline constexpr uint64_t kTensorAlign = 64;

@@ -444,3 +444,25 @@ std::string BuildConfig::ToJson() const {
 }
 
 } // namespace kiln::compiler
+
+namespace kiln::compiler {
+
+llvm::Expected<BuildConfig> ReshardConfig(const std::string &storedJson, int64_t tpSize) {
+  json j = json::parse(storedJson, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the plan's build config is not a JSON object");
+  // ToJson spells "unset" as null and the model's own dtype as "model";
+  // as config input both mean leaving the key out.
+  for (auto it = j.begin(); it != j.end();)
+    it = it.value().is_null() ? j.erase(it) : std::next(it);
+  if (j.contains("dtype") && j["dtype"] == "model")
+    j.erase("dtype");
+  j["tensor_parallel"] = {{"tp_size", tpSize}};
+  BuildConfigParser parser;
+  if (llvm::Error e = parser.AddJsonText(j.dump(), "the plan's build config"))
+    return std::move(e);
+  return parser.Finish();
+}
+
+} // namespace kiln::compiler

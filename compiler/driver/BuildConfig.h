@@ -101,4 +101,9 @@ private:
   std::vector<std::string> warnings_;
 };
 
+// The config of a plan resharded by `kiln reshard`: `storedJson` (the
+// input plan's build_config_json, an effective config) with
+// tensor_parallel.tp_size set to `tpSize`, validated like any other.
+llvm::Expected<BuildConfig> ReshardConfig(const std::string &storedJson, int64_t tpSize);
+
 } // namespace kiln::compiler

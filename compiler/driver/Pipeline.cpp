@@ -14,6 +14,7 @@
 #include "compiler/plan/PlanAttrs.h"
 #include "compiler/plan/PlanWriter.h"
 #include "compiler/plan/Provenance.h"
+#include "compiler/plan/SourceGraph.h"
 #include "compiler/plan/TpPlanWriter.h"
 #include "compiler/support/BuildError.h"
 
@@ -40,193 +41,8 @@ namespace {
 constexpr Phase kPhases[] = {Phase::Import,    Phase::Cleanup,  Phase::Inject, Phase::Ragged,
                              Phase::Partition, Phase::Quantize, Phase::Plan};
 constexpr int kNumPhases = sizeof(kPhases) / sizeof(kPhases[0]);
-
-/// Prints MLIR diagnostics as "error: message" lines, adding the ONNX node
-/// when the message does not already name it, and counts errors so a failed
-/// pass with no error (kiln's bug) can be told from a rejected model.
-class DiagnosticPrinter {
-public:
-  DiagnosticPrinter(mlir::MLIRContext &context, llvm::raw_ostream &log)
-      : handler(&context, [this, &log](mlir::Diagnostic &diag) {
-          print(log, diag, severityName(diag.getSeverity()));
-          for (mlir::Diagnostic &note : diag.getNotes())
-            print(log, note, "note");
-          if (diag.getSeverity() == mlir::DiagnosticSeverity::Error)
-            ++errors;
-          return mlir::success();
-        }) {}
-  int errorCount() const { return errors; }
-
-private:
-  static const char *severityName(mlir::DiagnosticSeverity s) {
-    switch (s) {
-    case mlir::DiagnosticSeverity::Error:
-      return "error";
-    case mlir::DiagnosticSeverity::Warning:
-      return "warning";
-    case mlir::DiagnosticSeverity::Note:
-      return "note";
-    case mlir::DiagnosticSeverity::Remark:
-      return "remark";
-    }
-    return "error";
-  }
-  static void print(llvm::raw_ostream &log, mlir::Diagnostic &diag, const char *severity) {
-    std::string message = diag.str();
-    std::string node = plan::nodeName(diag.getLocation());
-    log << severity << ": ";
-    if (!node.empty() && message.find("'" + node + "'") == std::string::npos)
-      log << "node '" << node << "': ";
-    log << message << "\n";
-  }
-
-  int errors = 0;
-  mlir::ScopedDiagnosticHandler handler;
-};
-
-struct OpCounts {
-  size_t ops = 0, constants = 0;
-};
-
-OpCounts countOps(mlir::ModuleOp module) {
-  OpCounts c;
-  module.walk([&](mlir::Operation *op) {
-    if (op->getDialect() && op->getDialect()->getNamespace() == "kiln")
-      ++(plan::isWeightOp(op) ? c.constants : c.ops);
-  });
-  return c;
-}
-
-std::string megabytes(uint64_t bytes) {
-  return llvm::formatv("{0:F1} MB", static_cast<double>(bytes) / (1024.0 * 1024.0)).str();
-}
-
-/// The element type a config dtype names (fp32, fp16 or bf16).
-mlir::Type dtypeElementType(mlir::MLIRContext &context, const std::string &dtype) {
-  mlir::Builder b(&context);
-  if (dtype == "fp16")
-    return b.getF16Type();
-  if (dtype == "bf16")
-    return b.getBF16Type();
-  return b.getF32Type();
-}
-
-/// The config's dtype names the type the plan computes in. kiln converts
-/// f32 to it; a model in another float type (f64, or f16 asked to become
-/// bf16) is refused rather than built as something the user did not ask for.
-llvm::Error checkDtype(mlir::ModuleOp module, const BuildConfig &config) {
-  mlir::Type target = dtypeElementType(*module.getContext(), config.dtype);
-  std::string found;
-  auto check = [&](mlir::Type type) {
-    auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
-    if (!shaped || !found.empty())
-      return;
-    mlir::Type elem = shaped.getElementType();
-    if (mlir::isa<mlir::FloatType>(elem) && !elem.isF32() && elem != target) {
-      llvm::raw_string_ostream os(found);
-      elem.print(os);
-    }
-  };
-  module.walk([&](mlir::Operation *op) {
-    if (plan::isWeightOp(op))
-      check(op->getResult(0).getType());
-    if (auto f = mlir::dyn_cast<mlir::func::FuncOp>(op))
-      for (mlir::Type t : f.getArgumentTypes())
-        check(t);
-  });
-  if (found.empty())
-    return llvm::Error::success();
-  return inputError("dtype: the model has " + found +
-                    " weights or inputs but the build config "
-                    "asks for " +
-                    config.dtype + "; kiln converts only f32 models to another float type");
-}
-
-/// Whether @main returns an f16 or bf16 tensor other than the KV cache.
-bool hasHalfLogits(mlir::ModuleOp module) {
-  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
-  if (!main)
-    return false;
-  for (unsigned i = 0; i < main.getNumResults(); ++i) {
-    auto t = mlir::dyn_cast<mlir::TensorType>(main.getResultTypes()[i]);
-    auto name = main.getResultAttrOfType<mlir::StringAttr>(i, "kiln.name");
-    if (t && (t.getElementType().isF16() || t.getElementType().isBF16()) && name &&
-        name.getValue() == "logits")
-      return true;
-  }
-  return false;
-}
-
-/// Weights per element type, e.g. "f16: 12 (1.5 MB)", for the phase line.
-std::string weightTypes(mlir::ModuleOp module) {
-  std::map<std::string, std::pair<int64_t, uint64_t>> byType;
-  module.walk([&](mlir::Operation *op) {
-    if (!plan::isWeightOp(op))
-      return;
-    auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
-    if (!type || !type.hasStaticShape())
-      return;
-    std::string name;
-    llvm::raw_string_ostream os(name);
-    type.getElementType().print(os);
-    auto &[count, bytes] = byType[name];
-    ++count;
-    bytes += static_cast<uint64_t>(type.getNumElements()) *
-             static_cast<uint64_t>(plan::elementBytes(type.getElementType()));
-  });
-  std::string out;
-  for (const auto &[name, cb] : byType)
-    out += (out.empty() ? "" : ", ") + name + ": " + std::to_string(cb.first) + " (" +
-           megabytes(cb.second) + ")";
-  return out;
-}
-
-/// Adds the pass or pipeline registered as `name` to `pm`, with `options`
-/// in MLIR's textual form ("key=value ...").
-llvm::Error addRegistered(mlir::OpPassManager &pm, llvm::StringRef name,
-                          llvm::StringRef options = "") {
-  const mlir::PassRegistryEntry *entry = mlir::PassPipelineInfo::lookup(name);
-  if (!entry)
-    entry = mlir::PassInfo::lookup(name);
-  if (!entry)
-    return internalError("the pass '" + name +
-                         "' is not registered: call kiln::registerKilnPasses() and "
-                         "kiln::registerKilnPipelines() (passes/Passes.h) before runBuild");
-  std::string error;
-  if (mlir::failed(entry->addToPipeline(pm, options, [&](const llvm::Twine &msg) {
-        error = msg.str();
-        return mlir::failure();
-      })))
-    return internalError("adding the pass '" + name + "': " + error);
-  return llvm::Error::success();
-}
-
-/// `value` as one pass-option value: MLIR's option parser takes a value in
-/// double or single quotes verbatim (spaces included), and has no escape
-/// for a value holding both quote characters.
-llvm::Expected<std::string> quoteOption(llvm::StringRef flag, llvm::StringRef value) {
-  if (!value.contains('"'))
-    return ("\"" + value + "\"").str();
-  if (!value.contains('\''))
-    return ("'" + value + "'").str();
-  return inputError(flag + " " + value + ": a path with both ' and \" cannot be passed to a pass");
-}
-
-/// Runs `populate`'s passes over the module. A failure with error
-/// diagnostics is the model's fault; one without is kiln's.
-llvm::Error runPasses(mlir::MLIRContext &context, mlir::ModuleOp module,
-                      const DiagnosticPrinter &diags, Phase phase,
-                      llvm::function_ref<llvm::Error(mlir::PassManager &)> populate) {
-  mlir::PassManager pm(&context);
-  if (llvm::Error e = populate(pm))
-    return e;
-  int before = diags.errorCount();
-  if (mlir::succeeded(pm.run(module)))
-    return llvm::Error::success();
-  if (diags.errorCount() > before)
-    return inputError(phaseName(phase) + " failed (see above)");
-  return internalError(phaseName(phase) + " failed without a diagnostic");
-}
+constexpr const char *kReshardSkip =
+    "skipped: resharding (the plan's source graph is injected and ragged already)";
 
 class Build {
 public:
@@ -244,7 +60,14 @@ private:
   llvm::Expected<std::string> writePlanFile();
   llvm::Expected<std::string> runInject();
   llvm::Expected<std::string> runRagged();
-  llvm::Expected<std::string> runConvertFloatType(mlir::ModuleOp m, bool convert);
+  /// With `snapshot`, stores the module's source graph between the float
+  /// conversion and the upcast of half outputs.
+  llvm::Expected<std::string> runConvertFloatType(mlir::ModuleOp m, bool convert,
+                                                  bool snapshot = false);
+  /// kiln reshard's import: the plan's source graph with its weights.
+  llvm::Expected<std::string> loadSourceGraph();
+  /// Stores the unpartitioned module (Plan.source_graph) for kiln reshard.
+  llvm::Error snapshotSourceGraph(mlir::ModuleOp m);
   llvm::Expected<std::string> runQuantize();
   llvm::Expected<std::string> runPartition();
   llvm::Expected<std::string> writeTpPlanFile();
@@ -266,6 +89,8 @@ private:
   /// tp_size > 1: one clone of `module` per rank, partitioned.
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> rankModules;
   std::string partitionReport;
+  /// Plan.source_graph: MLIR bytecode of the module partition starts from.
+  std::string sourceGraph;
   plan::ModelInfo modelInfo;
   plan::SourceHasher hasher;
 };
@@ -274,6 +99,8 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   const BuildConfig &config = request.config;
   switch (phase) {
   case Phase::Import: {
+    if (request.reshard)
+      return loadSourceGraph();
     int before = diags.errorCount();
     auto imported = importOnnxModel(context, request.modelPath, /*error=*/nullptr);
     if (mlir::failed(imported)) {
@@ -294,6 +121,8 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
         .str();
   }
   case Phase::Cleanup: {
+    if (request.reshard)
+      return std::string(kReshardSkip);
     size_t before = countOps(*module).ops;
     if (llvm::Error e = runPasses(context, *module, diags, phase, [](mlir::PassManager &pm) {
           return addRegistered(pm, "kiln-cleanup");
@@ -302,8 +131,12 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
     return llvm::formatv("{0} ops (from {1})", countOps(*module).ops, before).str();
   }
   case Phase::Inject:
+    if (request.reshard)
+      return std::string(kReshardSkip);
     return runInject();
   case Phase::Ragged:
+    if (request.reshard)
+      return std::string(kReshardSkip);
     return runRagged();
   case Phase::Partition:
     return runPartition();
@@ -484,11 +317,14 @@ llvm::Expected<std::string> Build::runPartition() {
   const BuildConfig &config = request.config;
   if (config.tp_size == 1)
     return std::string("skipped: tensor_parallel.tp_size is 1");
-  if (config.dtype_explicit && config.dtype != "fp32") {
+  // A resharded source graph has the plan's types already.
+  if (config.dtype_explicit && config.dtype != "fp32" && !request.reshard) {
     auto converted = runConvertFloatType(*module, /*convert=*/true);
     if (!converted)
       return converted.takeError();
   }
+  if (llvm::Error e = snapshotSourceGraph(*module))
+    return std::move(e);
   std::string options = llvm::formatv("tp-size={0}", config.tp_size).str();
   if (request.requirePartition)
     options += " require-all=true";
@@ -549,10 +385,12 @@ llvm::Expected<std::string> Build::runPartition() {
 /// modules only get the upcast of half logits.
 llvm::Expected<std::string> Build::runQuantize() {
   const BuildConfig &config = request.config;
+  // A resharded one-rank source graph was converted by its first build; it
+  // gets that build's upcast of outputs.
   const bool convert = config.dtype_explicit && config.dtype != "fp32" && rankModules.empty();
   std::string summary;
   for (mlir::ModuleOp m : modules()) {
-    auto s = runConvertFloatType(m, convert);
+    auto s = runConvertFloatType(m, convert, /*snapshot=*/rankModules.empty());
     if (!s)
       return s.takeError();
     summary = *s;
@@ -562,30 +400,64 @@ llvm::Expected<std::string> Build::runQuantize() {
   return summary;
 }
 
-llvm::Expected<std::string> Build::runConvertFloatType(mlir::ModuleOp m, bool convert) {
+llvm::Expected<std::string> Build::runConvertFloatType(mlir::ModuleOp m, bool convert,
+                                                       bool snapshot) {
   const BuildConfig &config = request.config;
   // Half logits, of a model that was half already, are cast to f32 as the
   // runtime reads them.
   // Only a decoder's: any other graph keeps the output types its ONNX file
   // declares, which `kiln exec` (and the ONNX node tests) compare against.
-  const bool upcast = hasHalfLogits(m);
-  if (!convert && !upcast)
+  const bool halfLogits = hasHalfLogits(m), upcast = halfLogits || convert;
+  const std::string to = config.dtype == "bf16" ? "to=bf16" : "to=f16";
+  if (convert && !request.reshard)
+    if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
+          return addRegistered(pm, "kiln-convert-float-type", to);
+        }))
+      return std::move(e);
+  if (snapshot)
+    if (llvm::Error e = snapshotSourceGraph(m))
+      return std::move(e);
+  if (!upcast)
     return "skipped: dtype is " + std::string(config.dtype_explicit ? config.dtype : "the model's") +
            " (int8: quant.enabled is false)";
-  const std::string to = config.dtype == "bf16" ? "to=bf16" : "to=f16";
-  if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize,
-                                [&](mlir::PassManager &pm) -> llvm::Error {
-                                  if (convert)
-                                    if (llvm::Error e =
-                                            addRegistered(pm, "kiln-convert-float-type", to))
-                                      return e;
-                                  return addRegistered(pm, "kiln-upcast-outputs");
-                                }))
+  if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
+        return addRegistered(pm, "kiln-upcast-outputs");
+      }))
     return std::move(e);
   std::string what = convert ? "converted to " + config.dtype : "dtype is the model's";
-  if (upcast)
+  if (halfLogits)
     what += "; half outputs (logits) cast to f32";
   return what + "; weights " + weightTypes(m);
+}
+
+llvm::Error Build::snapshotSourceGraph(mlir::ModuleOp m) {
+  if (request.reshard || request.compileTo)
+    return llvm::Error::success();
+  // Unique weight names: the plan's tensors and the source graph's weights
+  // meet by name in kiln reshard.
+  plan::nameWeights(m);
+  auto bytes = plan::writeSourceGraph(m);
+  if (!bytes)
+    return bytes.takeError();
+  sourceGraph = std::move(*bytes);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> Build::loadSourceGraph() {
+  const ReshardSource &from = *request.reshard;
+  if (from.extras.sourceGraph.empty())
+    return inputError(from.description +
+                      " has no source graph (it was built by a kiln before plan format 1.5): "
+                      "build it again from the ONNX file with the tp_size you want");
+  auto loaded = plan::readSourceGraph(context, from.extras.sourceGraph, from.weights);
+  if (!loaded)
+    return loaded.takeError();
+  module = std::move(*loaded);
+  sourceGraph = from.extras.sourceGraph;
+  OpCounts c = countOps(*module);
+  return llvm::formatv("source graph of {0}: {1} ops, {2} constants", from.description, c.ops,
+                       c.constants)
+      .str();
 }
 
 void Build::startHashing() {
@@ -622,7 +494,36 @@ plan::ProvenanceDesc Build::provenance() {
   return p;
 }
 
+/// The provenance of a resharded plan: the first build's (its model, its
+/// time), with the new config and where it was resharded from.
+plan::ProvenanceDesc reshardProvenance(const BuildRequest &request) {
+  const ReshardSource &from = *request.reshard;
+  plan::ProvenanceDesc p = from.extras.provenance;
+  p.present = true;
+  nlohmann::json inputs = nlohmann::json::parse(p.buildConfigJson, nullptr, false);
+  if (!inputs.is_object())
+    inputs = nlohmann::json::object();
+  inputs["config"] = nlohmann::json::parse(request.config.ToJson());
+  inputs["resharded_from"] = {{"plan", from.description},
+                              {"tp_size", from.fromTpSize},
+                              {"build_id", from.fromBuildId},
+                              {"kiln_version", request.compilerVersion},
+                              {"source_commit", request.sourceCommit},
+                              {"time", plan::utcTimestamp()}};
+  p.buildConfigJson = inputs.dump(2);
+  return p;
+}
+
 plan::PlanExtras Build::planExtras() {
+  if (request.reshard) {
+    plan::PlanExtras extras = request.reshard->extras;
+    extras.compilerVersion = request.compilerVersion;
+    extras.buildConfigJson = request.config.ToJson();
+    extras.provenance = reshardProvenance(request);
+    extras.sourceGraph = sourceGraph;
+    extras.checkBeforeCommit = request.checkPlan;
+    return extras;
+  }
   plan::PlanExtras extras;
   extras.provenance = provenance();
   // The hashes run while the weights are written; the plan waits for them
@@ -645,6 +546,7 @@ plan::PlanExtras Build::planExtras() {
   extras.injectionReport = injectionReport;
   extras.maxOutTokens = request.config.max_out_tokens;
   extras.checkBeforeCommit = request.checkPlan;
+  extras.sourceGraph = sourceGraph;
   return extras;
 }
 
@@ -690,7 +592,7 @@ llvm::Expected<std::string> Build::writeTpPlanFile() {
   tp.buildId = llvm::formatv("{0:x-16}", llvm::xxh3_64bits(seed)).str();
   tp.partitionReport = partitionReport;
   extras.tensorParallel = std::move(tp);
-  auto summary = plan::writeTpPlan(modules(), extras, request.outputPath);
+  auto summary = plan::writeTpPlan(modules(), extras, request.outputPath, request.splitRanks);
   if (!summary)
     return summary.takeError();
   if (request.printReport)
@@ -710,8 +612,10 @@ llvm::Error Build::run() {
   for (const std::string &w : request.config.warnings)
     log << "warning: " << w << "\n";
   // Side files are read first so a broken tokenizer.json fails in
-  // milliseconds, not after a long import.
-  if (!request.compileTo) {
+  // milliseconds, not after a long import. A reshard has them in its plan.
+  if (request.reshard) {
+    modelInfo = request.reshard->extras.model;
+  } else if (!request.compileTo) {
     std::string dir = std::string(llvm::sys::path::parent_path(request.modelPath));
     auto info = plan::readModelFiles(dir.empty() ? "." : dir, request.tokenizerPath,
                                      request.allowUnsupportedTemplate);

@@ -13,6 +13,8 @@
 #define KILN_COMPILER_DRIVER_PIPELINE_H
 
 #include "compiler/driver/BuildConfig.h"
+#include "compiler/plan/PlanModel.h"
+#include "compiler/plan/SourceGraph.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -32,6 +34,20 @@ llvm::StringRef phaseName(Phase phase);
 std::optional<Phase> parsePhase(llvm::StringRef name);
 /// "import, cleanup, ..., plan", for usage and error messages.
 std::string phaseNames();
+
+/// What `kiln reshard` builds from instead of an ONNX file: a plan's stored
+/// source graph, its weights and its model-wide fields.
+struct ReshardSource {
+  /// The input plan's extras (PlanReader.h: extrasFromPlan), with its
+  /// source graph.
+  plan::PlanExtras extras;
+  /// Its weights by name, whole or reassembled from shards.
+  plan::WeightLookup weights;
+  /// For progress lines and the provenance: the input file(s).
+  std::string description;
+  int64_t fromTpSize = 1;
+  std::string fromBuildId; // empty for a one-rank plan
+};
 
 struct BuildRequest {
   std::string modelPath;
@@ -69,6 +85,13 @@ struct BuildRequest {
   /// as it was. `kiln build` checks the plan against the target backend's
   /// kernels here (the compiler itself never links the runtime).
   std::function<llvm::Error(const std::string &planPath)> checkPlan;
+  /// `kiln reshard`: start from this source graph instead of importing
+  /// modelPath; only the partition, quantize and plan phases run, and the
+  /// model-wide fields come from it. Not owned.
+  const ReshardSource *reshard = nullptr;
+  /// tp_size > 1: write one file per rank (rankFilePath), each holding the
+  /// shared section and that rank's, instead of one plan.
+  bool splitRanks = false;
 };
 
 /// Runs the build. Diagnostics, warnings and (unless quiet) progress go to

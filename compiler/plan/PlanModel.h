@@ -136,6 +136,9 @@ struct TensorParallelDesc {
   std::string buildId;
   std::string partitionReport;
   std::vector<std::vector<uint8_t>> programs; // in rank order
+  /// A rank file (kiln reshard --split): `programs` holds only this rank's
+  /// program, and the sections are the shared one and this rank's. -1: all.
+  int32_t onlyRank = -1;
 };
 
 /// Everything that is not the graph.
@@ -152,6 +155,9 @@ struct PlanExtras {
   /// Set for a tensor-parallel plan: the outer Plan then has no graph, and
   /// its sections are the shared one and one per rank.
   std::optional<TensorParallelDesc> tensorParallel;
+  /// Plan.source_graph.bytes: the unpartitioned module as MLIR bytecode
+  /// without weight data (SourceGraph.h); empty: none is stored.
+  std::string sourceGraph;
   /// When set, called once the weights are written and before the plan's
   /// FlatBuffer is final, to replace `provenance`'s placeholder hashes (of
   /// the same width) with the real ones, which are computed meanwhile.

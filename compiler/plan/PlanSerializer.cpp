@@ -2,6 +2,8 @@
 
 #include "compiler/plan/PlanSerializer.h"
 
+#include "compiler/plan/SourceGraph.h"
+
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
@@ -127,10 +129,11 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
     ops.push_back(buildOp(b, op));
 
   // Section 0 is shared by every rank; a tensor-parallel plan's section
-  // i > 0 belongs to rank i - 1.
+  // i > 0 belongs to rank i - 1, a rank file's section 1 to its rank.
+  const int32_t onlyRank = extras.tensorParallel ? extras.tensorParallel->onlyRank : -1;
   std::vector<Offset<fb::Section>> sections;
   for (size_t i = 0; i < placements.size(); ++i) {
-    const int32_t rank = i == 0 ? -1 : static_cast<int32_t>(i) - 1;
+    const int32_t rank = i == 0 ? -1 : onlyRank >= 0 ? onlyRank : static_cast<int32_t>(i) - 1;
     sections.push_back(fb::CreateSection(
         b, b.CreateString(i == 0 ? std::string("shared") : "rank" + std::to_string(rank)), rank,
         placements[i].offset, placements[i].size, placements[i].checksum));
@@ -141,8 +144,8 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
     std::vector<Offset<fb::RankProgram>> programs;
     for (size_t r = 0; r < t.programs.size(); ++r) {
       b.ForceVectorAlignment(t.programs[r].size(), sizeof(uint8_t), 8);
-      programs.push_back(
-          fb::CreateRankProgram(b, static_cast<int32_t>(r), b.CreateVector(t.programs[r])));
+      const int32_t rank = t.onlyRank >= 0 ? t.onlyRank : static_cast<int32_t>(r);
+      programs.push_back(fb::CreateRankProgram(b, rank, b.CreateVector(t.programs[r])));
     }
     tp = fb::CreateTensorParallel(b, t.tpSize, b.CreateString(t.buildId),
                                   b.CreateString(t.partitionReport), b.CreateVector(programs));
@@ -156,6 +159,14 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
       outer ? 0
             : fb::CreateMemoryPlan(b, mp.numSlots, static_cast<int32_t>(kTensorAlign),
                                    b.CreateVector(mp.slotStaticBytes), mp.unsharedStaticBytes);
+  Offset<fb::SourceGraph> sourceGraph = 0;
+  if (!extras.sourceGraph.empty()) {
+    b.ForceVectorAlignment(extras.sourceGraph.size(), sizeof(uint8_t), 8);
+    auto bytes = b.CreateVector(reinterpret_cast<const uint8_t *>(extras.sourceGraph.data()),
+                                extras.sourceGraph.size());
+    sourceGraph = fb::CreateSourceGraph(b, b.CreateString(kSourceGraphFormat),
+                                        b.CreateString(kSourceGraphMlirVersion), bytes);
+  }
   const ModelInfo &m = extras.model;
   auto generation = fb::CreateGenerationDefaults(b, effectiveMaxNewTokens(extras), m.temperature,
                                                  m.topK, m.topP, m.repetitionPenalty);
@@ -166,7 +177,7 @@ std::vector<uint8_t> serializePlan(const GraphDesc &graph, const DecoderDesc &de
       outer ? 0 : b.CreateVector(tensors), outer ? 0 : b.CreateVector(ops),
       outer ? 0 : b.CreateVector(graph.inputs), outer ? 0 : b.CreateVector(graph.outputs), memory,
       b.CreateVector(sections), outer ? 0 : buildDecoder(b, decoder), buildRagged(b, ragged),
-      buildPooling(b, m), buildProvenance(b, extras.provenance), tp);
+      buildPooling(b, m), buildProvenance(b, extras.provenance), tp, sourceGraph);
   fb::FinishPlanBuffer(b, plan);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -14,6 +14,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 
 #include <map>
 
@@ -136,8 +137,17 @@ std::string withBytes(const std::string &report, const Shared &shared,
 
 } // namespace
 
+std::string rankFilePath(const std::string &path, int64_t rank) {
+  llvm::StringRef p(path);
+  llvm::StringRef ext = llvm::sys::path::extension(p);
+  if (ext.empty() || ext == ".")
+    return path + ".rank" + std::to_string(rank) + ".plan";
+  return (p.drop_back(ext.size()) + ".rank" + llvm::Twine(rank) + ext).str();
+}
+
 llvm::Expected<TpPlanSummary> writeTpPlan(const std::vector<mlir::ModuleOp> &modules,
-                                          const PlanExtras &extras, const std::string &path) {
+                                          const PlanExtras &extras, const std::string &path,
+                                          bool split) {
   if (!extras.tensorParallel || modules.size() < 2)
     return compiler::internalError("writeTpPlan needs tensorParallel extras and two ranks or more");
   std::vector<RankGraph> ranks(modules.size());
@@ -180,13 +190,10 @@ llvm::Expected<TpPlanSummary> writeTpPlan(const std::vector<mlir::ModuleOp> &mod
   programExtras.model.padTokenId = extras.model.padTokenId;
   programExtras.opset = extras.opset;
   programExtras.producer = extras.producer;
-  tp.programs.clear();
+  std::vector<std::vector<uint8_t>> programs;
   for (const RankGraph &r : ranks)
-    tp.programs.push_back(serializePlan(r.g.graph, r.decoder, r.ragged, programExtras, {}));
+    programs.push_back(serializePlan(r.g.graph, r.decoder, r.ragged, programExtras, {}));
 
-  std::vector<SectionSource> sections = {sharedSection(shared)};
-  for (const RankGraph &r : ranks)
-    sections.push_back(rankSection(r));
   auto completeProvenance = [&x]() -> std::string {
     if (llvm::Error e = x.completeProvenance(x.provenance))
       return llvm::toString(std::move(e));
@@ -204,18 +211,51 @@ llvm::Expected<TpPlanSummary> writeTpPlan(const std::vector<mlir::ModuleOp> &mod
   GraphDesc none;
   DecoderDesc noDecoder;
   RaggedDesc noRagged;
-  std::string error = StreamPlanFile(
-      path,
-      [&](const std::vector<SectionPlacement> &placements) {
-        return serializePlan(none, noDecoder, noRagged, x, placements);
-      },
-      sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr,
-      x.checkBeforeCommit ? std::function<std::string(const std::string &)>(checkBeforeCommit)
-                          : nullptr);
-  if (checkError)
-    return std::move(*checkError);
-  if (!error.empty())
-    return compiler::inputError(error);
+  // One file: every rank (onlyRank -1), or one rank's file.
+  auto writeFile = [&](const std::string &file, int32_t onlyRank) -> llvm::Error {
+    tp.onlyRank = onlyRank;
+    tp.programs.clear();
+    std::vector<SectionSource> sections = {sharedSection(shared)};
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (onlyRank >= 0 && static_cast<int32_t>(r) != onlyRank)
+        continue;
+      tp.programs.push_back(programs[r]);
+      sections.push_back(rankSection(ranks[r]));
+    }
+    std::string error = StreamPlanFile(
+        file,
+        [&](const std::vector<SectionPlacement> &placements) {
+          return serializePlan(none, noDecoder, noRagged, x, placements);
+        },
+        sections, x.completeProvenance ? std::function<std::string()>(completeProvenance) : nullptr,
+        x.checkBeforeCommit ? std::function<std::string(const std::string &)>(checkBeforeCommit)
+                            : nullptr);
+    if (checkError)
+      return std::move(*checkError);
+    if (!error.empty())
+      return compiler::inputError(error);
+    return llvm::Error::success();
+  };
+  uint64_t fileBytes = 0;
+  if (!split) {
+    if (llvm::Error e = writeFile(path, -1))
+      return std::move(e);
+    if (llvm::sys::fs::file_size(path, fileBytes))
+      fileBytes = 0;
+  } else {
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const std::string file = rankFilePath(path, static_cast<int64_t>(r));
+      if (llvm::Error e = writeFile(file, static_cast<int32_t>(r))) {
+        // All or none: the files written before this one go too.
+        for (size_t k = 0; k < r; ++k)
+          llvm::sys::fs::remove(rankFilePath(path, static_cast<int64_t>(k)));
+        return std::move(e);
+      }
+      uint64_t size = 0;
+      if (!llvm::sys::fs::file_size(file, size))
+        fileBytes += size;
+    }
+  }
 
   TpPlanSummary s;
   const CollectedGraph &g0 = ranks[0].g;
@@ -233,9 +273,7 @@ llvm::Expected<TpPlanSummary> writeTpPlan(const std::vector<mlir::ModuleOp> &mod
     s.plan.weightBytes += r.bytes;
   }
   s.partitionReport = tp.partitionReport;
-  uint64_t size = 0;
-  if (!llvm::sys::fs::file_size(path, size))
-    s.plan.fileBytes = size;
+  s.plan.fileBytes = fileBytes;
   return s;
 }
 

@@ -33,9 +33,17 @@ struct TpPlanSummary {
 /// Writes `path` from the rank modules (rank order). `extras.tensorParallel`
 /// carries the tp size, build id and the pass's report; the programs are
 /// filled in here. The report gets a "bytes" entry (shared, per rank, and
-/// each rank's share of the unsplit weights).
+/// each rank's share of the unsplit weights). With `split`, writes instead
+/// one rank file per rank at rankFilePath(path, r): that rank's program,
+/// the shared section and the rank's own (kiln reshard --split); fileBytes
+/// is then their sum, and checkBeforeCommit runs on each.
 llvm::Expected<TpPlanSummary> writeTpPlan(const std::vector<mlir::ModuleOp> &ranks,
-                                          const PlanExtras &extras, const std::string &path);
+                                          const PlanExtras &extras, const std::string &path,
+                                          bool split = false);
+
+/// Rank r's file of a split plan: "out.plan" -> "out.rank<r>.plan" (the
+/// extension kept when the name has one, else appended).
+std::string rankFilePath(const std::string &path, int64_t rank);
 
 } // namespace kiln::plan
 

@@ -17,7 +17,7 @@ MASK = (1 << 64) - 1
 
 # Field index (declaration order) of each table field the tests touch.
 FIELDS = {
-    "Plan": {"tensors": 9, "ops": 10, "memory_plan": 13, "sections": 14},
+    "Plan": {"tensors": 9, "ops": 10, "memory_plan": 13, "sections": 14, "source_graph": 20},
     "Tensor": {"name": 0, "dtype": 1, "shape": 2, "kind": 3, "section": 4, "slot": 7,
                "host": 8},
     "MemoryPlan": {"num_slots": 0, "alignment": 1, "slot_static_bytes": 2},
@@ -110,6 +110,16 @@ class Plan:
 
     def tensors(self):
         return self.tables(self.child(self.root(), "Plan", "tensors"))
+
+    def drop(self, table, kind, field):
+        """Makes a field absent: its vtable slot becomes 0 (its bytes stay,
+        unreferenced)."""
+        index = FIELDS[kind][field]
+        (soff,) = struct.unpack_from("<i", self.b, table)
+        vtable = table - soff
+        slot = 4 + 2 * index
+        if slot + 2 <= struct.unpack_from("<H", self.b, vtable)[0]:
+            struct.pack_into("<H", self.b, vtable + slot, 0)
 
     def reseal(self):
         """Recomputes the FlatBuffer and header checksums over the edits."""

@@ -5,7 +5,8 @@
 // be, when two ranks' overlapping slices (replicated GQA KV heads) differ,
 // when part of a split weight is covered by no rank, or when a large TP = 1
 // weight appears on no rank. Reads the files with FlatBuffers only, as
-// kiln reshard must (no ONNX, no compiler).
+// kiln reshard must (no ONNX, no compiler). Given two one-rank plans, checks
+// instead that they hold the same weights, byte for byte.
 #include "kiln_schema/plan_generated.h"
 
 #include <cstdint>
@@ -51,15 +52,46 @@ int64_t Elems(const kiln::fb::Tensor *t) {
   return n;
 }
 
+/// Two one-rank plans (kiln reshard N -> 1 against the first build): the
+/// same weight names with the same bytes, both ways.
+int SameWeights(const std::vector<uint8_t> &fa, const kiln::fb::Plan *a,
+                const std::vector<uint8_t> &fb, const kiln::fb::Plan *b, const char *label) {
+  auto weights = [](const std::vector<uint8_t> &file, const kiln::fb::Plan *p) {
+    std::map<std::string, std::pair<const uint8_t *, uint64_t>> w;
+    for (const kiln::fb::Tensor *t : *p->tensors())
+      if (t->kind() == kiln::fb::TensorKind::Weight && t->section() >= 0)
+        w[t->name()->str()] = {
+            file.data() + p->sections()->Get(t->section())->offset() + t->offset(), t->size()};
+    return w;
+  };
+  auto wa = weights(fa, a), wb = weights(fb, b);
+  for (const auto &[name, bytes] : wa) {
+    auto it = wb.find(name);
+    if (it == wb.end())
+      Fail(name + ": missing from the second plan");
+    else if (it->second.second != bytes.second ||
+             std::memcmp(it->second.first, bytes.first, bytes.second) != 0)
+      Fail(name + ": bytes differ");
+  }
+  for (const auto &[name, bytes] : wb)
+    if (!wa.count(name))
+      Fail(name + ": only in the second plan");
+  std::printf("%s: %zu weights compared with the first plan's; %d failures\n", label, wa.size(),
+              failures);
+  return failures ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: kiln_tp_shard_check TP1.plan TPN.plan\n");
+    std::fprintf(stderr, "usage: kiln_tp_shard_check TP1.plan TPN.plan|TP1.plan\n");
     return 2;
   }
   std::vector<uint8_t> one = ReadFile(argv[1]), many = ReadFile(argv[2]);
   const kiln::fb::Plan *p1 = Root(one), *pn = Root(many);
+  if (p1 && pn && !p1->tensor_parallel() && !pn->tensor_parallel())
+    return SameWeights(one, p1, many, pn, argv[2]);
   if (!p1 || !pn || !pn->tensor_parallel() || !pn->tensor_parallel()->ranks() || !pn->sections()) {
     std::fprintf(stderr, "not a TP = 1 plan and a tensor-parallel plan\n");
     return 2;

@@ -14,6 +14,7 @@ inline constexpr int kExitBadInput = 2;
 
 // args excludes the program name and the subcommand.
 int BuildMain(const std::vector<std::string> &args);   // cmd_build.cpp (compiler builds only)
+int ReshardMain(const std::vector<std::string> &args); // cmd_reshard.cpp (compiler builds only)
 int RunMain(const std::vector<std::string> &args);     // cmd_run.cpp
 int ExecMain(const std::vector<std::string> &args);    // cmd_exec.cpp
 int InspectMain(const std::vector<std::string> &args); // cmd_inspect.cpp

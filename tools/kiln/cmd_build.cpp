@@ -10,6 +10,7 @@
 #include "kiln_source_commit.h"
 #include "passes/PartitionPass.h"
 #include "passes/Passes.h"
+#include "plan_check.h"
 
 #include "backends/registry.h"
 #include "kiln/plan.h"
@@ -111,29 +112,6 @@ std::string BackendList() {
   for (const std::string &name : BackendNames())
     known += (known.empty() ? "" : ", ") + name;
   return known;
-}
-
-// Loads the finished plan with the runtime's own loader and checks it
-// against `table`. A plan kiln just wrote that does not load is kiln's
-// fault; an op the backend lacks is the build's input (model and target).
-llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
-                              const std::string &target) {
-  // A tensor-parallel plan is checked rank program by rank program.
-  int tp_size = 1;
-  for (int rank = 0; rank < tp_size; ++rank) {
-    StatusOr<std::unique_ptr<Plan>> plan =
-        LoadPlan(path, PlanLoadOptions{PlanLoadOptions::kAsBuilt, rank});
-    if (!plan.ok())
-      return compiler::internalError("the plan just written does not load: " +
-                                     plan.status().message());
-    tp_size = (*plan)->tp_size();
-    Status runs = CheckPlanRunsOn(**plan, table, target);
-    if (!runs.ok())
-      return compiler::inputError("--target " + target + ": " +
-                                  (tp_size > 1 ? "rank " + std::to_string(rank) + ": " : "") +
-                                  runs.message());
-  }
-  return llvm::Error::success();
 }
 
 } // namespace

@@ -17,6 +17,7 @@ struct Command {
 const Command kCommands[] = {
 #ifdef KILN_HAVE_COMPILER
     {"build", "compile an ONNX model into an engine plan", kiln::cli::BuildMain},
+    {"reshard", "re-partition a plan for another tensor-parallel rank count", kiln::cli::ReshardMain},
 #endif
     {"run", "generate text from a plan", kiln::cli::RunMain},
     {"exec", "run a plan's graph once on TensorProto inputs", kiln::cli::ExecMain},
@@ -32,7 +33,7 @@ void PrintUsage(FILE *out) {
   std::fprintf(out, "usage: kiln <command> [options]\n\ncommands:\n");
   for (const Command &c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
 #ifndef KILN_HAVE_COMPILER
-  std::fprintf(out, "  (build is not available: this kiln was built with KILN_BUILD_COMPILER=OFF)\n");
+  std::fprintf(out, "  (build and reshard are not available: this kiln was built with KILN_BUILD_COMPILER=OFF)\n");
 #endif
   std::fprintf(out, "\nRun 'kiln <command> --help' for a command's options.\n");
 }

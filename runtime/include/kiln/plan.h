@@ -88,6 +88,9 @@ struct PlanLoadOptions {
   // kAsBuilt: whatever the plan was built for (inspect, verify, build's
   // own check of what it wrote).
   static constexpr int kAsBuilt = -1;
+  // As `rank`: the first rank program the file holds (with kAsBuilt: check a
+  // rank file of kiln reshard --split without knowing its rank).
+  static constexpr int kFirstHeldRank = -1;
   int tp_size = 0;
   int rank = 0; // in [0, tp_size)
 };

@@ -152,8 +152,12 @@ Status PlanLoader::SelectGraph(Plan &plan, const PlanLoadOptions &options) {
     return InvalidArgument("the plan was built for tensor parallelism over " + std::to_string(n) +
                            " ranks, not " + std::to_string(options.tp_size) + ": run it with --tp " +
                            std::to_string(n) + " (kiln reshard changes the rank count)");
-  if (options.rank < 0 || options.rank >= n)
-    return InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
+  // kFirstHeldRank: the first program the file holds (a rank file's only one).
+  int rank = options.rank;
+  if (rank == PlanLoadOptions::kFirstHeldRank && tp->ranks() && tp->ranks()->size() > 0)
+    rank = tp->ranks()->Get(0)->rank();
+  if (rank < 0 || rank >= n)
+    return InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " +
                            std::to_string(n) + ")");
   if (f.tensors() || f.ops() || f.memory_plan() || f.inputs() || f.outputs() || f.ragged() ||
       f.decoder())
@@ -164,33 +168,33 @@ Status PlanLoader::SelectGraph(Plan &plan, const PlanLoadOptions &options) {
   if (tp->ranks()) {
     for (const fb::RankProgram *rp : *tp->ranks()) {
       held += (held.empty() ? "" : ", ") + std::to_string(rp->rank());
-      if (rp->rank() != options.rank)
+      if (rp->rank() != rank)
         continue;
       if (mine)
-        return DataLoss("tensor_parallel.ranks lists rank " + std::to_string(options.rank) +
+        return DataLoss("tensor_parallel.ranks lists rank " + std::to_string(rank) +
                         " twice");
       mine = rp;
     }
   }
   if (!mine)
     return InvalidArgument("the plan holds the program of rank(s) [" + held + "] of " +
-                           std::to_string(n) + ", not rank " + std::to_string(options.rank) +
+                           std::to_string(n) + ", not rank " + std::to_string(rank) +
                            " (a rank file of kiln reshard --split runs only its own rank)");
   // The outer verifier already verified the nested buffer (nested_flatbuffer).
   const fb::Plan *program = mine->program_nested_root();
   if (!program || !mine->program() || mine->program()->size() == 0)
-    return DataLoss("rank " + std::to_string(options.rank) + " has no program");
+    return DataLoss("rank " + std::to_string(rank) + " has no program");
   if (program->tensor_parallel())
-    return DataLoss("rank " + std::to_string(options.rank) +
+    return DataLoss("rank " + std::to_string(rank) +
                     "'s program is itself tensor-parallel");
   if (program->format_major() != f.format_major())
-    return DataLoss("rank " + std::to_string(options.rank) + "'s program says format " +
+    return DataLoss("rank " + std::to_string(rank) + "'s program says format " +
                     std::to_string(program->format_major()) + ".x inside a " +
                     std::to_string(f.format_major()) + ".x plan");
   int shared = -1, own = -1;
   for (uint32_t i = 0; i < num_sections; ++i) {
     const int r = sections->Get(i)->rank();
-    int *slot = r == -1 ? &shared : r == options.rank ? &own : nullptr;
+    int *slot = r == -1 ? &shared : r == rank ? &own : nullptr;
     if (!slot)
       continue;
     if (*slot >= 0)
@@ -200,7 +204,7 @@ Status PlanLoader::SelectGraph(Plan &plan, const PlanLoadOptions &options) {
   }
   plan.graph_ = program;
   plan.tp_size_ = n;
-  plan.rank_ = options.rank;
+  plan.rank_ = rank;
   plan.build_id_ = Str(tp->build_id());
   plan.section_of_role_ = {shared, own};
   return Status::Ok();
