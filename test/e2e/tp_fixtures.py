@@ -3,7 +3,8 @@
 
     tp_fixtures.py --kiln KILN --builder KILN_WITH_COMPILER FIXTURE_DIR [FIXTURE_DIR ...]
 
-Each fixture's ONNX is built at tp_size 1, 2 and 4 (--tp-size); each plan runs
+Each fixture's ONNX is built at tp_size 1, 2 and 4 (--tp-size, and at 2 and 4
+--require-partition: every layer split, none kept whole); each plan runs
 `kiln run --tp N` (one process per rank, gloo) on the same prompt. Checks, per
 fixture and rank count:
   - the 32 greedy tokens equal one rank's;
@@ -14,9 +15,11 @@ With --batch-checks, also a batch of 8 requests through the engine at each
 rank count: greedy with a 1 MiB KV cache, which preempts at one rank and at 2
 ranks (each rank holds half the KV heads, so twice the blocks), and seeded
 sampling (temperature, top-p, top-k); each gives one rank's tokens.
-A fixture whose heads the rank count does not divide is split unevenly (phi3's
-3 heads at 4 ranks leave one rank without heads); llama-optimum has 2 KV heads,
-so at 4 ranks each KV head is replicated on two ranks.
+The attention shapes covered: q, k, v as one linear and a split (llama, qwen2,
+mistral, demo; gpt2's parts are also read for their leading dims) or as three
+slices of one linear (phi3). llama-optimum has 2 KV
+heads, so at 4 ranks each KV head is replicated on two ranks. Uneven and
+zero-head splits are covered by test/lit/partition and partition_shards_*.
 """
 import argparse
 import json
@@ -98,8 +101,9 @@ def main():
             plans = {}
             for n in [1, *counts]:
                 plan = Path(tmp) / f"{name}-tp{n}.plan"
+                require = ["--require-partition"] if n > 1 else []
                 r = run([args.builder, "build", str(fixture / "model.onnx"), "-o", str(plan),
-                         "--quiet", "--tp-size", str(n)])
+                         "--quiet", "--tp-size", str(n), *require])
                 check(r.returncode == 0, f"{name}: build at tp_size {n} {r.stderr[-400:]}")
                 if r.returncode == 0:
                     plans[n] = plan
