@@ -3,10 +3,10 @@
 
     tp_fixtures.py --kiln KILN --builder KILN_WITH_COMPILER FIXTURE_DIR [FIXTURE_DIR ...]
 
-Each fixture's ONNX is built at tp_size 1, 2 and 4 (--tp-size, and at 2 and 4
---require-partition: every layer split, none kept whole); each plan runs
-`kiln run --tp N` (one process per rank, gloo) on the same prompt. Checks, per
-fixture and rank count:
+Each fixture's ONNX is built at tp_size 1, 2, 3 and 4 (--tp-size; above 1
+with --require-partition, so every layer is split and none kept whole); each
+plan runs `kiln run --tp N` (one process per rank, gloo) on the same prompt.
+Checks, per fixture and rank count:
   - the 32 greedy tokens equal one rank's;
   - every step's logits are within 1e-4 of one rank's, relative to the
     largest logit magnitude;
@@ -17,9 +17,10 @@ ranks (each rank holds half the KV heads, so twice the blocks), and seeded
 sampling (temperature, top-p, top-k); each gives one rank's tokens.
 The attention shapes covered: q, k, v as one linear and a split (llama, qwen2,
 mistral, demo; gpt2's parts are also read for their leading dims) or as three
-slices of one linear (phi3). llama-optimum has 2 KV
-heads, so at 4 ranks each KV head is replicated on two ranks. Uneven and
-zero-head splits are covered by test/lit/partition and partition_shards_*.
+slices of one linear (phi3). At 3 ranks every fixture's heads split unevenly
+(demo's 8 query / 4 KV heads by whole KV groups: 4, 2, 2); llama-optimum has 2
+KV heads, so at 4 ranks each KV head is replicated on two ranks. Zero-head
+ranks are covered by test/lit/partition.
 """
 import argparse
 import json
@@ -89,7 +90,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--builder", required=True)
-    ap.add_argument("--counts", default="2,4")
+    ap.add_argument("--counts", default="2,3,4")
     ap.add_argument("--batch-checks", action="store_true",
                     help="also batches with preemption and with seeded sampling")
     ap.add_argument("fixtures", nargs="+")
