@@ -74,6 +74,13 @@ llvm::json::Array counts(const std::vector<Range> &ranges) {
   return a;
 }
 
+/// "kiln.add (/model/layers.0/Add)": an op for a message, with its node
+/// when it has one.
+static std::string describe(Operation *op) {
+  std::string name = op->getName().getStringRef().str(), node = nodeOf(op);
+  return node == name ? name : name + " (" + node + ")";
+}
+
 namespace {
 
 /// Walks from `v` back to the value a projection made, through single-use
@@ -91,8 +98,7 @@ Value traceToProjection(Value v, SmallVector<Operation *> &ops, std::string &why
       // build their reshape targets: a read of any dim but the columns.
       if (Operation *other = readerBesides(v, {ops.back()}, -1)) {
         why = "the projection's output (" + nodeOf(def) + ") is not only reshaped into heads: " +
-              other->getName().getStringRef().str() + " (" + nodeOf(other) +
-              ") reads it too";
+              describe(other) + " reads it too";
         return nullptr;
       }
       return v;
@@ -179,8 +185,7 @@ static LogicalResult matchSplit(Attention &a, SplitOp split, std::string &why) {
       return failure();
     }
   if (Operation *other = readerBesides(a.fused.getY(), {split}, -1)) {
-    why = "the fused projection has a reader besides the split: " +
-          other->getName().getStringRef().str() + " (" + nodeOf(other) + ")";
+    why = "the fused projection has a reader besides the split: " + describe(other);
     return failure();
   }
   return success();
@@ -214,8 +219,7 @@ static LogicalResult matchSlices(Attention &a, std::string &why) {
     start += widths[i];
   }
   if (Operation *other = readerBesides(a.fused.getY(), a.parts, -1)) {
-    why = "the fused projection has a reader besides the q, k, v slices: " +
-          other->getName().getStringRef().str() + " (" + nodeOf(other) + ")";
+    why = "the fused projection has a reader besides the q, k, v slices: " + describe(other);
     return failure();
   }
   return success();
@@ -262,9 +266,8 @@ static LogicalResult matchOutput(Attention &a, int64_t axis, std::string &why) {
         continue;
       }
       if (next) {
-        why = "attention's output has more than one reader (" +
-              next->getName().getStringRef().str() + ", " + user->getName().getStringRef().str() +
-              " at " + nodeOf(user) + ")";
+        why = "attention's output has more than one reader: " + describe(next) + " and " +
+              describe(user);
         return failure();
       }
       next = user;
