@@ -1,15 +1,14 @@
 //===- PartitionAttention.cpp - kiln-partition's attention heads ---------===//
 //
-// One attention layer split by heads: matching the projection -> reshape ->
-// [transpose] -> [rotary] -> paged_attention -> o_proj chains, and rewriting
-// them to rank r's heads (or to nothing, for a rank with no heads). Also the
-// shape and constant helpers the rest of the pass (Partition.cpp) uses.
+// One attention layer split by heads: how the ranks share the heads,
+// matching the projection (three linears, or one split or sliced into q, k,
+// v) -> reshape -> [transpose] -> [rotary] -> paged_attention -> o_proj
+// chains, and rewriting them to rank r's heads (or to nothing, for a rank
+// with no heads). The shape helpers are in PartitionShapes.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Partitioner.h"
-
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace kiln::partition {
 
@@ -62,8 +61,7 @@ FailureOr<HeadPlan> planHeads(int64_t hq, int64_t hkv, int64_t ranks, std::strin
   why = "rank " + std::to_string(*bad) + "'s query heads [" + std::to_string(q.first) + ", " +
         std::to_string(q.first + q.count) + ") read their KV heads in unequal groups, and " +
         "there are too few KV heads to split whole groups instead (" + std::to_string(hq) +
-        " query heads, " + std::to_string(hkv) + " KV heads, " + std::to_string(ranks) +
-        " ranks)";
+        " query heads, " + std::to_string(hkv) + " KV heads, " + std::to_string(ranks) + " ranks)";
   return failure();
 }
 
@@ -97,8 +95,8 @@ Value traceToProjection(Value v, SmallVector<Operation *> &ops, std::string &why
       // GPT-2's export reads the batch and sequence dims of q, k, v to
       // build their reshape targets: a read of any dim but the columns.
       if (Operation *other = readerBesides(v, {ops.back()}, -1)) {
-        why = "the projection's output (" + nodeOf(def) + ") is not only reshaped into heads: " +
-              describe(other) + " reads it too";
+        why = "the projection's output (" + nodeOf(def) +
+              ") is not only reshaped into heads: " + describe(other) + " reads it too";
         return nullptr;
       }
       return v;
@@ -155,8 +153,8 @@ static std::optional<Range> sliceColumns(SliceOp slice) {
   const int64_t rank = cast<RankedTensorType>(slice.getData().getType()).getRank();
   const int64_t width = dim(slice.getData(), -1);
   if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 ||
-      axes->size() != 1 || steps->size() != 1 || (*steps)[0] != 1 ||
-      ShapedType::isDynamic(width) || ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
+      axes->size() != 1 || steps->size() != 1 || (*steps)[0] != 1 || ShapedType::isDynamic(width) ||
+      ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
     return std::nullopt;
   auto clamp = [width](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + width : i, 0, width); };
   const int64_t first = clamp((*starts)[0]), end = clamp((*ends)[0]);

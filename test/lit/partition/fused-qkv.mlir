@@ -143,3 +143,41 @@ func.func @main(%h: tensor<1x?x6xf32>,
   %y = kiln.linear %o3, %wo {activation = "none"} : (tensor<1x?x6xf32>, tensor<6x6xf32>) -> tensor<1x?x6xf32>
   return %y : tensor<1x?x6xf32>
 }
+
+// -----
+
+// GPT-2's q/k/v shape reads with 3 heads: at TP = 4 rank 3 gets none. The
+// reads move to the projection's input before the layer goes, so nothing
+// is left reading a removed value.
+// Z-LABEL: module attributes {kiln.partition_report = "{\22layers\22:[{\22kind\22:\22attention\22,\22kv_heads\22:3,
+// Z-SAME: \22q_heads_per_rank\22:[1,1,1,0]
+// Z: func.func @main(%[[X:[^:]*]]: tensor<1x?x6xf32>, %{{.*}}: tensor<?x0x?x2xf32> {kiln.name = "kv_cache.0.key"}
+// Z-NOT: kiln.paged_attention
+// Z: %[[Z:.*]] = kiln.mul %[[X]], %{{.*}} : (tensor<1x?x6xf32>, tensor<f32>) -> tensor<1x?x6xf32>
+// Z: %[[S:.*]] = kiln.all_reduce %[[Z]] {reduction = "sum"}
+// Z: return %[[S]]
+func.func @main(%x: tensor<1x?x6xf32>,
+                %kc: tensor<?x3x?x2xf32> {kiln.name = "kv_cache.0.key"},
+                %vc: tensor<?x3x?x2xf32> {kiln.name = "kv_cache.0.value"},
+                %slots: tensor<?xi64>, %qs: tensor<?xi64>, %cl: tensor<?xi64>, %bt: tensor<?x?xi64>)
+    -> tensor<1x?x6xf32> {
+  %w = kiln.constant {name = "c_attn"} dense<0.25> : tensor<6x18xf32>
+  %wo = kiln.constant {name = "c_proj"} dense<0.5> : tensor<6x6xf32>
+  %sizes = kiln.constant dense<6> : tensor<3xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %hd = kiln.constant dense<2> : tensor<1xi64>
+  %merge = kiln.constant dense<[1, -1, 6]> : tensor<3xi64>
+  %qkv = kiln.linear %x, %w {activation = "none"} : (tensor<1x?x6xf32>, tensor<6x18xf32>) -> tensor<1x?x18xf32>
+  %q0, %k0, %v0 = kiln.split %qkv, %sizes {axis = 2 : i64, num_outputs = 0 : i64} : (tensor<1x?x18xf32>, tensor<3xi64>) -> (tensor<1x?x6xf32>, tensor<1x?x6xf32>, tensor<1x?x6xf32>)
+  %qb = kiln.shape %q0 {end = 2 : i64, start = 0 : i64} : (tensor<1x?x6xf32>) -> tensor<2xi64>
+  %qt = kiln.concat %qb, %m1, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kb = kiln.shape %k0 {end = -1 : i64, start = 0 : i64} : (tensor<1x?x6xf32>) -> tensor<2xi64>
+  %kt = kiln.concat %kb, %m1, %hd {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %q = kiln.reshape %q0, %qt {allowzero = 0 : i64} : (tensor<1x?x6xf32>, tensor<4xi64>) -> tensor<1x?x3x2xf32>
+  %k = kiln.reshape %k0, %kt {allowzero = 0 : i64} : (tensor<1x?x6xf32>, tensor<4xi64>) -> tensor<1x?x3x2xf32>
+  %v = kiln.reshape %v0, %kt {allowzero = 0 : i64} : (tensor<1x?x6xf32>, tensor<4xi64>) -> tensor<1x?x3x2xf32>
+  %o = kiln.paged_attention %q, %k, %v, %kc, %vc, %slots, %qs, %cl, %bt {layout = "bshd", scale = 0.5 : f32} : (tensor<1x?x3x2xf32>, tensor<1x?x3x2xf32>, tensor<1x?x3x2xf32>, tensor<?x3x?x2xf32>, tensor<?x3x?x2xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x?x3x2xf32>
+  %o3 = kiln.reshape %o, %merge {allowzero = 0 : i64} : (tensor<1x?x3x2xf32>, tensor<3xi64>) -> tensor<1x?x6xf32>
+  %y = kiln.linear %o3, %wo {activation = "none"} : (tensor<1x?x6xf32>, tensor<6x6xf32>) -> tensor<1x?x6xf32>
+  return %y : tensor<1x?x6xf32>
+}
