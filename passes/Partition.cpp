@@ -6,7 +6,8 @@
 // layers are split (a layer split on one rank and whole on another would
 // pair an all_reduce with nothing). The rules for MLPs, linear pairs, the
 // embedding and the LM head live here, attention heads in
-// PartitionAttention.cpp, the slicing arithmetic in PartitionShard.cpp.
+// PartitionAttention.cpp, shape helpers in PartitionShapes.cpp, the slicing
+// arithmetic in PartitionShard.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,130 +1,21 @@
 //===- PartitionAttention.cpp - kiln-partition's attention heads ---------===//
 //
-// One attention layer split by heads: matching the projection -> reshape ->
-// [transpose] -> [rotary] -> paged_attention -> o_proj chains, and rewriting
-// them to rank r's heads (or to nothing, for a rank with no heads). Also the
-// shape and constant helpers the rest of the pass (Partition.cpp) uses.
+// One attention layer split by heads: how the ranks share the heads,
+// matching the projection (three linears, or one split or sliced into q, k,
+// v) -> reshape -> [transpose] -> [rotary] -> paged_attention -> o_proj
+// chains, and rewriting them to rank r's heads (or to nothing, for a rank
+// with no heads). The shape helpers are in PartitionShapes.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Partitioner.h"
 
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-
 namespace kiln::partition {
 
-int64_t dim(Value v, int64_t i) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || t.getRank() == 0)
-    return ShapedType::kDynamic;
-  if (i < 0)
-    i += t.getRank();
-  return i >= 0 && i < t.getRank() ? t.getDimSize(i) : ShapedType::kDynamic;
-}
-
-/// `v`'s type with dim `axis` set to `n`.
-Type withDim(Value v, int64_t axis, int64_t n) {
-  auto t = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> shape(t.getShape());
-  if (axis < 0)
-    axis += t.getRank();
-  shape[axis] = n;
-  return t.clone(shape);
-}
-
-bool isStaticWeight(Value v, int64_t rank) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  return v.getDefiningOp<ConstantOp>() && t && t.hasStaticShape() && t.getRank() == rank;
-}
-
-std::string nodeOf(Operation *op) {
-  std::string n = plan::nodeName(op->getLoc());
-  return n.empty() ? op->getName().getStringRef().str() : n;
-}
-
-/// The values of a small i64 constant, or nullopt.
-std::optional<SmallVector<int64_t>> constInts(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  auto dense = c ? dyn_cast<DenseIntElementsAttr>(c.getValue()) : nullptr;
-  if (!dense)
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  for (const APInt &x : dense.getValues<APInt>())
-    out.push_back(x.getSExtValue());
-  return out;
-}
-
-Value i64Const(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())}, b.getI64Type());
-  return b.create<ConstantOp>(loc, type, DenseIntElementsAttr::get(type, values), StringAttr());
-}
-
-std::optional<ShapeSlot> shapeSlot(Value shape, int64_t index) {
-  ShapeSlot slot;
-  if (auto values = constInts(shape)) {
-    if (index < 0 || index >= static_cast<int64_t>(values->size()))
-      return std::nullopt;
-    slot.at = index;
-    slot.values = *values;
-    return slot;
-  }
-  auto concat = shape.getDefiningOp<ConcatOp>();
-  if (!concat)
-    return std::nullopt;
-  int64_t start = 0;
-  for (unsigned i = 0; i < concat->getNumOperands(); ++i) {
-    int64_t n = dim(concat->getOperand(i), 0);
-    if (ShapedType::isDynamic(n))
-      return std::nullopt;
-    if (index < start + n) {
-      auto values = constInts(concat->getOperand(i));
-      if (!values)
-        return std::nullopt;
-      slot.concat = concat;
-      slot.piece = i;
-      slot.at = index - start;
-      slot.values = *values;
-      return slot;
-    }
-    start += n;
-  }
-  return std::nullopt;
-}
-
-/// The length of a 1-D reshape target, or -1.
-int64_t shapeLength(Value shape) {
-  int64_t n = dim(shape, 0);
-  return ShapedType::isDynamic(n) ? -1 : n;
-}
-
-/// Gives `reshape` a target whose element `index` is `value`. A shared
-/// target (CSE merges equal ones across layers) is copied, never changed.
-void setShapeElement(OpBuilder &b, ReshapeOp reshape, int64_t index, int64_t value) {
-  ShapeSlot slot = *shapeSlot(reshape.getShape(), index);
-  slot.values[slot.at] = value;
-  b.setInsertionPoint(reshape);
-  Value piece = i64Const(b, reshape.getLoc(), slot.values);
-  if (!slot.concat) {
-    reshape.getShapeMutable().assign(piece);
-    return;
-  }
-  Operation *copy = b.clone(*slot.concat);
-  copy->setOperand(slot.piece, piece);
-  reshape.getShapeMutable().assign(copy->getResult(0));
-}
-
-/// DeepSpeed's uneven split of the query heads; each rank keeps the KV
-/// heads its query heads read. Fails when a rank's query heads would read
-/// their KV heads in groups of unequal size (paged_attention maps query
-/// head h to KV head h / (Hq_r / Hkv_r)).
-FailureOr<HeadPlan> planHeads(int64_t hq, int64_t hkv, int64_t ranks, std::string &why) {
-  if (hkv <= 0 || hq % hkv != 0) {
-    why = "query heads (" + std::to_string(hq) + ") are not a multiple of KV heads (" +
-          std::to_string(hkv) + ")";
-    return failure();
-  }
-  const int64_t group = hq / hkv;
-  HeadPlan plan;
+/// The query-head split of planHeads, or the rank whose heads read their
+/// KV heads in unequal groups (then `plan` is incomplete).
+static std::optional<int64_t> splitQueryHeads(int64_t hq, int64_t group, int64_t ranks,
+                                              HeadPlan &plan) {
   for (int64_t r = 0; r < ranks; ++r) {
     Range q = rankRange(hq, ranks, r), kv;
     if (q.count > 0) {
@@ -133,18 +24,45 @@ FailureOr<HeadPlan> planHeads(int64_t hq, int64_t hkv, int64_t ranks, std::strin
       bool uniform = q.count % kv.count == 0;
       for (int64_t i = 0; uniform && i < q.count; ++i)
         uniform = (q.first + i) / group - kv.first == i / (q.count / kv.count);
-      if (!uniform) {
-        why = "rank " + std::to_string(r) + "'s query heads [" + std::to_string(q.first) + ", " +
-              std::to_string(q.first + q.count) + ") read " + std::to_string(kv.count) +
-              " KV heads in unequal groups (" + std::to_string(hq) + " query heads, " +
-              std::to_string(hkv) + " KV heads, " + std::to_string(ranks) + " ranks)";
-        return failure();
-      }
+      if (!uniform)
+        return r;
     }
     plan.q.push_back(q);
     plan.kv.push_back(kv);
   }
-  return plan;
+  return std::nullopt;
+}
+
+FailureOr<HeadPlan> planHeads(int64_t hq, int64_t hkv, int64_t ranks, std::string &why) {
+  if (hkv <= 0 || hq % hkv != 0) {
+    why = "query heads (" + std::to_string(hq) + ") are not a multiple of KV heads (" +
+          std::to_string(hkv) + ")";
+    return failure();
+  }
+  const int64_t group = hq / hkv;
+  HeadPlan plan;
+  std::optional<int64_t> bad = splitQueryHeads(hq, group, ranks, plan);
+  if (!bad)
+    return plan;
+  // 8 query heads, 4 KV heads, 3 ranks: [3, 3, 2] query heads would give
+  // rank 0 KV head 0 twice and KV head 1 once. Split the KV heads [2, 1, 1]
+  // and give each rank their query heads [4, 2, 2] (DeepSpeed's AutoTP
+  // does the same when it knows num_key_value_heads).
+  if (hkv >= ranks) {
+    plan = HeadPlan();
+    for (int64_t r = 0; r < ranks; ++r) {
+      Range kv = rankRange(hkv, ranks, r);
+      plan.kv.push_back(kv);
+      plan.q.push_back({kv.first * group, kv.count * group});
+    }
+    return plan;
+  }
+  const Range q = rankRange(hq, ranks, *bad);
+  why = "rank " + std::to_string(*bad) + "'s query heads [" + std::to_string(q.first) + ", " +
+        std::to_string(q.first + q.count) + ") read their KV heads in unequal groups, and " +
+        "there are too few KV heads to split whole groups instead (" + std::to_string(hq) +
+        " query heads, " + std::to_string(hkv) + " KV heads, " + std::to_string(ranks) + " ranks)";
+  return failure();
 }
 
 llvm::json::Array counts(const std::vector<Range> &ranges) {
@@ -152,6 +70,13 @@ llvm::json::Array counts(const std::vector<Range> &ranges) {
   for (const Range &r : ranges)
     a.push_back(r.count);
   return a;
+}
+
+/// "kiln.add (/model/layers.0/Add)": an op for a message, with its node
+/// when it has one.
+static std::string describe(Operation *op) {
+  std::string name = op->getName().getStringRef().str(), node = nodeOf(op);
+  return node == name ? name : name + " (" + node + ")";
 }
 
 namespace {
@@ -163,8 +88,15 @@ Value traceToProjection(Value v, SmallVector<Operation *> &ops, std::string &why
   while (Operation *def = v.getDefiningOp()) {
     if (isa<SplitOp, LinearOp>(def) ||
         (isa<SliceOp>(def) && cast<SliceOp>(def).getData().getDefiningOp<LinearOp>())) {
-      if (ops.empty() || !isa<ReshapeOp>(ops.back()) || !v.hasOneUse()) {
+      if (ops.empty() || !isa<ReshapeOp>(ops.back())) {
         why = "the projection's output is not only reshaped into heads";
+        return nullptr;
+      }
+      // GPT-2's export reads the batch and sequence dims of q, k, v to
+      // build their reshape targets: a read of any dim but the columns.
+      if (Operation *other = readerBesides(v, {ops.back()}, -1)) {
+        why = "the projection's output (" + nodeOf(def) +
+              ") is not only reshaped into heads: " + describe(other) + " reads it too";
         return nullptr;
       }
       return v;
@@ -208,6 +140,166 @@ SmallVector<int64_t> headAxes(ArrayRef<Operation *> ops, int64_t axis) {
 
 } // namespace
 
+/// The columns [first, first + count) that `slice` takes from its data's
+/// last dim (ONNX clamps the bounds to the dim, so phi3's INT64_MAX end
+/// means "to the end"), or nullopt when it is not one static range of them
+/// with step 1.
+static std::optional<Range> sliceColumns(SliceOp slice) {
+  auto starts = constInts(slice.getStarts());
+  auto ends = constInts(slice.getEnds());
+  auto axes = slice.getAxes() ? constInts(slice.getAxes()) : std::nullopt;
+  auto steps = slice.getSteps() ? constInts(slice.getSteps())
+                                : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{1});
+  const int64_t rank = cast<RankedTensorType>(slice.getData().getType()).getRank();
+  const int64_t width = dim(slice.getData(), -1);
+  if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 ||
+      axes->size() != 1 || steps->size() != 1 || (*steps)[0] != 1 || ShapedType::isDynamic(width) ||
+      ((*axes)[0] != -1 && (*axes)[0] != rank - 1))
+    return std::nullopt;
+  auto clamp = [width](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + width : i, 0, width); };
+  const int64_t first = clamp((*starts)[0]), end = clamp((*ends)[0]);
+  return Range{first, std::max<int64_t>(end - first, 0)};
+}
+
+static const char *const kQkv[3] = {"q", "k", "v"};
+
+/// A fused QKV projection and a split of its columns into q, k, v.
+static LogicalResult matchSplit(Attention &a, SplitOp split, std::string &why) {
+  a.parts.push_back(split);
+  a.fused = split.getInput().getDefiningOp<LinearOp>();
+  bool ordered = split.getNumResults() == 3 && a.source[0] == split.getResult(0) &&
+                 a.source[1] == split.getResult(1) && a.source[2] == split.getResult(2);
+  int64_t sa = split.getAxis();
+  int64_t last = cast<RankedTensorType>(split.getInput().getType()).getRank() - 1;
+  if (!a.fused || !ordered || (sa != -1 && sa != last)) {
+    why = "the split is not q, k, v of one fused projection along its columns";
+    return failure();
+  }
+  const int64_t widths[3] = {a.hq * a.d, a.hkv * a.d, a.hkv * a.d};
+  for (int i = 0; i < 3; ++i)
+    if (dim(split.getResult(i), -1) != widths[i]) {
+      why = std::string("the split's ") + kQkv[i] + " is not " + std::to_string(widths[i]) +
+            " columns wide";
+      return failure();
+    }
+  if (Operation *other = readerBesides(a.fused.getY(), {split}, -1)) {
+    why = "the fused projection has a reader besides the split: " + describe(other);
+    return failure();
+  }
+  return success();
+}
+
+/// Phi-3: one qkv_proj, then q, k, v as three consecutive column slices of
+/// it, in that order.
+static LogicalResult matchSlices(Attention &a, std::string &why) {
+  const int64_t widths[3] = {a.hq * a.d, a.hkv * a.d, a.hkv * a.d};
+  int64_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto slice = a.source[i].getDefiningOp<SliceOp>();
+    LinearOp from = slice ? slice.getData().getDefiningOp<LinearOp>() : LinearOp();
+    if (!from || (a.fused && from != a.fused)) {
+      why = "q, k, v are not consecutive column slices of one fused projection: " +
+            std::string(kQkv[i]) + " is not a slice of the projection q is";
+      return failure();
+    }
+    a.fused = from;
+    a.parts.push_back(slice);
+    std::optional<Range> cols = sliceColumns(slice);
+    if (!cols || cols->first != start || cols->count != widths[i]) {
+      why = "q, k, v are not consecutive column slices of one fused projection: " +
+            std::string(kQkv[i]) + " (" + nodeOf(slice) + ") should take columns [" +
+            std::to_string(start) + ", " + std::to_string(start + widths[i]) + ") with step 1";
+      if (cols)
+        why += ", not [" + std::to_string(cols->first) + ", " +
+               std::to_string(cols->first + cols->count) + ")";
+      return failure();
+    }
+    start += widths[i];
+  }
+  if (Operation *other = readerBesides(a.fused.getY(), a.parts, -1)) {
+    why = "the fused projection has a reader besides the q, k, v slices: " + describe(other);
+    return failure();
+  }
+  return success();
+}
+
+/// Whether `reshape`'s target ends in `width` (or -1, inferred).
+static bool endsIn(ReshapeOp reshape, int64_t width) {
+  int64_t n = shapeLength(reshape.getShape());
+  auto slot = n > 0 ? shapeSlot(reshape.getShape(), n - 1) : std::nullopt;
+  int64_t last = slot ? slot->values[slot->at] : 0;
+  return slot && (last == width || last == -1);
+}
+
+/// Whether `reshape` merges the last two dims of its input, [.., H, D] with
+/// the heads at `headAxis`, into [.., H D].
+static bool mergesHeads(ReshapeOp reshape, int64_t headAxis, int64_t width) {
+  return headAxis == cast<RankedTensorType>(reshape.getData().getType()).getRank() - 2 &&
+         endsIn(reshape, width);
+}
+
+/// pa -> [transpose] -> reshape [.., Hq D] -> o_proj. Besides that chain,
+/// its values may be read by kiln.shape for their other dims, and pa's
+/// result (or its transpose) merged into [.., Hq D] by a reshape read only
+/// that way: GPT-2's export builds the reshape of o_proj's output back to
+/// [batch, seq, hidden] from them.
+static LogicalResult matchOutput(Attention &a, int64_t axis, std::string &why) {
+  const int64_t width = a.hq * a.d;
+  Value v = a.pa.getOutput();
+  int64_t headAxis = axis; // v's head axis, until the heads are merged
+  bool merged = false;
+  while (true) {
+    const int64_t readAxis = merged ? -1 : headAxis;
+    Operation *next = nullptr;
+    for (Operation *user : v.getUsers()) {
+      if (auto s = dyn_cast<ShapeOp>(user); s && readsDimsBesides(s, readAxis)) {
+        a.outShapeRead = true;
+        continue;
+      }
+      auto r = dyn_cast<ReshapeOp>(user);
+      if (r && r.getData() == v && !merged && mergesHeads(r, headAxis, width) &&
+          !r->getResult(0).use_empty() && !readerBesides(r->getResult(0), {}, -1)) {
+        a.sideMerges.push_back(r);
+        a.outShapeRead = true;
+        continue;
+      }
+      if (next) {
+        why = "attention's output has more than one reader: " + describe(next) + " and " +
+              describe(user);
+        return failure();
+      }
+      next = user;
+    }
+    if (!next) {
+      why = "attention's output does not reach a linear";
+      return failure();
+    }
+    if (auto o = dyn_cast<LinearOp>(next); o && o.getX() == v) {
+      a.o = o;
+      return success();
+    }
+    bool isT = isa<TransposeOp>(next) && a.out.empty();
+    auto reshape = dyn_cast<ReshapeOp>(next);
+    if (!isT && !(reshape && reshape.getData() == v)) {
+      why = "attention's output goes to " + next->getName().getStringRef().str() +
+            ", not a reshape and o_proj";
+      return failure();
+    }
+    if (reshape && !(merged ? endsIn(reshape, width) : mergesHeads(reshape, headAxis, width))) {
+      why = "the reshape after attention does not merge the heads and head size into Hq * D";
+      return failure();
+    }
+    if (auto t = dyn_cast<TransposeOp>(next)) {
+      // The result's dim i is the operand's dim perm[i].
+      ArrayRef<int64_t> perm = t.getPerm();
+      headAxis = std::find(perm.begin(), perm.end(), headAxis) - perm.begin();
+    }
+    merged |= reshape != nullptr;
+    a.out.push_back(next);
+    v = next->getResult(0);
+  }
+}
+
 LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std::string &why) {
   a.pa = pa;
   const int64_t axis = pa.getLayout() == "bshd" ? 2 : 1;
@@ -220,9 +312,8 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
     return failure();
   }
   Value operands[3] = {pa.getQ(), pa.getKNew(), pa.getVNew()};
-  Value sources[3];
   for (int i = 0; i < 3; ++i)
-    if (!(sources[i] = traceToProjection(operands[i], a.in[i], why)))
+    if (!(a.source[i] = traceToProjection(operands[i], a.in[i], why)))
       return failure();
   // The reshapes must name the head count, so the rank's can replace it.
   for (int i = 0; i < 3; ++i) {
@@ -238,46 +329,12 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
       return failure();
     }
   }
-  for (int i = 0; i < 3; ++i)
-    a.source[i] = sources[i];
-  const int64_t widths[3] = {a.hq * a.d, a.hkv * a.d, a.hkv * a.d};
-  if (auto split = sources[0].getDefiningOp<SplitOp>()) {
-    a.parts.push_back(split);
-    a.fused = split.getInput().getDefiningOp<LinearOp>();
-    bool ordered = split.getNumResults() == 3 && sources[0] == split.getResult(0) &&
-                   sources[1] == split.getResult(1) && sources[2] == split.getResult(2);
-    int64_t sa = split.getAxis();
-    int64_t last = cast<RankedTensorType>(split.getInput().getType()).getRank() - 1;
-    if (!a.fused || !ordered || (sa != -1 && sa != last) || !a.fused.getY().hasOneUse()) {
-      why = "the split is not q, k, v of one fused projection along its columns";
+  if (auto split = a.source[0].getDefiningOp<SplitOp>()) {
+    if (failed(matchSplit(a, split, why)))
       return failure();
-    }
-  } else if (sources[0].getDefiningOp<SliceOp>()) {
-    // Phi-3: one qkv_proj, then three slices of its columns.
-    int64_t start = 0;
-    for (int i = 0; i < 3; ++i) {
-      auto slice = sources[i].getDefiningOp<SliceOp>();
-      auto starts = slice ? constInts(slice.getStarts()) : std::nullopt;
-      auto ends = slice ? constInts(slice.getEnds()) : std::nullopt;
-      auto axes = slice && slice.getAxes() ? constInts(slice.getAxes()) : std::nullopt;
-      LinearOp from = slice ? slice.getData().getDefiningOp<LinearOp>() : LinearOp();
-      int64_t rank = slice ? cast<RankedTensorType>(slice.getData().getType()).getRank() : 0;
-      bool lastAxis = axes && axes->size() == 1 && ((*axes)[0] == -1 || (*axes)[0] == rank - 1);
-      if (!from || (a.fused && from != a.fused) || slice.getSteps() || !starts || !ends ||
-          !lastAxis || starts->size() != 1 || (*starts)[0] != start ||
-          (*ends)[0] < start + widths[i]) {
-        why = "q, k, v are not consecutive column slices of one fused projection";
-        return failure();
-      }
-      a.fused = from;
-      a.parts.push_back(slice);
-      start += widths[i];
-    }
-    for (Operation *user : a.fused.getY().getUsers())
-      if (!llvm::is_contained(a.parts, user)) {
-        why = "the fused projection has a reader besides the q, k, v slices";
-        return failure();
-      }
+  } else if (a.source[0].getDefiningOp<SliceOp>()) {
+    if (failed(matchSlices(a, why)))
+      return failure();
   }
   if (a.fused) {
     if (!isStaticWeight(a.fused.getW(), 2) || dim(a.fused.getW(), 1) != (a.hq + 2 * a.hkv) * a.d) {
@@ -286,7 +343,7 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
     }
   } else {
     for (int i = 0; i < 3; ++i) {
-      a.proj[i] = sources[i].getDefiningOp<LinearOp>();
+      a.proj[i] = a.source[i].getDefiningOp<LinearOp>();
       int64_t heads = i == 0 ? a.hq : a.hkv;
       if (!a.proj[i] || !isStaticWeight(a.proj[i].getW(), 2) ||
           dim(a.proj[i].getW(), 1) != heads * a.d) {
@@ -300,37 +357,8 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
       why = "the KV cache is not a graph input [blocks, Hkv, block_size, D] read only here";
       return failure();
     }
-  // pa -> [transpose] -> reshape [.., Hq D] -> o_proj.
-  Value v = pa.getOutput();
-  while (true) {
-    if (!v.hasOneUse()) {
-      why = "attention's output has more than one reader";
-      return failure();
-    }
-    Operation *user = *v.getUsers().begin();
-    if (auto o = dyn_cast<LinearOp>(user); o && o.getX() == v) {
-      a.o = o;
-      break;
-    }
-    bool isT = isa<TransposeOp>(user) && a.out.empty();
-    auto reshape = dyn_cast<ReshapeOp>(user);
-    if (!isT && !(reshape && reshape.getData() == v)) {
-      why = "attention's output goes to " + user->getName().getStringRef().str() +
-            ", not a reshape and o_proj";
-      return failure();
-    }
-    if (reshape) {
-      int64_t n = shapeLength(reshape.getShape());
-      auto slot = n > 0 ? shapeSlot(reshape.getShape(), n - 1) : std::nullopt;
-      int64_t last = slot ? slot->values[slot->at] : 0;
-      if (!slot || (last != a.hq * a.d && last != -1)) {
-        why = "the reshape after attention does not end in Hq * D";
-        return failure();
-      }
-    }
-    a.out.push_back(user);
-    v = user->getResult(0);
-  }
+  if (failed(matchOutput(a, axis, why)))
+    return failure();
   if (a.out.empty() || !isa<ReshapeOp>(a.out.back()) || !isStaticWeight(a.o.getW(), 2) ||
       dim(a.o.getW(), 0) != a.hq * a.d || a.o.getActivation() != "none") {
     why = "o_proj is not a linear over [Hq D, N] without an activation after a reshape";
@@ -341,14 +369,41 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
     return failure();
   a.heads = *heads;
   // A rank without heads adds zeros shaped like o_proj's output, made from
-  // the block's input: that needs them to be the same width.
+  // the block's input: that needs them to be the same width, and nothing
+  // else to read the attention output's dims.
   Value x = a.fused ? a.fused.getX() : a.proj[0].getX();
   bool empty = llvm::any_of(a.heads.q, [](const Range &r) { return r.count == 0; });
   if (empty && (dim(x, -1) != dim(a.o.getY(), -1) || x.getType() != a.o.getY().getType())) {
     why = "a rank gets no heads, and the attention input's type differs from o_proj's output";
     return failure();
   }
+  if (empty && a.outShapeRead) {
+    why = "a rank gets no heads, and the attention output's dims are read besides o_proj "
+          "(a rank without heads has no output to read them from)";
+    return failure();
+  }
   return success();
+}
+
+/// Gives a reshape that merges [.., H, D] into [.., H D] the rank's width.
+static void narrowMerge(OpBuilder &b, ReshapeOp merge, int64_t width) {
+  const int64_t last = shapeLength(merge.getShape()) - 1;
+  ShapeSlot slot = *shapeSlot(merge.getShape(), last);
+  if (slot.values[slot.at] != -1)
+    setShapeElement(b, merge, last, width);
+  Value r = merge->getResult(0);
+  r.setType(withDim(r, -1, width));
+}
+
+/// The kiln.shape readers of the projections' outputs read only the dims a
+/// linear keeps from its input (traceToProjection checks): point them at
+/// the input, which every rank has whole.
+static void rewireProjectionShapes(Attention &a) {
+  for (int i = 0; i < 3; ++i) {
+    LinearOp p = a.fused ? a.fused : a.proj[i];
+    rewireShapeReaders(a.source[i], p.getX());
+    rewireShapeReaders(p.getY(), p.getX());
+  }
 }
 
 /// Rank r's heads: three column-sliced projections, the chains retyped to
@@ -356,6 +411,7 @@ LogicalResult Partitioner::matchAttention(PagedAttentionOp pa, Attention &a, std
 /// all_reduce that sums the ranks' o_proj outputs.
 void Partitioner::rewriteAttention(Attention &a) {
   const Range q = a.heads.q[rank], kv = a.heads.kv[rank];
+  rewireProjectionShapes(a);
   if (q.count == 0)
     return zeroAttention(a);
   const int64_t d = a.d, hq = a.hq, hkv = a.hkv;
@@ -404,14 +460,11 @@ void Partitioner::rewriteAttention(Attention &a) {
       outAxis = std::find(perm.begin(), perm.end(), outAxis) - perm.begin();
       r.setType(withDim(r, outAxis, q.count));
     } else {
-      auto reshape = cast<ReshapeOp>(op);
-      const int64_t last = shapeLength(reshape.getShape()) - 1;
-      ShapeSlot slot = *shapeSlot(reshape.getShape(), last);
-      if (slot.values[slot.at] != -1)
-        setShapeElement(b, reshape, last, q.count * d);
-      r.setType(withDim(r, -1, q.count * d));
+      narrowMerge(b, cast<ReshapeOp>(op), q.count * d);
     }
   }
+  for (ReshapeOp merge : a.sideMerges)
+    narrowMerge(b, merge, q.count * d);
   LinearOp o = a.o;
   b.setInsertionPoint(o);
   Value w = slice(o.getW(), 0, q.first * d, q.count * d, hq * d);

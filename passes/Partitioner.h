@@ -1,8 +1,9 @@
 //===- Partitioner.h - kiln-partition's matcher and rewriter -----*- C++ -*-===//
 //
-// What Partition.cpp (the pass, MLPs, pairs, embedding, LM head) and
-// PartitionAttention.cpp (attention layers' heads, and the shape helpers)
-// share: the Partitioner and the layer shapes it matches. Private to passes/.
+// What Partition.cpp (the pass, MLPs, pairs, embedding, LM head),
+// PartitionAttention.cpp (attention layers' heads) and PartitionShapes.cpp
+// (shape and constant helpers) share: the Partitioner and the layer shapes
+// it matches. Private to passes/.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,22 +63,41 @@ int64_t shapeLength(Value shape);
 /// target (CSE merges equal ones across layers) is copied, never changed.
 void setShapeElement(OpBuilder &b, ReshapeOp reshape, int64_t index, int64_t value);
 
+/// Whether `s` reads only the sizes of dims of its input other than `axis`:
+/// its [start, end) leaves `axis` out, or every reader of its result is a
+/// gather of constant indices that skip it. Such a reader sees the same
+/// dims on every rank when a split narrows `axis`.
+bool readsDimsBesides(ShapeOp s, int64_t axis);
+
+/// A reader of `v` that is neither in `expected` nor a kiln.shape reading
+/// only dims other than `axis` (see readsDimsBesides), or null.
+Operation *readerBesides(Value v, ArrayRef<Operation *> expected, int64_t axis);
+
+/// Points the kiln.shape readers of `from` at `to` (a value with the same
+/// dims wherever they read).
+void rewireShapeReaders(Value from, Value to);
+
 /// How the ranks share one attention layer's heads.
 struct HeadPlan {
   std::vector<Range> q, kv;
 };
 
 /// DeepSpeed's uneven split of the query heads; each rank keeps the KV
-/// heads its query heads read. Fails when a rank's query heads would read
-/// their KV heads in groups of unequal size (paged_attention maps query
-/// head h to KV head h / (Hq_r / Hkv_r)).
+/// heads its query heads read. Where that would make a rank's query heads
+/// read their KV heads in groups of unequal size (paged_attention maps
+/// query head h to KV head h / (Hq_r / Hkv_r)), whole KV groups are split
+/// instead (a KV head and its query heads); fails when there are fewer KV
+/// heads than ranks to do that.
 FailureOr<HeadPlan> planHeads(int64_t hq, int64_t hkv, int64_t ranks, std::string &why);
 
 llvm::json::Array counts(const std::vector<Range> &ranges);
 
 /// One attention layer as kiln-ragged and kiln-inject leave it: the
 /// projection, per q/k/v a chain of reshape -> [transpose] -> [rotary] to
-/// paged_attention, then [transpose] -> reshape -> o_proj.
+/// paged_attention, then [transpose] -> reshape -> o_proj. The projection
+/// outputs and the attention output may also be read for their other dims
+/// (kiln.shape, as exports build reshape targets from them), and the
+/// attention output reshaped once more into [.., Hq D] for its shape only.
 struct Attention {
   PagedAttentionOp pa;
   LinearOp fused;                    // fused QKV, split into three; or null
@@ -86,6 +106,8 @@ struct Attention {
   LinearOp proj[3];                  // separate projections (no fused one)
   SmallVector<Operation *> in[3];    // q, k, v chains, from pa back to the reshape
   SmallVector<Operation *> out;      // from pa's result to o_proj's input
+  SmallVector<ReshapeOp> sideMerges; // [.., Hq, D] -> [.., Hq D], read for other dims
+  bool outShapeRead = false;         // a kiln.shape reads dims of pa's result (or beyond)
   LinearOp o;
   int64_t hq = 0, hkv = 0, d = 0;
   HeadPlan heads;

@@ -3,9 +3,10 @@
 
     tp_fixtures.py --kiln KILN --builder KILN_WITH_COMPILER FIXTURE_DIR [FIXTURE_DIR ...]
 
-Each fixture's ONNX is built at tp_size 1, 2 and 4 (--tp-size); each plan runs
-`kiln run --tp N` (one process per rank, gloo) on the same prompt. Checks, per
-fixture and rank count:
+Each fixture's ONNX is built at tp_size 1, 2, 3 and 4 (--tp-size; above 1
+with --require-partition, so every layer is split and none kept whole); each
+plan runs `kiln run --tp N` (one process per rank, gloo) on the same prompt.
+Checks, per fixture and rank count:
   - the 32 greedy tokens equal one rank's;
   - every step's logits are within 1e-4 of one rank's, relative to the
     largest logit magnitude;
@@ -14,9 +15,12 @@ With --batch-checks, also a batch of 8 requests through the engine at each
 rank count: greedy with a 1 MiB KV cache, which preempts at one rank and at 2
 ranks (each rank holds half the KV heads, so twice the blocks), and seeded
 sampling (temperature, top-p, top-k); each gives one rank's tokens.
-A fixture whose heads the rank count does not divide is split unevenly (phi3's
-3 heads at 4 ranks leave one rank without heads); llama-optimum has 2 KV heads,
-so at 4 ranks each KV head is replicated on two ranks.
+The attention shapes covered: q, k, v as one linear and a split (llama, qwen2,
+mistral, demo; gpt2's parts are also read for their leading dims) or as three
+slices of one linear (phi3). At 3 ranks every fixture's heads split unevenly
+(demo's 8 query / 4 KV heads by whole KV groups: 4, 2, 2); llama-optimum has 2
+KV heads, so at 4 ranks each KV head is replicated on two ranks. Zero-head
+ranks are covered by test/lit/partition.
 """
 import argparse
 import json
@@ -86,7 +90,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--builder", required=True)
-    ap.add_argument("--counts", default="2,4")
+    ap.add_argument("--counts", default="2,3,4")
     ap.add_argument("--batch-checks", action="store_true",
                     help="also batches with preemption and with seeded sampling")
     ap.add_argument("fixtures", nargs="+")
@@ -98,8 +102,9 @@ def main():
             plans = {}
             for n in [1, *counts]:
                 plan = Path(tmp) / f"{name}-tp{n}.plan"
+                require = ["--require-partition"] if n > 1 else []
                 r = run([args.builder, "build", str(fixture / "model.onnx"), "-o", str(plan),
-                         "--quiet", "--tp-size", str(n)])
+                         "--quiet", "--tp-size", str(n), *require])
                 check(r.returncode == 0, f"{name}: build at tp_size {n} {r.stderr[-400:]}")
                 if r.returncode == 0:
                     plans[n] = plan
