@@ -7,6 +7,8 @@
 
 #include "compiler/driver/Pipeline.h"
 
+#include "compiler/driver/PhaseSupport.h"
+
 #include "compiler/dialect/KilnDialect.h"
 #include "compiler/dialect/KilnOps.h"
 #include "compiler/importer/OnnxImporter.h"
@@ -600,11 +602,16 @@ llvm::Expected<std::string> Build::writeTpPlanFile() {
   std::string ranks;
   for (uint64_t b : summary->rankBytes)
     ranks += (ranks.empty() ? "" : " + ") + megabytes(b);
+  const std::string where =
+      request.splitRanks ? plan::rankFilePath(request.outputPath, 0) + " ... " +
+                               plan::rankFilePath(request.outputPath, config.tp_size - 1)
+                         : request.outputPath;
   return llvm::formatv("{0}: tp_size {1}, build {2}, rank 0: {3} ops; weights: shared {4}, ranks "
-                       "{5}; file {6}",
-                       request.outputPath, config.tp_size, extras.tensorParallel->buildId,
+                       "{5}; {7} {6}",
+                       where, config.tp_size, extras.tensorParallel->buildId,
                        summary->plan.numOps, megabytes(summary->sharedBytes), ranks,
-                       megabytes(summary->plan.fileBytes))
+                       megabytes(summary->plan.fileBytes),
+                       request.splitRanks ? "files" : "file")
       .str();
 }
 

@@ -141,9 +141,10 @@ def main():
         data[-100] ^= 0xFF  # a weight byte of the last rank's section
         corrupt.write_bytes(bytes(data))
         refused([corrupt, "--tp", "1"], "checksum", "a corrupt weight section", t / "x3.plan")
-        refused([one], "--tp", "no --tp", t / "x4.plan")
-        refused([one, "--tp", "0"], "--tp", "--tp 0", t / "x5.plan")
-        refused([one, "--tp", "1", "--split"], "--split", "--split with --tp 1", t / "x6.plan")
+        refused([one], "missing --tp", "no --tp", t / "x4.plan")
+        refused([one, "--tp", "0"], "--tp must be an integer", "--tp 0", t / "x5.plan")
+        refused([one, "--tp", "1", "--split"], "with --tp 1 there is one plan", "--split with --tp 1",
+                t / "x6.plan")
         r = run([kiln, "reshard", str(one), "--tp", "2", "-o", str(one)])
         check(r.returncode == 2 and "overwrite" in r.stderr, f"-o the input: {r.stderr[-200:]}")
         old = t / "old.plan"
