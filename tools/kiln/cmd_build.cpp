@@ -8,9 +8,7 @@
 #include "compiler/driver/Pipeline.h"
 #include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
-#include "passes/PartitionPass.h"
-#include "passes/Passes.h"
-#include "plan_check.h"
+#include "build_common.h"
 
 #include "backends/registry.h"
 #include "kiln/plan.h"
@@ -107,13 +105,6 @@ bool Single(const ParsedArgs &parsed, const std::string &name, std::string *out,
   return true;
 }
 
-std::string BackendList() {
-  std::string known;
-  for (const std::string &name : BackendNames())
-    known += (known.empty() ? "" : ", ") + name;
-  return known;
-}
-
 } // namespace
 
 int BuildMain(const std::vector<std::string> &args) {
@@ -203,33 +194,7 @@ int BuildMain(const std::vector<std::string> &args) {
   if (!effective)
     return Error(llvm::toString(effective.takeError()), kExitBadInput);
   request.config = std::move(*effective);
-  const std::string target = request.config.target;
-  const KernelTable *table = BackendKernels(target);
-  if (!table)
-    return Error("unknown target backend '" + target + "' (this kiln knows: " + BackendList() + ")",
-                 kExitBadInput);
-  request.checkPlan = [table, target](const std::string &path) {
-    return CheckPlanOnTarget(path, *table, target);
-  };
-
-  // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
-  registerKilnPasses();
-  registerPartitionPass();
-  registerKilnPipelines();
-  llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
-  llvm::outs().flush();
-  int code = kExitOk;
-  llvm::handleAllErrors(
-      std::move(result),
-      [&](const compiler::InternalError &e) {
-        llvm::errs().flush();
-        code = Error("internal: " + e.message(), kExitFailure);
-      },
-      [&](const llvm::ErrorInfoBase &e) {
-        llvm::errs().flush();
-        code = Error(e.message(), kExitBadInput);
-      });
-  return code;
+  return RunCompilerDriver(request, "build");
 }
 
 } // namespace kiln::cli

@@ -12,9 +12,7 @@
 #include "compiler/plan/TpPlanWriter.h"
 #include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
-#include "passes/PartitionPass.h"
-#include "passes/Passes.h"
-#include "plan_check.h"
+#include "build_common.h"
 
 #include "kiln/plan.h"
 #include "kiln/tensor.h"
@@ -222,32 +220,7 @@ int ReshardMain(const std::vector<std::string> &args) {
   if (!config)
     return Error(in.description + ": " + llvm::toString(config.takeError()), kExitBadInput);
   request.config = std::move(*config);
-  const std::string target = request.config.target;
-  const KernelTable *table = BackendKernels(target);
-  if (!table)
-    return Error("the plan targets the backend '" + target + "', which this kiln does not have",
-                 kExitBadInput);
-  request.checkPlan = [table, target](const std::string &path) {
-    return CheckPlanOnTarget(path, *table, target);
-  };
-
-  registerKilnPasses();
-  registerPartitionPass();
-  registerKilnPipelines();
-  llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
-  llvm::outs().flush();
-  int code = kExitOk;
-  llvm::handleAllErrors(
-      std::move(result),
-      [&](const compiler::InternalError &e) {
-        llvm::errs().flush();
-        code = Error("internal: " + e.message(), kExitFailure);
-      },
-      [&](const llvm::ErrorInfoBase &e) {
-        llvm::errs().flush();
-        code = Error(e.message(), kExitBadInput);
-      });
-  return code;
+  return RunCompilerDriver(request, "reshard");
 }
 
 } // namespace kiln::cli

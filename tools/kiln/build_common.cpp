@@ -1,10 +1,17 @@
-// See plan_check.h.
-#include "plan_check.h"
+// See build_common.h.
+#include "build_common.h"
+
+#include "cli.h"
+#include "passes/PartitionPass.h"
+#include "passes/Passes.h"
 
 #include "compiler/support/BuildError.h"
 #include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -37,6 +44,43 @@ llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
                                   runs.message());
   }
   return llvm::Error::success();
+}
+
+int RunCompilerDriver(compiler::BuildRequest &request, const char *command) {
+  auto error = [command](const std::string &message, int code) {
+    std::fprintf(stderr, "kiln %s: error: %s\n", command, message.c_str());
+    return code;
+  };
+  const std::string target = request.config.target;
+  const KernelTable *table = BackendKernels(target);
+  if (!table) {
+    std::string known;
+    for (const std::string &name : BackendNames())
+      known += (known.empty() ? "" : ", ") + name;
+    return error("unknown target backend '" + target + "' (this kiln knows: " + known + ")",
+                 kExitBadInput);
+  }
+  request.checkPlan = [table, target](const std::string &path) {
+    return CheckPlanOnTarget(path, *table, target);
+  };
+  // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
+  registerKilnPasses();
+  registerPartitionPass();
+  registerKilnPipelines();
+  llvm::Error result = compiler::runBuild(request, llvm::outs(), llvm::errs());
+  llvm::outs().flush();
+  int code = kExitOk;
+  llvm::handleAllErrors(
+      std::move(result),
+      [&](const compiler::InternalError &e) {
+        llvm::errs().flush();
+        code = error("internal: " + e.message(), kExitFailure);
+      },
+      [&](const llvm::ErrorInfoBase &e) {
+        llvm::errs().flush();
+        code = error(e.message(), kExitBadInput);
+      });
+  return code;
 }
 
 } // namespace kiln::cli
