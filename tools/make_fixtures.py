@@ -19,6 +19,7 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
     mistral-optimum                 Mistral (GQA 4/2, sliding_window 4096 > any length used)
     qwen2-optimum                   Qwen2 (GQA 4/2, q/k/v projections with bias)
     phi3-optimum                    Phi-3 (fused qkv_proj and gate_up_proj, full rotary)
+    phi3-3heads-optimum             the same with 3 heads (hidden 48), for uneven TP splits
     gptneox-optimum                 GPT-NeoX (rotary_pct 0.25: partial rotary, parallel
                                     residual, GELU (erf), biases everywhere)
     opt-optimum                     OPT (learned positions with offset 2, pre-LN, ReLU)
@@ -114,6 +115,13 @@ ARCHS = {
         special=["<unk>", "<s>", "</s>", "<|endoftext|>"], bos="<s>", eos="<|endoftext|>",
         unk="<unk>", prepend_bos=True, optimum_opset=18,
     ),
+    # Phi-3 with 3 heads (hidden 48): a head count that 2 and 4 ranks do not
+    # divide, for tensor parallelism (4 ranks leave one rank without heads).
+    "phi3h3": dict(
+        vocab_size=1024,
+        special=["<unk>", "<s>", "</s>", "<|endoftext|>"], bos="<s>", eos="<|endoftext|>",
+        unk="<unk>", prepend_bos=True, optimum_opset=18, tokenizer_from="phi3-optimum",
+    ),
     "gptneox": dict(
         vocab_size=512,
         special=["<|endoftext|>", "<|padding|>"], bos="<|endoftext|>", eos="<|endoftext|>",
@@ -155,6 +163,7 @@ FIXTURES = {
     "mistral-optimum": ("mistral", "optimum"),
     "qwen2-optimum": ("qwen2", "optimum"),
     "phi3-optimum": ("phi3", "optimum"),
+    "phi3-3heads-optimum": ("phi3h3", "optimum"),
     "gptneox-optimum": ("gptneox", "optimum"),
     "opt-optimum": ("opt", "optimum"),
     "gemma-optimum": ("gemma", "optimum"),
@@ -246,6 +255,8 @@ FEATURES = {
              "zero), RoPE theta 1e6, RMSNorm, SwiGLU with intermediate 172",
     "phi3": "fused qkv_proj ([q; k; v] rows) and gate_up_proj ([gate; up] rows), full "
             "rotary (partial_rotary_factor 1), rope_scaling None, MHA, RMSNorm, SwiGLU",
+    "phi3h3": "Phi-3 with 3 heads of 16 (hidden 48): fused qkv_proj and gate_up_proj, full "
+              "rotary, MHA; a head count 2 and 4 tensor-parallel ranks do not divide",
     "gptneox": "rotary_pct 0.25 (RoPE on the first 4 of 16 head dims, NeoX rotate_half), "
                "use_parallel_residual (x + attn(ln1(x)) + mlp(ln2(x))), fused "
                "query_key_value with per-head interleaved [q k v] rows, GELU (erf), "
@@ -299,9 +310,11 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                              use_sliding_window=False, bos_token_id=tid("<|endoftext|>"),
                              eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
         model = tf.Qwen3ForCausalLM(cfg)
-    elif arch == "phi3":
-        cfg = tf.Phi3Config(**common, hidden_size=64, intermediate_size=128,
-                            num_key_value_heads=4, original_max_position_embeddings=128,
+    elif arch in ("phi3", "phi3h3"):
+        heads = 3 if arch == "phi3h3" else 4
+        common["num_attention_heads"] = heads
+        cfg = tf.Phi3Config(**common, hidden_size=16 * heads, intermediate_size=128,
+                            num_key_value_heads=heads, original_max_position_embeddings=128,
                             rope_scaling=None, partial_rotary_factor=1.0, sliding_window=None,
                             bos_token_id=tid("<s>"), eos_token_id=tid("<|endoftext|>"),
                             pad_token_id=None, tie_word_embeddings=False)

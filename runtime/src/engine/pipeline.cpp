@@ -9,6 +9,7 @@
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace kiln {
@@ -95,8 +96,11 @@ MakeRunner(const Plan &plan, Backend &backend, const PipelineOptions &options,
   } else {
     KILN_ASSIGN_OR_RETURN(int64_t per_block,
                           engine::PlanModelRunner::BytesPerBlock(plan, options.block_size));
-    KILN_ASSIGN_OR_RETURN(int64_t blocks, engine::KvCacheBlocks(ToEngineOptions(options),
-                                                                per_block, context_length));
+    int64_t blocks = 1; // a rank without KV heads: its peers set the count
+    if (per_block > 0) {
+      KILN_ASSIGN_OR_RETURN(blocks, engine::KvCacheBlocks(ToEngineOptions(options), per_block,
+                                                          context_length));
+    }
     KILN_ASSIGN_OR_RETURN(
         runner, engine::PlanModelRunner::Create(plan, backend, blocks, options.block_size));
   }
@@ -107,11 +111,13 @@ MakeRunner(const Plan &plan, Backend &backend, const PipelineOptions &options,
     // Rank 0's block tables index every rank's cache: all take the
     // smallest count any rank could afford.
     std::vector<int64_t> counts(static_cast<size_t>(comm->size()));
-    const int64_t mine = runner->num_blocks();
+    // A rank without KV heads has no limit of its own.
+    const int64_t none = std::numeric_limits<int64_t>::max();
+    const int64_t mine = runner->HoldsKv() ? runner->num_blocks() : none;
     KILN_RETURN_IF_ERROR(comm->AllGather(&mine, counts.data(),
                                          std::vector<int64_t>(counts.size(), 1), DType::kI64));
     const int64_t least = *std::min_element(counts.begin(), counts.end());
-    if (least != mine)
+    if (least != none && least != runner->num_blocks())
       KILN_RETURN_IF_ERROR(runner->SetNumBlocks(least));
     runner->SetCommunicator(comm);
   }

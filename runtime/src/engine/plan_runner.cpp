@@ -81,12 +81,14 @@ StatusOr<Roles> ReadRoles(const Plan &plan) {
       const PlanTensor &t = tensors[id];
       const bool float_type =
           t.dtype == DType::kF32 || t.dtype == DType::kF16 || t.dtype == DType::kBF16;
-      if (!float_type || t.dims.size() != 4 || t.dims[1].value <= 0 || t.dims[3].value <= 0)
+      // kv_heads 0: a tensor-parallel rank that holds none of the layer's
+      // heads (docs/tensor-parallel.md); its cache is empty.
+      if (!float_type || t.dims.size() != 4 || t.dims[1].value < 0 || t.dims[3].value <= 0)
         return InvalidArgument("KV cache '" + t.name + "' is " + DTypeName(t.dtype) +
                                t.DimsToString() +
                                "; expected f32, f16 or bf16 [num_blocks, kv_heads, block_size, "
                                "head_dim] with static kv_heads and head_dim");
-      if (layer.kv_heads != 0 && (layer.kv_heads != t.dims[1].value || layer.dtype != t.dtype))
+      if (out == &layer.value && (layer.kv_heads != t.dims[1].value || layer.dtype != t.dtype))
         return InvalidArgument("KV cache '" + t.name +
                                "' has another head count or dtype than its key");
       layer.kv_heads = t.dims[1].value;
@@ -151,6 +153,13 @@ PlanModelRunner::Prepare(const Plan &plan, Backend &backend, int64_t block_size)
   const char *env = std::getenv("KILN_CUDA_GRAPHS");
   r->SetCudaGraphs(!(env && std::strcmp(env, "0") == 0));
   return r;
+}
+
+bool PlanModelRunner::HoldsKv() const {
+  for (const Cache &c : caches_)
+    if (c.key_shape[1] > 0 || c.value_shape[1] > 0)
+      return true;
+  return false;
 }
 
 void PlanModelRunner::SetCudaGraphs(bool on) {
@@ -246,7 +255,9 @@ PlanModelRunner::CreateForMemoryFraction(const Plan &plan, Backend &backend, dou
   r->SetMaxBucket(std::min(limits.max_seqs, limits.max_tokens));
   KILN_ASSIGN_OR_RETURN(DeviceMemoryInfo memory, backend.MemoryInfo());
   const double budget = fraction * static_cast<double>(memory.free_bytes);
-  const int64_t blocks = static_cast<int64_t>(budget / static_cast<double>(per_block));
+  // A rank without heads holds no KV: any count fits (its peers decide).
+  const int64_t blocks =
+      per_block > 0 ? static_cast<int64_t>(budget / static_cast<double>(per_block)) : 1;
   if (blocks < 1)
     return Status(StatusCode::kResourceExhausted,
                   std::to_string(fraction) + " of the " + std::to_string(memory.free_bytes >> 20) +

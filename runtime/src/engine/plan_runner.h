@@ -87,6 +87,9 @@ public:
   // Reallocates the caches with `num_blocks` blocks (every rank must agree
   // on the count: rank 0's block tables index them all).
   Status SetNumBlocks(int64_t num_blocks);
+  // False on a tensor-parallel rank that holds no KV head in any layer
+  // (its caches are empty, so it can take any block count).
+  bool HoldsKv() const;
   const Executor &executor() const { return *executor_; }
 
   int64_t vocab_size() const override { return vocab_; }
