@@ -86,104 +86,7 @@ GEN_TOKENS = 32
 GEN_PROMPT = "The meaning of"
 SEED = 1234
 
-# vocab_size: of the tokenizer and the model; special: special tokens, lowest ids
-# first; bos/eos/unk/pad: their roles; prepend_bos: the tokenizer's
-# post-processor prepends bos (else none, GPT-2 style; BERT: cls_sep).
-ARCHS = {
-    "gpt2": dict(
-        vocab_size=512,
-        special=["<|endoftext|>"], bos="<|endoftext|>", eos="<|endoftext|>",
-        prepend_bos=False, optimum_opset=18, torch_opset=17,
-    ),
-    "llama": dict(
-        vocab_size=1024,
-        special=["<unk>", "<s>", "</s>", "<|endoftext|>"], bos="<s>", eos="</s>",
-        unk="<unk>", prepend_bos=True, optimum_opset=18, torch_opset=17,
-    ),
-    "mistral": dict(
-        vocab_size=1024,
-        special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
-        prepend_bos=True, optimum_opset=18,
-    ),
-    "qwen2": dict(
-        vocab_size=1024,
-        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
-    ),
-    "phi3": dict(
-        vocab_size=1024,
-        special=["<unk>", "<s>", "</s>", "<|endoftext|>"], bos="<s>", eos="<|endoftext|>",
-        unk="<unk>", prepend_bos=True, optimum_opset=18,
-    ),
-    # Phi-3 with 3 heads (hidden 48): a head count that 2 and 4 ranks do not
-    # divide, for tensor parallelism (4 ranks leave one rank without heads).
-    "phi3h3": dict(
-        vocab_size=1024,
-        special=["<unk>", "<s>", "</s>", "<|endoftext|>"], bos="<s>", eos="<|endoftext|>",
-        unk="<unk>", prepend_bos=True, optimum_opset=18, tokenizer_from="phi3-optimum",
-    ),
-    "gptneox": dict(
-        vocab_size=512,
-        special=["<|endoftext|>", "<|padding|>"], bos="<|endoftext|>", eos="<|endoftext|>",
-        prepend_bos=False, optimum_opset=18,
-    ),
-    "opt": dict(
-        vocab_size=512,
-        special=["<s>", "<pad>", "</s>", "<unk>"], bos="</s>", eos="</s>", unk="<unk>",
-        pad="<pad>", prepend_bos=True, optimum_opset=18,
-    ),
-    "gemma": dict(
-        vocab_size=1024,
-        special=["<pad>", "<eos>", "<bos>", "<unk>"], bos="<bos>", eos="<eos>", unk="<unk>",
-        pad="<pad>", prepend_bos=True, optimum_opset=18,
-    ),
-    "qwen3": dict(
-        vocab_size=1024,
-        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
-        tokenizer_from="qwen2-optimum",
-    ),
-    "bert": dict(
-        vocab_size=512,
-        special=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], bos=None, eos=None,
-        unk="[UNK]", pad="[PAD]", cls_sep=("[CLS]", "[SEP]"), prepend_bos=False,
-        encoder=True, optimum_opset=18,
-    ),
-}
-
-# name -> (arch, exporter); exporter "optimum", "torch" (TorchScript at the
-# arch's torch_opset), "torch14" (TorchScript at opset 14) or "dynamo".
-FIXTURES = {
-    "gpt2-optimum": ("gpt2", "optimum"),
-    "gpt2-torch": ("gpt2", "torch"),
-    "llama-optimum": ("llama", "optimum"),
-    "llama-torch": ("llama", "torch"),
-    "llama-torch14": ("llama", "torch14"),
-    "llama-dynamo": ("llama", "dynamo"),
-    "mistral-optimum": ("mistral", "optimum"),
-    "qwen2-optimum": ("qwen2", "optimum"),
-    "phi3-optimum": ("phi3", "optimum"),
-    "phi3-3heads-optimum": ("phi3h3", "optimum"),
-    "gptneox-optimum": ("gptneox", "optimum"),
-    "opt-optimum": ("opt", "optimum"),
-    "gemma-optimum": ("gemma", "optimum"),
-    "bert-optimum": ("bert", "optimum"),
-    "qwen3-optimum": ("qwen3", "optimum"),
-    "llama-optimum-unit": ("llama", "optimum"),
-    "mistral-optimum-unit": ("mistral", "optimum"),
-    "qwen2-optimum-unit": ("qwen2", "optimum"),
-    "qwen3-optimum-unit": ("qwen3", "optimum"),
-    "phi3-optimum-unit": ("phi3", "optimum"),
-    "gpt2-torch14-unit": ("gpt2", "torch14"),
-    "bert-optimum-unit": ("bert", "optimum"),
-}
-
-# Fixtures whose norm weights and biases keep transformers' init (1 and 0).
-UNIT = {n for n in FIXTURES if n.endswith("-unit")}
-UNIT_NOTE = ("transformers' own initialization, not perturbed: every norm weight is exactly "
-             "1 and every bias exactly 0, so cleanup folds x * 1 and x + 0 away before "
-             "injection runs")
-
+from fixture_specs import ARCHS, FEATURES, FIXTURES, UNIT, UNIT_NOTE  # noqa: E402
 
 
 def tokenizer_source(name: str) -> str | None:
@@ -245,38 +148,6 @@ def build_model(arch: str, tok, perturb: bool = True):
                     if n.endswith("norm.weight"):
                         p.add_(0.1 * torch.randn_like(p))
     return model.eval()
-
-
-# Notes recorded in reference.json ("model" -> "features") for the new families.
-FEATURES = {
-    "mistral": "GQA (4 query / 2 KV heads), RoPE, RMSNorm, SwiGLU; sliding_window 4096 "
-               "(larger than any sequence used, so it never masks anything)",
-    "qwen2": "GQA (4 query / 2 KV heads), q/k/v projections with bias (perturbed, not "
-             "zero), RoPE theta 1e6, RMSNorm, SwiGLU with intermediate 172",
-    "phi3": "fused qkv_proj ([q; k; v] rows) and gate_up_proj ([gate; up] rows), full "
-            "rotary (partial_rotary_factor 1), rope_scaling None, MHA, RMSNorm, SwiGLU",
-    "phi3h3": "Phi-3 with 3 heads of 16 (hidden 48): fused qkv_proj and gate_up_proj, full "
-              "rotary, MHA; a head count 2 and 4 tensor-parallel ranks do not divide",
-    "gptneox": "rotary_pct 0.25 (RoPE on the first 4 of 16 head dims, NeoX rotate_half), "
-               "use_parallel_residual (x + attn(ln1(x)) + mlp(ln2(x))), fused "
-               "query_key_value with per-head interleaved [q k v] rows, GELU (erf), "
-               "LayerNorm, untied embed_out",
-    "opt": "learned positions (table offset 2; position_ids is a graph input, the last "
-           "one, after the past tensors), do_layer_norm_before (pre-LN), ReLU MLP, "
-           "biases, tied lm_head",
-    "gemma": "GeGLU (gelu_pytorch_tanh), input embeddings scaled by sqrt(hidden)=8, "
-             "RMSNorm computing x*(1+w), MQA (4 query heads / 1 KV head, head_dim 16); "
-             "lm_head untied, unlike real Gemma: with tied random weights and the x8 input "
-             "scaling, greedy decoding only ever repeats its input token (the export "
-             "stores a tied matrix twice anyway, so the graph has the same shape)",
-    "qwen3": "GQA (4 query / 2 KV heads), head_dim 16, per-head RMSNorm of q and k "
-             "(q_norm / k_norm over head_dim, before rotary), no q/k/v bias, RoPE theta 1e6, "
-             "RMSNorm, SwiGLU",
-    "bert": "encoder (BertModel): word + learned position + token type embeddings, "
-            "post-LN (LayerNorm after each residual add), GELU (erf), bidirectional "
-            "attention with padding mask; byte-level BPE tokenizer (not WordPiece) with "
-            "[CLS] $A [SEP] post-processor",
-}
 
 
 def build_new_model(arch: str, tok, perturb: bool = True):
