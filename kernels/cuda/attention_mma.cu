@@ -75,11 +75,13 @@ template <> struct Mma<__half> {
 
 // ---- tile scan -------------------------------------------------------------
 
-// Sequence s's new tokens, or 0 when its indices are malformed (skipped):
-// the same rule as the split-key kernel's.
+// Sequence s's new tokens, or 0 when its indices are malformed (skipped) or
+// another launch attends it: the same rule as the split-key kernel's.
 __device__ int64_t SeqTokens(const PagedIndexArrays &idx, const PagedDims &d, int64_t s) {
   const int64_t a = idx.query_start[s], b = idx.query_start[s + 1], ctx = idx.context_lens[s];
   if (a < 0 || b < a || b > d.tokens || ctx < b - a || ctx > d.max_blocks * d.block_size)
+    return 0;
+  if (d.single_tokens_elsewhere && b - a == 1)
     return 0;
   return b - a;
 }

@@ -37,12 +37,15 @@ __global__ void StoreNewRows(const T *k_new, const T *v_new, T *k_cache, T *v_ca
 // ---- tile split ----------------------------------------------------------
 
 // Sequence s's new tokens, or -1 when its indices are malformed (it is then
-// skipped): query_start within [0, T] and non-decreasing, the context at
+// skipped), or 0 when another launch attends it (a single new token with
+// single_tokens_elsewhere): query_start within [0, T] and non-decreasing, the context at
 // least the new tokens and within the block table.
 __device__ int64_t NewTokens(const PagedIndexArrays &idx, const PagedDims &d, int64_t s) {
   const int64_t a = idx.query_start[s], b = idx.query_start[s + 1], ctx = idx.context_lens[s];
   if (a < 0 || b < a || b > d.tokens || ctx < b - a || ctx > d.max_blocks * d.block_size)
     return -1;
+  if (d.single_tokens_elsewhere && b - a == 1)
+    return 0;
   return b - a;
 }
 

@@ -40,6 +40,9 @@ struct PagedDims {
   // Head-major [1, H, T, *]: (T, 1); token-major [1, T, H, *]: (1, H).
   int64_t q_head_stride = 0, q_token_stride = 0;
   int64_t kv_head_stride = 0, kv_token_stride = 0;
+  // When set, sequences with exactly one new token are attended by another
+  // launch (decode_attention.h) and the query-tile kernels skip them.
+  bool single_tokens_elsewhere = false;
 };
 
 // Device pointers to the i64 index operands.

@@ -277,6 +277,54 @@ void AddPagedPrefill(std::vector<OpCase> &c) {
   c.push_back(PagedCase("prefill_padded_gqa4_d64_bf16", p));
 }
 
+// Decode steps (as many tokens as sequences), which the CUDA backend gives
+// its decode kernel (decode_attention.h) in one launch that also stores the
+// new keys: one sequence at the Llama-3-8B shape with a context of 1100 (its
+// keys split over 32 blocks), batches of 40 and 70 sequences (fewer splits),
+// MQA with 8 query heads a group (two blocks a group), D 256, Dv != D, D 80,
+// a padding sequence (slot -1), and a step of as many tokens as sequences
+// that is not a decode step (2, 0 and 1 new tokens).
+void AddPagedDecode(std::vector<OpCase> &c) {
+  PagedShape p;
+  p = {{1}, {1100}, 32, 8, 128, 16, 80, 128, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  p.token_major = true;
+  c.push_back(PagedCase("decode_8b_shape_bf16", p));
+  p = {{}, {}, 8, 2, 128, 16, 0, 40, F16};
+  for (int64_t s = 0; s < 40; ++s) {
+    p.new_tokens.push_back(1);
+    p.contexts.push_back(1 + (s * 37) % 600);
+  }
+  for (int64_t ctx : p.contexts)
+    p.num_blocks += (ctx + 15) / 16;
+  p.scale = 1 / std::sqrt(128.0);
+  c.push_back(PagedCase("decode_batch40_gqa4_d128_f16", p));
+  p = {{}, {}, 8, 1, 64, 16, 0, 20, F32};
+  for (int64_t s = 0; s < 70; ++s) {
+    p.new_tokens.push_back(1);
+    p.contexts.push_back(1 + (s * 53) % 300);
+  }
+  for (int64_t ctx : p.contexts)
+    p.num_blocks += (ctx + 15) / 16;
+  p.scale = 0.125;
+  c.push_back(PagedCase("decode_batch70_mqa8_d64_f32", p));
+  p = {{1, 1}, {300, 45}, 4, 1, 256, 32, 12, 10, BF16};
+  p.scale = 0.0625;
+  c.push_back(PagedCase("decode_gqa4_d256_bf16_bs32", p));
+  p = {{1, 1, 1}, {77, 1, 130}, 6, 2, 64, 16, 20, 9, F16};
+  p.v_dim = 96;
+  p.scale = 0.125;
+  c.push_back(PagedCase("decode_dv96_d64_f16", p));
+  p = {{1, 1, 1}, {40, 200, 3}, 8, 2, 80, 16, 20, 13, BF16};
+  p.pad_last = true;
+  p.scale = 1 / std::sqrt(80.0);
+  p.token_major = true;
+  c.push_back(PagedCase("decode_padded_d80_bf16", p));
+  p = {{2, 0, 1}, {30, 5, 17}, 4, 2, 32, 8, 12, 5, BF16};
+  p.scale = 0.2;
+  c.push_back(PagedCase("tokens_eq_seqs_uneven_bf16", p));
+}
+
 // rotary as Llama ([B, H, S, D], cos/sin [B or 1, 1, S, R], partial R) and
 // as GPT-J/NeoX exports lay it out ([B, S, H, D], tables broadcast over H).
 void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
@@ -343,6 +391,7 @@ void AddAttentionCases(std::vector<OpCase> &cases) {
   AddDenseAtModelShapes(cases);
   AddPagedAtModelShapes(cases);
   AddPagedPrefill(cases);
+  AddPagedDecode(cases);
   AddRotaryAtModelShapes(cases);
 }
 

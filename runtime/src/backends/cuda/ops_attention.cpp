@@ -2,7 +2,8 @@
 // mask and a causal limit) and paged_attention (a continuous batch over the
 // paged KV cache, the caches written in place); docs/fused-ops.md. Their
 // shape rules are in core/shapes/{fused_attention,paged_attention}.cpp; the
-// device code is in kernels/cuda/{attention,paged_attention,attention_mma}.cu.
+// device code is in kernels/cuda/{attention,paged_attention,attention_mma,
+// decode_attention}.cu.
 #include "core/shapes/fused_attention.h"
 #include "core/shapes/fused_checks.h"
 #include "core/shapes/paged_attention.h"
@@ -11,7 +12,11 @@
 #include "fused_operands.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_mma.h"
+#include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/paged_attention.h"
+
+#include <cstdlib>
+#include <cstring>
 
 namespace kiln::cuda {
 namespace {
@@ -29,11 +34,10 @@ kc::DenseMask MaskOf(const TensorView *m) {
   kc::DenseMask mask;
   if (m == nullptr)
     return mask;
-  mask.kind = m->dtype == DType::kBool  ? kc::DenseMaskKind::kBool
-              : m->dtype == DType::kF16 ? kc::DenseMaskKind::kAdditiveF16
-              : m->dtype == DType::kBF16
-                  ? kc::DenseMaskKind::kAdditiveBF16
-                  : kc::DenseMaskKind::kAdditive;
+  mask.kind = m->dtype == DType::kBool   ? kc::DenseMaskKind::kBool
+              : m->dtype == DType::kF16  ? kc::DenseMaskKind::kAdditiveF16
+              : m->dtype == DType::kBF16 ? kc::DenseMaskKind::kAdditiveBF16
+                                         : kc::DenseMaskKind::kAdditive;
   mask.data = m->data;
   const std::vector<int64_t> strides = ContiguousStrides(m->shape);
   const size_t lead = 4 - m->shape.size();
@@ -75,6 +79,20 @@ Status RunAttention(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
 }
 
 // ---- paged_attention -----------------------------------------------------
+
+// Read once per process: KILN_DECODE_ATTENTION=0 sends decode rows to the
+// query-tile kernels as before the decode kernel (for A/B measurements).
+bool DecodeKernelOn() {
+  static const bool on = [] {
+    const char *v = std::getenv("KILN_DECODE_ATTENTION");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// A part of the op's scratch, rounded up to 256 bytes so the next starts
+// aligned.
+uint64_t ScratchBytes(int64_t bytes) { return (static_cast<uint64_t>(bytes) + 255) / 256 * 256; }
 
 // The index operands live on the device, so their values are not checked
 // here: the model runner checks them on the host before upload
@@ -119,23 +137,44 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   const kc::PagedIndexArrays idx = {
       in[kSlots]->as<const int64_t>(), in[kQueryStart]->as<const int64_t>(),
       in[kContextLens]->as<const int64_t>(), in[kTables]->as<const int64_t>()};
-  // Query chunks (prefill) on the tensor cores, after the store; decode
-  // steps keep the split-key kernel.
-  const kc::PrefillTensors pt = {t.q, t.k_cache, t.v_cache, t.out};
   // Element strides of q and the result, from the layout's row strides.
   const kc::PrefillStrides ps = {d.q_token_stride * d.head_dim, d.q_head_stride * d.head_dim,
                                  d.q_token_stride * d.v_dim, d.q_head_stride * d.v_dim};
-  if (kc::PrefillAttentionPreferred(d) && kc::PrefillAttentionSupported(type, d, pt, ps)) {
-    KILN_ASSIGN_OR_RETURN(
-        void *scratch, OpScratch(ctx, static_cast<uint64_t>(kc::PrefillAttentionScratchBytes(d))));
+  const kc::PrefillTensors pt = {t.q, t.k_cache, t.v_cache, t.out};
+  const bool decode = DecodeKernelOn() && kc::DecodeAttentionSupported(type, d, t);
+  // A decode step (as many tokens as sequences): one launch stores and
+  // attends (two with split keys).
+  if (decode && d.tokens == d.num_seqs) {
+    KILN_ASSIGN_OR_RETURN(void *scratch,
+                          OpScratch(ctx, ScratchBytes(kc::DecodeAttentionScratchBytes(d))));
+    KILN_CUDA_RETURN_IF_ERROR(kc::DecodeAttention(
+        type, t, idx, d, scale, kc::DecodeMode::kAllSequences, scratch, Stream(ctx)));
+    return Status::Ok();
+  }
+  // A mixed step: the sequences with one new token go to the decode kernel
+  // (unless there is only one sequence, then it has them all), the others
+  // to the query-tile kernels: the tensor-core prefill kernel for query
+  // chunks, else the split-key one.
+  const bool singles = decode && d.num_seqs > 1;
+  d.single_tokens_elsewhere = singles;
+  const bool prefill =
+      kc::PrefillAttentionPreferred(d) && kc::PrefillAttentionSupported(type, d, pt, ps);
+  const int64_t tile_bytes =
+      prefill ? kc::PrefillAttentionScratchBytes(d) : kc::PagedAttentionScratchBytes(d);
+  const int64_t decode_bytes = singles ? kc::DecodeAttentionScratchBytes(d) : 0;
+  KILN_ASSIGN_OR_RETURN(void *scratch,
+                        OpScratch(ctx, ScratchBytes(tile_bytes) + ScratchBytes(decode_bytes)));
+  if (prefill) {
     KILN_CUDA_RETURN_IF_ERROR(kc::PagedStore(type, t, idx, d, Stream(ctx)));
     KILN_CUDA_RETURN_IF_ERROR(
         kc::PrefillAttention(type, pt, idx, d, ps, scale, scratch, Stream(ctx)));
-    return Status::Ok();
+  } else {
+    KILN_CUDA_RETURN_IF_ERROR(kc::PagedAttention(type, t, idx, d, scale, scratch, Stream(ctx)));
   }
-  KILN_ASSIGN_OR_RETURN(void *scratch,
-                        OpScratch(ctx, static_cast<uint64_t>(kc::PagedAttentionScratchBytes(d))));
-  KILN_CUDA_RETURN_IF_ERROR(kc::PagedAttention(type, t, idx, d, scale, scratch, Stream(ctx)));
+  if (singles)
+    KILN_CUDA_RETURN_IF_ERROR(
+        kc::DecodeAttention(type, t, idx, d, scale, kc::DecodeMode::kSingleTokens,
+                            static_cast<char *>(scratch) + ScratchBytes(tile_bytes), Stream(ctx)));
   return Status::Ok();
 }
 

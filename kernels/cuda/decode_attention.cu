@@ -1,0 +1,401 @@
+#include "kernels/cuda/attention_tile.cuh"
+#include "kernels/cuda/decode_attention.h"
+
+namespace kiln::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kHeads = static_cast<int>(kDecodeHeads);
+constexpr int kMaxDim = static_cast<int>(kMaxDecodeHeadDim);
+constexpr int kKeysPerWarp = 32; // one per lane
+
+// Blocks that keep an H200 (132 SMs) busy: splits are added until a step's
+// sequences make about this many blocks.
+constexpr int64_t kFillBlocks = 264;
+// A split takes at least this many keys of the longest context the block
+// tables allow.
+constexpr int64_t kMinKeysPerSplit = 64;
+
+struct DecodeArgs {
+  const void *q, *k_new, *v_new;
+  void *k_cache, *v_cache, *out;
+  PagedIndexArrays idx;
+  PagedDims d;
+  float scale;
+  int64_t head_chunks; // blocks per KV group: ceil(group / kHeads)
+  int64_t splits;
+  float *partials; // null when splits is 1
+  bool all;        // DecodeMode::kAllSequences
+};
+
+// A split's record for one head: running max, sum, then Dv unnormalized
+// outputs.
+__host__ __device__ constexpr int64_t RecordFloats(int64_t dv) { return dv + 2; }
+
+__device__ __forceinline__ float *RecordsOf(const DecodeArgs &a, int64_t z) {
+  const int64_t first = (blockIdx.x * static_cast<int64_t>(gridDim.y) + blockIdx.y) * a.splits + z;
+  return a.partials + first * kHeads * RecordFloats(a.d.v_dim);
+}
+
+// Sequence s's new tokens, or -1 when its indices are malformed (skipped).
+__device__ int64_t SeqNewTokens(const DecodeArgs &a, int64_t s) {
+  const PagedIndexArrays &idx = a.idx;
+  const int64_t b = idx.query_start[s], e = idx.query_start[s + 1], ctx = idx.context_lens[s];
+  if (b < 0 || e < b || e > a.d.tokens || ctx < e - b || ctx > a.d.max_blocks * a.d.block_size)
+    return -1;
+  return e - b;
+}
+
+// Key j's rows of KV head g for sequence s (first new token `first`, n new
+// tokens, context ctx): the new tokens' from k_new and v_new, the others'
+// through the block table; null when the table entry is out of range (the
+// key then reads as zeros).
+template <typename T> struct KeyRows { const T *k = nullptr, *v = nullptr; };
+
+template <typename T>
+__device__ __forceinline__ KeyRows<T> RowsOf(const DecodeArgs &a, int64_t s, int64_t g,
+                                             int64_t first, int64_t n, int64_t ctx, int64_t j) {
+  const PagedDims &d = a.d;
+  KeyRows<T> r;
+  if (j >= ctx - n) {
+    const int64_t row = g * d.kv_head_stride + (first + j - (ctx - n)) * d.kv_token_stride;
+    r.k = static_cast<const T *>(a.k_new) + row * d.head_dim;
+    r.v = static_cast<const T *>(a.v_new) + row * d.v_dim;
+    return r;
+  }
+  const int64_t blk = a.idx.block_tables[s * d.max_blocks + j / d.block_size];
+  if (blk < 0 || blk >= d.num_blocks)
+    return r;
+  const int64_t row = (blk * d.kv_heads + g) * d.block_size + j % d.block_size;
+  r.k = static_cast<const T *>(a.k_cache) + row * d.head_dim;
+  r.v = static_cast<const T *>(a.v_cache) + row * d.v_dim;
+  return r;
+}
+
+// Copies the n new tokens' key and value rows of KV head g into their
+// slots; a negative or out-of-cache slot stores nothing.
+template <typename T>
+__device__ void StoreNew(const DecodeArgs &a, int64_t g, int64_t first, int64_t n) {
+  const PagedDims &d = a.d;
+  for (int64_t t = first; t < first + n; ++t) {
+    const int64_t slot = a.idx.slots[t];
+    if (slot < 0 || slot / d.block_size >= d.num_blocks)
+      continue;
+    const int64_t dst = (slot / d.block_size * d.kv_heads + g) * d.block_size + slot % d.block_size;
+    const int64_t src = g * d.kv_head_stride + t * d.kv_token_stride;
+    for (int64_t e = threadIdx.x; e < d.head_dim; e += blockDim.x)
+      static_cast<T *>(a.k_cache)[dst * d.head_dim + e] =
+          static_cast<const T *>(a.k_new)[src * d.head_dim + e];
+    for (int64_t e = threadIdx.x; e < d.v_dim; e += blockDim.x)
+      static_cast<T *>(a.v_cache)[dst * d.v_dim + e] =
+          static_cast<const T *>(a.v_new)[src * d.v_dim + e];
+  }
+}
+
+struct SharedState {
+  float q[kHeads][kMaxDim];
+  float m[kWarps][kHeads], l[kWarps][kHeads];
+  float acc[kWarps][kHeads][kMaxDim];
+};
+
+// Token t (position ctx - (first + n - t), attending keys [key_begin,
+// key_end)) for query heads h0.. of KV group g: each warp's running max, sum
+// and outputs end in `sh`, merged by the caller.
+template <typename T, int kCols>
+__device__ void AttendKeys(const DecodeArgs &a, SharedState &sh, int64_t s, int64_t g,
+                           int64_t first, int64_t n, int64_t ctx, int64_t key_begin,
+                           int64_t key_end) {
+  constexpr int kVec = 16 / sizeof(T);
+  const int d = static_cast<int>(a.d.head_dim), dv = static_cast<int>(a.d.v_dim);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float m[kHeads], l[kHeads], acc[kHeads][kCols];
+  for (int h = 0; h < kHeads; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0;
+    for (int c = 0; c < kCols; ++c)
+      acc[h][c] = 0;
+  }
+  for (int64_t j0 = key_begin + warp * kKeysPerWarp; j0 < key_end; j0 += kWarps * kKeysPerWarp) {
+    const int64_t j = j0 + lane;
+    const bool valid = j < key_end;
+    KeyRows<T> rows;
+    if (valid)
+      rows = RowsOf<T>(a, s, g, first, n, ctx, j);
+    float sc[kHeads];
+    for (int h = 0; h < kHeads; ++h)
+      sc[h] = 0;
+    if (rows.k != nullptr) {
+#pragma unroll 4
+      for (int e = 0; e < d; e += kVec) {
+        float k[kVec];
+        WidenVector(rows.k + e, k);
+        for (int h = 0; h < kHeads; ++h)
+          for (int x = 0; x < kVec; ++x)
+            sc[h] += sh.q[h][e + x] * k[x];
+      }
+    }
+    float p[kHeads];
+    for (int h = 0; h < kHeads; ++h) {
+      const float score = valid ? sc[h] : -INFINITY;
+      const float m_new = fmaxf(m[h], WarpMax(score));
+      p[h] = valid ? expf(score - m_new) : 0.0f;
+      const float alpha = m[h] == -INFINITY ? 0.0f : expf(m[h] - m_new);
+      l[h] = l[h] * alpha + WarpSum(p[h]);
+      m[h] = m_new;
+      for (int c = 0; c < kCols; ++c)
+        acc[h][c] *= alpha;
+    }
+    const int64_t left = key_end - j0;
+    const int count = left < kKeysPerWarp ? static_cast<int>(left) : kKeysPerWarp;
+    const auto vrow = reinterpret_cast<unsigned long long>(rows.v);
+#pragma unroll 4
+    for (int kk = 0; kk < count; ++kk) {
+      const T *v = reinterpret_cast<const T *>(__shfl_sync(kFullMask, vrow, kk));
+      float vc[kCols];
+      for (int c = 0; c < kCols; ++c) {
+        const int col = lane + 32 * c;
+        vc[c] = v != nullptr && col < dv ? Widen<float>(v[col]) : 0.0f;
+      }
+      for (int h = 0; h < kHeads; ++h) {
+        const float pk = __shfl_sync(kFullMask, p[h], kk);
+        for (int c = 0; c < kCols; ++c)
+          acc[h][c] += pk * vc[c];
+      }
+    }
+  }
+  if (lane == 0)
+    for (int h = 0; h < kHeads; ++h) {
+      sh.m[warp][h] = m[h];
+      sh.l[warp][h] = l[h];
+    }
+  for (int h = 0; h < kHeads; ++h)
+    for (int c = 0; c < kCols; ++c) {
+      const int col = lane + 32 * c;
+      if (col < dv)
+        sh.acc[warp][h][col] = acc[h][c];
+    }
+}
+
+// The warps' results for head h merged: the largest max, and the sum and the
+// output column rescaled to it.
+struct Merged {
+  float m, l, acc;
+};
+__device__ __forceinline__ Merged MergeWarps(const SharedState &sh, int h, int col) {
+  Merged r{-INFINITY, 0, 0};
+  for (int w = 0; w < kWarps; ++w)
+    r.m = fmaxf(r.m, sh.m[w][h]);
+  if (r.m == -INFINITY)
+    return r;
+  for (int w = 0; w < kWarps; ++w) {
+    const float f = sh.m[w][h] == -INFINITY ? 0.0f : expf(sh.m[w][h] - r.m);
+    r.l += sh.l[w][h] * f;
+    r.acc += sh.acc[w][h][col] * f;
+  }
+  return r;
+}
+
+__device__ __forceinline__ int64_t OutRow(const PagedDims &d, int64_t head, int64_t t) {
+  return head * d.q_head_stride + t * d.q_token_stride;
+}
+
+// Block (s, g * head_chunks + chunk, z).
+template <typename T, int kCols>
+__global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeArgs a) {
+  __shared__ SharedState sh;
+  const PagedDims &d = a.d;
+  const int64_t s = blockIdx.x, g = blockIdx.y / a.head_chunks;
+  const int64_t h0 = (blockIdx.y % a.head_chunks) * kHeads, z = blockIdx.z;
+  const int64_t n = SeqNewTokens(a, s);
+  if (n <= 0 || (!a.all && n != 1))
+    return;
+  const int64_t first = a.idx.query_start[s], ctx = a.idx.context_lens[s];
+  const int64_t group = d.q_heads / d.kv_heads;
+  const int heads = static_cast<int>(group - h0 < kHeads ? group - h0 : kHeads);
+  if (a.all && z == 0 && h0 == 0)
+    StoreNew<T>(a, g, first, n);
+  const bool split = n == 1 && a.splits > 1;
+  if (!split && z != 0)
+    return;
+  const int dv = static_cast<int>(d.v_dim);
+  for (int64_t t = first; t < first + n; ++t) {
+    const int64_t keys = ctx - (first + n - t) + 1; // attends keys 0..keys-1
+    int64_t key_begin = 0, key_end = keys;
+    if (split) {
+      const int64_t per =
+          (keys + a.splits * kKeysPerWarp - 1) / (a.splits * kKeysPerWarp) * kKeysPerWarp;
+      key_begin = z * per < keys ? z * per : keys;
+      key_end = key_begin + per < keys ? key_begin + per : keys;
+    }
+    __syncthreads(); // the previous token's results are read
+    for (int i = threadIdx.x; i < kHeads * d.head_dim; i += kThreads) {
+      const int h = i / static_cast<int>(d.head_dim), e = i % static_cast<int>(d.head_dim);
+      sh.q[h][e] = h < heads
+                       ? a.scale * Widen<float>(static_cast<const T *>(
+                                       a.q)[OutRow(d, g * group + h0 + h, t) * d.head_dim + e])
+                       : 0.0f;
+    }
+    __syncthreads();
+    AttendKeys<T, kCols>(a, sh, s, g, first, n, ctx, key_begin, key_end);
+    __syncthreads();
+    for (int i = threadIdx.x; i < heads * dv; i += kThreads) {
+      const int h = i / dv, col = i % dv;
+      const Merged r = MergeWarps(sh, h, col);
+      if (split) {
+        float *rec = RecordsOf(a, z) + h * RecordFloats(dv);
+        if (col == 0) {
+          rec[0] = r.m;
+          rec[1] = r.l;
+        }
+        rec[2 + col] = r.acc;
+      } else {
+        static_cast<T *>(a.out)[OutRow(d, g * group + h0 + h, t) * dv + col] =
+            Narrow<T>(r.l > 0 ? r.acc / r.l : 0.0f);
+      }
+    }
+  }
+}
+
+// Block (s, y): merges the splits of a one-token sequence into out.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) CombineKernel(const DecodeArgs a) {
+  const PagedDims &d = a.d;
+  const int64_t s = blockIdx.x, g = blockIdx.y / a.head_chunks;
+  const int64_t h0 = (blockIdx.y % a.head_chunks) * kHeads;
+  if (SeqNewTokens(a, s) != 1)
+    return;
+  const int64_t t = a.idx.query_start[s], group = d.q_heads / d.kv_heads;
+  const int heads = static_cast<int>(group - h0 < kHeads ? group - h0 : kHeads);
+  const int dv = static_cast<int>(d.v_dim);
+  const int64_t stride = kHeads * RecordFloats(dv);
+  const float *base = RecordsOf(a, 0);
+  for (int i = threadIdx.x; i < heads * dv; i += kThreads) {
+    const int h = i / dv, col = i % dv;
+    const float *rec = base + h * RecordFloats(dv);
+    float m = -INFINITY;
+    for (int64_t z = 0; z < a.splits; ++z)
+      m = fmaxf(m, rec[z * stride]);
+    float l = 0, acc = 0;
+    if (m != -INFINITY)
+      for (int64_t z = 0; z < a.splits; ++z) {
+        const float mz = rec[z * stride];
+        const float f = mz == -INFINITY ? 0.0f : expf(mz - m);
+        l += rec[z * stride + 1] * f;
+        acc += rec[z * stride + 2 + col] * f;
+      }
+    static_cast<T *>(a.out)[OutRow(d, g * group + h0 + h, t) * dv + col] =
+        Narrow<T>(l > 0 ? acc / l : 0.0f);
+  }
+}
+
+int64_t HeadChunks(const PagedDims &d) {
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 0;
+  return (group + kHeads - 1) / kHeads;
+}
+
+template <typename T, int kCols> cudaError_t LaunchCols(const DecodeArgs &a, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(a.d.num_seqs),
+                  static_cast<unsigned>(a.d.kv_heads * a.head_chunks),
+                  static_cast<unsigned>(a.splits));
+  DecodeKernel<T, kCols><<<grid, kThreads, 0, stream>>>(a);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess || a.splits == 1)
+    return err;
+  CombineKernel<T><<<dim3(grid.x, grid.y), kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+template <typename T> cudaError_t LaunchTyped(const DecodeArgs &a, cudaStream_t stream) {
+  if (a.d.v_dim <= 32)
+    return LaunchCols<T, 1>(a, stream);
+  if (a.d.v_dim <= 64)
+    return LaunchCols<T, 2>(a, stream);
+  if (a.d.v_dim <= 128)
+    return LaunchCols<T, 4>(a, stream);
+  return LaunchCols<T, 8>(a, stream);
+}
+
+bool Aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+int64_t ElementBytes(FusedFloat type) {
+  switch (type) {
+  case FusedFloat::kF32:
+    return 4;
+  case FusedFloat::kF16:
+  case FusedFloat::kBF16:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+} // namespace
+
+int64_t DecodeAttentionSplits(const PagedDims &d) {
+  const int64_t blocks = d.num_seqs * d.kv_heads * HeadChunks(d);
+  if (blocks <= 0)
+    return 1;
+  const int64_t max_keys = d.max_blocks * d.block_size;
+  int64_t n = (kFillBlocks + blocks - 1) / blocks;
+  const int64_t by_keys = (max_keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
+  n = n < by_keys ? n : by_keys;
+  return n < 1 ? 1 : n > 65535 ? 65535 : n;
+}
+
+bool DecodeAttentionSupported(FusedFloat type, const PagedDims &d, const PagedTensors &t) {
+  const int64_t bytes = ElementBytes(type);
+  if (bytes == 0 || d.kv_heads <= 0 || d.q_heads % d.kv_heads != 0 || d.block_size <= 0)
+    return false;
+  if (d.head_dim <= 0 || d.head_dim > kMaxDecodeHeadDim || d.v_dim <= 0 ||
+      d.v_dim > kMaxDecodeHeadDim || d.head_dim * bytes % 16 != 0)
+    return false;
+  if (d.num_seqs > 0x7fffffff || d.kv_heads * HeadChunks(d) > 65535)
+    return false;
+  // k_new's rows start at multiples of D elements from its base.
+  return Aligned16(t.k_cache) && Aligned16(t.k_new);
+}
+
+int64_t DecodeAttentionScratchBytes(const PagedDims &d) {
+  const int64_t splits = DecodeAttentionSplits(d);
+  if (splits <= 1)
+    return 0;
+  return d.num_seqs * d.kv_heads * HeadChunks(d) * splits * kHeads * RecordFloats(d.v_dim) *
+         static_cast<int64_t>(sizeof(float));
+}
+
+cudaError_t DecodeAttention(FusedFloat type, const PagedTensors &t, const PagedIndexArrays &idx,
+                            const PagedDims &dims, float scale, DecodeMode mode, void *scratch,
+                            cudaStream_t stream) {
+  if (!DecodeAttentionSupported(type, dims, t))
+    return cudaErrorInvalidValue;
+  if (dims.num_seqs == 0 || dims.tokens == 0 || dims.q_heads == 0)
+    return cudaSuccess;
+  DecodeArgs a{t.q,
+               t.k_new,
+               t.v_new,
+               t.k_cache,
+               t.v_cache,
+               t.out,
+               idx,
+               dims,
+               scale,
+               HeadChunks(dims),
+               DecodeAttentionSplits(dims),
+               nullptr,
+               mode == DecodeMode::kAllSequences};
+  if (a.splits > 1)
+    a.partials = static_cast<float *>(scratch);
+  switch (type) {
+  case FusedFloat::kF32:
+    return LaunchTyped<float>(a, stream);
+  case FusedFloat::kF16:
+    return LaunchTyped<__half>(a, stream);
+  case FusedFloat::kBF16:
+    return LaunchTyped<__nv_bfloat16>(a, stream);
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+} // namespace kiln::kernels::cuda
