@@ -20,8 +20,10 @@
 #           of 64 decode steps, ops timed on the device (eager: no graphs),
 #           each op's share and its fraction of PEAK_GBPS and PEAK_TFLOPS
 #           (790); tables in WORK/profile_{prefill,decode}.txt
-#   ab      kiln bench latency again with CUDA graphs off, host sampling, and
-#           kiln's GEMV on (one switch at a time; WORK/kiln_latency_*.json)
+#   ab      kiln bench latency again with CUDA graphs off, host sampling,
+#           kiln's GEMV on, the decode attention kernel off and cuBLASLt's
+#           small-product tuning off (one switch at a time, AB_SWITCHES;
+#           WORK/kiln_latency_*.json)
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
 # then one table of everything measured so far in WORK (steps may run in
@@ -33,6 +35,7 @@
 # PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (4276, the H200's
 # measured copy rate), OFFLINE_PROMPTS (256), OFFLINE_CONCURRENCY (256),
 # OFFLINE_BATCHED_TOKENS (8192, tokens of one step), PYTHON (python3),
+# AB_SWITCHES (the ab step's VAR=value settings, space-separated),
 # DEVICE_FLAG (default --device; --backend for a kiln from before the CUDA
 # backend), HF_FLAGS (more bench_hf.py flags, e.g. "--device cpu
 # --no-compile" for a dry run), KILN_8B_GRAPH (default test/models/llama3-8b-shape; make_8b_graph.py --size
@@ -155,7 +158,7 @@ fi
 if want ab; then
   # What each switch is worth at batch 1: the latency bench again with one
   # of them flipped (docs/gpu.md), 3 runs after a warm-up each.
-  for ab in KILN_CUDA_GRAPHS=0 KILN_DEVICE_SAMPLING=0 KILN_CUDA_GEMV=1; do
+  for ab in ${AB_SWITCHES:-KILN_CUDA_GRAPHS=0 KILN_DEVICE_SAMPLING=0 KILN_CUDA_GEMV=1 KILN_DECODE_ATTENTION=0 KILN_LT_TUNE=0}; do
     echo "== ab: $ab kiln bench latency"
     env "$ab" "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" \
       --prompt-len "$PROMPT_LEN" --decode-tokens "$NEW_TOKENS" --repeats 3 \

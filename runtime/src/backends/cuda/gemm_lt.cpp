@@ -6,12 +6,16 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace kiln::cuda {
 namespace {
@@ -23,6 +27,10 @@ constexpr size_t kMaxCachedPlans = 4096;
 // cuBLASLt's largest alignment requirement; pointers at least this aligned
 // admit every algorithm.
 constexpr uint64_t kMaxAlignment = 256;
+// How many of the heuristic's algorithms a plan keeps, and the most rows of
+// a product whose plan times them (decode steps of up to 16 sequences).
+constexpr int kTuneCandidates = 8;
+constexpr int64_t kTuneMaxRows = 16;
 
 // Everything the descriptors, the layouts and the heuristic's choice depend
 // on. The device and the handle keep backends on different GPUs apart.
@@ -52,6 +60,8 @@ struct LtPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t lt_a = nullptr, lt_b = nullptr, lt_d = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // The heuristic's choices, best first; small products time them once.
+  std::vector<cublasLtMatmulAlgo_t> candidates;
 
   LtPlan() = default;
   LtPlan(const LtPlan &) = delete;
@@ -211,8 +221,9 @@ Status BuildDescriptors(const LtGemmShape &s, const void *bias, LtPlan &plan) {
   return Status::Ok();
 }
 
-// The heuristic's first choice within the workspace and the operands'
-// actual alignments, accumulating in f32 throughout for half results.
+// The heuristic's choices within the workspace and the operands' actual
+// alignments (its first in plan.algo), accumulating in f32 throughout for
+// half results.
 Status ChooseAlgorithm(cublasLtHandle_t handle, const PlanKey &key, const LtGemmShape &s,
                        LtPlan &plan) {
   PreferenceGuard pref;
@@ -237,14 +248,114 @@ Status ChooseAlgorithm(cublasLtHandle_t handle, const PlanKey &key, const LtGemm
     KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
         pref.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes)));
   }
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kTuneCandidates] = {};
   int count = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      handle, plan.op, plan.lt_a, plan.lt_b, plan.lt_d, plan.lt_d, pref.pref, 1, &result, &count);
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.lt_a, plan.lt_b, plan.lt_d, plan.lt_d,
+                                     pref.pref, kTuneCandidates, results, &count);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && count == 0))
     return Unimplemented("cuBLASLt has no algorithm for the GEMM " + Describe(s));
   KILN_CUBLAS_RETURN_IF_ERROR(st);
-  plan.algo = result.algo;
+  plan.candidates.clear();
+  for (int i = 0; i < count; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS)
+      plan.candidates.push_back(results[i].algo);
+  if (plan.candidates.empty())
+    return Unimplemented("cuBLASLt has no algorithm for the GEMM " + Describe(s));
+  plan.algo = plan.candidates.front();
+  return Status::Ok();
+}
+
+// Read once per process: KILN_LT_TUNE=0 keeps the heuristic's first choice
+// for small products too (for A/B measurements).
+bool TuneOn() {
+  static const bool on = [] {
+    const char *v = std::getenv("KILN_LT_TUNE");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+// Whether this call may time the plan's candidates: a product of few rows
+// (a decode step's, where the heuristic's choice streams the weights at
+// 50-70% of the bandwidth and a split-K candidate does better), more than
+// one candidate, D not read (beta 0: the runs overwrite it), and the stream
+// not being captured (a capture cannot wait for events).
+bool ShouldTune(const LtGemmShape &s, const LtGemmArgs &args, const LtPlan &plan,
+                cudaStream_t stream) {
+  if (!TuneOn() || s.m > kTuneMaxRows || args.beta != 0 || plan.candidates.size() < 2)
+    return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
+    return false;
+  return capture == cudaStreamCaptureStatusNone;
+}
+
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ~EventPair() {
+    if (start)
+      cudaEventDestroy(start);
+    if (stop)
+      cudaEventDestroy(stop);
+  }
+};
+
+// Times each candidate on the call's own operands (the fastest of a few
+// runs, each after a pass over a buffer larger than L2, so the weights come
+// from HBM as in a decode step) and keeps the fastest. A candidate that
+// fails to run is skipped. The real call follows and rewrites D.
+Status TuneAlgorithm(cublasLtHandle_t handle, LtPlan &plan, const void *alpha, const void *beta,
+                     const LtGemmArgs &args, void *workspace, uint64_t workspace_bytes,
+                     cudaStream_t stream) {
+  constexpr size_t kFlushBytes = 128ull << 20; // over the H200's 50 MB of L2, with room
+  constexpr int kRuns = 5;
+  void *flush = nullptr;
+  if (cudaMalloc(&flush, kFlushBytes) != cudaSuccess) {
+    cudaGetLastError();
+    return Status::Ok(); // no room to flush L2: keep the heuristic's choice
+  }
+  EventPair ev;
+  KILN_CUDA_RETURN_IF_ERROR(cudaEventCreate(&ev.start));
+  KILN_CUDA_RETURN_IF_ERROR(cudaEventCreate(&ev.stop));
+  float best = std::numeric_limits<float>::infinity();
+  cublasLtMatmulAlgo_t chosen = plan.algo;
+  Status status = Status::Ok();
+  for (const cublasLtMatmulAlgo_t &algo : plan.candidates) {
+    float fastest = std::numeric_limits<float>::infinity();
+    for (int r = 0; r <= kRuns && status.ok(); ++r) {
+      if (cudaMemsetAsync(flush, r, kFlushBytes, stream) != cudaSuccess ||
+          cudaEventRecord(ev.start, stream) != cudaSuccess) {
+        status = Internal("cuBLASLt tuning: could not enqueue the timing");
+        break;
+      }
+      const cublasStatus_t st =
+          cublasLtMatmul(handle, plan.op, alpha, args.b, plan.lt_a, args.a, plan.lt_b, beta, args.d,
+                         plan.lt_d, args.d, plan.lt_d, &algo, workspace, workspace_bytes, stream);
+      if (cudaEventRecord(ev.stop, stream) != cudaSuccess ||
+          cudaEventSynchronize(ev.stop) != cudaSuccess) {
+        status = Internal("cuBLASLt tuning: a timed run failed on the device");
+        break;
+      }
+      if (st != CUBLAS_STATUS_SUCCESS)
+        break; // this candidate does not run here
+      float ms = 0;
+      if (r > 0 && cudaEventElapsedTime(&ms, ev.start, ev.stop) == cudaSuccess)
+        fastest = std::min(fastest, ms);
+    }
+    if (!status.ok())
+      break;
+    if (fastest < best) {
+      best = fastest;
+      chosen = algo;
+    }
+  }
+  cudaFree(flush);
+  if (!status.ok()) {
+    cudaGetLastError();
+    return status;
+  }
+  plan.algo = chosen;
   return Status::Ok();
 }
 
@@ -284,28 +395,39 @@ Status LtGemm(ExecContext &ctx, const LtGemmShape &s, const LtGemmArgs &args) {
   key.align_d = AlignmentOf(args.d, key.stride_d, s.d, s.batch);
   key.align_bias = HasBias(s.epilogue) ? AlignmentOf(args.bias, 0, s.d, 1) : 0;
 
-  // One lock over lookup and launch: a plan's bias pointer is set per call.
-  std::lock_guard<std::mutex> lock(CacheMutex());
-  auto &cache = Cache();
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    auto plan = std::make_unique<LtPlan>();
-    KILN_RETURN_IF_ERROR(BuildDescriptors(s, args.bias, *plan));
-    KILN_RETURN_IF_ERROR(ChooseAlgorithm(handle, key, s, *plan));
-    if (cache.size() >= kMaxCachedPlans)
-      cache.clear();
-    it = cache.emplace(key, std::move(plan)).first;
-  }
-  LtPlan &plan = *it->second;
-  if (HasBias(s.epilogue))
-    KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
-        plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)));
-
   // Scales in the descriptor's scale type, read from the host at enqueue.
   const float alpha32 = static_cast<float>(args.alpha), beta32 = static_cast<float>(args.beta);
   const bool f64 = s.ab == DType::kF64;
   const void *alpha = f64 ? static_cast<const void *>(&args.alpha) : &alpha32;
   const void *beta = f64 ? static_cast<const void *>(&args.beta) : &beta32;
+
+  // One lock over lookup and launch (a plan's bias pointer is set per
+  // call), but not over making a plan: its tuning waits for the stream,
+  // which may wait on a collective that another rank's thread reaches only
+  // after its own product.
+  std::unique_lock<std::mutex> lock(CacheMutex());
+  auto &cache = Cache();
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    lock.unlock();
+    auto plan = std::make_unique<LtPlan>();
+    KILN_RETURN_IF_ERROR(BuildDescriptors(s, args.bias, *plan));
+    KILN_RETURN_IF_ERROR(ChooseAlgorithm(handle, key, s, *plan));
+    if (ShouldTune(s, args, *plan, Stream(ctx)))
+      KILN_RETURN_IF_ERROR(TuneAlgorithm(handle, *plan, alpha, beta, args, ctx.workspace.data,
+                                         key.workspace, Stream(ctx)));
+    lock.lock();
+    it = cache.find(key); // another thread may have made one meanwhile
+    if (it == cache.end()) {
+      if (cache.size() >= kMaxCachedPlans)
+        cache.clear();
+      it = cache.emplace(key, std::move(plan)).first;
+    }
+  }
+  LtPlan &plan = *it->second;
+  if (HasBias(s.epilogue))
+    KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+        plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.bias, sizeof(args.bias)));
   KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(
       handle, plan.op, alpha, args.b, plan.lt_a, args.a, plan.lt_b, beta, args.d, plan.lt_d, args.d,
       plan.lt_d, &plan.algo, ctx.workspace.data, key.workspace, Stream(ctx)));

@@ -18,7 +18,13 @@
 // algorithm are built once per problem (dims, leading dims, batch strides,
 // dtypes, epilogue, pointer alignments, device) and cached for the life of
 // the process, so the steady state makes no heuristic query and no
-// descriptor allocation (as CUDA graph capture will need).
+// descriptor allocation (as CUDA graph capture will need). For products of
+// at most 16 rows (decode steps) the plan times the heuristic's first 8
+// algorithms once, on the first call's operands with L2 flushed between
+// runs, and keeps the fastest: for these the first choice streamed the
+// weights at 50-70% of the bandwidth (docs/benchmarks.md). Not while the
+// stream is being captured, nor when beta is not 0; KILN_LT_TUNE=0 turns it
+// off.
 #pragma once
 
 #include "core/kernel.h"
