@@ -79,33 +79,6 @@ struct TileSplit {
 
 __host__ __device__ constexpr int64_t TilePartialFloats(int64_t dv) { return dv + 2; }
 
-// Widens 16 bytes of T (4 floats or 8 halves) from global memory into dst.
-__device__ __forceinline__ void WidenVector(const float *src, float *dst) {
-  const float4 v = *reinterpret_cast<const float4 *>(src);
-  dst[0] = v.x;
-  dst[1] = v.y;
-  dst[2] = v.z;
-  dst[3] = v.w;
-}
-__device__ __forceinline__ void WidenVector(const __half *src, float *dst) {
-  const uint4 v = *reinterpret_cast<const uint4 *>(src);
-  const __half2 *h = reinterpret_cast<const __half2 *>(&v);
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    dst[2 * i] = f.x;
-    dst[2 * i + 1] = f.y;
-  }
-}
-__device__ __forceinline__ void WidenVector(const __nv_bfloat16 *src, float *dst) {
-  const uint4 v = *reinterpret_cast<const uint4 *>(src);
-  const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __bfloat1622float2(h[i]);
-    dst[2 * i] = f.x;
-    dst[2 * i + 1] = f.y;
-  }
-}
-
 // Rows `key_rows` (kTileKeys of them, -1: zeros) of `src` (rows of `width`)
 // into dst with row stride `stride`, 16 bytes at a time when `vec`.
 template <typename T>

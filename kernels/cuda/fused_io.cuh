@@ -77,4 +77,41 @@ template <typename A> __device__ A BlockSum(A v, A *shared) {
   return total;
 }
 
+// Widens 16 bytes of T (4 floats or 8 halves) from global memory into dst.
+__device__ __forceinline__ void WidenVector(const float *src, float *dst) {
+  const float4 v = *reinterpret_cast<const float4 *>(src);
+  dst[0] = v.x;
+  dst[1] = v.y;
+  dst[2] = v.z;
+  dst[3] = v.w;
+}
+__device__ __forceinline__ void WidenVector(const __half *src, float *dst) {
+  const uint4 v = *reinterpret_cast<const uint4 *>(src);
+  const __half2 *h = reinterpret_cast<const __half2 *>(&v);
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    dst[2 * i] = f.x;
+    dst[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void WidenVector(const __nv_bfloat16 *src, float *dst) {
+  const uint4 v = *reinterpret_cast<const uint4 *>(src);
+  const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    dst[2 * i] = f.x;
+    dst[2 * i + 1] = f.y;
+  }
+}
+
+// Rounds 16 bytes' worth of T (4 floats or 8 halves) from src and stores
+// them with one 16-byte write.
+template <typename T> __device__ __forceinline__ void NarrowVector(const float *src, T *dst) {
+  constexpr int kN = 16 / sizeof(T);
+  alignas(16) T e[kN];
+  for (int i = 0; i < kN; ++i)
+    e[i] = Narrow<T>(src[i]);
+  *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(e);
+}
+
 } // namespace kiln::kernels::cuda

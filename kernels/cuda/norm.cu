@@ -2,6 +2,7 @@
 #include "kernels/cuda/norm.h"
 
 #include <climits>
+#include <cstdint>
 
 namespace kiln::kernels::cuda {
 namespace {
@@ -95,6 +96,81 @@ __global__ void NormRows(const NormArgs args) {
   }
 }
 
+// RMS norm (with the residual add when kAdd) of rows held in registers: each
+// thread loads up to kVecs 16-byte vectors of a row (and of b) once, so the
+// row is read once and written once (y, and the sum), where NormRows reads
+// it on every pass. For decode steps, whose one-row norms are bound by
+// latency, not bandwidth. Every pointer 16-byte aligned, cols a multiple of
+// the vector.
+template <typename T, bool kAdd, int kVecs> __global__ void RmsRowsVec(const NormArgs args) {
+  constexpr int kN = 16 / sizeof(T);
+  __shared__ float partial[32];
+  const int64_t vecs = args.cols / kN;
+  const float inv_cols = 1.0f / static_cast<float>(args.cols);
+  for (int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
+    const int64_t base = row * args.cols;
+    float v[kVecs][kN];
+    float s1 = 0;
+    for (int i = 0; i < kVecs; ++i) {
+      const int64_t at = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
+      if (at >= vecs)
+        break;
+      WidenVector(static_cast<const T *>(args.a) + base + at * kN, v[i]);
+      if constexpr (kAdd) {
+        float b[kN];
+        WidenVector(static_cast<const T *>(args.b) + base + at * kN, b);
+        for (int e = 0; e < kN; ++e)
+          v[i][e] += b[e];
+        NarrowVector(v[i], static_cast<T *>(args.sum) + base + at * kN);
+      }
+      for (int e = 0; e < kN; ++e)
+        s1 += v[i][e] * v[i][e];
+    }
+    s1 = BlockSum(s1, partial);
+    const float inv = 1.0f / sqrtf(s1 * inv_cols + args.epsilon);
+    for (int i = 0; i < kVecs; ++i) {
+      const int64_t at = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
+      if (at >= vecs)
+        break;
+      float y[kN];
+      for (int e = 0; e < kN; ++e)
+        y[e] = v[i][e] * inv * ParamAt<float>(args.scale, at * kN + e);
+      NarrowVector(y, static_cast<T *>(args.y) + base + at * kN);
+    }
+  }
+}
+
+constexpr int kVecMaxThreads = 1024;
+constexpr int kVecMaxPerThread = 4;
+
+bool Aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Launches RmsRowsVec when the row fits the registers and every operand is
+// aligned for 16-byte vectors; false when it does not apply.
+template <typename T, bool kAdd>
+bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream) {
+  constexpr int kN = 16 / sizeof(T);
+  if (args.cols % kN != 0 || !Aligned16(args.a) || !Aligned16(args.y) ||
+      (kAdd && (!Aligned16(args.b) || !Aligned16(args.sum))))
+    return false;
+  const int64_t vecs = args.cols / kN;
+  if (vecs > static_cast<int64_t>(kVecMaxThreads) * kVecMaxPerThread)
+    return false;
+  // About two vectors a thread: enough loads in flight, few idle lanes.
+  int64_t threads = (vecs + 1) / 2;
+  threads = (threads + 31) / 32 * 32;
+  threads = threads < 32 ? 32 : threads > kVecMaxThreads ? kVecMaxThreads : threads;
+  const int64_t per = (vecs + threads - 1) / threads;
+  const int t = static_cast<int>(threads);
+  if (per <= 1)
+    RmsRowsVec<T, kAdd, 1><<<grid, t, 0, stream>>>(args);
+  else if (per == 2)
+    RmsRowsVec<T, kAdd, 2><<<grid, t, 0, stream>>>(args);
+  else
+    RmsRowsVec<T, kAdd, 4><<<grid, t, 0, stream>>>(args);
+  return true;
+}
+
 // Enough threads for about 8 elements each, 32 to 512.
 int ThreadsFor(int64_t cols) {
   int64_t t = (cols + 7) / 8;
@@ -108,6 +184,17 @@ cudaError_t Launch(FusedFloat type, const NormArgs &args, cudaStream_t stream) {
     return cudaSuccess;
   const unsigned grid = static_cast<unsigned>(args.rows < INT_MAX ? args.rows : INT_MAX);
   const int threads = ThreadsFor(args.cols);
+  if constexpr (kKind == NormKind::kRms) {
+    bool vec = false;
+    if (type == FusedFloat::kF32)
+      vec = LaunchRmsVec<float, kAdd>(args, grid, stream);
+    else if (type == FusedFloat::kF16)
+      vec = LaunchRmsVec<__half, kAdd>(args, grid, stream);
+    else if (type == FusedFloat::kBF16)
+      vec = LaunchRmsVec<__nv_bfloat16, kAdd>(args, grid, stream);
+    if (vec)
+      return cudaGetLastError();
+  }
   switch (type) {
   case FusedFloat::kF32:
     NormRows<float, float, kKind, kAdd><<<grid, threads, 0, stream>>>(args);

@@ -42,6 +42,18 @@ void AddNormsAtModelShapes(std::vector<OpCase> &c) {
                        {Uniform(BF16, {3, 4096}), Uniform(BF16, {4096})}, kAccumulated));
   c.push_back(MakeCase("rms_norm", F32, {3, 4099}, "odd", eps,
                        {Uniform(F32, {3, 4099}), Uniform(F32, {4099})}, kAccumulated));
+  // Wide rows: the CUDA kernel that holds a row in registers at 2 and 4
+  // vectors a thread, and a row past what it holds (the generic kernel).
+  c.push_back(MakeCase("rms_norm", F16, {2, 16384}, "d16384", eps,
+                       {Uniform(F16, {2, 16384}), Uniform(F16, {16384})}, kAccumulated));
+  OpCase wide = MakeCase("add_rms_norm", BF16, {1, 32768}, "d32768", eps,
+                         {Uniform(BF16, {1, 32768}), Uniform(BF16, {1, 32768}),
+                          Uniform(F32, {32768})},
+                         kAccumulated);
+  wide.num_outputs = 2;
+  c.push_back(wide);
+  c.push_back(MakeCase("rms_norm", BF16, {1, 40000}, "d40000", eps,
+                       {Uniform(BF16, {1, 40000}), Uniform(BF16, {40000})}, kAccumulated));
   c.push_back(MakeCase("layer_normalization", F32, {4, 4096}, "d4096", eps,
                        {Uniform(F32, {4, 4096}, 1, 3), Uniform(F32, {4096}), Uniform(F32, {4096})},
                        kAccumulated));
