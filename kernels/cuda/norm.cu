@@ -11,6 +11,7 @@ enum class NormKind { kLayer, kRms };
 
 struct NormArgs {
   const void *a = nullptr, *b = nullptr; // b only for the fused residual add
+  bool in_registers = false;             // NormShape::rows_in_registers
   NormParam scale, bias;
   void *sum = nullptr, *y = nullptr;
   float *mean = nullptr, *inv_std = nullptr;
@@ -186,11 +187,11 @@ cudaError_t Launch(FusedFloat type, const NormArgs &args, cudaStream_t stream) {
   const int threads = ThreadsFor(args.cols);
   if constexpr (kKind == NormKind::kRms) {
     bool vec = false;
-    if (type == FusedFloat::kF32)
+    if (args.in_registers && type == FusedFloat::kF32)
       vec = LaunchRmsVec<float, kAdd>(args, grid, stream);
-    else if (type == FusedFloat::kF16)
+    else if (args.in_registers && type == FusedFloat::kF16)
       vec = LaunchRmsVec<__half, kAdd>(args, grid, stream);
-    else if (type == FusedFloat::kBF16)
+    else if (args.in_registers && type == FusedFloat::kBF16)
       vec = LaunchRmsVec<__nv_bfloat16, kAdd>(args, grid, stream);
     if (vec)
       return cudaGetLastError();
@@ -239,6 +240,7 @@ cudaError_t RmsNorm(FusedFloat type, const void *x, const NormParam &scale, void
   args.rows = shape.rows;
   args.cols = shape.cols;
   args.epsilon = epsilon;
+  args.in_registers = shape.rows_in_registers;
   return Launch<NormKind::kRms, false>(type, args, stream);
 }
 
@@ -253,6 +255,7 @@ cudaError_t AddRmsNorm(FusedFloat type, const void *a, const void *b, const Norm
   args.rows = shape.rows;
   args.cols = shape.cols;
   args.epsilon = epsilon;
+  args.in_registers = shape.rows_in_registers;
   return Launch<NormKind::kRms, true>(type, args, stream);
 }
 

@@ -30,6 +30,10 @@ struct NormParam {
 // The rows of x as [rows, cols] (contiguous).
 struct NormShape {
   int64_t rows = 0, cols = 0;
+  // RMS norms only: rows that fit go through the kernel that holds a row in
+  // registers (one read, one write) where the operands allow 16-byte
+  // vectors.
+  bool rows_in_registers = false;
 };
 
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias per row (population

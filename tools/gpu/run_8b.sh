@@ -21,8 +21,8 @@
 #           each op's share and its fraction of PEAK_GBPS and PEAK_TFLOPS
 #           (790); tables in WORK/profile_{prefill,decode}.txt
 #   ab      kiln bench latency again with CUDA graphs off, host sampling,
-#           kiln's GEMV on, the decode attention kernel off and cuBLASLt's
-#           small-product tuning off (one switch at a time, AB_SWITCHES;
+#           kiln's GEMV on, and each pending kernel on (docs/gpu.md), one
+#           switch at a time and the pending ones together (AB_SWITCHES;
 #           WORK/kiln_latency_*.json)
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
@@ -35,7 +35,8 @@
 # PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (4276, the H200's
 # measured copy rate), OFFLINE_PROMPTS (256), OFFLINE_CONCURRENCY (256),
 # OFFLINE_BATCHED_TOKENS (8192, tokens of one step), PYTHON (python3),
-# AB_SWITCHES (the ab step's VAR=value settings, space-separated),
+# AB_SWITCHES (the ab step's runs: VAR=value settings, space-separated,
+# several for one run joined by commas),
 # DEVICE_FLAG (default --device; --backend for a kiln from before the CUDA
 # backend), HF_FLAGS (more bench_hf.py flags, e.g. "--device cpu
 # --no-compile" for a dry run), KILN_8B_GRAPH (default test/models/llama3-8b-shape; make_8b_graph.py --size
@@ -156,14 +157,18 @@ for s in (1, 2):
 fi
 
 if want ab; then
+  # The pending kernels (docs/gpu.md), one at a time and all together.
+  PENDING="KILN_DECODE_ATTENTION=1 KILN_LT_TUNE=1 KILN_VEC_NORM=1"
+  PENDING+=" KILN_DECODE_ATTENTION=1,KILN_LT_TUNE=1,KILN_VEC_NORM=1"
   # What each switch is worth at batch 1: the latency bench again with one
   # of them flipped (docs/gpu.md), 3 runs after a warm-up each.
-  for ab in ${AB_SWITCHES:-KILN_CUDA_GRAPHS=0 KILN_DEVICE_SAMPLING=0 KILN_CUDA_GEMV=1 KILN_DECODE_ATTENTION=0 KILN_LT_TUNE=0}; do
-    echo "== ab: $ab kiln bench latency"
-    env "$ab" "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" \
+  for ab in ${AB_SWITCHES:-KILN_CUDA_GRAPHS=0 KILN_DEVICE_SAMPLING=0 KILN_CUDA_GEMV=1 $PENDING}; do
+    echo "== ab: ${ab//,/ } kiln bench latency"
+    # shellcheck disable=SC2086 # one setting, or several joined by commas
+    env ${ab//,/ } "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" \
       --prompt-len "$PROMPT_LEN" --decode-tokens "$NEW_TOKENS" --repeats 3 \
       --peak-gbps "${PEAK_GBPS:-4276}" --kv-cache-mb 2048 \
-      --json "$WORK/kiln_latency_${ab%%=*}.json" | tail -4 || fail "$ab kiln bench latency failed"
+      --json "$WORK/kiln_latency_${ab//[=,]/_}.json" | tail -4 || fail "$ab kiln bench latency failed"
   done
 fi
 

@@ -7,15 +7,18 @@
 # LD_LIBRARY_PATH. A build folder of a CUDA build works as a bundle too.
 # Fixtures and scripts come from this checkout. Suites:
 #   pipeline   kiln_pipeline_tests, its "gpu" instances (the pipeline on the
-#              device), twice: with CUDA graphs for decode steps (the
-#              default) and with KILN_CUDA_GRAPHS=0
-#   oracle     kiln_backend_ops_test, its cuda cases (every op against the cpu)
+#              device), three times: with CUDA graphs for decode steps (the
+#              default), with KILN_CUDA_GRAPHS=0, and with the pending
+#              kernels on
+#   oracle     kiln_backend_ops_test, its cuda cases (every op against the cpu);
+#              again with kiln's GEMV on and with the pending kernels on
 #   fixtures   test/gpu/fixtures_on_device.py: every fixture, fp32 and half
 #              plans, against the cpu
 #   other      any other program bundle.txt names, whole (the CUDA backend's
 #              and the plan runner's tests), with the pipeline plans
 #   memcheck   compute-sanitizer --tool memcheck on the pipeline tests
-#              (MEMCHECK_FILTER, default those on the gpt2 plan)
+#              (MEMCHECK_FILTER, default those on the gpt2 plan), then again
+#              with the pending kernels on
 # Prints a table (suite, passed, failed, skipped) and exits 1 when any test
 # failed, when a suite could not run, or when a device test skipped (on the
 # GPU machine a skip means the device did not open).
@@ -167,11 +170,17 @@ fi
 export KILN_TEST_PLANS=$PLANS
 
 PIPELINE=$(program kiln_pipeline_tests)
+# Kernels written without a device and off by default until these suites
+# pass on one (docs/gpu.md, "Pending kernels").
+PENDING_KERNELS="KILN_DECODE_ATTENTION=1 KILN_LT_TUNE=1 KILN_VEC_NORM=1"
 if want pipeline; then
   if [ -n "$PIPELINE" ]; then
     gtest pipeline "$PIPELINE" '*/gpu_*'
     # Again with every step eager (decode steps run as CUDA graphs above).
     gtest pipeline-no-graphs "$PIPELINE" '*/gpu_*' env KILN_CUDA_GRAPHS=0
+    # And with the pending kernels on (docs/gpu.md, "Pending kernels").
+    # shellcheck disable=SC2086 # three settings
+    gtest pipeline-pending "$PIPELINE" '*/gpu_*' env $PENDING_KERNELS
   else
     row pipeline 0 1 0 "kiln_pipeline_tests is not in the bundle"
   fi
@@ -183,6 +192,9 @@ if want oracle; then
     gtest oracle "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*"
     # kiln's GEMV is opt-in (KILN_CUDA_GEMV=1, docs/gpu.md): its cases again with it on.
     gtest oracle-gemv "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*gemv_*" env KILN_CUDA_GEMV=1
+    # Every case again with the pending kernels on (docs/gpu.md).
+    # shellcheck disable=SC2086 # three settings
+    gtest oracle-pending "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*" env $PENDING_KERNELS
   else
     row oracle 0 1 0 "kiln_backend_ops_test is not in the bundle"
   fi
@@ -232,6 +244,9 @@ if want memcheck; then
     # shellcheck disable=SC2086 # MEMCHECK_ARGS is a list of flags
     gtest memcheck "$PIPELINE" "$MEMCHECK_FILTER" "$SANITIZER" --tool memcheck \
       --error-exitcode 3 ${MEMCHECK_ARGS:-}
+    # shellcheck disable=SC2086
+    gtest memcheck-pending "$PIPELINE" "$MEMCHECK_FILTER" env $PENDING_KERNELS "$SANITIZER" \
+      --tool memcheck --error-exitcode 3 ${MEMCHECK_ARGS:-}
   fi
 fi
 

@@ -3,6 +3,8 @@
 
 #include "backends/cuda/cuda_backend.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace kiln::cuda {
@@ -16,6 +18,15 @@ std::string Place(const char *file, int line) {
 }
 
 } // namespace
+
+bool EnvSwitch(const char *name, bool default_on) {
+  const char *v = std::getenv(name);
+  if (v != nullptr && std::strcmp(v, "1") == 0)
+    return true;
+  if (v != nullptr && std::strcmp(v, "0") == 0)
+    return false;
+  return default_on;
+}
 
 Status CudaError(cudaError_t err, const char *what, const char *file, int line) {
   // A launch or allocation error is not sticky; reading it clears it, so

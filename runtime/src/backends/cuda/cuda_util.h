@@ -28,6 +28,11 @@ inline cublasLtHandle_t Blas(const ExecContext &ctx) {
 inline constexpr uint64_t kCublasWorkspaceBytes = 32ull << 20;
 StatusOr<void *> OpScratch(ExecContext &ctx, uint64_t bytes);
 
+// An environment switch of the CUDA backend (docs/gpu.md lists them): "1"
+// is on, "0" off, unset or anything else `default_on`. Callers read it once
+// per process and keep it in a static.
+bool EnvSwitch(const char *name, bool default_on);
+
 Status CudaError(cudaError_t err, const char *what, const char *file, int line);
 Status CublasError(cublasStatus_t st, const char *what, const char *file, int line);
 

@@ -7,8 +7,6 @@
 #include <cublasLt.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -266,13 +264,11 @@ Status ChooseAlgorithm(cublasLtHandle_t handle, const PlanKey &key, const LtGemm
   return Status::Ok();
 }
 
-// Read once per process: KILN_LT_TUNE=0 keeps the heuristic's first choice
-// for small products too (for A/B measurements).
+// Read once per process: KILN_LT_TUNE=1 times small products' candidates.
+// Off by default until it has run on the device (docs/gpu.md, "Pending
+// kernels").
 bool TuneOn() {
-  static const bool on = [] {
-    const char *v = std::getenv("KILN_LT_TUNE");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = EnvSwitch("KILN_LT_TUNE", false);
   return on;
 }
 

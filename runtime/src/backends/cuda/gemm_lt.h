@@ -23,8 +23,8 @@
 // algorithms once, on the first call's operands with L2 flushed between
 // runs, and keeps the fastest: for these the first choice streamed the
 // weights at 50-70% of the bandwidth (docs/benchmarks.md). Not while the
-// stream is being captured, nor when beta is not 0; KILN_LT_TUNE=0 turns it
-// off.
+// stream is being captured, nor when beta is not 0. Only with KILN_LT_TUNE=1
+// until it has run on the device (docs/gpu.md, "Pending kernels").
 #pragma once
 
 #include "core/kernel.h"

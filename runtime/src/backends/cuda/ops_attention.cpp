@@ -15,9 +15,6 @@
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/paged_attention.h"
 
-#include <cstdlib>
-#include <cstring>
-
 namespace kiln::cuda {
 namespace {
 
@@ -80,13 +77,11 @@ Status RunAttention(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
 
 // ---- paged_attention -----------------------------------------------------
 
-// Read once per process: KILN_DECODE_ATTENTION=0 sends decode rows to the
-// query-tile kernels as before the decode kernel (for A/B measurements).
+// Read once per process: KILN_DECODE_ATTENTION=1 sends decode rows to the
+// decode kernel (decode_attention.h). Off by default until it has run on
+// the device (docs/gpu.md, "Pending kernels").
 bool DecodeKernelOn() {
-  static const bool on = [] {
-    const char *v = std::getenv("KILN_DECODE_ATTENTION");
-    return v == nullptr || std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = EnvSwitch("KILN_DECODE_ATTENTION", false);
   return on;
 }
 

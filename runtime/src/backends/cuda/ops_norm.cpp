@@ -103,6 +103,16 @@ kc::NormShape LastDimRows(const TensorView &x) {
   return s;
 }
 
+// Read once per process: KILN_VEC_NORM=1 lets RMS norms hold rows in
+// registers (kernels/cuda/norm.h). Off by default until it has run on the
+// device (docs/gpu.md, "Pending kernels").
+kc::NormShape RmsRows(const TensorView &x) {
+  static const bool in_registers = EnvSwitch("KILN_VEC_NORM", false);
+  kc::NormShape s = LastDimRows(x);
+  s.rows_in_registers = in_registers;
+  return s;
+}
+
 Status RunLayerNorm(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const TensorView &x = *in[0];
   KILN_ASSIGN_OR_RETURN(kc::FusedFloat type, FusedFloatOf(kLayerNorm, "X", x, true));
@@ -130,7 +140,7 @@ Status RunRmsNorm(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outp
   KILN_RETURN_IF_ERROR(CheckResultDType(kRmsNorm, x, out, 1));
   KILN_ASSIGN_OR_RETURN(kc::NormParam scale, RowParam(kRmsNorm, "scale", in[1]));
   KILN_CUDA_RETURN_IF_ERROR(
-      kc::RmsNorm(type, x.data, scale, out[0].data, LastDimRows(x), epsilon, Stream(ctx)));
+      kc::RmsNorm(type, x.data, scale, out[0].data, RmsRows(x), epsilon, Stream(ctx)));
   return Status::Ok();
 }
 
@@ -151,7 +161,7 @@ Status RunAddRmsNorm(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, O
   KILN_RETURN_IF_ERROR(CheckResultDType(kAddRmsNorm, a, out, 2));
   KILN_ASSIGN_OR_RETURN(kc::NormParam scale, RowParam(kAddRmsNorm, "scale", in[2]));
   KILN_CUDA_RETURN_IF_ERROR(kc::AddRmsNorm(type, a.data, in[1]->data, scale, out[0].data,
-                                           out[1].data, LastDimRows(a), epsilon, Stream(ctx)));
+                                           out[1].data, RmsRows(a), epsilon, Stream(ctx)));
   return Status::Ok();
 }
 

@@ -110,10 +110,7 @@ void *At(const TensorView &t, int64_t elements) {
 
 // Read once per process: KILN_CUDA_GEMV=1 turns the GEMV path on.
 bool GemvEnabled() {
-  static const bool enabled = [] {
-    const char *v = std::getenv("KILN_CUDA_GEMV");
-    return v && std::strcmp(v, "1") == 0;
-  }();
+  static const bool enabled = EnvSwitch("KILN_CUDA_GEMV", false);
   return enabled;
 }
 
