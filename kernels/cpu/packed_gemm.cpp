@@ -1,6 +1,8 @@
 // PackedGemm: products whose right operand is a PackedMatrix. AVX-512 tiles
-// where the CPU has them (chosen at run time), portable loops otherwise.
+// where the CPU has them, else AVX2 and FMA tiles (chosen at run time),
+// portable loops on CPUs with neither.
 #include "kernels/cpu/gemm_tile.h"
+#include "kernels/cpu/gemm_tile_avx2.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/parallel.h"
 
@@ -73,7 +75,41 @@ KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const Pack
   }
 }
 
-// The same panels with plain loops, for CPUs without AVX-512.
+// One panel of C (its first `cols` columns) for the rows in [0, m) with the
+// AVX2 tiles: one row as a whole-panel tile, several rows by depth blocks
+// as PanelAvx512 does, each block in four 16-column stripes whose 16 KiB
+// stay in L1 while every row tile reads them.
+KILN_AVX2 void PanelAvx2(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
+                         const float *panel, float beta, float *c, int64_t ldc, int cols) {
+  if (m == 1) {
+    Tile2<1, 8>(k, alpha, a, lda, panel, kPanelCols, beta, c, ldc, cols,
+                {panel + kPrefetchRows * kPanelCols, k});
+    return;
+  }
+  constexpr int kStripe = 16;
+  const int64_t block = m > kManyRows ? kDeepBlock : kDepthBlock;
+  for (int64_t p0 = 0; p0 < k; p0 += block) {
+    const int64_t depth = std::min(block, k - p0);
+    const float *bp = panel + p0 * kPanelCols;
+    const float be = p0 == 0 ? beta : 1.0f; // later blocks accumulate
+    for (int s = 0; s * kStripe < cols; ++s)
+      Stripe2(m, depth, alpha, a + p0, lda, bp + s * kStripe, kPanelCols, be, c + s * kStripe, ldc,
+              std::min(kStripe, cols - s * kStripe),
+              {bp + depth * kPanelCols + s * kStripe, block});
+  }
+}
+
+KILN_AVX2 void PanelsAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, int64_t j0,
+                          int64_t j1, float alpha, float beta, float *c, int64_t ldc) {
+  const int64_t k = b.k(), n = b.n();
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t col = j * kPanelCols;
+    const int cols = static_cast<int>(std::min(kPanelCols, n - col));
+    PanelAvx2(m, k, alpha, a, lda, b.panel(j), beta, c + col, ldc, cols);
+  }
+}
+
+// The same panels with plain loops, for CPUs without AVX-512 or AVX2.
 void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, int64_t j0,
                     int64_t j1, float alpha, float beta, float *c, int64_t ldc) {
   const int64_t k = b.k(), n = b.n();
@@ -111,12 +147,22 @@ template <typename Panels> void ForPanels(int64_t m, const PackedMatrix &b, Pane
 void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                 float beta, float *c, int64_t ldc) {
   if (!HasAvx512()) {
-    PackedGemmPortable(m, a, lda, b, alpha, beta, c, ldc);
+    if (!PackedGemmAvx2(m, a, lda, b, alpha, beta, c, ldc))
+      PackedGemmPortable(m, a, lda, b, alpha, beta, c, ldc);
     return;
   }
   ForPanels(m, b, [&](int64_t j0, int64_t j1) {
     PanelsAvx512(m, a, lda, b, j0, j1, alpha, beta, c, ldc);
   });
+}
+
+bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                    float beta, float *c, int64_t ldc) {
+  if (!HasAvx2Fma())
+    return false;
+  ForPanels(m, b,
+            [&](int64_t j0, int64_t j1) { PanelsAvx2(m, a, lda, b, j0, j1, alpha, beta, c, ldc); });
+  return true;
 }
 
 void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,

@@ -47,10 +47,16 @@ private:
 void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                 float beta, float *c, int64_t ldc);
 
-// PackedGemm's plain-loop path, which CPUs without AVX-512 take; declared
+// PackedGemm's plain-loop path, which CPUs without AVX-512 or AVX2 take; declared
 // so that tests check it on every CPU.
 void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                         float beta, float *c, int64_t ldc);
+
+// PackedGemm's AVX2 and FMA path, which CPUs without AVX-512 take; false
+// (nothing written) on a CPU without AVX2 and FMA. Declared so that tests
+// check it on CPUs that have AVX-512 too.
+bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                    float beta, float *c, int64_t ldc);
 
 // The packed form of the weight at `b` (op(B) [k, n] with leading dim ldb),
 // packing it on first use. Every holder of the returned pointer shares one

@@ -1,5 +1,5 @@
 // Packed weights (kernels/cpu/packed_matrix.h): the packed layout, PackedGemm
-// (AVX-512 and portable paths) against a plain double-precision product, and
+// (AVX-512, AVX2 and portable paths) against a plain double-precision product, and
 // Gemm<float> finding a held packed weight by its address.
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_matrix.h"
@@ -16,6 +16,9 @@ namespace {
 
 using kernels::kPanelCols;
 using kernels::PackedMatrix;
+
+// The AVX2 path runs (and is checked) on CPUs that have AVX2 and FMA.
+bool HasAvx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 std::vector<float> Random(size_t n, std::mt19937 &rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -83,7 +86,7 @@ TEST(PackedMatrix, RefusesBadSizes) {
 // Every row count class (1, the 6-row tiles and their tails, past the old
 // 32-row limit), column tails around the 16- and 64-wide vectors and panels,
 // depths across the 256- and 512-row depth blocks, strided A and C, transposed B,
-// alpha, beta, and NaN in C under beta 0; both code paths.
+// alpha, beta, and NaN in C under beta 0; every code path.
 TEST(PackedGemm, MatchesReference) {
   std::mt19937 rng(17);
   for (int64_t m : {1, 2, 5, 6, 7, 13, 16, 33, 70})
@@ -111,6 +114,12 @@ TEST(PackedGemm, MatchesReference) {
         got = c;
         kernels::PackedGemmPortable(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
         ExpectNear(got, want, k, what + " (portable)");
+        if (HasAvx2()) {
+          got = c;
+          ASSERT_TRUE(
+              kernels::PackedGemmAvx2(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc));
+          ExpectNear(got, want, k, what + " (avx2)");
+        }
       }
 }
 
@@ -132,6 +141,11 @@ TEST(PackedGemm, EveryRowCountAtOddSizes) {
     std::vector<float> got = c;
     kernels::PackedGemm(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
     ExpectNear(got, want, k, "m " + std::to_string(m));
+    if (HasAvx2()) {
+      got = c;
+      ASSERT_TRUE(kernels::PackedGemmAvx2(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc));
+      ExpectNear(got, want, k, "m " + std::to_string(m) + " (avx2)");
+    }
   }
 }
 
