@@ -355,8 +355,6 @@ template <typename T> cudaError_t LaunchDim(const PrefillArgs &args, cudaStream_
   }
 }
 
-bool Aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 } // namespace
 
 bool PrefillAttentionSupported(FusedFloat type, const PagedDims &d, const PrefillTensors &t,

@@ -316,20 +316,6 @@ template <typename T> cudaError_t LaunchTyped(const DecodeArgs &a, cudaStream_t 
   return LaunchCols<T, 8>(a, stream);
 }
 
-bool Aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-int64_t ElementBytes(FusedFloat type) {
-  switch (type) {
-  case FusedFloat::kF32:
-    return 4;
-  case FusedFloat::kF16:
-  case FusedFloat::kBF16:
-    return 2;
-  default:
-    return 0;
-  }
-}
-
 } // namespace
 
 int64_t DecodeAttentionSplits(const PagedDims &d) {
@@ -344,8 +330,10 @@ int64_t DecodeAttentionSplits(const PagedDims &d) {
 }
 
 bool DecodeAttentionSupported(FusedFloat type, const PagedDims &d, const PagedTensors &t) {
-  const int64_t bytes = ElementBytes(type);
-  if (bytes == 0 || d.kv_heads <= 0 || d.q_heads % d.kv_heads != 0 || d.block_size <= 0)
+  if (type == FusedFloat::kF64)
+    return false;
+  const int64_t bytes = FusedFloatBytes(type);
+  if (d.kv_heads <= 0 || d.q_heads % d.kv_heads != 0 || d.block_size <= 0)
     return false;
   if (d.head_dim <= 0 || d.head_dim > kMaxDecodeHeadDim || d.v_dim <= 0 ||
       d.v_dim > kMaxDecodeHeadDim || d.head_dim * bytes % 16 != 0)

@@ -144,8 +144,6 @@ template <typename T, bool kAdd, int kVecs> __global__ void RmsRowsVec(const Nor
 constexpr int kVecMaxThreads = 1024;
 constexpr int kVecMaxPerThread = 4;
 
-bool Aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // Launches RmsRowsVec when the row fits the registers and every operand is
 // aligned for 16-byte vectors; false when it does not apply.
 template <typename T, bool kAdd>

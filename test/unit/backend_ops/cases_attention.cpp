@@ -284,6 +284,16 @@ void AddPagedPrefill(std::vector<OpCase> &c) {
 // MQA with 8 query heads a group (two blocks a group), D 256, Dv != D, D 80,
 // a padding sequence (slot -1), and a step of as many tokens as sequences
 // that is not a decode step (2, 0 and 1 new tokens).
+// `count` sequences of one new token each, contexts 1 + (s * step) % span,
+// and the cache blocks they need.
+void AddDecodeSequences(PagedShape &p, int64_t count, int64_t step, int64_t span) {
+  for (int64_t s = 0; s < count; ++s) {
+    p.new_tokens.push_back(1);
+    p.contexts.push_back(1 + (s * step) % span);
+    p.num_blocks += (p.contexts.back() + p.block_size - 1) / p.block_size;
+  }
+}
+
 void AddPagedDecode(std::vector<OpCase> &c) {
   PagedShape p;
   p = {{1}, {1100}, 32, 8, 128, 16, 80, 128, BF16};
@@ -291,21 +301,11 @@ void AddPagedDecode(std::vector<OpCase> &c) {
   p.token_major = true;
   c.push_back(PagedCase("decode_8b_shape_bf16", p));
   p = {{}, {}, 8, 2, 128, 16, 0, 40, F16};
-  for (int64_t s = 0; s < 40; ++s) {
-    p.new_tokens.push_back(1);
-    p.contexts.push_back(1 + (s * 37) % 600);
-  }
-  for (int64_t ctx : p.contexts)
-    p.num_blocks += (ctx + 15) / 16;
+  AddDecodeSequences(p, 40, 37, 600);
   p.scale = 1 / std::sqrt(128.0);
   c.push_back(PagedCase("decode_batch40_gqa4_d128_f16", p));
   p = {{}, {}, 8, 1, 64, 16, 0, 20, F32};
-  for (int64_t s = 0; s < 70; ++s) {
-    p.new_tokens.push_back(1);
-    p.contexts.push_back(1 + (s * 53) % 300);
-  }
-  for (int64_t ctx : p.contexts)
-    p.num_blocks += (ctx + 15) / 16;
+  AddDecodeSequences(p, 70, 53, 300);
   p.scale = 0.125;
   c.push_back(PagedCase("decode_batch70_mqa8_d64_f32", p));
   p = {{1, 1}, {300, 45}, 4, 1, 256, 32, 12, 10, BF16};
