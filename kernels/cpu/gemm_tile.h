@@ -21,16 +21,30 @@ constexpr int64_t kPrefetchRows = 32;
 // requests. They go to L2 (prefetcht1): asked into L1, a block ahead would
 // evict the rows the tiles are reading.
 struct Prefetch {
-  const float *at = nullptr;
+  const void *at = nullptr; // B's element type
   int64_t rows = 0;
 };
+
+// bf16 elements as their bit patterns (the upper halves of f32s).
+using Bf16 = uint16_t;
+
+// 16 elements of B widened to f32: f32 as they are (the last vector of a
+// row masked by `tail`), bf16 shifted into the upper half of each lane. B's
+// panels are zero-padded to whole vectors, so the bf16 load is never masked.
+KILN_AVX512 inline __m512 LoadB(const float *p, bool last, __mmask16 tail) {
+  return last ? _mm512_maskz_loadu_ps(tail, p) : _mm512_loadu_ps(p);
+}
+KILN_AVX512 inline __m512 LoadB(const Bf16 *p, bool, __mmask16) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
 
 // One tile: MR rows by NV vectors of C; the last vector is masked by `tail`
 // (all ones for full vectors). 6 x 4 accumulators + 4 B vectors + 1 A
 // broadcast fit the 32 zmm registers.
-template <int MR, int NV>
-KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                      int64_t ldb, float beta, float *c, int64_t ldc, __mmask16 tail, Prefetch pf) {
+template <int MR, int NV, typename TB = float>
+KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const TB *b, int64_t ldb,
+                      float beta, float *c, int64_t ldc, __mmask16 tail, Prefetch pf) {
   // Every loop over MR or NV is unrolled, so the accumulators stay in
   // registers (GCC spills an array it indexes in a loop).
   __m512 acc[MR][NV];
@@ -40,16 +54,17 @@ KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const
     for (int j = 0; j < NV; ++j)
       acc[r][j] = _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
-    const float *brow = b + p * ldb;
+    const TB *brow = b + p * ldb;
     if (p < pf.rows)
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j)
-        _mm_prefetch(reinterpret_cast<const char *>(pf.at + p * ldb + 16 * j), _MM_HINT_T1);
+        _mm_prefetch(
+            reinterpret_cast<const char *>(static_cast<const TB *>(pf.at) + p * ldb + 16 * j),
+            _MM_HINT_T1);
     __m512 bv[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j)
-      bv[j] =
-          j == NV - 1 ? _mm512_maskz_loadu_ps(tail, brow + 16 * j) : _mm512_loadu_ps(brow + 16 * j);
+      bv[j] = LoadB(brow + 16 * j, j == NV - 1, tail);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 av = _mm512_set1_ps(a[r * lda + p]);
@@ -75,30 +90,30 @@ KILN_AVX512 void Tile(int64_t k, float alpha, const float *a, int64_t lda, const
 // Rows [0, m) of one column panel of NV vectors, in tiles of kRowTile rows
 // (the last one to five rows a smaller tile). Only the first tile issues
 // `pf`'s requests: the later ones find B in cache.
-template <int NV>
-KILN_AVX512 void Panel(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                       __mmask16 tail, Prefetch pf) {
+template <int NV, typename TB = float>
+KILN_AVX512 void Panel(int64_t m, int64_t k, float alpha, const float *a, int64_t lda, const TB *b,
+                       int64_t ldb, float beta, float *c, int64_t ldc, __mmask16 tail,
+                       Prefetch pf) {
   int64_t r = 0;
   for (; r + kRowTile <= m; r += kRowTile, pf = Prefetch())
-    Tile<kRowTile, NV>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, tail, pf);
+    Tile<kRowTile, NV, TB>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, tail, pf);
   const float *ar = a + r * lda;
   float *cr = c + r * ldc;
   switch (m - r) {
   case 5:
-    Tile<5, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
+    Tile<5, NV, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 4:
-    Tile<4, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
+    Tile<4, NV, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 3:
-    Tile<3, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
+    Tile<3, NV, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 2:
-    Tile<2, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
+    Tile<2, NV, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   case 1:
-    Tile<1, NV>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
+    Tile<1, NV, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, tail, pf);
     break;
   default:
     break;

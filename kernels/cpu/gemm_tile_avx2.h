@@ -24,14 +24,21 @@ KILN_AVX2 inline __m256i LaneMask(int valid) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// 8 elements of B widened to f32 (bf16 shifted into the upper halves).
+KILN_AVX2 inline __m256 LoadB8(const float *p) { return _mm256_loadu_ps(p); }
+KILN_AVX2 inline __m256 LoadB8(const Bf16 *p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
 // One tile: MR rows by NV vectors of 8 columns; only the first `cols`
 // columns of C are written (B's columns past them are read: panels are
 // zero-padded to whole vectors). `pf` as in gemm_tile.h, one 64-byte line
 // per 16 columns.
-template <int MR, int NV>
-KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                     int64_t ldb, float beta, float *c, int64_t ldc, int cols, Prefetch pf) {
-  constexpr int kLines = (NV + 1) / 2;
+template <int MR, int NV, typename TB = float>
+KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const TB *b, int64_t ldb,
+                     float beta, float *c, int64_t ldc, int cols, Prefetch pf) {
+  constexpr int kLines = (NV * 8 * static_cast<int>(sizeof(TB)) + 63) / 64;
   __m256 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
@@ -39,15 +46,17 @@ KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const 
     for (int j = 0; j < NV; ++j)
       acc[r][j] = _mm256_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
-    const float *brow = b + p * ldb;
+    const TB *brow = b + p * ldb;
     if (p < pf.rows)
 #pragma GCC unroll 4
       for (int l = 0; l < kLines; ++l)
-        _mm_prefetch(reinterpret_cast<const char *>(pf.at + p * ldb + 16 * l), _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char *>(static_cast<const TB *>(pf.at) + p * ldb) +
+                         64 * l,
+                     _MM_HINT_T1);
     __m256 bv[NV];
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j)
-      bv[j] = _mm256_loadu_ps(brow + 8 * j);
+      bv[j] = LoadB8(brow + 8 * j);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
@@ -82,29 +91,29 @@ KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const 
 // Rows [0, m) of a 16-column stripe of a panel, in tiles of kRowTile rows
 // (the last one to five rows a smaller tile). Only the first tile issues
 // `pf`'s requests.
-KILN_AVX2 inline void Stripe2(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                              const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
-                              int cols, Prefetch pf) {
+template <typename TB>
+KILN_AVX2 void Stripe2(int64_t m, int64_t k, float alpha, const float *a, int64_t lda, const TB *b,
+                       int64_t ldb, float beta, float *c, int64_t ldc, int cols, Prefetch pf) {
   int64_t r = 0;
   for (; r + kRowTile <= m; r += kRowTile, pf = Prefetch())
-    Tile2<kRowTile, 2>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, cols, pf);
+    Tile2<kRowTile, 2, TB>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, cols, pf);
   const float *ar = a + r * lda;
   float *cr = c + r * ldc;
   switch (m - r) {
   case 5:
-    Tile2<5, 2>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<5, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
     break;
   case 4:
-    Tile2<4, 2>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<4, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
     break;
   case 3:
-    Tile2<3, 2>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<3, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
     break;
   case 2:
-    Tile2<2, 2>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<2, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
     break;
   case 1:
-    Tile2<1, 2>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<1, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
     break;
   default:
     break;

@@ -7,6 +7,7 @@
 #include "kernels/cpu/parallel.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace kiln::kernels {
 namespace {
@@ -26,50 +27,51 @@ constexpr int64_t kManyRows = 64;
 constexpr int64_t kDeepBlock = 512;
 
 // One panel of C for the rows in [0, m), NV vectors wide.
-template <int NV>
+template <int NV, typename TB>
 KILN_AVX512 void PanelAvx512(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                             const float *panel, float beta, float *c, int64_t ldc,
-                             __mmask16 tail) {
+                             const TB *panel, float beta, float *c, int64_t ldc, __mmask16 tail) {
   if (m == 1) {
     // One row reads each row of B once: the whole depth in one pass,
     // fetching a few rows ahead (past the panel's end into the next panel,
     // which is the next in memory).
-    Tile<1, NV>(k, alpha, a, lda, panel, kPanelCols, beta, c, ldc, tail,
-                {panel + kPrefetchRows * kPanelCols, k});
+    Tile<1, NV, TB>(k, alpha, a, lda, panel, kPanelCols, beta, c, ldc, tail,
+                    {panel + kPrefetchRows * kPanelCols, k});
     return;
   }
   const int64_t block = m > kManyRows ? kDeepBlock : kDepthBlock;
   for (int64_t p0 = 0; p0 < k; p0 += block) {
     const int64_t depth = std::min(block, k - p0);
-    const float *bp = panel + p0 * kPanelCols;
+    const TB *bp = panel + p0 * kPanelCols;
     const float be = p0 == 0 ? beta : 1.0f; // later blocks accumulate
-    Panel<NV>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, c, ldc, tail,
-              {bp + depth * kPanelCols, block});
+    Panel<NV, TB>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, c, ldc, tail,
+                  {bp + depth * kPanelCols, block});
   }
 }
 
-// Panels [j0, j1) of C.
+// Panels [j0, j1) of C; `panel_of(j)` is panel j of B (f32 or bf16).
+template <typename PanelOf>
 KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const PackedMatrix &b,
-                              int64_t j0, int64_t j1, float alpha, float beta, float *c,
-                              int64_t ldc) {
+                              PanelOf panel_of, int64_t j0, int64_t j1, float alpha, float beta,
+                              float *c, int64_t ldc) {
   const int64_t k = b.k(), n = b.n();
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t col = j * kPanelCols, cols = std::min(kPanelCols, n - col);
     const int nv = static_cast<int>((cols + 15) / 16);
     const int64_t last = cols - 16 * (nv - 1);
     const __mmask16 tail = last == 16 ? __mmask16(0xffff) : __mmask16((1u << last) - 1);
+    const auto *panel = panel_of(j);
     switch (nv) {
     case 4:
-      PanelAvx512<4>(m, k, alpha, a, lda, b.panel(j), beta, c + col, ldc, tail);
+      PanelAvx512<4>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
       break;
     case 3:
-      PanelAvx512<3>(m, k, alpha, a, lda, b.panel(j), beta, c + col, ldc, tail);
+      PanelAvx512<3>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
       break;
     case 2:
-      PanelAvx512<2>(m, k, alpha, a, lda, b.panel(j), beta, c + col, ldc, tail);
+      PanelAvx512<2>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
       break;
     default:
-      PanelAvx512<1>(m, k, alpha, a, lda, b.panel(j), beta, c + col, ldc, tail);
+      PanelAvx512<1>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
       break;
     }
   }
@@ -79,18 +81,19 @@ KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const Pack
 // AVX2 tiles: one row as a whole-panel tile, several rows by depth blocks
 // as PanelAvx512 does, each block in four 16-column stripes whose 16 KiB
 // stay in L1 while every row tile reads them.
+template <typename TB>
 KILN_AVX2 void PanelAvx2(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                         const float *panel, float beta, float *c, int64_t ldc, int cols) {
+                         const TB *panel, float beta, float *c, int64_t ldc, int cols) {
   if (m == 1) {
-    Tile2<1, 8>(k, alpha, a, lda, panel, kPanelCols, beta, c, ldc, cols,
-                {panel + kPrefetchRows * kPanelCols, k});
+    Tile2<1, 8, TB>(k, alpha, a, lda, panel, kPanelCols, beta, c, ldc, cols,
+                    {panel + kPrefetchRows * kPanelCols, k});
     return;
   }
   constexpr int kStripe = 16;
   const int64_t block = m > kManyRows ? kDeepBlock : kDepthBlock;
   for (int64_t p0 = 0; p0 < k; p0 += block) {
     const int64_t depth = std::min(block, k - p0);
-    const float *bp = panel + p0 * kPanelCols;
+    const TB *bp = panel + p0 * kPanelCols;
     const float be = p0 == 0 ? beta : 1.0f; // later blocks accumulate
     for (int s = 0; s * kStripe < cols; ++s)
       Stripe2(m, depth, alpha, a + p0, lda, bp + s * kStripe, kPanelCols, be, c + s * kStripe, ldc,
@@ -99,37 +102,56 @@ KILN_AVX2 void PanelAvx2(int64_t m, int64_t k, float alpha, const float *a, int6
   }
 }
 
-KILN_AVX2 void PanelsAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, int64_t j0,
-                          int64_t j1, float alpha, float beta, float *c, int64_t ldc) {
+template <typename PanelOf>
+KILN_AVX2 void PanelsAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &b,
+                          PanelOf panel_of, int64_t j0, int64_t j1, float alpha, float beta,
+                          float *c, int64_t ldc) {
   const int64_t k = b.k(), n = b.n();
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t col = j * kPanelCols;
     const int cols = static_cast<int>(std::min(kPanelCols, n - col));
-    PanelAvx2(m, k, alpha, a, lda, b.panel(j), beta, c + col, ldc, cols);
+    PanelAvx2(m, k, alpha, a, lda, panel_of(j), beta, c + col, ldc, cols);
   }
 }
 
 // The same panels with plain loops, for CPUs without AVX-512 or AVX2.
-void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, int64_t j0,
-                    int64_t j1, float alpha, float beta, float *c, int64_t ldc) {
+inline float Widened(float v) { return v; }
+inline float Widened(Bf16 v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+template <typename PanelOf>
+void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, PanelOf panel_of,
+                    int64_t j0, int64_t j1, float alpha, float beta, float *c, int64_t ldc) {
   const int64_t k = b.k(), n = b.n();
   float acc[kPanelCols];
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t col = j * kPanelCols, cols = std::min(kPanelCols, n - col);
-    const float *panel = b.panel(j);
+    const auto *panel = panel_of(j);
     for (int64_t i = 0; i < m; ++i) {
       std::fill(acc, acc + kPanelCols, 0.0f);
       for (int64_t p = 0; p < k; ++p) {
         const float av = a[i * lda + p];
-        const float *row = panel + p * kPanelCols;
+        const auto *row = panel + p * kPanelCols;
         for (int64_t q = 0; q < kPanelCols; ++q)
-          acc[q] += av * row[q];
+          acc[q] += av * Widened(row[q]);
       }
       float *out = c + i * ldc + col;
       for (int64_t q = 0; q < cols; ++q)
         out[q] = alpha * acc[q] + (beta == 0.0f ? 0.0f : beta * out[q]);
     }
   }
+}
+
+// Runs `panels(panel_of)` with panel_of(j) = B's panel j in its element type.
+template <typename Panels> void WithPanels(const PackedMatrix &b, Panels &&panels) {
+  if (b.elem() == PackedElem::kBF16)
+    panels([&b](int64_t j) { return b.panel_bf16(j); });
+  else
+    panels([&b](int64_t j) { return b.panel(j); });
 }
 
 // Threads take whole panels; under ~0.5 MFLOP a range is not worth a
@@ -151,8 +173,10 @@ void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, f
       PackedGemmPortable(m, a, lda, b, alpha, beta, c, ldc);
     return;
   }
-  ForPanels(m, b, [&](int64_t j0, int64_t j1) {
-    PanelsAvx512(m, a, lda, b, j0, j1, alpha, beta, c, ldc);
+  WithPanels(b, [&](auto panel_of) {
+    ForPanels(m, b, [&](int64_t j0, int64_t j1) {
+      PanelsAvx512(m, a, lda, b, panel_of, j0, j1, alpha, beta, c, ldc);
+    });
   });
 }
 
@@ -160,15 +184,20 @@ bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &
                     float beta, float *c, int64_t ldc) {
   if (!HasAvx2Fma())
     return false;
-  ForPanels(m, b,
-            [&](int64_t j0, int64_t j1) { PanelsAvx2(m, a, lda, b, j0, j1, alpha, beta, c, ldc); });
+  WithPanels(b, [&](auto panel_of) {
+    ForPanels(m, b, [&](int64_t j0, int64_t j1) {
+      PanelsAvx2(m, a, lda, b, panel_of, j0, j1, alpha, beta, c, ldc);
+    });
+  });
   return true;
 }
 
 void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                         float beta, float *c, int64_t ldc) {
-  ForPanels(m, b, [&](int64_t j0, int64_t j1) {
-    PanelsPortable(m, a, lda, b, j0, j1, alpha, beta, c, ldc);
+  WithPanels(b, [&](auto panel_of) {
+    ForPanels(m, b, [&](int64_t j0, int64_t j1) {
+      PanelsPortable(m, a, lda, b, panel_of, j0, j1, alpha, beta, c, ldc);
+    });
   });
 }
 

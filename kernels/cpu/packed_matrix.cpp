@@ -28,32 +28,33 @@ constexpr int64_t kPackRowGrain = 64;
 
 // Row-major B [k, n]: rows [p0, p1) of every panel. The source is read
 // front to back; each panel's rows are written in order.
-void PackRows(const float *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1,
-              float *dst) {
+template <typename T>
+void PackRows(const T *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1, T *dst) {
   const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
   for (int64_t p = p0; p < p1; ++p) {
-    const float *src = b + p * ldb;
+    const T *src = b + p * ldb;
     for (int64_t j = 0; j < panels; ++j) {
-      float *out = dst + (j * k + p) * kPanelCols;
+      T *out = dst + (j * k + p) * kPanelCols;
       const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
-      std::memcpy(out, src + j * kPanelCols, static_cast<size_t>(cols) * sizeof(float));
-      std::fill(out + cols, out + kPanelCols, 0.0f);
+      std::memcpy(out, src + j * kPanelCols, static_cast<size_t>(cols) * sizeof(T));
+      std::fill(out + cols, out + kPanelCols, T(0));
     }
   }
 }
 
 // B stored [n, k] (op(B) = B^T): rows [p0, p1) of every panel, gathered a
 // column of op(B), i.e. a contiguous row of B, at a time.
-void PackRowsTransposed(const float *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1,
-                        float *dst) {
+template <typename T>
+void PackRowsTransposed(const T *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1,
+                        T *dst) {
   const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
   for (int64_t j = 0; j < panels; ++j) {
-    float *out = dst + j * k * kPanelCols;
+    T *out = dst + j * k * kPanelCols;
     const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
     for (int64_t p = p0; p < p1; ++p)
-      std::fill(out + p * kPanelCols + cols, out + (p + 1) * kPanelCols, 0.0f);
+      std::fill(out + p * kPanelCols + cols, out + (p + 1) * kPanelCols, T(0));
     for (int64_t c = 0; c < cols; ++c) {
-      const float *src = b + (j * kPanelCols + c) * ldb;
+      const T *src = b + (j * kPanelCols + c) * ldb;
       for (int64_t p = p0; p < p1; ++p)
         out[p * kPanelCols + c] = src[p];
     }
@@ -65,7 +66,7 @@ void PackRowsTransposed(const float *b, int64_t n, int64_t ldb, int64_t k, int64
 // copy (the shared_ptr's deleter removes them).
 class Registry {
 public:
-  const PackedMatrix *Find(const float *b, bool trans, int64_t k, int64_t n, int64_t ldb) {
+  const PackedMatrix *Find(const void *b, bool trans, int64_t k, int64_t n, int64_t ldb) {
     if (live_.load(std::memory_order_acquire) == 0)
       return nullptr; // nothing packed: no lock on the product path
     std::shared_lock<std::shared_mutex> lock(mu_);
@@ -76,8 +77,11 @@ public:
     return e.packed->k() == k && e.packed->n() == n && e.ldb == ldb ? e.packed : nullptr;
   }
 
-  std::shared_ptr<const PackedMatrix> Acquire(const float *b, int64_t k, int64_t n, int64_t ldb,
-                                              bool trans) {
+  // `pack` makes the copy when there is none (PackedMatrix::Pack or
+  // PackBf16 of b).
+  template <typename Packer>
+  std::shared_ptr<const PackedMatrix> Acquire(const void *b, int64_t k, int64_t n, int64_t ldb,
+                                              bool trans, PackedElem elem, Packer &&pack) {
     // One packer at a time, so two holders of one weight share one copy.
     std::lock_guard<std::mutex> packing(pack_mu_);
     {
@@ -85,13 +89,13 @@ public:
       auto it = entries_.find({b, trans});
       if (it != entries_.end()) {
         const Entry &e = it->second;
-        if (e.packed->k() != k || e.packed->n() != n || e.ldb != ldb)
+        if (e.packed->k() != k || e.packed->n() != n || e.ldb != ldb || e.packed->elem() != elem)
           return nullptr; // one address, two readings: leave it unpacked
         if (auto held = e.holder.lock())
           return held;
       }
     }
-    std::unique_ptr<PackedMatrix> packed = PackedMatrix::Pack(b, k, n, ldb, trans);
+    std::unique_ptr<PackedMatrix> packed = pack();
     if (!packed)
       return nullptr;
     const Key key{b, trans};
@@ -106,7 +110,7 @@ public:
   }
 
 private:
-  using Key = std::pair<const float *, bool>;
+  using Key = std::pair<const void *, bool>;
   struct Entry {
     const PackedMatrix *packed;
     std::weak_ptr<const PackedMatrix> holder;
@@ -135,22 +139,23 @@ Registry &TheRegistry() {
 
 } // namespace
 
-std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
-                                                 bool trans) {
+template <typename T>
+std::unique_ptr<PackedMatrix> PackedMatrix::PackAs(const T *b, int64_t k, int64_t n, int64_t ldb,
+                                                   bool trans, PackedElem elem) {
   if (b == nullptr || k <= 0 || n <= 0 || ldb < (trans ? k : n))
     return nullptr;
   const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
   size_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(panels * kPanelCols), static_cast<size_t>(k),
                              &bytes) ||
-      __builtin_mul_overflow(bytes, sizeof(float), &bytes) || bytes > (size_t{1} << 46))
+      __builtin_mul_overflow(bytes, sizeof(T), &bytes) || bytes > (size_t{1} << 46))
     return nullptr;
   // Huge pages only for weights of a huge page or more; small ones would
   // waste most of one.
   const bool huge = bytes >= kHugePage;
   const size_t align = huge ? kHugePage : 64;
   const size_t alloc = (bytes + align - 1) / align * align;
-  auto *data = static_cast<float *>(std::aligned_alloc(align, alloc));
+  auto *data = static_cast<T *>(std::aligned_alloc(align, alloc));
   if (data == nullptr)
     return nullptr;
   if (huge) // a hint: without huge pages the product is still right, only slower
@@ -161,17 +166,34 @@ std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int6
     else
       PackRows(b, n, ldb, k, p0, p1, data);
   });
-  return std::unique_ptr<PackedMatrix>(new PackedMatrix(data, bytes, k, n));
+  return std::unique_ptr<PackedMatrix>(new PackedMatrix(data, bytes, k, n, elem));
+}
+
+std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
+                                                 bool trans) {
+  return PackAs(b, k, n, ldb, trans, PackedElem::kF32);
+}
+
+std::unique_ptr<PackedMatrix> PackedMatrix::PackBf16(const uint16_t *b, int64_t k, int64_t n,
+                                                     int64_t ldb, bool trans) {
+  return PackAs(b, k, n, ldb, trans, PackedElem::kBF16);
 }
 
 PackedMatrix::~PackedMatrix() { std::free(data_); }
 
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
                                                   bool trans) {
-  return TheRegistry().Acquire(b, k, n, ldb, trans);
+  return TheRegistry().Acquire(b, k, n, ldb, trans, PackedElem::kF32,
+                               [&] { return PackedMatrix::Pack(b, k, n, ldb, trans); });
 }
 
-const PackedMatrix *FindPacked(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans) {
+std::shared_ptr<const PackedMatrix> AcquirePackedBf16(const uint16_t *b, int64_t k, int64_t n,
+                                                      int64_t ldb, bool trans) {
+  return TheRegistry().Acquire(b, k, n, ldb, trans, PackedElem::kBF16,
+                               [&] { return PackedMatrix::PackBf16(b, k, n, ldb, trans); });
+}
+
+const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans) {
   return TheRegistry().Find(b, trans, k, n, ldb);
 }
 

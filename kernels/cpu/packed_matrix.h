@@ -15,8 +15,14 @@ namespace kiln::kernels {
 // Columns per panel: 4 AVX-512 vectors, the width of SmallMGemm's tiles.
 inline constexpr int64_t kPanelCols = 64;
 
-// op(B) [k, n] as ceil(n / 64) panels, each k rows of 64 floats, contiguous;
-// columns past n are zero.
+// How a packed weight's elements are stored: f32, or bf16 (the upper half
+// of an f32's bits, as a plan stores bf16 weights) that the products widen
+// to f32 as they read it, so a bf16 plan's weights stream at half the bytes
+// and are still multiplied in f32.
+enum class PackedElem { kF32, kBF16 };
+
+// op(B) [k, n] as ceil(n / 64) panels, each k rows of 64 elements,
+// contiguous; columns past n are zero.
 class PackedMatrix {
 public:
   // Packs op(B), where B is row-major with leading dim ldb: [k, n] when
@@ -24,22 +30,36 @@ public:
   // is not positive.
   static std::unique_ptr<PackedMatrix> Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
                                             bool trans);
+  // The same for bf16 B (uint16 bit patterns), kept in bf16.
+  static std::unique_ptr<PackedMatrix> PackBf16(const uint16_t *b, int64_t k, int64_t n,
+                                                int64_t ldb, bool trans);
   ~PackedMatrix();
   PackedMatrix(const PackedMatrix &) = delete;
   PackedMatrix &operator=(const PackedMatrix &) = delete;
 
+  PackedElem elem() const { return elem_; }
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   int64_t panels() const { return (n_ + kPanelCols - 1) / kPanelCols; }
   size_t bytes() const { return bytes_; }
-  const float *panel(int64_t j) const { return data_ + j * k_ * kPanelCols; }
+  // Panel j of an f32 (`panel`) or a bf16 (`panel_bf16`) matrix.
+  const float *panel(int64_t j) const {
+    return static_cast<const float *>(data_) + j * k_ * kPanelCols;
+  }
+  const uint16_t *panel_bf16(int64_t j) const {
+    return static_cast<const uint16_t *>(data_) + j * k_ * kPanelCols;
+  }
 
 private:
-  PackedMatrix(float *data, size_t bytes, int64_t k, int64_t n)
-      : data_(data), bytes_(bytes), k_(k), n_(n) {}
-  float *data_;
+  PackedMatrix(void *data, size_t bytes, int64_t k, int64_t n, PackedElem elem)
+      : data_(data), bytes_(bytes), k_(k), n_(n), elem_(elem) {}
+  template <typename T>
+  static std::unique_ptr<PackedMatrix> PackAs(const T *b, int64_t k, int64_t n, int64_t ldb,
+                                              bool trans, PackedElem elem);
+  void *data_;
   size_t bytes_;
   int64_t k_, n_;
+  PackedElem elem_;
 };
 
 // C[m, n] = alpha * A[m, k] @ B + beta * C for any m >= 0 (row-major A and
@@ -65,8 +85,15 @@ bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &
 // Callers guarantee that `b` stays valid and unchanged while they hold it.
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
                                                   bool trans);
+// The same for a bf16 weight, packed in bf16. Gemm<float> finds it by the
+// bf16 original's address too: a caller that holds one may pass that
+// address as Gemm<float>'s B (with these dims), which then never reads B
+// itself (see FindPacked).
+std::shared_ptr<const PackedMatrix> AcquirePackedBf16(const uint16_t *b, int64_t k, int64_t n,
+                                                      int64_t ldb, bool trans);
 
-// The held packed form of B = `b` with these dims, or null.
-const PackedMatrix *FindPacked(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans);
+// The held packed form of B = `b` with these dims, or null. The address is
+// only a key: the packed form may hold bf16 (PackedMatrix::elem).
+const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans);
 
 } // namespace kiln::kernels

@@ -1,12 +1,16 @@
 // Weights packed at Executor::Create (executor_pack.cpp): which weights are
 // packed, which have their plan pages released, and that every product gives
 // the same numbers packed or not.
+#include "backends/cpu/half_via_f32.h"
+#include "kernels/cpu/packed_matrix.h"
 #include "kiln/cpu.h"
 #include "kiln/executor.h"
 #include "test_models.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 namespace kiln {
@@ -156,6 +160,147 @@ TEST(ExecutorPacking, WeightsReadElsewhereKeepTheirPages) {
   EXPECT_EQ(on.stats.released_weights, 0);
   Result off = RunPlan(p, "pack_shared_off.plan", xv, 3, 4, false);
   ExpectSameOutputs(on, off);
+}
+
+// bf16 bit patterns of `v` (round to nearest even), and back.
+std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &v[i], sizeof(bits));
+    bits += 0x7fff + ((bits >> 16) & 1);
+    out[i] = static_cast<uint16_t>(bits >> 16);
+  }
+  return out;
+}
+float FromBf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// The products of Products() in bf16 (a bf16 plan's): matmul, linear with
+// bias and gated_mlp read their weights from bf16 packed copies, unwidened;
+// gemm with transB keeps the widening path (its weight is not packed).
+TestPlan Bf16Products(int64_t k, int64_t n, int64_t f) {
+  TestPlan p;
+  const DType h = DType::kBF16;
+  const int ki = static_cast<int>(k), ni = static_cast<int>(n), fi = static_cast<int>(f);
+  int x = p.Input("x", h, {"rows", ki});
+  int wm = p.Weight("wm", h, {ki, ni}, ToBf16(Random(k * n, 1)));
+  int wl = p.Weight("wl", h, {ki, ni}, ToBf16(Random(k * n, 2)));
+  int bl = p.Weight("bl", h, {ni}, ToBf16(Random(n, 3)));
+  int wt = p.Weight("wt", h, {ni, ki}, ToBf16(Random(n * k, 4)));
+  int wgu = p.Weight("wgu", h, {ki, 2 * fi}, ToBf16(Random(k * 2 * f, 5)));
+  int wd = p.Weight("wd", h, {fi, ni}, ToBf16(Random(f * n, 6)));
+  const std::vector<DimSpec> rn = {"rows", ni};
+  int ym = p.Act("ym", h, rn), yl = p.Act("yl", h, rn);
+  int yt = p.Act("yt", h, rn), yg = p.Act("yg", h, rn);
+  p.Op("matmul", {x, wm}, {ym});
+  p.Op("linear", {x, wl, bl}, {yl}, {AString("activation", "silu")});
+  p.Op("gemm", {x, wt}, {yt}, {AInt("transB", 1)});
+  p.Op("gated_mlp", {x, wgu, wd}, {yg}, {AString("activation", "silu")});
+  for (int y : {ym, yl, yt, yg})
+    p.Output(y);
+  return p;
+}
+
+// Runs `p` once on bf16 `x` [rows, k]; outputs widened to f32.
+Result RunBf16Plan(TestPlan p, const std::string &name, std::vector<uint16_t> x, int64_t rows,
+                   int64_t k, bool packing) {
+  Packing scope(packing);
+  const std::string path = TempPath(name);
+  EXPECT_EQ(p.Write(path), "");
+  auto plan = LoadPlan(path);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  Result r;
+  if (!plan.ok())
+    return r;
+  auto exec = Executor::Create(**plan);
+  EXPECT_TRUE(exec.ok()) << exec.status().message();
+  if (!exec.ok())
+    return r;
+  EXPECT_TRUE((*exec)->Bind({TensorView{DType::kBF16, {rows, k}, x.data()}}).ok());
+  Status st = (*exec)->Run();
+  EXPECT_TRUE(st.ok()) << st.message();
+  r.stats = (*exec)->stats();
+  for (const TensorView &v : (*exec)->outputs()) {
+    EXPECT_EQ(v.dtype, DType::kBF16);
+    std::vector<float> out;
+    for (int64_t i = 0; i < v.numel(); ++i)
+      out.push_back(FromBf16(v.as<uint16_t>()[i]));
+    r.outputs.push_back(std::move(out));
+  }
+  return r;
+}
+
+// bf16 weights packed in bf16 (half the bytes of f32) give what widening
+// them gave, for one row (decode) and many (a prompt; the 6-row tiles and
+// their tails): each result within one bf16 rounding of the unpacked one
+// (the f32 sums differ only in order, then both round to bf16).
+TEST(ExecutorPacking, Bf16WeightsStayBf16AndGiveTheSameNumbers) {
+  const int64_t k = 37, n = 70, f = 20;
+  for (int64_t rows : {1, 5, 16}) {
+    std::vector<uint16_t> x = ToBf16(Random(rows * k, 13));
+    Result on = RunBf16Plan(Bf16Products(k, n, f), "pack_bf16_on.plan", x, rows, k, true);
+    Result off = RunBf16Plan(Bf16Products(k, n, f), "pack_bf16_off.plan", x, rows, k, false);
+    // wm, wl, wgu and wd; not wt (a gemm's B stays bf16 in the plan, widened).
+    EXPECT_EQ(on.stats.packed_weights, 4);
+    EXPECT_EQ(on.stats.released_weights, 4);
+    const uint64_t panel = 64 * sizeof(uint16_t);
+    EXPECT_EQ(on.stats.packed_bytes, panel * (2 * k * 2 + 1 * k + 2 * f));
+    EXPECT_EQ(off.stats.packed_weights, 0);
+    ASSERT_EQ(on.outputs.size(), off.outputs.size());
+    for (size_t i = 0; i < on.outputs.size(); ++i) {
+      ASSERT_EQ(on.outputs[i].size(), off.outputs[i].size());
+      for (size_t j = 0; j < on.outputs[i].size(); ++j) {
+        const float a = on.outputs[i][j], b = off.outputs[i][j];
+        ASSERT_NEAR(a, b, 1e-2f * (1.0f + std::fabs(b)))
+            << "rows " << rows << " output " << i << " at " << j;
+      }
+    }
+  }
+}
+
+// What WithHalfViaF32 hands the f32 kernel for a bf16 weight: the weight
+// itself, labelled f32, while a bf16 packed copy of it is held and its
+// position is listed; a widened f32 copy otherwise (not held, or not a
+// listed position). The activation is always widened.
+TEST(ExecutorPacking, HalfWrapperPassesPackedBf16WeightsUnwidened) {
+  const int64_t k = 8, n = 70;
+  std::vector<uint16_t> x = ToBf16(Random(2 * k, 21)), w = ToBf16(Random(k * n, 22));
+  std::vector<uint16_t> y(2 * n);
+  const TensorView xv{DType::kBF16, {2, k}, x.data()}, wv{DType::kBF16, {k, n}, w.data()};
+  // The views as the kernel saw them, and the weight's first values read
+  // during the call (a widened copy is freed when the wrapper returns).
+  TensorView seen_x, seen_w;
+  std::vector<float> seen_values;
+  KernelFn probe = [&](ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
+    seen_x = *in[0];
+    seen_w = *in[1];
+    seen_values.assign(in[1]->as<const float>(), in[1]->as<const float>() + 8);
+    std::fill(out[0].as<float>(), out[0].as<float>() + out[0].numel(), 0.0f);
+    return Status::Ok();
+  };
+  ExecContext ctx;
+  OpAttrs attrs;
+  Outputs out = {TensorView{DType::kBF16, {2, n}, y.data()}};
+  const auto call = [&](const KernelFn &fn) { ASSERT_TRUE(fn(ctx, attrs, {&xv, &wv}, out).ok()); };
+  auto held = kernels::AcquirePackedBf16(w.data(), k, n, n, false);
+  ASSERT_TRUE(held);
+  call(cpu::WithHalfViaF32(probe, {1}));
+  EXPECT_EQ(seen_w.data, w.data());
+  EXPECT_EQ(seen_w.dtype, DType::kF32);
+  EXPECT_NE(seen_x.data, x.data());
+  EXPECT_EQ(seen_x.dtype, DType::kF32);
+  call(cpu::WithHalfViaF32(probe, {}));
+  EXPECT_NE(seen_w.data, w.data());
+  EXPECT_EQ(seen_values[3], FromBf16(w[3]));
+  held.reset();
+  call(cpu::WithHalfViaF32(probe, {1}));
+  EXPECT_NE(seen_w.data, w.data());
+  EXPECT_EQ(seen_values[5], FromBf16(w[5]));
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "half_via_f32.h"
 
 #include "kernels/cpu/cast.h"
+#include "kernels/cpu/packed_matrix.h"
 
 #include <algorithm>
 #include <memory>
@@ -8,7 +9,6 @@
 
 namespace kiln::cpu {
 namespace {
-
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
@@ -26,12 +26,23 @@ DType HalfType(const std::vector<const TensorView *> &in) {
 
 // f32 copies of the half operands; views of the others. Storage lives in
 // `buffers`, and `ptrs` points into `views`: both must outlive the call.
-void WidenInputs(const std::vector<const TensorView *> &in,
+// Whether `t` is a bf16 weight with a packed bf16 copy held for the way
+// the products read it ([k, n], leading dim n, not transposed).
+bool PackedBf16(const TensorView &t) {
+  if (t.dtype != DType::kBF16 || t.shape.size() != 2 || t.data == nullptr)
+    return false;
+  const kernels::PackedMatrix *p =
+      kernels::FindPacked(t.data, t.shape[0], t.shape[1], t.shape[1], false);
+  return p != nullptr && p->elem() == kernels::PackedElem::kBF16;
+}
+
+void WidenInputs(const std::vector<const TensorView *> &in, const std::vector<size_t> &packed,
                  std::vector<std::unique_ptr<float[]>> &buffers, std::vector<TensorView> &views,
                  std::vector<const TensorView *> &ptrs) {
   views.clear();
   views.reserve(in.size());
-  for (const TensorView *t : in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const TensorView *t = in[i];
     if (!t) {
       views.emplace_back();
       continue;
@@ -39,7 +50,9 @@ void WidenInputs(const std::vector<const TensorView *> &in,
     TensorView v = *t;
     if (IsHalf(t->dtype)) {
       v.dtype = DType::kF32;
-      if (t->data) {
+      const bool pass =
+          std::find(packed.begin(), packed.end(), i) != packed.end() && PackedBf16(*t);
+      if (t->data && !pass) {
         int64_t n = t->numel();
         buffers.emplace_back(new float[std::max<int64_t>(n, 1)]);
         kernels::CastElements(KindOf(t->dtype), t->data, kernels::ScalarKind::kF32,
@@ -56,16 +69,16 @@ void WidenInputs(const std::vector<const TensorView *> &in,
 
 } // namespace
 
-
-KernelFn WithHalfViaF32(KernelFn run) {
-  return [run](ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) -> Status {
+KernelFn WithHalfViaF32(KernelFn run, std::vector<size_t> packed_weights) {
+  return [run, packed_weights](ExecContext &ctx, const OpAttrs &attrs, const Inputs &in,
+                               Outputs &out) -> Status {
     DType half = HalfType(in);
     if (half == DType::kUndefined)
       return run(ctx, attrs, in, out);
     std::vector<std::unique_ptr<float[]>> buffers;
     std::vector<const TensorView *> ptrs;
     std::vector<TensorView> views;
-    WidenInputs(in, buffers, views, ptrs);
+    WidenInputs(in, packed_weights, buffers, views, ptrs);
     std::vector<TensorView> wide_out = out;
     std::vector<std::unique_ptr<float[]>> out_buffers(out.size());
     for (size_t i = 0; i < out.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::cpu {
@@ -24,14 +25,14 @@ struct ProductWeight {
 // The operand positions of an op type that the CPU kernels pass to
 // kernels::Gemm as B (never transposed A), with B = the whole 2-D tensor.
 std::vector<size_t> ProductOperands(const std::string &type) {
-  if (type == "matmul" || type == "linear" || type == "gemm")
+  if (type == "gemm")
     return {1};
-  if (type == "gated_mlp")
-    return {1, 2};
-  return {};
+  return Bf16ProductOperands(type);
 }
 
-// The f32 2-D weights `op` reads as B, with how it reads them. Gemm's B is
+// The f32 and bf16 2-D weights `op` reads as B, with how it reads them (a
+// bf16 one stays bf16 when packed; half_via_f32.h passes it to the f32
+// kernel unwidened). Gemm's B is
 // transposed by its transB; a transposed A makes the kernel skip packed
 // weights, so such a gemm's B is not counted.
 std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
@@ -43,12 +44,17 @@ std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
   if (gemm && op.attrs->Int("transA", 0) != 0)
     return out;
   const bool trans = gemm && op.attrs->Int("transB", 0) != 0;
+  const std::vector<size_t> bf16_positions = Bf16ProductOperands(type);
   for (size_t pos : ProductOperands(type)) {
     if (pos >= inputs.size() || inputs[pos] < 0)
       continue;
     const PlanTensor &t = tensors[inputs[pos]];
-    if (t.kind != TensorKind::kWeight || t.dtype != DType::kF32 || !t.IsStatic() ||
-        t.dims.size() != 2 || t.data == nullptr)
+    // A bf16 weight only where its op passes it through unwidened.
+    if (t.dtype == DType::kBF16 &&
+        std::find(bf16_positions.begin(), bf16_positions.end(), pos) == bf16_positions.end())
+      continue;
+    if (t.kind != TensorKind::kWeight || (t.dtype != DType::kF32 && t.dtype != DType::kBF16) ||
+        !t.IsStatic() || t.dims.size() != 2 || t.data == nullptr)
       continue;
     const int64_t rows = t.dims[0].value, cols = t.dims[1].value;
     out.push_back({inputs[pos], trans ? cols : rows, trans ? rows : cols, cols, trans});
@@ -75,6 +81,14 @@ void ReleasePages(const void *data, uint64_t size) {
 
 } // namespace
 
+std::vector<size_t> Bf16ProductOperands(const std::string &type) {
+  if (type == "matmul" || type == "linear")
+    return {1};
+  if (type == "gated_mlp")
+    return {1, 2};
+  return {};
+}
+
 void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
                         std::vector<std::shared_ptr<const kernels::PackedMatrix>> &packed,
                         UploadStats &stats) {
@@ -100,7 +114,10 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
   for (const ProductWeight &w : uses) {
     const PlanTensor &t = tensors[w.tensor];
     auto held =
-        kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
+        t.dtype == DType::kBF16
+            ? kernels::AcquirePackedBf16(static_cast<const uint16_t *>(t.data), w.k, w.n, w.ldb,
+                                         w.trans)
+            : kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
     if (!held)
       continue; // out of memory, or read two ways: the product reads the mapping
     ++packed_reads[w.tensor];
