@@ -1,13 +1,13 @@
 // Packed weights (kernels/cpu/packed_matrix.h): the packed layout, PackedGemm
 // (AVX-512, AVX2 and portable paths) against a plain double-precision product, and
 // Gemm<float> finding a held packed weight by its address.
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_matrix.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -55,6 +55,24 @@ void ExpectNear(const std::vector<float> &got, const std::vector<double> &want, 
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + k)) << what << " at " << i;
+}
+
+// PackedGemm (the path this CPU takes), the portable path and, where the
+// CPU has AVX2, the AVX2 path, each on a copy of c, against `want`.
+void ExpectEveryPath(int64_t m, const std::vector<float> &a, int64_t lda, const PackedMatrix &b,
+                     float alpha, float beta, const std::vector<float> &c, int64_t ldc,
+                     const std::vector<double> &want, int64_t k, const std::string &what) {
+  std::vector<float> got = c;
+  kernels::PackedGemm(m, a.data(), lda, b, alpha, beta, got.data(), ldc);
+  ExpectNear(got, want, k, what);
+  got = c;
+  kernels::PackedGemmPortable(m, a.data(), lda, b, alpha, beta, got.data(), ldc);
+  ExpectNear(got, want, k, what + " (portable)");
+  if (HasAvx2()) {
+    got = c;
+    ASSERT_TRUE(kernels::PackedGemmAvx2(m, a.data(), lda, b, alpha, beta, got.data(), ldc));
+    ExpectNear(got, want, k, what + " (avx2)");
+  }
 }
 
 TEST(PackedMatrix, LayoutIsColumnPanelsPaddedWithZeros) {
@@ -109,18 +127,7 @@ TEST(PackedGemm, MatchesReference) {
         ASSERT_TRUE(packed);
         const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
                                  std::to_string(k) + " trans " + std::to_string(trans);
-        std::vector<float> got = c;
-        kernels::PackedGemm(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
-        ExpectNear(got, want, k, what);
-        got = c;
-        kernels::PackedGemmPortable(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
-        ExpectNear(got, want, k, what + " (portable)");
-        if (HasAvx2()) {
-          got = c;
-          ASSERT_TRUE(
-              kernels::PackedGemmAvx2(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc));
-          ExpectNear(got, want, k, what + " (avx2)");
-        }
+        ExpectEveryPath(m, a, lda, *packed, alpha, beta, c, ldc, want, k, what);
       }
 }
 
@@ -153,20 +160,14 @@ TEST(PackedGemm, EveryRowCountAtOddSizes) {
 // bf16 bit patterns of v (round to nearest even) and their f32 values.
 std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
   std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &v[i], sizeof(bits));
-    bits += 0x7fff + ((bits >> 16) & 1);
-    out[i] = static_cast<uint16_t>(bits >> 16);
-  }
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = kernels::FloatToBFloat16(v[i]);
   return out;
 }
 std::vector<float> Widen(const std::vector<uint16_t> &h) {
   std::vector<float> out(h.size());
-  for (size_t i = 0; i < h.size(); ++i) {
-    const uint32_t bits = static_cast<uint32_t>(h[i]) << 16;
-    std::memcpy(&out[i], &bits, sizeof(float));
-  }
+  for (size_t i = 0; i < h.size(); ++i)
+    out[i] = kernels::BFloat16ToFloat(h[i]);
   return out;
 }
 
@@ -199,18 +200,7 @@ TEST(PackedGemm, Bf16WeightsMatchReference) {
                     j < n ? (trans ? bh[j * ldb + k - 1] : bh[(k - 1) * ldb + j]) : 0);
         const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
                                  std::to_string(k) + " trans " + std::to_string(trans);
-        std::vector<float> got = c;
-        kernels::PackedGemm(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
-        ExpectNear(got, want, k, what);
-        got = c;
-        kernels::PackedGemmPortable(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
-        ExpectNear(got, want, k, what + " (portable)");
-        if (HasAvx2()) {
-          got = c;
-          ASSERT_TRUE(
-              kernels::PackedGemmAvx2(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc));
-          ExpectNear(got, want, k, what + " (avx2)");
-        }
+        ExpectEveryPath(m, a, lda, *packed, alpha, beta, c, ldc, want, k, what);
       }
 }
 

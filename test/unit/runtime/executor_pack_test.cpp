@@ -2,6 +2,7 @@
 // packed, which have their plan pages released, and that every product gives
 // the same numbers packed or not.
 #include "backends/cpu/half_via_f32.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kiln/cpu.h"
 #include "kiln/executor.h"
@@ -10,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 
 namespace kiln {
@@ -51,9 +51,9 @@ struct Result {
   std::vector<std::vector<float>> outputs;
 };
 
-// Loads `p`, runs it once on `x` [rows, k] with packing on or off.
-Result RunPlan(TestPlan p, const std::string &name, std::vector<float> x, int64_t rows, int64_t k,
-               bool packing) {
+// Loads `p`, runs it once on `x` with packing on or off; outputs as f32
+// (bf16 ones widened).
+Result RunPlanOn(TestPlan p, const std::string &name, const TensorView &x, bool packing) {
   Packing scope(packing);
   const std::string path = TempPath(name);
   EXPECT_EQ(p.Write(path), "");
@@ -66,13 +66,24 @@ Result RunPlan(TestPlan p, const std::string &name, std::vector<float> x, int64_
   EXPECT_TRUE(exec.ok()) << exec.status().message();
   if (!exec.ok())
     return r;
-  EXPECT_TRUE((*exec)->Bind({TensorView{DType::kF32, {rows, k}, x.data()}}).ok());
+  EXPECT_TRUE((*exec)->Bind({x}).ok());
   Status st = (*exec)->Run();
   EXPECT_TRUE(st.ok()) << st.message();
   r.stats = (*exec)->stats();
-  for (const TensorView &v : (*exec)->outputs())
-    r.outputs.emplace_back(v.as<float>(), v.as<float>() + v.numel());
+  for (const TensorView &v : (*exec)->outputs()) {
+    std::vector<float> out(static_cast<size_t>(v.numel()));
+    for (int64_t i = 0; i < v.numel(); ++i)
+      out[i] = v.dtype == DType::kBF16 ? kernels::BFloat16ToFloat(v.as<uint16_t>()[i])
+                                       : v.as<float>()[i];
+    r.outputs.push_back(std::move(out));
+  }
   return r;
+}
+
+// `x` [rows, k] in f32.
+Result RunPlan(TestPlan p, const std::string &name, std::vector<float> x, int64_t rows, int64_t k,
+               bool packing) {
+  return RunPlanOn(std::move(p), name, TensorView{DType::kF32, {rows, k}, x.data()}, packing);
 }
 
 void ExpectSameOutputs(const Result &a, const Result &b) {
@@ -162,23 +173,14 @@ TEST(ExecutorPacking, WeightsReadElsewhereKeepTheirPages) {
   ExpectSameOutputs(on, off);
 }
 
-// bf16 bit patterns of `v` (round to nearest even), and back.
+// bf16 bit patterns of `v` (round to nearest even).
 std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
   std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &v[i], sizeof(bits));
-    bits += 0x7fff + ((bits >> 16) & 1);
-    out[i] = static_cast<uint16_t>(bits >> 16);
-  }
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = kernels::FloatToBFloat16(v[i]);
   return out;
 }
-float FromBf16(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
+using kernels::BFloat16ToFloat;
 
 // The products of Products() in bf16 (a bf16 plan's): matmul, linear with
 // bias and gated_mlp read their weights from bf16 packed copies, unwidened;
@@ -206,33 +208,10 @@ TestPlan Bf16Products(int64_t k, int64_t n, int64_t f) {
   return p;
 }
 
-// Runs `p` once on bf16 `x` [rows, k]; outputs widened to f32.
+// `x` [rows, k] in bf16.
 Result RunBf16Plan(TestPlan p, const std::string &name, std::vector<uint16_t> x, int64_t rows,
                    int64_t k, bool packing) {
-  Packing scope(packing);
-  const std::string path = TempPath(name);
-  EXPECT_EQ(p.Write(path), "");
-  auto plan = LoadPlan(path);
-  EXPECT_TRUE(plan.ok()) << plan.status().message();
-  Result r;
-  if (!plan.ok())
-    return r;
-  auto exec = Executor::Create(**plan);
-  EXPECT_TRUE(exec.ok()) << exec.status().message();
-  if (!exec.ok())
-    return r;
-  EXPECT_TRUE((*exec)->Bind({TensorView{DType::kBF16, {rows, k}, x.data()}}).ok());
-  Status st = (*exec)->Run();
-  EXPECT_TRUE(st.ok()) << st.message();
-  r.stats = (*exec)->stats();
-  for (const TensorView &v : (*exec)->outputs()) {
-    EXPECT_EQ(v.dtype, DType::kBF16);
-    std::vector<float> out;
-    for (int64_t i = 0; i < v.numel(); ++i)
-      out.push_back(FromBf16(v.as<uint16_t>()[i]));
-    r.outputs.push_back(std::move(out));
-  }
-  return r;
+  return RunPlanOn(std::move(p), name, TensorView{DType::kBF16, {rows, k}, x.data()}, packing);
 }
 
 // bf16 weights packed in bf16 (half the bytes of f32) give what widening
@@ -296,11 +275,11 @@ TEST(ExecutorPacking, HalfWrapperPassesPackedBf16WeightsUnwidened) {
   EXPECT_EQ(seen_x.dtype, DType::kF32);
   call(cpu::WithHalfViaF32(probe, {}));
   EXPECT_NE(seen_w.data, w.data());
-  EXPECT_EQ(seen_values[3], FromBf16(w[3]));
+  EXPECT_EQ(seen_values[3], BFloat16ToFloat(w[3]));
   held.reset();
   call(cpu::WithHalfViaF32(probe, {1}));
   EXPECT_NE(seen_w.data, w.data());
-  EXPECT_EQ(seen_values[5], FromBf16(w[5]));
+  EXPECT_EQ(seen_values[5], BFloat16ToFloat(w[5]));
 }
 
 } // namespace
