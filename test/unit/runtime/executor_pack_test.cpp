@@ -95,25 +95,37 @@ void ExpectSameOutputs(const Result &a, const Result &b) {
   }
 }
 
+// bf16 bit patterns of `v` (round to nearest even).
+std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = kernels::FloatToBFloat16(v[i]);
+  return out;
+}
+using kernels::BFloat16ToFloat;
+
 // One product of each kind that reads a weight as its right operand:
-// matmul, linear with bias, gemm with transB, and a gated MLP (two weights).
-TestPlan Products(int64_t k, int64_t n, int64_t f) {
+// matmul, linear with bias, gemm with transB, and a gated MLP (two weights);
+// every tensor of type `dt` (f32, or bf16 as a bf16 plan has them).
+TestPlan Products(int64_t k, int64_t n, int64_t f, DType dt = DType::kF32) {
   TestPlan p;
-  int x = p.Input("x", DType::kF32, {"rows", static_cast<int>(k)});
-  int wm =
-      p.Weight("wm", DType::kF32, {static_cast<int>(k), static_cast<int>(n)}, Random(k * n, 1));
-  int wl =
-      p.Weight("wl", DType::kF32, {static_cast<int>(k), static_cast<int>(n)}, Random(k * n, 2));
-  int bl = p.Weight("bl", DType::kF32, {static_cast<int>(n)}, Random(n, 3));
-  int wt =
-      p.Weight("wt", DType::kF32, {static_cast<int>(n), static_cast<int>(k)}, Random(n * k, 4));
-  int wgu = p.Weight("wgu", DType::kF32, {static_cast<int>(k), static_cast<int>(2 * f)},
-                     Random(k * 2 * f, 5));
-  int wd =
-      p.Weight("wd", DType::kF32, {static_cast<int>(f), static_cast<int>(n)}, Random(f * n, 6));
-  const std::vector<DimSpec> rn = {"rows", static_cast<int>(n)};
-  int ym = p.Act("ym", DType::kF32, rn), yl = p.Act("yl", DType::kF32, rn);
-  int yt = p.Act("yt", DType::kF32, rn), yg = p.Act("yg", DType::kF32, rn);
+  const auto weight = [&](const char *name, std::vector<DimSpec> dims, int64_t count,
+                          uint32_t seed) {
+    std::vector<float> v = Random(count, seed);
+    return dt == DType::kBF16 ? p.Weight(name, dt, std::move(dims), ToBf16(v))
+                              : p.Weight(name, dt, std::move(dims), v);
+  };
+  const int ki = static_cast<int>(k), ni = static_cast<int>(n), fi = static_cast<int>(f);
+  int x = p.Input("x", dt, {"rows", ki});
+  int wm = weight("wm", {ki, ni}, k * n, 1);
+  int wl = weight("wl", {ki, ni}, k * n, 2);
+  int bl = weight("bl", {ni}, n, 3);
+  int wt = weight("wt", {ni, ki}, n * k, 4);
+  int wgu = weight("wgu", {ki, 2 * fi}, k * 2 * f, 5);
+  int wd = weight("wd", {fi, ni}, f * n, 6);
+  const std::vector<DimSpec> rn = {"rows", ni};
+  int ym = p.Act("ym", dt, rn), yl = p.Act("yl", dt, rn);
+  int yt = p.Act("yt", dt, rn), yg = p.Act("yg", dt, rn);
   p.Op("matmul", {x, wm}, {ym});
   p.Op("linear", {x, wl, bl}, {yl}, {AString("activation", "silu")});
   p.Op("gemm", {x, wt}, {yt}, {AInt("transB", 1)});
@@ -173,41 +185,6 @@ TEST(ExecutorPacking, WeightsReadElsewhereKeepTheirPages) {
   ExpectSameOutputs(on, off);
 }
 
-// bf16 bit patterns of `v` (round to nearest even).
-std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = kernels::FloatToBFloat16(v[i]);
-  return out;
-}
-using kernels::BFloat16ToFloat;
-
-// The products of Products() in bf16 (a bf16 plan's): matmul, linear with
-// bias and gated_mlp read their weights from bf16 packed copies, unwidened;
-// gemm with transB keeps the widening path (its weight is not packed).
-TestPlan Bf16Products(int64_t k, int64_t n, int64_t f) {
-  TestPlan p;
-  const DType h = DType::kBF16;
-  const int ki = static_cast<int>(k), ni = static_cast<int>(n), fi = static_cast<int>(f);
-  int x = p.Input("x", h, {"rows", ki});
-  int wm = p.Weight("wm", h, {ki, ni}, ToBf16(Random(k * n, 1)));
-  int wl = p.Weight("wl", h, {ki, ni}, ToBf16(Random(k * n, 2)));
-  int bl = p.Weight("bl", h, {ni}, ToBf16(Random(n, 3)));
-  int wt = p.Weight("wt", h, {ni, ki}, ToBf16(Random(n * k, 4)));
-  int wgu = p.Weight("wgu", h, {ki, 2 * fi}, ToBf16(Random(k * 2 * f, 5)));
-  int wd = p.Weight("wd", h, {fi, ni}, ToBf16(Random(f * n, 6)));
-  const std::vector<DimSpec> rn = {"rows", ni};
-  int ym = p.Act("ym", h, rn), yl = p.Act("yl", h, rn);
-  int yt = p.Act("yt", h, rn), yg = p.Act("yg", h, rn);
-  p.Op("matmul", {x, wm}, {ym});
-  p.Op("linear", {x, wl, bl}, {yl}, {AString("activation", "silu")});
-  p.Op("gemm", {x, wt}, {yt}, {AInt("transB", 1)});
-  p.Op("gated_mlp", {x, wgu, wd}, {yg}, {AString("activation", "silu")});
-  for (int y : {ym, yl, yt, yg})
-    p.Output(y);
-  return p;
-}
-
 // `x` [rows, k] in bf16.
 Result RunBf16Plan(TestPlan p, const std::string &name, std::vector<uint16_t> x, int64_t rows,
                    int64_t k, bool packing) {
@@ -222,8 +199,9 @@ TEST(ExecutorPacking, Bf16WeightsStayBf16AndGiveTheSameNumbers) {
   const int64_t k = 37, n = 70, f = 20;
   for (int64_t rows : {1, 5, 16}) {
     std::vector<uint16_t> x = ToBf16(Random(rows * k, 13));
-    Result on = RunBf16Plan(Bf16Products(k, n, f), "pack_bf16_on.plan", x, rows, k, true);
-    Result off = RunBf16Plan(Bf16Products(k, n, f), "pack_bf16_off.plan", x, rows, k, false);
+    Result on = RunBf16Plan(Products(k, n, f, DType::kBF16), "pack_bf16_on.plan", x, rows, k, true);
+    Result off =
+        RunBf16Plan(Products(k, n, f, DType::kBF16), "pack_bf16_off.plan", x, rows, k, false);
     // wm, wl, wgu and wd; not wt (a gemm's B stays bf16 in the plan, widened).
     EXPECT_EQ(on.stats.packed_weights, 4);
     EXPECT_EQ(on.stats.released_weights, 4);
