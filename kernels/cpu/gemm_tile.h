@@ -25,18 +25,28 @@ struct Prefetch {
   int64_t rows = 0;
 };
 
-// bf16 elements as their bit patterns (the upper halves of f32s).
-using Bf16 = uint16_t;
+// Half-precision elements of B as stored: bf16 (the upper half of an f32's
+// bits) and IEEE f16. Distinct types so the loads below overload on them.
+struct Bf16 {
+  uint16_t bits;
+};
+struct F16 {
+  uint16_t bits;
+};
 
 // 16 elements of B widened to f32: f32 as they are (the last vector of a
-// row masked by `tail`), bf16 shifted into the upper half of each lane. B's
-// panels are zero-padded to whole vectors, so the bf16 load is never masked.
+// row masked by `tail`), bf16 shifted into the upper half of each lane, f16
+// converted. B's panels are zero-padded to whole vectors, so the half loads
+// are never masked.
 KILN_AVX512 inline __m512 LoadB(const float *p, bool last, __mmask16 tail) {
   return last ? _mm512_maskz_loadu_ps(tail, p) : _mm512_loadu_ps(p);
 }
 KILN_AVX512 inline __m512 LoadB(const Bf16 *p, bool, __mmask16) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+KILN_AVX512 inline __m512 LoadB(const F16 *p, bool, __mmask16) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
 }
 
 // One tile: MR rows by NV vectors of C; the last vector is masked by `tail`

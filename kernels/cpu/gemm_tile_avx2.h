@@ -17,18 +17,22 @@
 
 namespace kiln::kernels::tile {
 
-#define KILN_AVX2 __attribute__((target("avx2,fma")))
+#define KILN_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 // The first `valid` of 8 lanes (0 to 8).
 KILN_AVX2 inline __m256i LaneMask(int valid) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// 8 elements of B widened to f32 (bf16 shifted into the upper halves).
+// 8 elements of B widened to f32 (bf16 shifted into the upper halves, f16
+// converted).
 KILN_AVX2 inline __m256 LoadB8(const float *p) { return _mm256_loadu_ps(p); }
 KILN_AVX2 inline __m256 LoadB8(const Bf16 *p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+KILN_AVX2 inline __m256 LoadB8(const F16 *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
 }
 
 // One tile: MR rows by NV vectors of 8 columns; only the first `cols`
@@ -120,9 +124,11 @@ KILN_AVX2 void Stripe2(int64_t m, int64_t k, float alpha, const float *a, int64_
   }
 }
 
-// Whether this CPU runs these tiles.
+// Whether this CPU runs these tiles (every CPU with AVX2 has F16C too, but
+// it is checked).
 inline bool HasAvx2Fma() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
   return has;
 }
 

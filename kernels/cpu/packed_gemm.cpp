@@ -1,13 +1,13 @@
 // PackedGemm: products whose right operand is a PackedMatrix. AVX-512 tiles
 // where the CPU has them, else AVX2 and FMA tiles (chosen at run time),
 // portable loops on CPUs with neither.
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/gemm_tile_avx2.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/parallel.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace kiln::kernels {
 namespace {
@@ -48,7 +48,7 @@ KILN_AVX512 void PanelAvx512(int64_t m, int64_t k, float alpha, const float *a, 
   }
 }
 
-// Panels [j0, j1) of C; `panel_of(j)` is panel j of B (f32 or bf16).
+// Panels [j0, j1) of C; `panel_of(j)` is panel j of B (f32, bf16 or f16).
 template <typename PanelOf>
 KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const PackedMatrix &b,
                               PanelOf panel_of, int64_t j0, int64_t j1, float alpha, float beta,
@@ -116,12 +116,8 @@ KILN_AVX2 void PanelsAvx2(int64_t m, const float *a, int64_t lda, const PackedMa
 
 // The same panels with plain loops, for CPUs without AVX-512 or AVX2.
 inline float Widened(float v) { return v; }
-inline float Widened(Bf16 v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
+inline float Widened(Bf16 v) { return BFloat16ToFloat(v.bits); }
+inline float Widened(F16 v) { return HalfToFloat(v.bits); }
 
 template <typename PanelOf>
 void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, PanelOf panel_of,
@@ -148,10 +144,17 @@ void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &
 
 // Runs `panels(panel_of)` with panel_of(j) = B's panel j in its element type.
 template <typename Panels> void WithPanels(const PackedMatrix &b, Panels &&panels) {
-  if (b.elem() == PackedElem::kBF16)
-    panels([&b](int64_t j) { return b.panel_bf16(j); });
-  else
+  switch (b.elem()) {
+  case PackedElem::kBF16:
+    panels([&b](int64_t j) { return b.panel_as<Bf16>(j); });
+    break;
+  case PackedElem::kF16:
+    panels([&b](int64_t j) { return b.panel_as<F16>(j); });
+    break;
+  case PackedElem::kF32:
     panels([&b](int64_t j) { return b.panel(j); });
+    break;
+  }
 }
 
 // Threads take whole panels; under ~0.5 MFLOP a range is not worth a

@@ -78,7 +78,7 @@ public:
   }
 
   // `pack` makes the copy when there is none (PackedMatrix::Pack or
-  // PackBf16 of b).
+  // PackHalf of b).
   template <typename Packer>
   std::shared_ptr<const PackedMatrix> Acquire(const void *b, int64_t k, int64_t n, int64_t ldb,
                                               bool trans, PackedElem elem, Packer &&pack) {
@@ -174,9 +174,11 @@ std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int6
   return PackAs(b, k, n, ldb, trans, PackedElem::kF32);
 }
 
-std::unique_ptr<PackedMatrix> PackedMatrix::PackBf16(const uint16_t *b, int64_t k, int64_t n,
-                                                     int64_t ldb, bool trans) {
-  return PackAs(b, k, n, ldb, trans, PackedElem::kBF16);
+std::unique_ptr<PackedMatrix> PackedMatrix::PackHalf(const uint16_t *b, int64_t k, int64_t n,
+                                                     int64_t ldb, bool trans, PackedElem elem) {
+  if (elem == PackedElem::kF32)
+    return nullptr;
+  return PackAs(b, k, n, ldb, trans, elem);
 }
 
 PackedMatrix::~PackedMatrix() { std::free(data_); }
@@ -187,10 +189,10 @@ std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int
                                [&] { return PackedMatrix::Pack(b, k, n, ldb, trans); });
 }
 
-std::shared_ptr<const PackedMatrix> AcquirePackedBf16(const uint16_t *b, int64_t k, int64_t n,
-                                                      int64_t ldb, bool trans) {
-  return TheRegistry().Acquire(b, k, n, ldb, trans, PackedElem::kBF16,
-                               [&] { return PackedMatrix::PackBf16(b, k, n, ldb, trans); });
+std::shared_ptr<const PackedMatrix> AcquirePackedHalf(const uint16_t *b, int64_t k, int64_t n,
+                                                      int64_t ldb, bool trans, PackedElem elem) {
+  return TheRegistry().Acquire(b, k, n, ldb, trans, elem,
+                               [&] { return PackedMatrix::PackHalf(b, k, n, ldb, trans, elem); });
 }
 
 const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans) {

@@ -15,11 +15,11 @@ namespace kiln::kernels {
 // Columns per panel: 4 AVX-512 vectors, the width of SmallMGemm's tiles.
 inline constexpr int64_t kPanelCols = 64;
 
-// How a packed weight's elements are stored: f32, or bf16 (the upper half
-// of an f32's bits, as a plan stores bf16 weights) that the products widen
-// to f32 as they read it, so a bf16 plan's weights stream at half the bytes
-// and are still multiplied in f32.
-enum class PackedElem { kF32, kBF16 };
+// How a packed weight's elements are stored: f32, or bf16 or f16 (as a half
+// plan stores its weights) that the products widen to f32 as they read
+// them, so a half plan's weights stream at half the bytes and are still
+// multiplied in f32.
+enum class PackedElem { kF32, kBF16, kF16 };
 
 // op(B) [k, n] as ceil(n / 64) panels, each k rows of 64 elements,
 // contiguous; columns past n are zero.
@@ -30,9 +30,10 @@ public:
   // is not positive.
   static std::unique_ptr<PackedMatrix> Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
                                             bool trans);
-  // The same for bf16 B (uint16 bit patterns), kept in bf16.
-  static std::unique_ptr<PackedMatrix> PackBf16(const uint16_t *b, int64_t k, int64_t n,
-                                                int64_t ldb, bool trans);
+  // The same for half B (16-bit patterns of `elem`, kBF16 or kF16), kept
+  // in that type.
+  static std::unique_ptr<PackedMatrix> PackHalf(const uint16_t *b, int64_t k, int64_t n,
+                                                int64_t ldb, bool trans, PackedElem elem);
   ~PackedMatrix();
   PackedMatrix(const PackedMatrix &) = delete;
   PackedMatrix &operator=(const PackedMatrix &) = delete;
@@ -42,12 +43,14 @@ public:
   int64_t n() const { return n_; }
   int64_t panels() const { return (n_ + kPanelCols - 1) / kPanelCols; }
   size_t bytes() const { return bytes_; }
-  // Panel j of an f32 (`panel`) or a bf16 (`panel_bf16`) matrix.
+  // Panel j of an f32 matrix (`panel`), or of a half one as T (a 16-bit
+  // element type of elem()'s kind, gemm_tile.h's Bf16 or F16).
   const float *panel(int64_t j) const {
     return static_cast<const float *>(data_) + j * k_ * kPanelCols;
   }
-  const uint16_t *panel_bf16(int64_t j) const {
-    return static_cast<const uint16_t *>(data_) + j * k_ * kPanelCols;
+  template <typename T> const T *panel_as(int64_t j) const {
+    static_assert(sizeof(T) == sizeof(uint16_t));
+    return reinterpret_cast<const T *>(static_cast<const uint16_t *>(data_) + j * k_ * kPanelCols);
   }
 
 private:
@@ -85,15 +88,15 @@ bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &
 // Callers guarantee that `b` stays valid and unchanged while they hold it.
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
                                                   bool trans);
-// The same for a bf16 weight, packed in bf16. Gemm<float> finds it by the
-// bf16 original's address too: a caller that holds one may pass that
-// address as Gemm<float>'s B (with these dims), which then never reads B
-// itself (see FindPacked).
-std::shared_ptr<const PackedMatrix> AcquirePackedBf16(const uint16_t *b, int64_t k, int64_t n,
-                                                      int64_t ldb, bool trans);
+// The same for a bf16 or f16 weight (`elem`), packed in its own type.
+// Gemm<float> finds it by the half original's address too: a caller that
+// holds one may pass that address as Gemm<float>'s B (with these dims),
+// which then never reads B itself (see FindPacked).
+std::shared_ptr<const PackedMatrix> AcquirePackedHalf(const uint16_t *b, int64_t k, int64_t n,
+                                                      int64_t ldb, bool trans, PackedElem elem);
 
 // The held packed form of B = `b` with these dims, or null. The address is
-// only a key: the packed form may hold bf16 (PackedMatrix::elem).
+// only a key: the packed form may hold halves (PackedMatrix::elem).
 const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans);
 
 } // namespace kiln::kernels

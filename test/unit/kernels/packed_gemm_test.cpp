@@ -157,75 +157,86 @@ TEST(PackedGemm, EveryRowCountAtOddSizes) {
   }
 }
 
-// bf16 bit patterns of v (round to nearest even) and their f32 values.
-std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
+// Bit patterns of v as bf16 or f16 (round to nearest even), and their f32
+// values.
+std::vector<uint16_t> ToHalf(const std::vector<float> &v, kernels::PackedElem elem) {
   std::vector<uint16_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i)
-    out[i] = kernels::FloatToBFloat16(v[i]);
+    out[i] = elem == kernels::PackedElem::kF16 ? kernels::FloatToHalf(v[i])
+                                               : kernels::FloatToBFloat16(v[i]);
   return out;
 }
-std::vector<float> Widen(const std::vector<uint16_t> &h) {
+std::vector<float> Widen(const std::vector<uint16_t> &h, kernels::PackedElem elem) {
   std::vector<float> out(h.size());
   for (size_t i = 0; i < h.size(); ++i)
-    out[i] = kernels::BFloat16ToFloat(h[i]);
+    out[i] = elem == kernels::PackedElem::kF16 ? kernels::HalfToFloat(h[i])
+                                               : kernels::BFloat16ToFloat(h[i]);
   return out;
 }
 
-// A bf16 weight packed in bf16: the same layout (zero-padded 64-column
-// panels) at two bytes an element, and every code path's product against
-// the reference over its widened values: one row, the 6-row tiles and
-// their tails, column tails, depths across the depth blocks, transposed B,
-// beta and NaN in C under beta 0.
-TEST(PackedGemm, Bf16WeightsMatchReference) {
+// A bf16 or f16 weight packed in its own type: the same layout
+// (zero-padded 64-column panels) at two bytes an element, and every code
+// path's product against the reference over its widened values: one row,
+// the 6-row tiles and their tails, column tails, depths across the depth
+// blocks, transposed B, beta and NaN in C under beta 0.
+TEST(PackedGemm, HalfWeightsMatchReference) {
   std::mt19937 rng(41);
-  for (int64_t m : {1, 5, 6, 16, 33})
-    for (int64_t n : {15, 64, 130})
-      for (int64_t k : {7, 257, 600}) {
-        const bool trans = (m + n + k) % 2 == 0;
-        const int64_t lda = k + 1, ldc = n + 2, ldb = (trans ? k : n) + 3;
-        std::vector<float> a = Random(m * lda, rng), c = Random(m * ldc, rng);
-        const std::vector<uint16_t> bh = ToBf16(Random((trans ? n : k) * ldb, rng));
-        const std::vector<float> b = Widen(bh);
-        const float alpha = 1.5f, beta = k % 2 ? 0.0f : 0.25f;
-        if (beta == 0.0f)
-          c[0] = std::numeric_limits<float>::quiet_NaN();
-        const std::vector<double> want =
-            Reference(m, n, k, alpha, a, lda, b, ldb, trans, beta, c, ldc);
-        auto packed = PackedMatrix::PackBf16(bh.data(), k, n, ldb, trans);
-        ASSERT_TRUE(packed);
-        ASSERT_EQ(packed->elem(), kernels::PackedElem::kBF16);
-        ASSERT_EQ(packed->bytes(), static_cast<size_t>(packed->panels() * kPanelCols * k * 2));
-        for (int64_t j = 0; j < packed->panels() * kPanelCols; j += 13)
-          ASSERT_EQ(packed->panel_bf16(j / kPanelCols)[(k - 1) * kPanelCols + j % kPanelCols],
-                    j < n ? (trans ? bh[j * ldb + k - 1] : bh[(k - 1) * ldb + j]) : 0);
-        const std::string what = "m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
-                                 std::to_string(k) + " trans " + std::to_string(trans);
-        ExpectEveryPath(m, a, lda, *packed, alpha, beta, c, ldc, want, k, what);
-      }
+  for (kernels::PackedElem elem : {kernels::PackedElem::kBF16, kernels::PackedElem::kF16})
+    for (int64_t m : {1, 5, 6, 16, 33})
+      for (int64_t n : {15, 64, 130})
+        for (int64_t k : {7, 257, 600}) {
+          const bool trans = (m + n + k) % 2 == 0;
+          const int64_t lda = k + 1, ldc = n + 2, ldb = (trans ? k : n) + 3;
+          std::vector<float> a = Random(m * lda, rng), c = Random(m * ldc, rng);
+          const std::vector<uint16_t> bh = ToHalf(Random((trans ? n : k) * ldb, rng), elem);
+          const std::vector<float> b = Widen(bh, elem);
+          const float alpha = 1.5f, beta = k % 2 ? 0.0f : 0.25f;
+          if (beta == 0.0f)
+            c[0] = std::numeric_limits<float>::quiet_NaN();
+          const std::vector<double> want =
+              Reference(m, n, k, alpha, a, lda, b, ldb, trans, beta, c, ldc);
+          auto packed = PackedMatrix::PackHalf(bh.data(), k, n, ldb, trans, elem);
+          ASSERT_TRUE(packed);
+          ASSERT_EQ(packed->elem(), elem);
+          ASSERT_EQ(packed->bytes(), static_cast<size_t>(packed->panels() * kPanelCols * k * 2));
+          for (int64_t j = 0; j < packed->panels() * kPanelCols; j += 13)
+            ASSERT_EQ(
+                packed->panel_as<uint16_t>(j / kPanelCols)[(k - 1) * kPanelCols + j % kPanelCols],
+                j < n ? (trans ? bh[j * ldb + k - 1] : bh[(k - 1) * ldb + j]) : 0);
+          const std::string what = std::string(elem == kernels::PackedElem::kF16 ? "f16" : "bf16") +
+                                   " m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
+                                   std::to_string(k) + " trans " + std::to_string(trans);
+          ExpectEveryPath(m, a, lda, *packed, alpha, beta, c, ldc, want, k, what);
+        }
+  EXPECT_EQ(PackedMatrix::PackHalf(nullptr, 2, 2, 2, false, kernels::PackedElem::kF16), nullptr);
+  std::vector<uint16_t> one(4, 0);
+  EXPECT_EQ(PackedMatrix::PackHalf(one.data(), 2, 2, 2, false, kernels::PackedElem::kF32), nullptr);
 }
 
-// Gemm<float> given a bf16 weight's address finds its bf16 packed copy and
-// multiplies with it (what a bf16 plan's products do).
-TEST(PackedGemm, GemmFindsHeldBf16WeightByAddress) {
+// Gemm<float> given a half weight's address finds its packed copy and
+// multiplies with it (what a half plan's products do).
+TEST(PackedGemm, GemmFindsHeldHalfWeightByAddress) {
   std::mt19937 rng(43);
   const int64_t m = 4, k = 50, n = 90;
-  const std::vector<float> a = Random(m * k, rng);
-  const std::vector<uint16_t> bh = ToBf16(Random(k * n, rng));
-  auto held = kernels::AcquirePackedBf16(bh.data(), k, n, n, false);
-  ASSERT_TRUE(held);
-  const kernels::PackedMatrix *found = kernels::FindPacked(bh.data(), k, n, n, false);
-  ASSERT_EQ(found, held.get());
-  EXPECT_EQ(found->elem(), kernels::PackedElem::kBF16);
-  // The same address asked for as f32 is refused, not repacked.
-  EXPECT_EQ(kernels::AcquirePacked(reinterpret_cast<const float *>(bh.data()), k, n, n, false),
-            nullptr);
-  std::vector<float> c(m * n);
-  kernels::Gemm<float>(false, false, m, n, k, 1.0f, a.data(), k,
-                       reinterpret_cast<const float *>(bh.data()), n, 0.0f, c.data(), n);
-  ExpectNear(
-      c,
-      Reference(m, n, k, 1.0f, a, k, Widen(bh), n, false, 0.0f, std::vector<float>(m * n, 0.0f), n),
-      k, "gemm through the bf16 copy");
+  for (kernels::PackedElem elem : {kernels::PackedElem::kBF16, kernels::PackedElem::kF16}) {
+    const std::vector<float> a = Random(m * k, rng);
+    const std::vector<uint16_t> bh = ToHalf(Random(k * n, rng), elem);
+    auto held = kernels::AcquirePackedHalf(bh.data(), k, n, n, false, elem);
+    ASSERT_TRUE(held);
+    const kernels::PackedMatrix *found = kernels::FindPacked(bh.data(), k, n, n, false);
+    ASSERT_EQ(found, held.get());
+    EXPECT_EQ(found->elem(), elem);
+    // The same address asked for as f32 is refused, not repacked.
+    EXPECT_EQ(kernels::AcquirePacked(reinterpret_cast<const float *>(bh.data()), k, n, n, false),
+              nullptr);
+    std::vector<float> c(m * n);
+    kernels::Gemm<float>(false, false, m, n, k, 1.0f, a.data(), k,
+                         reinterpret_cast<const float *>(bh.data()), n, 0.0f, c.data(), n);
+    ExpectNear(c,
+               Reference(m, n, k, 1.0f, a, k, Widen(bh, elem), n, false, 0.0f,
+                         std::vector<float>(m * n, 0.0f), n),
+               k, "gemm through the half copy");
+  }
 }
 
 TEST(PackedGemm, ZeroRowsTouchNothing) {

@@ -52,7 +52,7 @@ struct Result {
 };
 
 // Loads `p`, runs it once on `x` with packing on or off; outputs as f32
-// (bf16 ones widened).
+// (half ones widened).
 Result RunPlanOn(TestPlan p, const std::string &name, const TensorView &x, bool packing) {
   Packing scope(packing);
   const std::string path = TempPath(name);
@@ -73,8 +73,9 @@ Result RunPlanOn(TestPlan p, const std::string &name, const TensorView &x, bool 
   for (const TensorView &v : (*exec)->outputs()) {
     std::vector<float> out(static_cast<size_t>(v.numel()));
     for (int64_t i = 0; i < v.numel(); ++i)
-      out[i] = v.dtype == DType::kBF16 ? kernels::BFloat16ToFloat(v.as<uint16_t>()[i])
-                                       : v.as<float>()[i];
+      out[i] = v.dtype == DType::kBF16  ? kernels::BFloat16ToFloat(v.as<uint16_t>()[i])
+               : v.dtype == DType::kF16 ? kernels::HalfToFloat(v.as<uint16_t>()[i])
+                                        : v.as<float>()[i];
     r.outputs.push_back(std::move(out));
   }
   return r;
@@ -95,25 +96,26 @@ void ExpectSameOutputs(const Result &a, const Result &b) {
   }
 }
 
-// bf16 bit patterns of `v` (round to nearest even).
-std::vector<uint16_t> ToBf16(const std::vector<float> &v) {
+// Bit patterns of `v` as `dt` (bf16 or f16, round to nearest even).
+std::vector<uint16_t> ToHalf(const std::vector<float> &v, DType dt) {
   std::vector<uint16_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i)
-    out[i] = kernels::FloatToBFloat16(v[i]);
+    out[i] = dt == DType::kF16 ? kernels::FloatToHalf(v[i]) : kernels::FloatToBFloat16(v[i]);
   return out;
 }
+std::vector<uint16_t> ToBf16(const std::vector<float> &v) { return ToHalf(v, DType::kBF16); }
 using kernels::BFloat16ToFloat;
 
 // One product of each kind that reads a weight as its right operand:
 // matmul, linear with bias, gemm with transB, and a gated MLP (two weights);
-// every tensor of type `dt` (f32, or bf16 as a bf16 plan has them).
+// every tensor of type `dt` (f32, or bf16 or f16 as a half plan has them).
 TestPlan Products(int64_t k, int64_t n, int64_t f, DType dt = DType::kF32) {
   TestPlan p;
   const auto weight = [&](const char *name, std::vector<DimSpec> dims, int64_t count,
                           uint32_t seed) {
     std::vector<float> v = Random(count, seed);
-    return dt == DType::kBF16 ? p.Weight(name, dt, std::move(dims), ToBf16(v))
-                              : p.Weight(name, dt, std::move(dims), v);
+    return dt == DType::kF32 ? p.Weight(name, dt, std::move(dims), v)
+                             : p.Weight(name, dt, std::move(dims), ToHalf(v, dt));
   };
   const int ki = static_cast<int>(k), ni = static_cast<int>(n), fi = static_cast<int>(f);
   int x = p.Input("x", dt, {"rows", ki});
@@ -185,39 +187,36 @@ TEST(ExecutorPacking, WeightsReadElsewhereKeepTheirPages) {
   ExpectSameOutputs(on, off);
 }
 
-// `x` [rows, k] in bf16.
-Result RunBf16Plan(TestPlan p, const std::string &name, std::vector<uint16_t> x, int64_t rows,
-                   int64_t k, bool packing) {
-  return RunPlanOn(std::move(p), name, TensorView{DType::kBF16, {rows, k}, x.data()}, packing);
-}
-
-// bf16 weights packed in bf16 (half the bytes of f32) give what widening
-// them gave, for one row (decode) and many (a prompt; the 6-row tiles and
-// their tails): each result within one bf16 rounding of the unpacked one
-// (the f32 sums differ only in order, then both round to bf16).
-TEST(ExecutorPacking, Bf16WeightsStayBf16AndGiveTheSameNumbers) {
+// Half weights packed in their own type (half the bytes of f32) give what
+// widening them gave, for one row (decode) and many (a prompt; the 6-row
+// tiles and their tails), in bf16 and f16 plans: each result within one
+// half rounding of the unpacked one (the f32 sums differ only in order,
+// then both round to the half type).
+TEST(ExecutorPacking, HalfWeightsStayHalfAndGiveTheSameNumbers) {
   const int64_t k = 37, n = 70, f = 20;
-  for (int64_t rows : {1, 5, 16}) {
-    std::vector<uint16_t> x = ToBf16(Random(rows * k, 13));
-    Result on = RunBf16Plan(Products(k, n, f, DType::kBF16), "pack_bf16_on.plan", x, rows, k, true);
-    Result off =
-        RunBf16Plan(Products(k, n, f, DType::kBF16), "pack_bf16_off.plan", x, rows, k, false);
-    // wm, wl, wgu and wd; not wt (a gemm's B stays bf16 in the plan, widened).
-    EXPECT_EQ(on.stats.packed_weights, 4);
-    EXPECT_EQ(on.stats.released_weights, 4);
-    const uint64_t panel = 64 * sizeof(uint16_t);
-    EXPECT_EQ(on.stats.packed_bytes, panel * (2 * k * 2 + 1 * k + 2 * f));
-    EXPECT_EQ(off.stats.packed_weights, 0);
-    ASSERT_EQ(on.outputs.size(), off.outputs.size());
-    for (size_t i = 0; i < on.outputs.size(); ++i) {
-      ASSERT_EQ(on.outputs[i].size(), off.outputs[i].size());
-      for (size_t j = 0; j < on.outputs[i].size(); ++j) {
-        const float a = on.outputs[i][j], b = off.outputs[i][j];
-        ASSERT_NEAR(a, b, 1e-2f * (1.0f + std::fabs(b)))
-            << "rows " << rows << " output " << i << " at " << j;
+  for (DType dt : {DType::kBF16, DType::kF16})
+    for (int64_t rows : {1, 5, 16}) {
+      std::vector<uint16_t> x = ToHalf(Random(rows * k, 13), dt);
+      const TensorView xv{dt, {rows, k}, x.data()};
+      Result on = RunPlanOn(Products(k, n, f, dt), "pack_half_on.plan", xv, true);
+      Result off = RunPlanOn(Products(k, n, f, dt), "pack_half_off.plan", xv, false);
+      // wm, wl, wgu and wd; not wt (a gemm's B stays half in the plan, widened).
+      EXPECT_EQ(on.stats.packed_weights, 4);
+      EXPECT_EQ(on.stats.released_weights, 4);
+      const uint64_t panel = 64 * sizeof(uint16_t);
+      EXPECT_EQ(on.stats.packed_bytes, panel * (2 * k * 2 + 1 * k + 2 * f));
+      EXPECT_EQ(off.stats.packed_weights, 0);
+      const float tol = dt == DType::kF16 ? 2e-3f : 1e-2f;
+      ASSERT_EQ(on.outputs.size(), off.outputs.size());
+      for (size_t i = 0; i < on.outputs.size(); ++i) {
+        ASSERT_EQ(on.outputs[i].size(), off.outputs[i].size());
+        for (size_t j = 0; j < on.outputs[i].size(); ++j) {
+          const float a = on.outputs[i][j], b = off.outputs[i][j];
+          ASSERT_NEAR(a, b, tol * (1.0f + std::fabs(b)))
+              << DTypeName(dt) << " rows " << rows << " output " << i << " at " << j;
+        }
       }
     }
-  }
 }
 
 // What WithHalfViaF32 hands the f32 kernel for a bf16 weight: the weight
@@ -244,7 +243,7 @@ TEST(ExecutorPacking, HalfWrapperPassesPackedBf16WeightsUnwidened) {
   OpAttrs attrs;
   Outputs out = {TensorView{DType::kBF16, {2, n}, y.data()}};
   const auto call = [&](const KernelFn &fn) { ASSERT_TRUE(fn(ctx, attrs, {&xv, &wv}, out).ok()); };
-  auto held = kernels::AcquirePackedBf16(w.data(), k, n, n, false);
+  auto held = kernels::AcquirePackedHalf(w.data(), k, n, n, false, kernels::PackedElem::kBF16);
   ASSERT_TRUE(held);
   call(cpu::WithHalfViaF32(probe, {1}));
   EXPECT_EQ(seen_w.data, w.data());

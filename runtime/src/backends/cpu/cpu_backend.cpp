@@ -94,7 +94,7 @@ KernelTable BuildTable() {
   AddCollectiveKernels(defs);
   for (KernelDef &d : defs)
     if (ComputesInF32ForHalf(d.type))
-      d.run = WithHalfViaF32(std::move(d.run), Bf16ProductOperands(d.type));
+      d.run = WithHalfViaF32(std::move(d.run), HalfProductOperands(d.type));
   return KernelTable(std::move(defs));
 }
 

@@ -26,14 +26,16 @@ DType HalfType(const std::vector<const TensorView *> &in) {
 
 // f32 copies of the half operands; views of the others. Storage lives in
 // `buffers`, and `ptrs` points into `views`: both must outlive the call.
-// Whether `t` is a bf16 weight with a packed bf16 copy held for the way
-// the products read it ([k, n], leading dim n, not transposed).
-bool PackedBf16(const TensorView &t) {
-  if (t.dtype != DType::kBF16 || t.shape.size() != 2 || t.data == nullptr)
+// Whether `t` is a half weight with a packed copy of its own type held for
+// the way the products read it ([k, n], leading dim n, not transposed).
+bool PackedHalf(const TensorView &t) {
+  if (!IsHalf(t.dtype) || t.shape.size() != 2 || t.data == nullptr)
     return false;
   const kernels::PackedMatrix *p =
       kernels::FindPacked(t.data, t.shape[0], t.shape[1], t.shape[1], false);
-  return p != nullptr && p->elem() == kernels::PackedElem::kBF16;
+  const kernels::PackedElem want =
+      t.dtype == DType::kF16 ? kernels::PackedElem::kF16 : kernels::PackedElem::kBF16;
+  return p != nullptr && p->elem() == want;
 }
 
 void WidenInputs(const std::vector<const TensorView *> &in, const std::vector<size_t> &packed,
@@ -51,7 +53,7 @@ void WidenInputs(const std::vector<const TensorView *> &in, const std::vector<si
     if (IsHalf(t->dtype)) {
       v.dtype = DType::kF32;
       const bool pass =
-          std::find(packed.begin(), packed.end(), i) != packed.end() && PackedBf16(*t);
+          std::find(packed.begin(), packed.end(), i) != packed.end() && PackedHalf(*t);
       if (t->data && !pass) {
         int64_t n = t->numel();
         buffers.emplace_back(new float[std::max<int64_t>(n, 1)]);

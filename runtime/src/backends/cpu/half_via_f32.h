@@ -16,8 +16,8 @@ namespace kiln::cpu {
 // for half operands (kiln::ComputesInF32ForHalf, core/shape_table.h), so
 // the two can never disagree.
 // `run` with f16/bf16 operands widened; unchanged behavior when no operand
-// is f16 or bf16. A bf16 2-D operand at one of `packed_weights` that has a
-// bf16 packed copy held (kernels::FindPacked with its own dims) is passed
+// is f16 or bf16. A half 2-D operand at one of `packed_weights` that has a
+// packed copy of its own type held (kernels::FindPacked with its own dims) is passed
 // as it is, labelled f32: the f32 kernel hands its address to Gemm<float>,
 // which finds the packed copy by it and never reads the tensor itself
 // (weight_packing.h packs exactly those).

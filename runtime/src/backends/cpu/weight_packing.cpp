@@ -27,11 +27,11 @@ struct ProductWeight {
 std::vector<size_t> ProductOperands(const std::string &type) {
   if (type == "gemm")
     return {1};
-  return Bf16ProductOperands(type);
+  return HalfProductOperands(type);
 }
 
-// The f32 and bf16 2-D weights `op` reads as B, with how it reads them (a
-// bf16 one stays bf16 when packed; half_via_f32.h passes it to the f32
+// The f32, bf16 and f16 2-D weights `op` reads as B, with how it reads them
+// (a half one stays half when packed; half_via_f32.h passes it to the f32
 // kernel unwidened). Gemm's B is
 // transposed by its transB; a transposed A makes the kernel skip packed
 // weights, so such a gemm's B is not counted.
@@ -44,17 +44,18 @@ std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
   if (gemm && op.attrs->Int("transA", 0) != 0)
     return out;
   const bool trans = gemm && op.attrs->Int("transB", 0) != 0;
-  const std::vector<size_t> bf16_positions = Bf16ProductOperands(type);
+  const std::vector<size_t> half_positions = HalfProductOperands(type);
   for (size_t pos : ProductOperands(type)) {
     if (pos >= inputs.size() || inputs[pos] < 0)
       continue;
     const PlanTensor &t = tensors[inputs[pos]];
-    // A bf16 weight only where its op passes it through unwidened.
-    if (t.dtype == DType::kBF16 &&
-        std::find(bf16_positions.begin(), bf16_positions.end(), pos) == bf16_positions.end())
+    const bool half = t.dtype == DType::kBF16 || t.dtype == DType::kF16;
+    // A half weight only where its op passes it through unwidened.
+    if (half &&
+        std::find(half_positions.begin(), half_positions.end(), pos) == half_positions.end())
       continue;
-    if (t.kind != TensorKind::kWeight || (t.dtype != DType::kF32 && t.dtype != DType::kBF16) ||
-        !t.IsStatic() || t.dims.size() != 2 || t.data == nullptr)
+    if (t.kind != TensorKind::kWeight || (t.dtype != DType::kF32 && !half) || !t.IsStatic() ||
+        t.dims.size() != 2 || t.data == nullptr)
       continue;
     const int64_t rows = t.dims[0].value, cols = t.dims[1].value;
     out.push_back({inputs[pos], trans ? cols : rows, trans ? rows : cols, cols, trans});
@@ -81,7 +82,7 @@ void ReleasePages(const void *data, uint64_t size) {
 
 } // namespace
 
-std::vector<size_t> Bf16ProductOperands(const std::string &type) {
+std::vector<size_t> HalfProductOperands(const std::string &type) {
   if (type == "matmul" || type == "linear")
     return {1};
   if (type == "gated_mlp")
@@ -114,10 +115,11 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
   for (const ProductWeight &w : uses) {
     const PlanTensor &t = tensors[w.tensor];
     auto held =
-        t.dtype == DType::kBF16
-            ? kernels::AcquirePackedBf16(static_cast<const uint16_t *>(t.data), w.k, w.n, w.ldb,
-                                         w.trans)
-            : kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
+        t.dtype == DType::kF32
+            ? kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans)
+            : kernels::AcquirePackedHalf(
+                  static_cast<const uint16_t *>(t.data), w.k, w.n, w.ldb, w.trans,
+                  t.dtype == DType::kF16 ? kernels::PackedElem::kF16 : kernels::PackedElem::kBF16);
     if (!held)
       continue; // out of memory, or read two ways: the product reads the mapping
     ++packed_reads[w.tensor];
