@@ -18,8 +18,11 @@ namespace {
 using kernels::kPanelCols;
 using kernels::PackedMatrix;
 
-// The AVX2 path runs (and is checked) on CPUs that have AVX2 and FMA.
-bool HasAvx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+// The AVX2 path runs (and is checked) on CPUs that have AVX2, FMA and F16C.
+bool HasAvx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
 
 std::vector<float> Random(size_t n, std::mt19937 &rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
