@@ -139,9 +139,12 @@ def main():
 def serve_and_kill(s, key, limited_key):
     reps = replicas_of(s.proc.pid)
     check(sorted(reps) == [0, 1], f"two replica processes: {reps}")
-    log = "".join(s.log)
-    ports = {int(i): int(p) for i, p in re.findall(r"replica (\d+) \(pid \d+\) ready on "
-                                                  r"127\.0\.0\.1:(\d+)", log)}
+    # stderr is read by a thread of the test: the lines may land a moment
+    # after the front end's stdout said it listens.
+    def ports_in_log():
+        return {int(i): int(p) for i, p in re.findall(r"replica (\d+) \(pid \d+\) ready on "
+                                                      r"127\.0\.0\.1:(\d+)", "".join(s.log))}
+    ports = wait_until(ports_in_log, lambda p: sorted(p) == [0, 1], seconds=10, every=0.1)
     check(sorted(ports) == [0, 1], f"the log says where each replica listens: {ports}")
     if 0 in ports:
         class Direct:
@@ -295,7 +298,10 @@ def kill_one(s, key):
     failed = series(s, key, "kiln_replica_errors_total", "replica")
     check(restarts.get("0") == 1 and restarts.get("1", 0) == 0, f"restarts counted: {restarts}")
     check(failed.get("0") == on_dead, f"failed requests counted: {failed}")
-    check("replica 0 (pid" in "".join(s.log) and "restarting it in" in "".join(s.log),
+    said = wait_until(lambda: "".join(s.log),
+                      lambda log: "replica 0 (pid" in log and "restarting it in" in log,
+                      seconds=10, every=0.1)
+    check("replica 0 (pid" in said and "restarting it in" in said,
           "the log says which replica died and that it restarts")
     req = {"prompt": [5, 17, 99, 3], "max_tokens": 8, "temperature": 0, "ignore_eos": True}
     results = []
