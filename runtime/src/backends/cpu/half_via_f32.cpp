@@ -24,8 +24,6 @@ DType HalfType(const std::vector<const TensorView *> &in) {
   return DType::kUndefined;
 }
 
-// f32 copies of the half operands; views of the others. Storage lives in
-// `buffers`, and `ptrs` points into `views`: both must outlive the call.
 // Whether `t` is a half weight with a packed copy of its own type held for
 // the way the products read it ([k, n], leading dim n, not transposed).
 bool PackedHalf(const TensorView &t) {
@@ -38,6 +36,10 @@ bool PackedHalf(const TensorView &t) {
   return p != nullptr && p->elem() == want;
 }
 
+// f32 copies of the half operands, but for those at positions `packed` that
+// PackedHalf (passed as they are, labelled f32); views of the others.
+// Storage lives in `buffers`, and `ptrs` points into `views`: both must
+// outlive the call.
 void WidenInputs(const std::vector<const TensorView *> &in, const std::vector<size_t> &packed,
                  std::vector<std::unique_ptr<float[]>> &buffers, std::vector<TensorView> &views,
                  std::vector<const TensorView *> &ptrs) {

@@ -32,9 +32,8 @@ std::vector<size_t> ProductOperands(const std::string &type) {
 
 // The f32, bf16 and f16 2-D weights `op` reads as B, with how it reads them
 // (a half one stays half when packed; half_via_f32.h passes it to the f32
-// kernel unwidened). Gemm's B is
-// transposed by its transB; a transposed A makes the kernel skip packed
-// weights, so such a gemm's B is not counted.
+// kernel unwidened). Gemm's B is transposed by its transB; a transposed A
+// makes the kernel skip packed weights, so such a gemm's B is not counted.
 std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
                                             const std::vector<PlanTensor> &tensors) {
   std::vector<ProductWeight> out;
