@@ -300,6 +300,38 @@ def KilnConvertFloatType : Pass<"kiln-convert-float-type", "mlir::ModuleOp"> {
   ];
 }
 
+def KilnQuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::ModuleOp"> {
+  let summary = "Store the f32 weights of linear and gated_mlp as int8 with per-column scales";
+  let description = [{
+    Weight-only int8 quantization, symmetric, one f32 scale per output
+    column: for a weight `W` `[K, N]`, `scale[j] = max_k |W[k, j]| / 127`
+    and `q[k, j] = round(W[k, j] / scale[j])` (to nearest, ties to even),
+    in `[-127, 127]`; a column of zeros gets scale 0. Activations stay f32,
+    and the kernels multiply in f32, so only the weights' rounding changes
+    the numbers (at most half a step, `scale / 2`, per element).
+
+    Rewritten: a `kiln.linear` with an f32 `x` whose weight is a 2-D f32
+    `kiln.constant` becomes `kiln.linear_q8` (bias and activation kept); a
+    `kiln.gated_mlp` whose two weights are such constants becomes
+    `kiln.gated_mlp_q8`. Every other op is left alone: a weight computed at
+    run time, a half or f64 product, a gated MLP with only one constant
+    weight. A constant read by several products is quantized once; the f32
+    original stays only if something else reads it (a tied embedding).
+    A weight with a NaN or infinite element fails the pass, naming it.
+
+    ```mlir
+    %w = kiln.constant dense<...> : tensor<8x4xf32>
+    %y = kiln.linear %x, %w {activation = "none"} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
+    // becomes
+    %q = kiln.constant dense<...> : tensor<8x4xi8>
+    %s = kiln.constant dense<...> : tensor<4xf32>
+    %y = kiln.linear_q8 %x, %q, %s {activation = "none"}
+        : (tensor<?x8xf32>, tensor<8x4xi8>, tensor<4xf32>) -> tensor<?x4xf32>
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnUpcastOutputs : Pass<"kiln-upcast-outputs", "mlir::ModuleOp"> {
   let summary = "Cast f16/bf16 graph outputs other than the KV cache to f32";
   let description = [{

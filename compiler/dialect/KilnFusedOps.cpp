@@ -247,6 +247,67 @@ LogicalResult GatedMlpOp::inferShapes(ShapeInferenceContext &ctx) {
   return success();
 }
 
+/// An f32 tensor: the int8 ops' activations and scales.
+LogicalResult expectF32(Operation *op, Value v, StringRef what) {
+  if (!elementOf(v).isF32())
+    return op->emitOpError() << what << " must be f32, got " << elementOf(v);
+  return success();
+}
+
+/// An int8 weight `w` [K, N] and its scale [N].
+LogicalResult expectQuantizedWeight(Operation *op, Value w, Value scale, StringRef what) {
+  if (failed(expectRank(op, w, 2, what)) || failed(expectRank(op, scale, 1, "its scale")) ||
+      failed(expectF32(op, scale, "its scale")))
+    return failure();
+  return expectDimsEqual(op, dimOf(w, 1), dimOf(scale, 0), (what + "'s columns and scale").str());
+}
+
+LogicalResult LinearQ8Op::verify() {
+  if (failed(expectF32(*this, getX(), "x")) || failed(expectF32(*this, getY(), "the result")) ||
+      failed(expectMinRank(*this, getX(), 1, "x")) ||
+      failed(expectQuantizedWeight(*this, getW(), getScale(), "w")) ||
+      failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getW(), 0),
+                             "x's last dim and w's rows")) ||
+      failed(expectActivation(*this, getActivation(), /*gated=*/false)))
+    return failure();
+  if (getBias() && (failed(expectF32(*this, getBias(), "bias")) ||
+                    failed(expectRank(*this, getBias(), 1, "bias")) ||
+                    failed(expectDimsEqual(*this, dimOf(getW(), 1), dimOf(getBias(), 0),
+                                           "w's columns and bias"))))
+    return failure();
+  return success();
+}
+
+LogicalResult LinearQ8Op::inferShapes(ShapeInferenceContext &ctx) {
+  ctx.setResult(getY(), elementOf(getX()),
+                withLastDim(ctx.getShape(getX()), symDimOf(ctx, getW(), 1)));
+  return success();
+}
+
+LogicalResult GatedMlpQ8Op::verify() {
+  if (failed(expectF32(*this, getX(), "x")) || failed(expectF32(*this, getY(), "the result")) ||
+      failed(expectMinRank(*this, getX(), 1, "x")) ||
+      failed(expectQuantizedWeight(*this, getWGateUp(), getScaleGateUp(), "w_gate_up")) ||
+      failed(expectQuantizedWeight(*this, getWDown(), getScaleDown(), "w_down")) ||
+      failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getWGateUp(), 0),
+                             "x's last dim and w_gate_up's rows")) ||
+      failed(expectActivation(*this, getActivation(), /*gated=*/true)))
+    return failure();
+  int64_t gateUp = dimOf(getWGateUp(), 1), down = dimOf(getWDown(), 0);
+  if (known(gateUp) && gateUp % 2 != 0)
+    return emitOpError() << "w_gate_up must have an even number of columns, got " << gateUp;
+  if (known(gateUp) && known(down) && gateUp != 2 * down)
+    return emitOpError() << "w_gate_up's columns (" << gateUp << ") must be twice w_down's rows ("
+                         << down << ")";
+  return success();
+}
+
+LogicalResult GatedMlpQ8Op::inferShapes(ShapeInferenceContext &ctx) {
+  ctx.setResult(getY(), elementOf(getX()),
+                withLastDim(ctx.getShape(getX()), symDimOf(ctx, getWDown(), 1)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Rotary and attention
 //===----------------------------------------------------------------------===//
@@ -320,16 +381,20 @@ LogicalResult AttentionOp::inferShapes(ShapeInferenceContext &ctx) {
 }
 
 LogicalResult PagedAttentionOp::verify() {
-  if (failed(expectKernelFloat(*this, {getQ(), getKNew(), getVNew(), getKCache(), getVCache(),
-                                       getOutput()})))
+  if (failed(expectKernelFloat(
+          *this, {getQ(), getKNew(), getVNew(), getKCache(), getVCache(), getOutput()})))
     return failure();
-  for (auto [v, what] : {std::pair<Value, StringRef>{getQ(), "q"}, {getKNew(), "k_new"},
-                         {getVNew(), "v_new"}, {getKCache(), "k_cache"}, {getVCache(), "v_cache"},
+  for (auto [v, what] : {std::pair<Value, StringRef>{getQ(), "q"},
+                         {getKNew(), "k_new"},
+                         {getVNew(), "v_new"},
+                         {getKCache(), "k_cache"},
+                         {getVCache(), "v_cache"},
                          {getOutput(), "the result"}})
     if (failed(expectRank(*this, v, 4, what)))
       return failure();
   for (auto [v, what] : {std::pair<Value, StringRef>{getSlots(), "slots"},
-                         {getQueryStart(), "query_start"}, {getContextLens(), "context_lens"}})
+                         {getQueryStart(), "query_start"},
+                         {getContextLens(), "context_lens"}})
     if (failed(expectRank(*this, v, 1, what)))
       return failure();
   if (getLayout() != "bhsd" && getLayout() != "bshd")
@@ -337,7 +402,8 @@ LogicalResult PagedAttentionOp::verify() {
   // The head and token dims of q, k_new, v_new and the result.
   const int64_t headAxis = getLayout() == "bshd" ? 2 : 1, tokenAxis = 3 - headAxis;
   if (failed(expectRank(*this, getBlockTables(), 2, "block_tables")) ||
-      failed(expectDimsEqual(*this, dimOf(getQ(), 3), dimOf(getKNew(), 3), "q's and k's head dims")) ||
+      failed(
+          expectDimsEqual(*this, dimOf(getQ(), 3), dimOf(getKNew(), 3), "q's and k's head dims")) ||
       failed(expectDimsEqual(*this, dimOf(getKNew(), headAxis), dimOf(getKCache(), 1),
                              "k_new's and k_cache's heads")) ||
       failed(expectDimsEqual(*this, dimOf(getVNew(), headAxis), dimOf(getVCache(), 1),

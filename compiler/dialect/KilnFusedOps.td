@@ -133,6 +133,53 @@ def Kiln_GatedMlpOp : Kiln_FusedOp<"gated_mlp"> {
   let assemblyFormat = "$x `,` $w_gate_up `,` $w_down attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_LinearQ8Op : Kiln_FusedOp<"linear_q8"> {
+  let summary = "linear with an int8 weight and one f32 scale per column";
+  let description = [{
+    `linear` whose weight is stored as int8: `activation(x @ (w * scale) +
+    bias)`, where `w` is `[K, N]` int8 and `scale` is `[N]` f32, one scale
+    per output column (symmetric, no zero point). `x`, `bias` and the result
+    are f32. The quantize phase (`kiln-quantize-int8`) makes it from a
+    `linear` with a constant f32 weight.
+
+    Example:
+
+    ```mlir
+    %y = kiln.linear_q8 %x, %wq, %s {activation = "none"}
+        : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>) -> tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, TensorOf<[I8]>:$w, TensorOf<[F32]>:$scale,
+                   Optional<Kiln_FloatTensor>:$bias, StrAttr:$activation);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat =
+      "$x `,` $w `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_GatedMlpQ8Op : Kiln_FusedOp<"gated_mlp_q8"> {
+  let summary = "gated MLP with int8 weights and one f32 scale per column";
+  let description = [{
+    `gated_mlp` whose two weights are stored as int8, each with an `[N]` f32
+    scale per output column: `w_gate_up` `[K, 2F]` with `scale_gate_up`
+    `[2F]`, and `w_down` `[F, N]` with `scale_down` `[N]`. `x` and the result
+    are f32.
+
+    Example:
+
+    ```mlir
+    %y = kiln.gated_mlp_q8 %x, %wgu, %sgu, %wd, %sd {activation = "silu"}
+        : (tensor<?x?x64xf32>, tensor<64x344xi8>, tensor<344xf32>, tensor<172x64xi8>,
+           tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, TensorOf<[I8]>:$w_gate_up,
+                   TensorOf<[F32]>:$scale_gate_up, TensorOf<[I8]>:$w_down,
+                   TensorOf<[F32]>:$scale_down, StrAttr:$activation);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat = "$x `,` $w_gate_up `,` $scale_gate_up `,` $w_down `,` $scale_down "
+                       "attr-dict `:` functional-type(operands, results)";
+}
+
 def Kiln_RotaryOp : Kiln_FusedOp<"rotary"> {
   let summary = "rotary position embedding (rotate-half or interleaved)";
   let description = [{

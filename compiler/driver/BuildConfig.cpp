@@ -318,7 +318,9 @@ std::string NullOnlyReason(const std::string &canonical) {
     return "kiln does not write resharded checkpoints";
   if (canonical.rfind("tensor_parallel.", 0) == 0)
     return "kiln's partition pass chooses the grain and the groups itself";
-  return "the quantize phase is not implemented"; // quant.activation/weight/qkv
+  // quant.activation/weight/qkv
+  return "kiln's int8 is weight-only, symmetric, one scale per output column; it takes no "
+         "other settings";
 }
 
 std::string NotSupported(const std::string &field, const std::string &why) {
@@ -361,8 +363,8 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
       config.dtype = v.get<std::string>();
       config.dtype_explicit = true;
       if (config.dtype == "int8")
-        return Err(NotSupported(name, "\"int8\"; the quantize phase is not implemented (plans "
-                                      "can be built in fp32, fp16 or bf16)"));
+        return Err(NotSupported(name, "\"int8\" as a dtype; int8 weights are \"quant\": "
+                                      "{\"enabled\": true} (kiln build --int8) with dtype fp32"));
     } else if (canonical == "tensor_parallel.tp_size") {
       config.tp_size = v.get<int64_t>();
     } else if (canonical == "tensor_parallel.enabled") {
@@ -401,16 +403,21 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
         return Err(NotSupported(name, "true; CUDA graph capture is a runtime decision"));
     } else if (canonical == "quant.enabled") {
       config.quant_enabled = v.get<bool>();
-      if (config.quant_enabled)
-        return Err(NotSupported(name, "the quantize phase is not implemented; set "
-                                      "\"quant\": {\"enabled\": false}"));
     }
   }
   // DeepSpeed's enabled: false turns tensor parallelism off; with tp_size
   // above 1 the two ask for opposite things.
   if (!tp_enabled && config.tp_size > 1)
-    return Err("tensor_parallel.enabled is false but tp_size is " +
-               std::to_string(config.tp_size) + "; set one of them");
+    return Err("tensor_parallel.enabled is false but tp_size is " + std::to_string(config.tp_size) +
+               "; set one of them");
+  // int8 weights sit beside f32 activations; the int8 kernels are the CPU
+  // backend's, with no half or tensor-parallel variant yet.
+  if (config.quant_enabled && config.dtype_explicit && config.dtype != "fp32")
+    return Err("quant.enabled: not supported yet with dtype " + config.dtype +
+               " (int8 weights run with f32 activations; leave dtype unset or fp32)");
+  if (config.quant_enabled && config.tp_size > 1)
+    return Err("quant.enabled: not supported yet with tensor_parallel.tp_size " +
+               std::to_string(config.tp_size) + " (int8 plans are one-rank plans)");
   if (!config.row_parallel.empty() && config.tp_size == 1)
     config.warnings.push_back("injection_policy names row-parallel linears, but tp_size is 1: "
                               "nothing is partitioned");

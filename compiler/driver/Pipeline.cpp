@@ -343,10 +343,10 @@ llvm::Expected<std::string> Build::runPartition() {
   for (int64_t r = 0; r < config.tp_size; ++r) {
     mlir::OwningOpRef<mlir::ModuleOp> clone(mlir::cast<mlir::ModuleOp>((*module)->clone()));
     const std::string rankOptions = options + " rank=" + std::to_string(r);
-    if (llvm::Error e = runPasses(context, *clone, diags, Phase::Partition,
-                                  [&](mlir::PassManager &pm) {
-                                    return addRegistered(pm, "kiln-partition", rankOptions);
-                                  }))
+    if (llvm::Error e =
+            runPasses(context, *clone, diags, Phase::Partition, [&](mlir::PassManager &pm) {
+              return addRegistered(pm, "kiln-partition", rankOptions);
+            }))
       return std::move(e);
     if (auto report = (*clone)->getAttrOfType<mlir::StringAttr>("kiln.partition_report")) {
       if (r == 0)
@@ -399,7 +399,21 @@ llvm::Expected<std::string> Build::runQuantize() {
   }
   if (!rankModules.empty() && config.dtype_explicit && config.dtype != "fp32")
     summary = "converted to " + config.dtype + " before partitioning; " + summary;
-  return summary;
+  if (!config.quant_enabled || request.reshard)
+    return summary;
+  // int8 after the snapshot of the source graph, which keeps the f32
+  // weights the int8 ones were made from.
+  std::string report;
+  for (mlir::ModuleOp m : modules()) {
+    if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
+          return addRegistered(pm, "kiln-quantize-int8");
+        }))
+      return std::move(e);
+    if (auto r = m->getAttrOfType<mlir::StringAttr>("kiln.quantize_report"))
+      report = r.str();
+    m->removeAttr("kiln.quantize_report");
+  }
+  return report + "; weights " + weightTypes(*modules().begin());
 }
 
 llvm::Expected<std::string> Build::runConvertFloatType(mlir::ModuleOp m, bool convert,
@@ -420,7 +434,8 @@ llvm::Expected<std::string> Build::runConvertFloatType(mlir::ModuleOp m, bool co
     if (llvm::Error e = snapshotSourceGraph(m))
       return std::move(e);
   if (!upcast)
-    return "skipped: dtype is " + std::string(config.dtype_explicit ? config.dtype : "the model's") +
+    return "skipped: dtype is " +
+           std::string(config.dtype_explicit ? config.dtype : "the model's") +
            " (int8: quant.enabled is false)";
   if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
         return addRegistered(pm, "kiln-upcast-outputs");
@@ -588,9 +603,10 @@ llvm::Expected<std::string> Build::writeTpPlanFile() {
   tp.tpSize = static_cast<int32_t>(config.tp_size);
   // One id for every file of this build (kiln reshard --split copies it):
   // the config, kiln's source and the time, hashed.
-  const std::string seed = extras.buildConfigJson + "\n" + extras.provenance.sourceCommit + "\n" +
-                           extras.provenance.buildTime + "\n" + request.modelPath + "\n" +
-                           std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string seed =
+      extras.buildConfigJson + "\n" + extras.provenance.sourceCommit + "\n" +
+      extras.provenance.buildTime + "\n" + request.modelPath + "\n" +
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   tp.buildId = llvm::formatv("{0:x-16}", llvm::xxh3_64bits(seed)).str();
   tp.partitionReport = partitionReport;
   extras.tensorParallel = std::move(tp);
@@ -602,15 +618,14 @@ llvm::Expected<std::string> Build::writeTpPlanFile() {
   std::string ranks;
   for (uint64_t b : summary->rankBytes)
     ranks += (ranks.empty() ? "" : " + ") + megabytes(b);
-  const std::string where =
-      request.splitRanks ? plan::rankFilePath(request.outputPath, 0) + " ... " +
-                               plan::rankFilePath(request.outputPath, config.tp_size - 1)
-                         : request.outputPath;
+  const std::string where = request.splitRanks
+                                ? plan::rankFilePath(request.outputPath, 0) + " ... " +
+                                      plan::rankFilePath(request.outputPath, config.tp_size - 1)
+                                : request.outputPath;
   return llvm::formatv("{0}: tp_size {1}, build {2}, rank 0: {3} ops; weights: shared {4}, ranks "
                        "{5}; {7} {6}",
-                       where, config.tp_size, extras.tensorParallel->buildId,
-                       summary->plan.numOps, megabytes(summary->sharedBytes), ranks,
-                       megabytes(summary->plan.fileBytes),
+                       where, config.tp_size, extras.tensorParallel->buildId, summary->plan.numOps,
+                       megabytes(summary->sharedBytes), ranks, megabytes(summary->plan.fileBytes),
                        request.splitRanks ? "files" : "file")
       .str();
 }

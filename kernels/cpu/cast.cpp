@@ -202,4 +202,11 @@ bool CastElements(ScalarKind from, const void *src, ScalarKind to, void *dst, in
   return false;
 }
 
+void DequantizeColumns(const int8_t *q, const float *scale, int64_t rows, int64_t cols,
+                       float *out) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      out[r * cols + j] = static_cast<float>(q[r * cols + j]) * scale[j];
+}
+
 } // namespace kiln::kernels

@@ -21,4 +21,8 @@ float BFloat16ToFloat(uint16_t b);
 // true); bool to anything is 0 or 1. Returns false for an unknown kind.
 bool CastElements(ScalarKind from, const void *src, ScalarKind to, void *dst, int64_t n);
 
+// out[r, j] = q[r, j] * scale[j] for a row-major int8 [rows, cols] with one
+// scale per column (an int8 weight of the quantize phase, widened).
+void DequantizeColumns(const int8_t *q, const float *scale, int64_t rows, int64_t cols, float *out);
+
 } // namespace kiln::kernels

@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kiln::kernels::tile {
 
@@ -25,7 +26,7 @@ KILN_AVX2 inline __m256i LaneMask(int valid) {
 }
 
 // 8 elements of B widened to f32 (bf16 shifted into the upper halves, f16
-// converted).
+// and int8 converted).
 KILN_AVX2 inline __m256 LoadB8(const float *p) { return _mm256_loadu_ps(p); }
 KILN_AVX2 inline __m256 LoadB8(const Bf16 *p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
@@ -34,14 +35,21 @@ KILN_AVX2 inline __m256 LoadB8(const Bf16 *p) {
 KILN_AVX2 inline __m256 LoadB8(const F16 *p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
 }
+KILN_AVX2 inline __m256 LoadB8(const I8 *p) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+}
 
 // One tile: MR rows by NV vectors of 8 columns; only the first `cols`
 // columns of C are written (B's columns past them are read: panels are
-// zero-padded to whole vectors). `pf` as in gemm_tile.h, one 64-byte line
-// per 16 columns.
+// zero-padded to whole vectors). `pf` as in gemm_tile.h, the lines of NV * 8
+// elements. An int8 B's products are multiplied by `scale` (C's columns'
+// scales, NV whole vectors of them, zero-padded) as well as alpha; the other
+// kinds ignore it.
 template <int MR, int NV, typename TB = float>
 KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const TB *b, int64_t ldb,
-                     float beta, float *c, int64_t ldc, int cols, Prefetch pf) {
+                     float beta, float *c, int64_t ldc, int cols, Prefetch pf,
+                     const float *scale = nullptr) {
   constexpr int kLines = (NV * 8 * static_cast<int>(sizeof(TB)) + 63) / 64;
   __m256 acc[MR][NV];
 #pragma GCC unroll 8
@@ -57,19 +65,36 @@ KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const 
         _mm_prefetch(reinterpret_cast<const char *>(static_cast<const TB *>(pf.at) + p * ldb) +
                          64 * l,
                      _MM_HINT_T1);
-    __m256 bv[NV];
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; ++j)
-      bv[j] = LoadB8(brow + 8 * j);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
+    if constexpr (MR == 1 && std::is_same_v<TB, I8>) {
+      // One row: each widened vector straight into its FMA, as f32's loads
+      // fold into theirs. Widened all first, 8 of them and 8 accumulators
+      // overflow the 16 registers and GCC keeps an accumulator in memory.
+      const __m256 av = _mm256_broadcast_ss(a + p);
 #pragma GCC unroll 8
       for (int j = 0; j < NV; ++j)
-        acc[r][j] = _mm256_fmadd_ps(av, bv[j], acc[r][j]);
+        acc[0][j] = _mm256_fmadd_ps(av, LoadB8(brow + 8 * j), acc[0][j]);
+    } else {
+      __m256 bv[NV];
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j)
+        bv[j] = LoadB8(brow + 8 * j);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j)
+          acc[r][j] = _mm256_fmadd_ps(av, bv[j], acc[r][j]);
+      }
     }
   }
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  __m256 vs[NV]; // alpha times each column's scale (int8 B)
+#pragma GCC unroll 8
+  for (int j = 0; j < NV; ++j)
+    if constexpr (std::is_same_v<TB, I8>)
+      vs[j] = _mm256_mul_ps(_mm256_loadu_ps(scale + 8 * j), va);
+    else
+      vs[j] = va;
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 8
@@ -78,7 +103,7 @@ KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const 
       if (valid <= 0)
         break;
       float *cp = c + r * ldc + 8 * j;
-      __m256 out = _mm256_mul_ps(acc[r][j], va);
+      __m256 out = _mm256_mul_ps(acc[r][j], vs[j]);
       if (valid >= 8) {
         if (beta != 0.0f) // beta 0 ignores C, even NaN garbage in it
           out = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cp), out);
@@ -94,30 +119,32 @@ KILN_AVX2 void Tile2(int64_t k, float alpha, const float *a, int64_t lda, const 
 
 // Rows [0, m) of a 16-column stripe of a panel, in tiles of kRowTile rows
 // (the last one to five rows a smaller tile). Only the first tile issues
-// `pf`'s requests.
+// `pf`'s requests. `scale` as in Tile2.
 template <typename TB>
 KILN_AVX2 void Stripe2(int64_t m, int64_t k, float alpha, const float *a, int64_t lda, const TB *b,
-                       int64_t ldb, float beta, float *c, int64_t ldc, int cols, Prefetch pf) {
+                       int64_t ldb, float beta, float *c, int64_t ldc, int cols, Prefetch pf,
+                       const float *scale = nullptr) {
   int64_t r = 0;
   for (; r + kRowTile <= m; r += kRowTile, pf = Prefetch())
-    Tile2<kRowTile, 2, TB>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, cols, pf);
+    Tile2<kRowTile, 2, TB>(k, alpha, a + r * lda, lda, b, ldb, beta, c + r * ldc, ldc, cols, pf,
+                           scale);
   const float *ar = a + r * lda;
   float *cr = c + r * ldc;
   switch (m - r) {
   case 5:
-    Tile2<5, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<5, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf, scale);
     break;
   case 4:
-    Tile2<4, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<4, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf, scale);
     break;
   case 3:
-    Tile2<3, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<3, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf, scale);
     break;
   case 2:
-    Tile2<2, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<2, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf, scale);
     break;
   case 1:
-    Tile2<1, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf);
+    Tile2<1, 2, TB>(k, alpha, ar, lda, b, ldb, beta, cr, ldc, cols, pf, scale);
     break;
   default:
     break;

@@ -8,6 +8,7 @@
 #include "kernels/cpu/parallel.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace kiln::kernels {
 namespace {
@@ -26,16 +27,18 @@ constexpr int64_t kDepthBlock = 256;
 constexpr int64_t kManyRows = 64;
 constexpr int64_t kDeepBlock = 512;
 
-// One panel of C for the rows in [0, m), NV vectors wide.
+// One panel of C for the rows in [0, m), NV vectors wide; `scale` is the
+// panel's column scales (int8 B) or null.
 template <int NV, typename TB>
 KILN_AVX512 void PanelAvx512(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                             const TB *panel, float beta, float *c, int64_t ldc, __mmask16 tail) {
+                             const TB *panel, float beta, float *c, int64_t ldc, __mmask16 tail,
+                             const float *scale) {
   if (m == 1) {
     // One row reads each row of B once: the whole depth in one pass,
     // fetching a few rows ahead (past the panel's end into the next panel,
     // which is the next in memory).
     Tile<1, NV, TB>(k, alpha, a, lda, panel, kPanelCols, beta, c, ldc, tail,
-                    {panel + kPrefetchRows * kPanelCols, k});
+                    {panel + kPrefetchRows * kPanelCols, k}, scale);
     return;
   }
   const int64_t block = m > kManyRows ? kDeepBlock : kDepthBlock;
@@ -44,11 +47,17 @@ KILN_AVX512 void PanelAvx512(int64_t m, int64_t k, float alpha, const float *a, 
     const TB *bp = panel + p0 * kPanelCols;
     const float be = p0 == 0 ? beta : 1.0f; // later blocks accumulate
     Panel<NV, TB>(m, depth, alpha, a + p0, lda, bp, kPanelCols, be, c, ldc, tail,
-                  {bp + depth * kPanelCols, block});
+                  {bp + depth * kPanelCols, block}, scale);
   }
 }
 
-// Panels [j0, j1) of C; `panel_of(j)` is panel j of B (f32, bf16 or f16).
+// The column scales of B's panel at column `col` (int8 B), or null.
+inline const float *ScalesAt(const PackedMatrix &b, int64_t col) {
+  return b.scales() != nullptr ? b.scales() + col : nullptr;
+}
+
+// Panels [j0, j1) of C; `panel_of(j)` is panel j of B (f32, bf16, f16 or
+// int8).
 template <typename PanelOf>
 KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const PackedMatrix &b,
                               PanelOf panel_of, int64_t j0, int64_t j1, float alpha, float beta,
@@ -60,18 +69,19 @@ KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const Pack
     const int64_t last = cols - 16 * (nv - 1);
     const __mmask16 tail = last == 16 ? __mmask16(0xffff) : __mmask16((1u << last) - 1);
     const auto *panel = panel_of(j);
+    const float *scale = ScalesAt(b, col);
     switch (nv) {
     case 4:
-      PanelAvx512<4>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
+      PanelAvx512<4>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail, scale);
       break;
     case 3:
-      PanelAvx512<3>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
+      PanelAvx512<3>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail, scale);
       break;
     case 2:
-      PanelAvx512<2>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
+      PanelAvx512<2>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail, scale);
       break;
     default:
-      PanelAvx512<1>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail);
+      PanelAvx512<1>(m, k, alpha, a, lda, panel, beta, c + col, ldc, tail, scale);
       break;
     }
   }
@@ -80,13 +90,14 @@ KILN_AVX512 void PanelsAvx512(int64_t m, const float *a, int64_t lda, const Pack
 // One panel of C (its first `cols` columns) for the rows in [0, m) with the
 // AVX2 tiles: one row as a whole-panel tile, several rows by depth blocks
 // as PanelAvx512 does, each block in four 16-column stripes whose 16 KiB
-// stay in L1 while every row tile reads them.
+// stay in L1 while every row tile reads them. `scale` as in PanelAvx512.
 template <typename TB>
 KILN_AVX2 void PanelAvx2(int64_t m, int64_t k, float alpha, const float *a, int64_t lda,
-                         const TB *panel, float beta, float *c, int64_t ldc, int cols) {
+                         const TB *panel, float beta, float *c, int64_t ldc, int cols,
+                         const float *scale) {
   if (m == 1) {
     Tile2<1, 8, TB>(k, alpha, a, lda, panel, kPanelCols, beta, c, ldc, cols,
-                    {panel + kPrefetchRows * kPanelCols, k});
+                    {panel + kPrefetchRows * kPanelCols, k}, scale);
     return;
   }
   constexpr int kStripe = 16;
@@ -97,8 +108,8 @@ KILN_AVX2 void PanelAvx2(int64_t m, int64_t k, float alpha, const float *a, int6
     const float be = p0 == 0 ? beta : 1.0f; // later blocks accumulate
     for (int s = 0; s * kStripe < cols; ++s)
       Stripe2(m, depth, alpha, a + p0, lda, bp + s * kStripe, kPanelCols, be, c + s * kStripe, ldc,
-              std::min(kStripe, cols - s * kStripe),
-              {bp + depth * kPanelCols + s * kStripe, block});
+              std::min(kStripe, cols - s * kStripe), {bp + depth * kPanelCols + s * kStripe, block},
+              scale != nullptr ? scale + s * kStripe : nullptr);
   }
 }
 
@@ -110,7 +121,7 @@ KILN_AVX2 void PanelsAvx2(int64_t m, const float *a, int64_t lda, const PackedMa
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t col = j * kPanelCols;
     const int cols = static_cast<int>(std::min(kPanelCols, n - col));
-    PanelAvx2(m, k, alpha, a, lda, panel_of(j), beta, c + col, ldc, cols);
+    PanelAvx2(m, k, alpha, a, lda, panel_of(j), beta, c + col, ldc, cols, ScalesAt(b, col));
   }
 }
 
@@ -118,6 +129,7 @@ KILN_AVX2 void PanelsAvx2(int64_t m, const float *a, int64_t lda, const PackedMa
 inline float Widened(float v) { return v; }
 inline float Widened(Bf16 v) { return BFloat16ToFloat(v.bits); }
 inline float Widened(F16 v) { return HalfToFloat(v.bits); }
+inline float Widened(I8 v) { return static_cast<float>(v.v); }
 
 template <typename PanelOf>
 void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, PanelOf panel_of,
@@ -127,6 +139,8 @@ void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t col = j * kPanelCols, cols = std::min(kPanelCols, n - col);
     const auto *panel = panel_of(j);
+    using TB = std::remove_cv_t<std::remove_pointer_t<decltype(panel)>>;
+    const float *scale = ScalesAt(b, col);
     for (int64_t i = 0; i < m; ++i) {
       std::fill(acc, acc + kPanelCols, 0.0f);
       for (int64_t p = 0; p < k; ++p) {
@@ -135,6 +149,9 @@ void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &
         for (int64_t q = 0; q < kPanelCols; ++q)
           acc[q] += av * Widened(row[q]);
       }
+      if constexpr (std::is_same_v<TB, I8>)
+        for (int64_t q = 0; q < cols; ++q)
+          acc[q] *= scale[q];
       float *out = c + i * ldc + col;
       for (int64_t q = 0; q < cols; ++q)
         out[q] = alpha * acc[q] + (beta == 0.0f ? 0.0f : beta * out[q]);
@@ -150,6 +167,9 @@ template <typename Panels> void WithPanels(const PackedMatrix &b, Panels &&panel
     break;
   case PackedElem::kF16:
     panels([&b](int64_t j) { return b.panel_as<F16>(j); });
+    break;
+  case PackedElem::kI8:
+    panels([&b](int64_t j) { return b.panel_as<I8>(j); });
     break;
   case PackedElem::kF32:
     panels([&b](int64_t j) { return b.panel(j); });

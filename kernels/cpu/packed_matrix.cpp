@@ -77,23 +77,25 @@ public:
     return e.packed->k() == k && e.packed->n() == n && e.ldb == ldb ? e.packed : nullptr;
   }
 
-  // `pack` makes the copy when there is none (PackedMatrix::Pack or
-  // PackHalf of b).
+  // `pack` makes the copy when there is none (PackedMatrix::Pack, PackHalf
+  // or PackI8 of b); `scales` are an int8 weight's (null for the others).
   template <typename Packer>
   std::shared_ptr<const PackedMatrix> Acquire(const void *b, int64_t k, int64_t n, int64_t ldb,
-                                              bool trans, PackedElem elem, Packer &&pack) {
+                                              bool trans, PackedElem elem, const float *scales,
+                                              Packer &&pack) {
     // One packer at a time, so two holders of one weight share one copy.
     std::lock_guard<std::mutex> packing(pack_mu_);
     {
       std::shared_lock<std::shared_mutex> lock(mu_);
       auto it = entries_.find({b, trans});
-      if (it != entries_.end()) {
-        const Entry &e = it->second;
-        if (e.packed->k() != k || e.packed->n() != n || e.ldb != ldb || e.packed->elem() != elem)
-          return nullptr; // one address, two readings: leave it unpacked
-        if (auto held = e.holder.lock())
+      // An entry whose last holder is going (its deleter not yet run) is
+      // replaced whatever it holds.
+      if (it != entries_.end())
+        if (auto held = it->second.holder.lock()) {
+          if (!Same(*held, it->second.ldb, k, n, ldb, elem, scales))
+            return nullptr; // one address, two readings: leave it unpacked
           return held;
-      }
+        }
     }
     std::unique_ptr<PackedMatrix> packed = pack();
     if (!packed)
@@ -111,6 +113,18 @@ public:
 
 private:
   using Key = std::pair<const void *, bool>;
+
+  // Whether `p` (packed with `held_ldb`) is b read with these dims, kind
+  // and, for int8, scales.
+  static bool Same(const PackedMatrix &p, int64_t held_ldb, int64_t k, int64_t n, int64_t ldb,
+                   PackedElem elem, const float *scales) {
+    if (p.k() != k || p.n() != n || held_ldb != ldb || p.elem() != elem)
+      return false;
+    return elem != PackedElem::kI8 ||
+           (scales != nullptr &&
+            std::memcmp(p.scales(), scales, static_cast<size_t>(n) * sizeof(float)) == 0);
+  }
+
   struct Entry {
     const PackedMatrix *packed;
     std::weak_ptr<const PackedMatrix> holder;
@@ -176,23 +190,49 @@ std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int6
 
 std::unique_ptr<PackedMatrix> PackedMatrix::PackHalf(const uint16_t *b, int64_t k, int64_t n,
                                                      int64_t ldb, bool trans, PackedElem elem) {
-  if (elem == PackedElem::kF32)
+  if (elem != PackedElem::kBF16 && elem != PackedElem::kF16)
     return nullptr;
   return PackAs(b, k, n, ldb, trans, elem);
 }
 
-PackedMatrix::~PackedMatrix() { std::free(data_); }
+std::unique_ptr<PackedMatrix> PackedMatrix::PackI8(const int8_t *b, const float *scales, int64_t k,
+                                                   int64_t n, int64_t ldb) {
+  if (scales == nullptr)
+    return nullptr;
+  std::unique_ptr<PackedMatrix> packed = PackAs(b, k, n, ldb, false, PackedElem::kI8);
+  if (!packed)
+    return nullptr;
+  const size_t count = static_cast<size_t>(packed->panels() * kPanelCols);
+  auto *s = static_cast<float *>(std::aligned_alloc(64, count * sizeof(float)));
+  if (s == nullptr)
+    return nullptr;
+  std::memcpy(s, scales, static_cast<size_t>(n) * sizeof(float));
+  std::fill(s + n, s + count, 0.0f);
+  packed->scales_ = s;
+  return packed;
+}
+
+PackedMatrix::~PackedMatrix() {
+  std::free(data_);
+  std::free(scales_);
+}
 
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
                                                   bool trans) {
-  return TheRegistry().Acquire(b, k, n, ldb, trans, PackedElem::kF32,
+  return TheRegistry().Acquire(b, k, n, ldb, trans, PackedElem::kF32, nullptr,
                                [&] { return PackedMatrix::Pack(b, k, n, ldb, trans); });
 }
 
 std::shared_ptr<const PackedMatrix> AcquirePackedHalf(const uint16_t *b, int64_t k, int64_t n,
                                                       int64_t ldb, bool trans, PackedElem elem) {
-  return TheRegistry().Acquire(b, k, n, ldb, trans, elem,
+  return TheRegistry().Acquire(b, k, n, ldb, trans, elem, nullptr,
                                [&] { return PackedMatrix::PackHalf(b, k, n, ldb, trans, elem); });
+}
+
+std::shared_ptr<const PackedMatrix> AcquirePackedI8(const int8_t *b, const float *scales, int64_t k,
+                                                    int64_t n, int64_t ldb) {
+  return TheRegistry().Acquire(b, k, n, ldb, false, PackedElem::kI8, scales,
+                               [&] { return PackedMatrix::PackI8(b, scales, k, n, ldb); });
 }
 
 const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans) {

@@ -18,11 +18,13 @@ inline constexpr int64_t kPanelCols = 64;
 // How a packed weight's elements are stored: f32, or bf16 or f16 (as a half
 // plan stores its weights) that the products widen to f32 as they read
 // them, so a half plan's weights stream at half the bytes and are still
-// multiplied in f32.
-enum class PackedElem { kF32, kBF16, kF16 };
+// multiplied in f32; or int8 with one f32 scale per column (symmetric
+// per-output-channel quantization: B[p][j] = q[p][j] * scale[j]), read at a
+// quarter of the bytes, widened to f32 and scaled once per column of C.
+enum class PackedElem { kF32, kBF16, kF16, kI8 };
 
 // op(B) [k, n] as ceil(n / 64) panels, each k rows of 64 elements,
-// contiguous; columns past n are zero.
+// contiguous; columns past n are zero (and so are their scales).
 class PackedMatrix {
 public:
   // Packs op(B), where B is row-major with leading dim ldb: [k, n] when
@@ -31,9 +33,13 @@ public:
   static std::unique_ptr<PackedMatrix> Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
                                             bool trans);
   // The same for half B (16-bit patterns of `elem`, kBF16 or kF16), kept
-  // in that type.
+  // in that type (null for another elem).
   static std::unique_ptr<PackedMatrix> PackHalf(const uint16_t *b, int64_t k, int64_t n,
                                                 int64_t ldb, bool trans, PackedElem elem);
+  // The same for int8 B (row-major [k, n], never transposed) with `scales`
+  // (n floats, copied): op(B)[p][j] = b[p * ldb + j] * scales[j].
+  static std::unique_ptr<PackedMatrix> PackI8(const int8_t *b, const float *scales, int64_t k,
+                                              int64_t n, int64_t ldb);
   ~PackedMatrix();
   PackedMatrix(const PackedMatrix &) = delete;
   PackedMatrix &operator=(const PackedMatrix &) = delete;
@@ -43,15 +49,19 @@ public:
   int64_t n() const { return n_; }
   int64_t panels() const { return (n_ + kPanelCols - 1) / kPanelCols; }
   size_t bytes() const { return bytes_; }
-  // Panel j of an f32 matrix (`panel`), or of a half one as T (a 16-bit
-  // element type of elem()'s kind, gemm_tile.h's Bf16 or F16).
+  // Panel j of an f32 matrix (`panel`), or of a half or int8 one as T (an
+  // element type of elem()'s size: gemm_tile.h's Bf16, F16 or I8).
   const float *panel(int64_t j) const {
     return static_cast<const float *>(data_) + j * k_ * kPanelCols;
   }
   template <typename T> const T *panel_as(int64_t j) const {
-    static_assert(sizeof(T) == sizeof(uint16_t));
-    return reinterpret_cast<const T *>(static_cast<const uint16_t *>(data_) + j * k_ * kPanelCols);
+    static_assert(sizeof(T) == sizeof(uint16_t) || sizeof(T) == 1);
+    return reinterpret_cast<const T *>(static_cast<const char *>(data_) +
+                                       j * k_ * kPanelCols * static_cast<int64_t>(sizeof(T)));
   }
+  // An int8 matrix's column scales, panels() * 64 of them (zero past n);
+  // null for the other kinds.
+  const float *scales() const { return scales_; }
 
 private:
   PackedMatrix(void *data, size_t bytes, int64_t k, int64_t n, PackedElem elem)
@@ -60,13 +70,15 @@ private:
   static std::unique_ptr<PackedMatrix> PackAs(const T *b, int64_t k, int64_t n, int64_t ldb,
                                               bool trans, PackedElem elem);
   void *data_;
+  float *scales_ = nullptr; // kI8 only
   size_t bytes_;
   int64_t k_, n_;
   PackedElem elem_;
 };
 
 // C[m, n] = alpha * A[m, k] @ B + beta * C for any m >= 0 (row-major A and
-// C); beta 0 ignores C, even NaN in it. Threads take whole panels.
+// C), B of any kind (int8: Q diag(scales)); beta 0 ignores C, even NaN in
+// it. Threads take whole panels.
 void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                 float beta, float *c, int64_t ldc);
 
@@ -94,9 +106,15 @@ std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int
 // which then never reads B itself (see FindPacked).
 std::shared_ptr<const PackedMatrix> AcquirePackedHalf(const uint16_t *b, int64_t k, int64_t n,
                                                       int64_t ldb, bool trans, PackedElem elem);
+// The same for an int8 weight with per-column scales (PackedMatrix::PackI8;
+// never transposed), found by Gemm<float> by the int8 original's address
+// (b, with trans false). Acquiring an address that is held packed as another
+// kind, or as int8 with other scales, returns null.
+std::shared_ptr<const PackedMatrix> AcquirePackedI8(const int8_t *b, const float *scales, int64_t k,
+                                                    int64_t n, int64_t ldb);
 
 // The held packed form of B = `b` with these dims, or null. The address is
-// only a key: the packed form may hold halves (PackedMatrix::elem).
+// only a key: the packed form may hold halves or int8 (PackedMatrix::elem).
 const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans);
 
 } // namespace kiln::kernels

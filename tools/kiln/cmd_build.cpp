@@ -4,11 +4,11 @@
 #include "cli.h"
 #include "cli_args.h"
 
+#include "build_common.h"
 #include "compiler/driver/BuildConfig.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
-#include "build_common.h"
 
 #include "backends/registry.h"
 #include "kiln/plan.h"
@@ -70,6 +70,10 @@ const char kUsage[] =
     "                       and bf16 round f32 weights to nearest even and compute and\n"
     "                       cache KV in that type; logits stay f32. Unset: the model's\n"
     "                       own types\n"
+    "  --int8               quant: {\"enabled\": true}: store the weights of linear\n"
+    "                       projections and gated MLPs as int8, one f32 scale per\n"
+    "                       output column (weight-only; activations stay f32; CPU\n"
+    "                       backend; docs/build-config.md#quant)\n"
     "  --target BACKEND     target: the backend the plan must run on (default cpu);\n"
     "                       the finished plan is checked against its kernels and\n"
     "                       refused, naming each op it lacks, before it replaces -o\n"
@@ -113,10 +117,11 @@ int BuildMain(const std::vector<std::string> &args) {
                                          "--tokenizer", "--patterns", "--pass-plugin"};
   for (const auto &[flag, key] : kConfigFlags)
     value_options.insert(flag);
-  std::string err = ParseArgs(args, value_options,
-                              {"--quiet", "--report", "--require-injection", "--no-inject", "--no-ragged",
-                               "--allow-unsupported-template", "--require-partition"},
-                              {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
+  std::string err =
+      ParseArgs(args, value_options,
+                {"--quiet", "--report", "--require-injection", "--no-inject", "--no-ragged",
+                 "--int8", "--allow-unsupported-template", "--require-partition"},
+                {{"-o", "--output"}, {"-q", "--quiet"}}, &parsed);
   if (!err.empty())
     return Usage("build", err, kUsage);
   if (parsed.help) {
@@ -186,6 +191,9 @@ int BuildMain(const std::vector<std::string> &args) {
       return Error(llvm::toString(std::move(e)), kExitBadInput);
   if (parsed.Has("--no-inject"))
     if (llvm::Error e = config.AddFlag("replace_with_kernel_inject", "false", "--no-inject"))
+      return Error(llvm::toString(std::move(e)), kExitBadInput);
+  if (parsed.Has("--int8"))
+    if (llvm::Error e = config.AddFlag("quant.enabled", "true", "--int8"))
       return Error(llvm::toString(std::move(e)), kExitBadInput);
   if (parsed.Has("--no-ragged"))
     if (llvm::Error e = config.AddFlag("ragged_batching", "false", "--no-ragged"))

@@ -12,7 +12,8 @@ void SetCpuThreads(int threads);
 // runtime, not of the plan: it copies each such weight once into the layout
 // the product kernels stream (kernels/cpu/packed_matrix.h) and hands the
 // plan's mapped pages of it back to the kernel. Off, products read the plan's
-// mapping in place.
+// mapping in place. The environment variable KILN_CPU_PACK=0 makes off the
+// default.
 void SetCpuWeightPacking(bool enabled);
 bool CpuWeightPacking();
 

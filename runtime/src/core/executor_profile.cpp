@@ -30,14 +30,15 @@ std::string Dims(const Shape &s) {
 // A product as rows x K x N (gated_mlp: rows x K x F), anything else by its
 // first result's shape.
 std::string ShapeKey(const ExecOp &op) {
-  const bool product = op.type == "linear" || op.type == "matmul" || op.type == "gemm" ||
-                       op.type == "gated_mlp";
+  const bool gated = op.type == "gated_mlp" || op.type == "gated_mlp_q8";
+  const bool product = op.type == "linear" || op.type == "linear_q8" || op.type == "matmul" ||
+                       op.type == "gemm" || gated;
   if (product && op.in.size() >= 2 && op.in[0] && op.in[1] && !op.in[0]->shape.empty() &&
       !op.in[1]->shape.empty()) {
     const int64_t k = op.in[0]->shape.back();
     const int64_t rows = k > 0 ? op.in[0]->numel() / k : 0;
     int64_t n = op.in[1]->shape.back();
-    if (op.type == "gated_mlp")
+    if (gated)
       n /= 2;
     return std::to_string(rows) + "x" + std::to_string(k) + "x" + std::to_string(n);
   }
@@ -135,14 +136,13 @@ std::string Executor::ProfileTable() const {
   }
   std::string out;
   char line[320];
-  std::snprintf(line, sizeof line,
-                "kiln profile (%s, %s): %lld runs, %lld binds; per run: %.3f ms in Run "
-                "(%.3f ms staging inputs), %.3f ms in Bind\n",
-                impl_->backend->name(),
-                p.device_timing ? "ops timed on the device" : "a wait after each op",
-                static_cast<long long>(p.runs), static_cast<long long>(p.binds),
-                1e3 * p.run_seconds / runs, 1e3 * p.stage_seconds / runs,
-                1e3 * p.bind_seconds / std::max<int64_t>(p.binds, 1));
+  std::snprintf(
+      line, sizeof line,
+      "kiln profile (%s, %s): %lld runs, %lld binds; per run: %.3f ms in Run "
+      "(%.3f ms staging inputs), %.3f ms in Bind\n",
+      impl_->backend->name(), p.device_timing ? "ops timed on the device" : "a wait after each op",
+      static_cast<long long>(p.runs), static_cast<long long>(p.binds), 1e3 * p.run_seconds / runs,
+      1e3 * p.stage_seconds / runs, 1e3 * p.bind_seconds / std::max<int64_t>(p.binds, 1));
   out += line;
   const int w = static_cast<int>(width);
   std::snprintf(line, sizeof line, "%-*s %10s %10s %7s %9s %6s %9s %6s\n", w, "op", "calls/run",

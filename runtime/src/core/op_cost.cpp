@@ -37,8 +37,7 @@ OpCost PagedAttention(const Inputs &in, const Outputs &out) {
   OpCost c;
   if (!Has(in, 8) || !Has(in, 3) || !Has(in, 4) || out.empty())
     return Streamed(in, out);
-  const TensorView &q = *in[0], &kc = *in[3], &vc = *in[4], &slots = *in[5],
-                   &tables = *in[8];
+  const TensorView &q = *in[0], &kc = *in[3], &vc = *in[4], &slots = *in[5], &tables = *in[8];
   const double d = Dim(kc, -1), dv = Dim(vc, -1), bs = Dim(kc, 2), hkv = Dim(kc, 1);
   const double tokens = static_cast<double>(slots.numel());
   const double seqs = std::max(1.0, Dim(tables, 0));
@@ -72,8 +71,15 @@ OpCost EstimateOpCost(std::string_view type, const Inputs &in, const Outputs &ou
     c.bytes = 2 * Bytes(&out[0]) + Bytes(in[1]);
     return c;
   }
-  if ((type == "linear" || type == "matmul" || type == "gemm") && Has(in, 1)) {
+  if ((type == "linear" || type == "linear_q8" || type == "matmul" || type == "gemm") &&
+      Has(in, 1)) {
     c.flops = ProductFlops(*in[0], *in[1]);
+  } else if (type == "gated_mlp_q8" && Has(in, 3)) {
+    // As gated_mlp, with the down weight at operand 3 (after its scale).
+    c.flops = ProductFlops(*in[0], *in[1]);
+    const double k = Dim(*in[0], -1);
+    const double rows = k > 0 ? static_cast<double>(in[0]->numel()) / k : 0;
+    c.flops += 2.0 * rows * Dim(*in[3], 0) * Dim(*in[3], -1);
   } else if (type == "gated_mlp" && Has(in, 2)) {
     // x @ w_gate_up, then [rows, F] @ w_down; the [rows, 2F] intermediate
     // is written and read once more.

@@ -170,3 +170,51 @@ func.func @paged_bshd_heads(%q: tensor<1x2x6x16xf32>, %k: tensor<1x2x3x16xf32>, 
   %0 = kiln.paged_attention %q, %k, %k, %kc, %kc, %i, %i, %i, %bt {layout = "bshd", scale = 0.25 : f32} : (tensor<1x2x6x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<8x2x16x16xf32>, tensor<8x2x16x16xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<1x4xi64>) -> tensor<1x2x6x16xf32>
   return %0 : tensor<1x2x6x16xf32>
 }
+
+// -----
+
+func.func @linear_q8_scale_length(%x: tensor<2x8xf32>, %w: tensor<8x4xi8>, %s: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{w's columns and scale must agree, got 4 and 3}}
+  %0 = kiln.linear_q8 %x, %w, %s {activation = "none"} : (tensor<2x8xf32>, tensor<8x4xi8>, tensor<3xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @linear_q8_half_x(%x: tensor<2x8xf16>, %w: tensor<8x4xi8>, %s: tensor<4xf32>) -> tensor<2x4xf16> {
+  // expected-error @+1 {{x must be f32, got 'f16'}}
+  %0 = kiln.linear_q8 %x, %w, %s {activation = "none"} : (tensor<2x8xf16>, tensor<8x4xi8>, tensor<4xf32>) -> tensor<2x4xf16>
+  return %0 : tensor<2x4xf16>
+}
+
+// -----
+
+func.func @linear_q8_f32_weight(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{operand #1 must be tensor of 8-bit signless integer values}}
+  %0 = kiln.linear_q8 %x, %w, %s {activation = "none"} : (tensor<2x8xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @linear_q8_k(%x: tensor<2x8xf32>, %w: tensor<16x4xi8>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{x's last dim and w's rows must agree, got 8 and 16}}
+  %0 = kiln.linear_q8 %x, %w, %s {activation = "none"} : (tensor<2x8xf32>, tensor<16x4xi8>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @gated_mlp_q8_down_scale(%x: tensor<2x8xf32>, %wgu: tensor<8x6xi8>, %sgu: tensor<6xf32>, %wd: tensor<3x8xi8>, %sd: tensor<3xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{w_down's columns and scale must agree, got 8 and 3}}
+  %0 = kiln.gated_mlp_q8 %x, %wgu, %sgu, %wd, %sd {activation = "silu"} : (tensor<2x8xf32>, tensor<8x6xi8>, tensor<6xf32>, tensor<3x8xi8>, tensor<3xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @gated_mlp_q8_activation(%x: tensor<2x8xf32>, %wgu: tensor<8x6xi8>, %sgu: tensor<6xf32>, %wd: tensor<3x8xi8>, %sd: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{activation must be one of}}
+  %0 = kiln.gated_mlp_q8 %x, %wgu, %sgu, %wd, %sd {activation = "none"} : (tensor<2x8xf32>, tensor<8x6xi8>, tensor<6xf32>, tensor<3x8xi8>, tensor<8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}

@@ -1,6 +1,7 @@
 // Packed weights (kernels/cpu/packed_matrix.h): the packed layout, PackedGemm
-// (AVX-512, AVX2 and portable paths) against a plain double-precision product, and
-// Gemm<float> finding a held packed weight by its address.
+// (AVX-512, AVX2 and portable paths; f32, half and int8 weights) against a
+// plain double-precision product, and Gemm<float> finding a held packed weight
+// by its address.
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_matrix.h"
@@ -8,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace kiln::test {
@@ -240,6 +243,173 @@ TEST(PackedGemm, GemmFindsHeldHalfWeightByAddress) {
                          std::vector<float>(m * n, 0.0f), n),
                k, "gemm through the half copy");
   }
+}
+
+// An int8 weight [k, n] (q in [-127, 127]) and its column scales (positive,
+// a few times apart, so that a scale applied to the wrong column shows).
+struct I8Weight {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+};
+I8Weight RandomI8(int64_t k, int64_t n, int64_t ldb, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> qd(-127, 127);
+  std::uniform_real_distribution<float> sd(0.002f, 0.02f);
+  I8Weight w{std::vector<int8_t>(static_cast<size_t>(k * ldb)), std::vector<float>(n)};
+  for (int8_t &v : w.q)
+    v = static_cast<int8_t>(qd(rng));
+  for (float &v : w.scales)
+    v = sd(rng);
+  return w;
+}
+
+// C = alpha * A @ (Q diag(scales)) + beta * C in double precision, C's
+// padding kept; `mag` gets each element's sum of |terms| (the scale of its
+// rounding error), 0 for padding.
+std::vector<double> ReferenceI8(int64_t m, int64_t n, int64_t k, float alpha,
+                                const std::vector<float> &a, int64_t lda, const I8Weight &w,
+                                int64_t ldb, float beta, const std::vector<float> &c, int64_t ldc,
+                                std::vector<double> &mag) {
+  std::vector<double> out(c.begin(), c.end());
+  mag.assign(c.size(), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double cv = beta == 0.0f ? 0.0 : beta * double(c[i * ldc + j]);
+      double s = 0.0, abs_sum = std::fabs(cv);
+      for (int64_t p = 0; p < k; ++p) {
+        const double t =
+            double(alpha) * double(a[i * lda + p]) * double(w.q[p * ldb + j]) * double(w.scales[j]);
+        s += t;
+        abs_sum += std::fabs(t);
+      }
+      out[i * ldc + j] = s + cv;
+      mag[i * ldc + j] = abs_sum;
+    }
+  return out;
+}
+
+// got against want within 1e-5 of each element's sum of |terms| (f32
+// accumulation's error is far below it; one wrong term or scale is not).
+void ExpectNearMag(const std::vector<float> &got, const std::vector<double> &want,
+                   const std::vector<double> &mag, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) { // padding that held NaN: left alone
+      ASSERT_TRUE(std::isnan(got[i])) << what << " at " << i;
+      continue;
+    }
+    ASSERT_NEAR(got[i], want[i], 1e-5 * mag[i] + 1e-30) << what << " at " << i;
+  }
+}
+
+// The layout of an int8 weight: zero-padded 64-column panels at one byte an
+// element, its scales copied and zero-padded to whole panels; and the sizes
+// and arguments PackI8 refuses.
+TEST(PackedMatrix, I8LayoutAndScales) {
+  std::mt19937 rng(7);
+  const int64_t k = 5, n = 70, ldb = n + 3;
+  const I8Weight w = RandomI8(k, n, ldb, rng);
+  auto packed = PackedMatrix::PackI8(w.q.data(), w.scales.data(), k, n, ldb);
+  ASSERT_TRUE(packed);
+  EXPECT_EQ(packed->elem(), kernels::PackedElem::kI8);
+  EXPECT_EQ(packed->panels(), 2);
+  EXPECT_EQ(packed->bytes(), static_cast<size_t>(2 * kPanelCols * k));
+  ASSERT_NE(packed->scales(), nullptr);
+  for (int64_t j = 0; j < 2 * kPanelCols; ++j) {
+    ASSERT_EQ(packed->scales()[j], j < n ? w.scales[j] : 0.0f) << "scale " << j;
+    for (int64_t p = 0; p < k; ++p)
+      ASSERT_EQ(packed->panel_as<int8_t>(j / kPanelCols)[p * kPanelCols + j % kPanelCols],
+                j < n ? w.q[p * ldb + j] : 0)
+          << "p " << p << " j " << j;
+  }
+  std::vector<float> b(16, 1.0f);
+  auto f32 = PackedMatrix::Pack(b.data(), 4, 4, 4, false);
+  ASSERT_TRUE(f32);
+  EXPECT_EQ(f32->scales(), nullptr);
+  const float *sc = w.scales.data();
+  EXPECT_FALSE(PackedMatrix::PackI8(nullptr, sc, 2, 2, 2));
+  EXPECT_FALSE(PackedMatrix::PackI8(w.q.data(), nullptr, 2, 2, 2));
+  EXPECT_FALSE(PackedMatrix::PackI8(w.q.data(), sc, 0, 2, 2));
+  EXPECT_FALSE(PackedMatrix::PackI8(w.q.data(), sc, 2, 0, 2));
+  EXPECT_FALSE(PackedMatrix::PackI8(w.q.data(), sc, 2, 4, 3)); // ldb < n
+  std::vector<uint16_t> h(4, 0);
+  EXPECT_FALSE(PackedMatrix::PackHalf(h.data(), 2, 2, 2, false, kernels::PackedElem::kI8));
+}
+
+// An int8 weight with per-column scales on every code path against the
+// reference: one row (the whole-panel decode tile), the 6-row tiles and
+// their tails, past 64 rows (the deeper depth blocks); column tails inside
+// 8- and 16-wide vectors and past whole panels; depths across the 256- and
+// 512-row depth blocks; strided A and C; alpha; beta 0 (NaN in C), 1 and
+// another.
+TEST(PackedGemm, I8WeightsMatchReference) {
+  std::mt19937 rng(53);
+  int round = 0;
+  for (int64_t m : {1, 2, 5, 6, 7, 16, 70})
+    for (int64_t n : {1, 13, 64, 70, 130})
+      for (int64_t k : {7, 300, 600, 1030}) {
+        const int64_t lda = k + 3, ldc = n + 2, ldb = n + 5;
+        const I8Weight w = RandomI8(k, n, ldb, rng);
+        std::vector<float> a = Random(m * lda, rng), c = Random(m * ldc, rng);
+        const float alpha = 0.75f, beta = std::vector<float>{0.0f, 1.0f, -0.5f}[round++ % 3];
+        if (beta == 0.0f)
+          for (int64_t i = 0; i < m; ++i)
+            c[i * ldc + (i * 7) % n] = std::numeric_limits<float>::quiet_NaN();
+        std::vector<double> mag;
+        const std::vector<double> want =
+            ReferenceI8(m, n, k, alpha, a, lda, w, ldb, beta, c, ldc, mag);
+        auto packed = PackedMatrix::PackI8(w.q.data(), w.scales.data(), k, n, ldb);
+        ASSERT_TRUE(packed);
+        const std::string what = "i8 m " + std::to_string(m) + " n " + std::to_string(n) + " k " +
+                                 std::to_string(k) + " beta " + std::to_string(beta);
+        std::vector<float> got = c;
+        kernels::PackedGemm(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
+        ExpectNearMag(got, want, mag, what);
+        got = c;
+        kernels::PackedGemmPortable(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc);
+        ExpectNearMag(got, want, mag, what + " (portable)");
+        if (HasAvx2()) {
+          got = c;
+          ASSERT_TRUE(
+              kernels::PackedGemmAvx2(m, a.data(), lda, *packed, alpha, beta, got.data(), ldc));
+          ExpectNearMag(got, want, mag, what + " (avx2)");
+        }
+      }
+}
+
+// Gemm<float> given an int8 weight's address finds its packed copy and
+// multiplies with it, for one row and several; the address is shared by a
+// second acquirer with the same scales and refused as another kind or with
+// other scales; dropped, it is no longer found.
+TEST(PackedGemm, GemmFindsHeldI8WeightByAddress) {
+  std::mt19937 rng(59);
+  const int64_t m = 4, k = 300, n = 90;
+  const I8Weight w = RandomI8(k, n, n, rng);
+  const std::vector<float> a = Random(m * k, rng);
+  auto held = kernels::AcquirePackedI8(w.q.data(), w.scales.data(), k, n, n);
+  ASSERT_TRUE(held);
+  const kernels::PackedMatrix *found = kernels::FindPacked(w.q.data(), k, n, n, false);
+  ASSERT_EQ(found, held.get());
+  EXPECT_EQ(found->elem(), kernels::PackedElem::kI8);
+  EXPECT_EQ(kernels::AcquirePackedI8(w.q.data(), w.scales.data(), k, n, n), held); // shared
+  std::vector<float> other = w.scales;
+  other[n - 1] *= 2.0f;
+  EXPECT_EQ(kernels::AcquirePackedI8(w.q.data(), other.data(), k, n, n), nullptr);
+  EXPECT_EQ(kernels::AcquirePacked(reinterpret_cast<const float *>(w.q.data()), k, n, n, false),
+            nullptr);
+  EXPECT_EQ(kernels::AcquirePackedHalf(reinterpret_cast<const uint16_t *>(w.q.data()), k, n, n,
+                                       false, kernels::PackedElem::kBF16),
+            nullptr);
+  for (int64_t rows : {int64_t{1}, m}) {
+    std::vector<float> c(rows * n, std::numeric_limits<float>::quiet_NaN());
+    kernels::Gemm<float>(false, false, rows, n, k, 1.0f, a.data(), k,
+                         reinterpret_cast<const float *>(w.q.data()), n, 0.0f, c.data(), n);
+    std::vector<double> mag;
+    const std::vector<double> want =
+        ReferenceI8(rows, n, k, 1.0f, a, k, w, n, 0.0f, std::vector<float>(rows * n, 0.0f), n, mag);
+    ExpectNearMag(c, want, mag, "gemm through the int8 copy, rows " + std::to_string(rows));
+  }
+  held.reset();
+  EXPECT_EQ(kernels::FindPacked(w.q.data(), k, n, n, false), nullptr);
 }
 
 TEST(PackedGemm, ZeroRowsTouchNothing) {

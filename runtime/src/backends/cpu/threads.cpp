@@ -4,11 +4,20 @@
 #include "kernels/cpu/gemm.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 namespace kiln {
 namespace {
 
-std::atomic<bool> g_weight_packing{true};
+// On unless the environment says KILN_CPU_PACK=0 (for comparing the packed
+// kernels with the plain ones on a real plan).
+bool PackingDefault() {
+  const char *v = std::getenv("KILN_CPU_PACK");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+std::atomic<bool> g_weight_packing{PackingDefault()};
 
 } // namespace
 

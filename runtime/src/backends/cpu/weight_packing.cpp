@@ -20,7 +20,40 @@ struct ProductWeight {
   int tensor;
   int64_t k, n, ldb;
   bool trans;
+  int scale = -1; // an int8 weight's f32 scale [n]
 };
+
+// The (weight, scale) operand positions of an int8 product.
+std::vector<std::pair<size_t, size_t>> Int8ProductOperands(const std::string &type) {
+  if (type == "linear_q8")
+    return {{1, 2}};
+  if (type == "gated_mlp_q8")
+    return {{1, 2}, {3, 4}};
+  return {};
+}
+
+// The int8 2-D weights `op` reads as B with their scales (never
+// transposed).
+std::vector<ProductWeight> Int8WeightsOf(const WeightUse &op,
+                                         const std::vector<PlanTensor> &tensors) {
+  std::vector<ProductWeight> out;
+  const std::vector<int> &inputs = *op.inputs;
+  for (auto [wpos, spos] : Int8ProductOperands(std::string(op.op_type))) {
+    if (spos >= inputs.size() || inputs[wpos] < 0 || inputs[spos] < 0)
+      continue;
+    const PlanTensor &w = tensors[inputs[wpos]], &s = tensors[inputs[spos]];
+    if (w.kind != TensorKind::kWeight || w.dtype != DType::kI8 || !w.IsStatic() ||
+        w.dims.size() != 2 || w.data == nullptr)
+      continue;
+    const int64_t rows = w.dims[0].value, cols = w.dims[1].value;
+    // The shape rules check the scale at run time; packing needs it now.
+    if (s.kind != TensorKind::kWeight || s.dtype != DType::kF32 || !s.IsStatic() ||
+        s.dims.size() != 1 || s.dims[0].value != cols || s.data == nullptr)
+      continue;
+    out.push_back({inputs[wpos], rows, cols, cols, false, inputs[spos]});
+  }
+  return out;
+}
 
 // The operand positions of an op type that the CPU kernels pass to
 // kernels::Gemm as B (never transposed A), with B = the whole 2-D tensor.
@@ -36,7 +69,7 @@ std::vector<size_t> ProductOperands(const std::string &type) {
 // makes the kernel skip packed weights, so such a gemm's B is not counted.
 std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
                                             const std::vector<PlanTensor> &tensors) {
-  std::vector<ProductWeight> out;
+  std::vector<ProductWeight> out = Int8WeightsOf(op, tensors);
   const std::string type(op.op_type);
   const std::vector<int> &inputs = *op.inputs;
   const bool gemm = type == "gemm";
@@ -113,12 +146,17 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
   std::vector<int> packed_reads(tensors.size(), 0);
   for (const ProductWeight &w : uses) {
     const PlanTensor &t = tensors[w.tensor];
-    auto held =
-        t.dtype == DType::kF32
-            ? kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans)
-            : kernels::AcquirePackedHalf(
-                  static_cast<const uint16_t *>(t.data), w.k, w.n, w.ldb, w.trans,
-                  t.dtype == DType::kF16 ? kernels::PackedElem::kF16 : kernels::PackedElem::kBF16);
+    std::shared_ptr<const kernels::PackedMatrix> held;
+    if (t.dtype == DType::kF32)
+      held = kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
+    else if (t.dtype == DType::kI8)
+      held = kernels::AcquirePackedI8(static_cast<const int8_t *>(t.data),
+                                      static_cast<const float *>(tensors[w.scale].data), w.k, w.n,
+                                      w.ldb);
+    else
+      held = kernels::AcquirePackedHalf(
+          static_cast<const uint16_t *>(t.data), w.k, w.n, w.ldb, w.trans,
+          t.dtype == DType::kF16 ? kernels::PackedElem::kF16 : kernels::PackedElem::kBF16);
     if (!held)
       continue; // out of memory, or read two ways: the product reads the mapping
     ++packed_reads[w.tensor];

@@ -10,7 +10,8 @@
 
 namespace kiln::cpu {
 
-// Packs the f32, bf16 and f16 2-D weights that `ops` read as a product's right operand
+// Packs the f32, bf16, f16 and int8 (with its scales: linear_q8,
+// gated_mlp_q8) 2-D weights that `ops` read as a product's right operand
 // (unless kiln/cpu.h's SetCpuWeightPacking turned it off) into `packed`,
 // which keeps them alive; products find them by the weight's address
 // (kernels/cpu/gemm.cpp). Weights nothing else reads have their mapped pages

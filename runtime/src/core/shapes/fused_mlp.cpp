@@ -140,9 +140,72 @@ Status InferGatedMlp(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
+// ---- linear_q8 and gated_mlp_q8: int8 weights, f32 scales ----------------
+
+constexpr const char *kLinearQ8 = "linear_q8";
+constexpr const char *kGatedMlpQ8 = "gated_mlp_q8";
+
+// An int8 weight [rows, N] with its f32 scale [N]; N is returned.
+StatusOr<int64_t> CheckQuantizedWeight(std::string_view op, const char *name, const TensorView &w,
+                                       const TensorView &scale, int64_t rows,
+                                       const char *rows_text) {
+  KILN_RETURN_IF_ERROR(CheckDType(op, name, w, {DType::kI8}));
+  if (w.shape.size() != 2)
+    return OpError(op, std::string("operand '") + name + "' must be 2-D, got shape " +
+                           ShapeToString(w.shape));
+  if (w.shape[0] != rows)
+    return OpError(op, std::string("operand '") + name + "' of shape " + ShapeToString(w.shape) +
+                           " must have " + rows_text + " = " + std::to_string(rows) + " rows");
+  const std::string scale_name = std::string(name) + "'s scale";
+  KILN_RETURN_IF_ERROR(CheckDType(op, scale_name.c_str(), scale, {DType::kF32}));
+  KILN_RETURN_IF_ERROR(CheckExactShape(op, scale_name.c_str(), scale, {w.shape[1]}, "[N]"));
+  return w.shape[1];
+}
+
+// x [..., K] f32, w [K, N] i8, scale [N] f32, bias [N] f32? -> [..., N] f32.
+Status InferLinearQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity(kLinearQ8, in, 3, 4, out, 1, 1));
+  const TensorView &x = *in[0];
+  KILN_RETURN_IF_ERROR(CheckDType(kLinearQ8, "x", x, {DType::kF32}));
+  KILN_RETURN_IF_ERROR(CheckMinRank(kLinearQ8, "x", x, 1));
+  KILN_ASSIGN_OR_RETURN(int64_t n, CheckQuantizedWeight(kLinearQ8, "w", *in[1], *in[2],
+                                                        x.shape.back(), "K (x's last dim)"));
+  if (in.size() > 3 && in[3] != nullptr) {
+    KILN_RETURN_IF_ERROR(CheckDType(kLinearQ8, "bias", *in[3], {DType::kF32}));
+    KILN_RETURN_IF_ERROR(CheckExactShape(kLinearQ8, "bias", *in[3], {n}, "[N]"));
+  }
+  KILN_RETURN_IF_ERROR(LinearActivation(attrs).status());
+  const LinearDims d = LinearDimsOf(x, n);
+  KILN_RETURN_IF_ERROR(CheckBlasLimit(kLinearQ8, {d.rows, d.k, n}));
+  out[0] = {DType::kF32, d.out, nullptr};
+  return Status::Ok();
+}
+
+// x [..., K], w_gate_up [K, 2F] i8 + [2F] f32, w_down [F, N] i8 + [N] f32.
+Status InferGatedMlpQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity(kGatedMlpQ8, in, 5, 5, out, 1, 1));
+  const TensorView &x = *in[0];
+  KILN_RETURN_IF_ERROR(CheckDType(kGatedMlpQ8, "x", x, {DType::kF32}));
+  KILN_RETURN_IF_ERROR(CheckMinRank(kGatedMlpQ8, "x", x, 1));
+  KILN_ASSIGN_OR_RETURN(int64_t f2, CheckQuantizedWeight(kGatedMlpQ8, "w_gate_up", *in[1], *in[2],
+                                                         x.shape.back(), "K (x's last dim)"));
+  if (f2 % 2 != 0)
+    return OpError(kGatedMlpQ8, "operand 'w_gate_up' of shape " + ShapeToString(in[1]->shape) +
+                                    " must have an even number of columns [K, 2F]");
+  KILN_ASSIGN_OR_RETURN(int64_t n, CheckQuantizedWeight(kGatedMlpQ8, "w_down", *in[3], *in[4],
+                                                        f2 / 2, "F (half of w_gate_up's columns)"));
+  KILN_RETURN_IF_ERROR(GatedMlpActivation(attrs).status());
+  const LinearDims d = LinearDimsOf(x, n);
+  KILN_RETURN_IF_ERROR(CheckBlasLimit(kGatedMlpQ8, {d.rows, d.k, f2, n}));
+  out[0] = {DType::kF32, d.out, nullptr};
+  return Status::Ok();
+}
+
 } // namespace
 
 void AddFusedMlpShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({kLinearQ8, InferLinearQ8});
+  rules.push_back({kGatedMlpQ8, InferGatedMlpQ8});
   rules.push_back({kGelu, InferGelu});
   rules.push_back({kLinear, InferLinear});
   rules.push_back({kGatedMlp, InferGatedMlp});
