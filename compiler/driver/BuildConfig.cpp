@@ -465,6 +465,13 @@ llvm::Expected<BuildConfig> ReshardConfig(const std::string &storedJson, int64_t
     it = it.value().is_null() ? j.erase(it) : std::next(it);
   if (j.contains("dtype") && j["dtype"] == "model")
     j.erase("dtype");
+  // An int8 plan holds the int8 weights only, not the f32 ones its source
+  // graph names.
+  if (j.contains("quant") && j["quant"].is_object() && j["quant"].value("enabled", false))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "an int8 plan (quant.enabled) cannot be resharded yet: it "
+                                   "holds int8 weights, not the f32 ones its source graph "
+                                   "names; build it again from the ONNX model");
   j["tensor_parallel"] = {{"tp_size", tpSize}};
   BuildConfigParser parser;
   if (llvm::Error e = parser.AddJsonText(j.dump(), "the plan's build config"))

@@ -399,11 +399,12 @@ llvm::Expected<std::string> Build::runQuantize() {
   }
   if (!rankModules.empty() && config.dtype_explicit && config.dtype != "fp32")
     summary = "converted to " + config.dtype + " before partitioning; " + summary;
-  if (!config.quant_enabled || request.reshard)
+  if (!config.quant_enabled) // (kiln reshard refuses int8 plans)
     return summary;
   // int8 after the snapshot of the source graph, which keeps the f32
   // weights the int8 ones were made from.
   std::string report;
+  int rewritten = 0;
   for (mlir::ModuleOp m : modules()) {
     if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
           return addRegistered(pm, "kiln-quantize-int8");
@@ -412,7 +413,14 @@ llvm::Expected<std::string> Build::runQuantize() {
     if (auto r = m->getAttrOfType<mlir::StringAttr>("kiln.quantize_report"))
       report = r.str();
     m->removeAttr("kiln.quantize_report");
+    m.walk([&](mlir::Operation *op) { rewritten += mlir::isa<LinearQ8Op, GatedMlpQ8Op>(op); });
   }
+  // Only injected projections are quantized: a --no-inject build (or a
+  // model whose products did not fuse) would silently stay f32.
+  if (rewritten == 0)
+    log << "warning: quant.enabled, but no linear or gated_mlp with a constant f32 weight was "
+           "found, so no weight is int8 (int8 applies to injected projections; was the build "
+           "--no-inject?)\n";
   return report + "; weights " + weightTypes(*modules().begin());
 }
 

@@ -16,7 +16,8 @@ For each fixture, over one fixed token sequence (as half_plans.py picks it):
      the same bound, with weight packing on and off (KILN_CPU_PACK=0: the
      kernels widen the int8 weight instead of reading packed panels);
   5. bad configs are refused, naming the conflict: --int8 with --dtype bf16
-     and with --tp-size 2.
+     and with --tp-size 2; --int8 --no-inject builds, warning that no weight
+     became int8.
 Prints `int8 <fixture> <interface> max_rel <x> top1 <y>` per fixture.
 """
 import argparse
@@ -114,6 +115,12 @@ class Int8Fixture(Fixture):
             diff = float(rel_per_position(packed[:1], widened[:1].astype(np.float64))[0])
             self.check(diff <= 1e-4, f"{where}: packed and widened int8 kernels agree "
                        f"(rel {diff:.2e})")
+        # Without injection there is no projection to quantize: built, with
+        # a warning that says so.
+        _, r = self.build_int8(["--no-inject"])
+        self.check(r.returncode == 0 and "no weight is int8" in r.stderr,
+                   f"{self.dir.name}: --int8 --no-inject warns that nothing became int8 "
+                   f"(exit {r.returncode}): {r.stderr.strip()[-200:]}")
         for extra, want in ((["--dtype", "bf16"], "not supported yet with dtype bf16"),
                             (["--tp-size", "2"], "not supported yet with tensor_parallel")):
             _, r = self.build_int8(extra)

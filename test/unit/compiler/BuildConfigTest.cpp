@@ -182,7 +182,9 @@ TEST(BuildConfig, InjectionPolicyNamesRowParallelGlobs) {
   // tp_size lives under tensor_parallel (or tp); only mp_size is top level.
   EXPECT_ERROR_HAS(Parse(R"({"tp_size": 2})"), "unknown key \"tp_size\"");
   ASSERT_EQ(Parse(R"({"tp": {"tp_size": 2}, "injection_policy":
-      {"LlamaDecoderLayer": ["*o_proj*", "*down_proj*"]}})", &c), "");
+      {"LlamaDecoderLayer": ["*o_proj*", "*down_proj*"]}})",
+                  &c),
+            "");
   ASSERT_EQ(c.row_parallel.size(), 2u);
   EXPECT_EQ(c.row_parallel[0].label, "LlamaDecoderLayer");
   EXPECT_EQ(c.row_parallel[1].glob, "*down_proj*");
@@ -219,10 +221,33 @@ TEST(BuildConfig, KernelInjectIsTriState) {
   EXPECT_TRUE(Contains(c.ToJson(), "\"replace_with_kernel_inject\": null"));
 }
 
-TEST(BuildConfig, UnsupportedFeaturesAreRefused) {
-  EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": true}})"), "quant.enabled: not supported yet");
+TEST(BuildConfig, QuantEnablesInt8WeightsWithF32OneRankPlans) {
+  BuildConfig c;
+  ASSERT_EQ(Parse(R"({"quant": {"enabled": true}})", &c), "");
+  EXPECT_TRUE(c.quant_enabled);
+  EXPECT_TRUE(Contains(c.ToJson(), "\"quant\": {\"enabled\": true}"));
   // DeepSpeed's quant.enabled defaults to true, so an empty object asks for it.
-  EXPECT_ERROR_HAS(Parse(R"({"quant": {}})"), "not supported yet");
+  ASSERT_EQ(Parse(R"({"quant": {}})", &c), "");
+  EXPECT_TRUE(c.quant_enabled);
+  ASSERT_EQ(Parse(R"({"quant": {"enabled": true}, "dtype": "fp32"})", &c), "");
+  ASSERT_EQ(Parse(R"({"quant": {"enabled": false}, "dtype": "bf16"})", &c), "");
+  EXPECT_FALSE(c.quant_enabled);
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": true}, "dtype": "bf16"})"),
+                   "quant.enabled: not supported yet with dtype bf16");
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {}, "tensor_parallel": {"tp_size": 2}})"),
+                   "quant.enabled: not supported yet with tensor_parallel.tp_size 2");
+  // A plan's stored config: an int8 plan is not resharded (its f32 weights
+  // are not in it); an fp32 one is.
+  auto fine = ReshardConfig(R"({"quant": {"enabled": false}})", 2);
+  EXPECT_TRUE(static_cast<bool>(fine));
+  if (!fine)
+    llvm::consumeError(fine.takeError());
+  auto refused = ReshardConfig(R"({"quant": {"enabled": true}})", 1);
+  ASSERT_FALSE(static_cast<bool>(refused));
+  EXPECT_TRUE(Contains(llvm::toString(refused.takeError()), "cannot be resharded"));
+}
+
+TEST(BuildConfig, UnsupportedFeaturesAreRefused) {
   EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": false, "weight": {"num_bits": 8}}})"),
                    "quant.weight: not supported yet");
   EXPECT_ERROR_HAS(Parse(R"({"checkpoint": "ckpt.json"})"), "checkpoint: not supported yet");

@@ -234,6 +234,8 @@ TEST(OpTable, EveryDocumentedOpIsRegistered) {
   const std::vector<std::string> fused = {"rms_norm", "add_rms_norm", "add_layer_norm",
                                           "gelu",     "linear",       "gated_mlp",
                                           "rotary",   "attention",    "paged_attention",
+                                          // The quantize phase's int8 projections.
+                                          "linear_q8", "gated_mlp_q8",
                                           // docs/tensor-parallel.md: the collectives.
                                           "all_reduce", "all_gather"};
   std::vector<std::string> all = documented;
