@@ -1,4 +1,5 @@
-// Cases of the matrix products (matmul, gemm, linear, gated_mlp) and rotary.
+// Cases of the matrix products (matmul, gemm, linear, gated_mlp, and their
+// int8 forms linear_q8 and gated_mlp_q8) and rotary.
 #include "op_case.h"
 
 namespace kiln::oracle {
@@ -114,6 +115,35 @@ void AddFusedProducts(std::vector<OpCase> &c) {
                        kProduct));
 }
 
+// The int8 projections: full-range int8 weights with positive per-column
+// scales; one row (decode), a few, and a block past the packed kernel's
+// 64-row switch, with and without a bias.
+void AddInt8Products(std::vector<OpCase> &c) {
+  constexpr DType I8 = DType::kI8;
+  for (const char *act : {"none", "silu"})
+    c.push_back(MakeCase("linear_q8", F32, {7, 37}, std::string(act) + "_bias",
+                         Attrs().String("activation", act),
+                         {Uniform(F32, {7, 37}), Uniform(I8, {37, 29}, -127, 127),
+                          Uniform(F32, {29}, 0.001, 0.01), Uniform(F32, {29})},
+                         kProduct));
+  c.push_back(MakeCase("linear_q8", F32, {1, 129}, "none_one_row",
+                       Attrs().String("activation", "none"),
+                       {Uniform(F32, {1, 129}), Uniform(I8, {129, 257}, -127, 127),
+                        Uniform(F32, {257}, 0.001, 0.01), Omitted()},
+                       kProduct));
+  c.push_back(MakeCase("linear_q8", F32, {70, 257}, "gelu_many_rows",
+                       Attrs().String("activation", "gelu"),
+                       {Uniform(F32, {70, 257}), Uniform(I8, {257, 131}, -127, 127),
+                        Uniform(F32, {131}, 0.001, 0.005), Uniform(F32, {131})},
+                       kProduct));
+  for (const Shape &x : {Shape{1, 1, 129}, Shape{9, 37}})
+    c.push_back(MakeCase("gated_mlp_q8", F32, x, "silu", Attrs().String("activation", "silu"),
+                         {Uniform(F32, x), Uniform(I8, {x.back(), 58}, -127, 127),
+                          Uniform(F32, {58}, 0.001, 0.005), Uniform(I8, {29, 31}, -127, 127),
+                          Uniform(F32, {31}, 0.001, 0.01)},
+                         kProduct));
+}
+
 // The fused products' device paths: each activation with and without a
 // bias in half precision (cuBLASLt epilogues or the activation kernel after
 // the GEMM), decode steps with long sums, and empty sums.
@@ -181,6 +211,7 @@ void AddProductCases(std::vector<OpCase> &cases) {
   AddDeviceMatMul(cases);
   AddFusedProducts(cases);
   AddDeviceFusedProducts(cases);
+  AddInt8Products(cases);
   AddRotary(cases);
 }
 

@@ -115,6 +115,29 @@ std::vector<RefTensor> GatedMlp(const OpAttrs &attrs, const RefInputs &in) {
   return {out};
 }
 
+// An int8 weight [K, N] times its per-column scale [N]: the f32 weight it
+// stands for.
+RefTensor Dequantized(const RefTensor &q, const RefTensor &scale) {
+  RefTensor w = q;
+  const int64_t n = q.shape[1];
+  for (int64_t i = 0; i < q.numel(); ++i)
+    w.v[i] = q.v[i] * scale.v[i % n];
+  return w;
+}
+
+// linear over the dequantized weight: x, w, scale, bias?.
+std::vector<RefTensor> LinearQ8(const OpAttrs &attrs, const RefInputs &in) {
+  const RefTensor w = Dequantized(*in[1], *in[2]);
+  return Linear(attrs, {in[0], &w, in.size() > 3 ? in[3] : nullptr});
+}
+
+// gated_mlp over the dequantized weights: x, w_gate_up, its scale, w_down,
+// its scale.
+std::vector<RefTensor> GatedMlpQ8(const OpAttrs &attrs, const RefInputs &in) {
+  const RefTensor wgu = Dequantized(*in[1], *in[2]), wd = Dequantized(*in[3], *in[4]);
+  return GatedMlp(attrs, {in[0], &wgu, &wd});
+}
+
 // y[..R] = x cos + rot(x) sin, the rest of the last dim passed through.
 std::vector<RefTensor> Rotary(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor &x = *in[0], &cos = *in[1], &sin = *in[2];
@@ -144,6 +167,8 @@ void AddProductRefs(RefTable &t) {
   t["gemm"] = Gemm;
   t["linear"] = Linear;
   t["gated_mlp"] = GatedMlp;
+  t["linear_q8"] = LinearQ8;
+  t["gated_mlp_q8"] = GatedMlpQ8;
   t["rotary"] = Rotary;
 }
 

@@ -225,7 +225,7 @@ TEST(BuildConfig, QuantEnablesInt8WeightsWithF32OneRankPlans) {
   BuildConfig c;
   ASSERT_EQ(Parse(R"({"quant": {"enabled": true}})", &c), "");
   EXPECT_TRUE(c.quant_enabled);
-  EXPECT_TRUE(Contains(c.ToJson(), "\"quant\": {\"enabled\": true}"));
+  EXPECT_TRUE(Contains(c.ToJson(), "\"quant\": {\n    \"enabled\": true\n  }")) << c.ToJson();
   // DeepSpeed's quant.enabled defaults to true, so an empty object asks for it.
   ASSERT_EQ(Parse(R"({"quant": {}})", &c), "");
   EXPECT_TRUE(c.quant_enabled);
