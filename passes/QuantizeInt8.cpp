@@ -163,8 +163,10 @@ public:
 
   LogicalResult rewrite(LinearOp op) {
     ConstantOp w = f32Weight(op.getW());
-    if (!w || !isF32(op.getX()) || (op.getBias() && !isF32(op.getBias())))
+    if (!w || !isF32(op.getX()) || (op.getBias() && !isF32(op.getBias()))) {
+      ++kept;
       return success();
+    }
     FailureOr<Quantized> q = quantize(w);
     if (failed(q))
       return failure();
@@ -179,8 +181,10 @@ public:
 
   LogicalResult rewrite(GatedMlpOp op) {
     ConstantOp gu = f32Weight(op.getWGateUp()), down = f32Weight(op.getWDown());
-    if (!gu || !down || !isF32(op.getX()))
+    if (!gu || !down || !isF32(op.getX())) {
+      ++kept;
       return success();
+    }
     FailureOr<Quantized> qgu = quantize(gu);
     if (failed(qgu))
       return failure();
@@ -203,7 +207,7 @@ public:
         c->erase();
   }
 
-  int linears = 0, mlps = 0;
+  int linears = 0, mlps = 0, kept = 0;
 
 private:
   OpBuilder b;
@@ -225,10 +229,12 @@ struct KilnQuantizeInt8 : impl::KilnQuantizeInt8Base<KilnQuantizeInt8> {
         return signalPassFailure();
     }
     quantizer.dropOriginals();
-    getOperation()->setAttr(
-        "kiln.quantize_report",
-        StringAttr::get(&getContext(), std::to_string(quantizer.linears) + " linears, " +
-                                           std::to_string(quantizer.mlps) + " gated MLPs to int8"));
+    std::string report = std::to_string(quantizer.linears) + " linears, " +
+                         std::to_string(quantizer.mlps) + " gated MLPs to int8";
+    if (quantizer.kept > 0)
+      report += ", " + std::to_string(quantizer.kept) +
+                " kept (weight not a 2-D f32 constant, or not an f32 product)";
+    getOperation()->setAttr("kiln.quantize_report", StringAttr::get(&getContext(), report));
   }
 };
 

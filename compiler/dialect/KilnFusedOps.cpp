@@ -223,6 +223,18 @@ LogicalResult LinearOp::inferShapes(ShapeInferenceContext &ctx) {
   return success();
 }
 
+/// w_gate_up [K, 2F] beside w_down [F, N]: an even number of columns, twice
+/// w_down's rows.
+LogicalResult expectGatedWidths(Operation *op, Value wGateUp, Value wDown) {
+  int64_t gateUp = dimOf(wGateUp, 1), down = dimOf(wDown, 0);
+  if (known(gateUp) && gateUp % 2 != 0)
+    return op->emitOpError() << "w_gate_up must have an even number of columns, got " << gateUp;
+  if (known(gateUp) && known(down) && gateUp != 2 * down)
+    return op->emitOpError() << "w_gate_up's columns (" << gateUp
+                             << ") must be twice w_down's rows (" << down << ")";
+  return success();
+}
+
 LogicalResult GatedMlpOp::verify() {
   if (failed(expectKernelFloat(*this, {getX(), getWGateUp(), getWDown(), getY()})) ||
       failed(expectMinRank(*this, getX(), 1, "x")) ||
@@ -232,13 +244,7 @@ LogicalResult GatedMlpOp::verify() {
                              "x's last dim and w_gate_up's rows")) ||
       failed(expectActivation(*this, getActivation(), /*gated=*/true)))
     return failure();
-  int64_t gateUp = dimOf(getWGateUp(), 1), down = dimOf(getWDown(), 0);
-  if (known(gateUp) && gateUp % 2 != 0)
-    return emitOpError() << "w_gate_up must have an even number of columns, got " << gateUp;
-  if (known(gateUp) && known(down) && gateUp != 2 * down)
-    return emitOpError() << "w_gate_up's columns (" << gateUp << ") must be twice w_down's rows ("
-                         << down << ")";
-  return success();
+  return expectGatedWidths(*this, getWGateUp(), getWDown());
 }
 
 LogicalResult GatedMlpOp::inferShapes(ShapeInferenceContext &ctx) {
@@ -293,13 +299,7 @@ LogicalResult GatedMlpQ8Op::verify() {
                              "x's last dim and w_gate_up's rows")) ||
       failed(expectActivation(*this, getActivation(), /*gated=*/true)))
     return failure();
-  int64_t gateUp = dimOf(getWGateUp(), 1), down = dimOf(getWDown(), 0);
-  if (known(gateUp) && gateUp % 2 != 0)
-    return emitOpError() << "w_gate_up must have an even number of columns, got " << gateUp;
-  if (known(gateUp) && known(down) && gateUp != 2 * down)
-    return emitOpError() << "w_gate_up's columns (" << gateUp << ") must be twice w_down's rows ("
-                         << down << ")";
-  return success();
+  return expectGatedWidths(*this, getWGateUp(), getWDown());
 }
 
 LogicalResult GatedMlpQ8Op::inferShapes(ShapeInferenceContext &ctx) {

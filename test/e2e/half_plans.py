@@ -218,8 +218,10 @@ class Fixture:
                        f"(rel {err:.2e})")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
+def run_fixtures(doc, fixture_class, prefix):
+    """The command line of this script and int8_plans.py: `fixture_class(args,
+    folder, tmp, check).test()` on each fixture folder; the exit code."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kiln", required=True, help="the kiln that runs plans")
     ap.add_argument("--builder", help="the kiln that builds plans (default: --kiln)")
@@ -227,11 +229,11 @@ def main():
     args = ap.parse_args()
     args.builder = args.builder or args.kiln
     check = Checks()
-    with tempfile.TemporaryDirectory(prefix="kiln-half-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         for folder in map(Path, args.fixtures):
-            Fixture(args, folder, Path(tmp), check).test()
+            fixture_class(args, folder, Path(tmp), check).test()
     return check.exit_code()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_fixtures(__doc__, Fixture, "kiln-half-"))

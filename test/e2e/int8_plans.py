@@ -20,17 +20,14 @@ For each fixture, over one fixed token sequence (as half_plans.py picks it):
      became int8.
 Prints `int8 <fixture> <interface> max_rel <x> top1 <y>` per fixture.
 """
-import argparse
+import json
 import os
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
-from checks import Checks
-from half_plans import Fixture, rel_per_position
+from half_plans import Fixture, rel_per_position, run_fixtures
 
 # Weight-only int8 with per-column scales rounds each weight by at most
 # max|column| / 254. On these fixtures the logits move by up to REL_TOL of
@@ -50,7 +47,6 @@ class Int8Fixture(Fixture):
         r = self.run(self.kiln, ["inspect", str(plan), "--json"])
         if not self.check(r.returncode == 0, f"{self.dir.name}: kiln inspect {plan.name}"):
             return None
-        import json
         return json.loads(r.stdout)
 
     def check_ops(self, info, qinfo, where):
@@ -129,20 +125,5 @@ class Int8Fixture(Fixture):
                        f"{r.stderr.strip()[-200:]}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kiln", required=True, help="the kiln that runs plans")
-    ap.add_argument("--builder", help="the kiln that builds plans (default: --kiln)")
-    ap.add_argument("fixtures", nargs="+", help="decoder fixture folders")
-    args = ap.parse_args()
-    args.builder = args.builder or args.kiln
-    check = Checks()
-    with tempfile.TemporaryDirectory(prefix="kiln-int8-") as tmp:
-        for folder in map(Path, args.fixtures):
-            Int8Fixture(args, folder, Path(tmp), check).test()
-    return check.exit_code()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_fixtures(__doc__, Int8Fixture, "kiln-int8-"))

@@ -88,10 +88,9 @@ Status InferGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 // ---- linear and gated_mlp ------------------------------------------------
 
-// Checks a 2-D weight whose first dim must be `rows` (named `rows_text`).
-Status CheckWeight(std::string_view op, const char *name, const TensorView &w, int64_t rows,
-                   const char *rows_text) {
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, name, w));
+// Checks that weight `name` is 2-D with `rows` (named `rows_text`) rows.
+Status CheckWeightRows(std::string_view op, const char *name, const TensorView &w, int64_t rows,
+                       const char *rows_text) {
   if (w.shape.size() != 2)
     return OpError(op, std::string("operand '") + name + "' must be 2-D, got shape " +
                            ShapeToString(w.shape));
@@ -99,6 +98,13 @@ Status CheckWeight(std::string_view op, const char *name, const TensorView &w, i
     return OpError(op, std::string("operand '") + name + "' of shape " + ShapeToString(w.shape) +
                            " must have " + rows_text + " = " + std::to_string(rows) + " rows");
   return Status::Ok();
+}
+
+// Checks a 2-D float weight whose first dim must be `rows`.
+Status CheckWeight(std::string_view op, const char *name, const TensorView &w, int64_t rows,
+                   const char *rows_text) {
+  KILN_RETURN_IF_ERROR(CheckFloatOperand(op, name, w));
+  return CheckWeightRows(op, name, w, rows, rows_text);
 }
 
 // x [..., K], w [K, N], bias [N]? -> [..., N].
@@ -150,12 +156,7 @@ StatusOr<int64_t> CheckQuantizedWeight(std::string_view op, const char *name, co
                                        const TensorView &scale, int64_t rows,
                                        const char *rows_text) {
   KILN_RETURN_IF_ERROR(CheckDType(op, name, w, {DType::kI8}));
-  if (w.shape.size() != 2)
-    return OpError(op, std::string("operand '") + name + "' must be 2-D, got shape " +
-                           ShapeToString(w.shape));
-  if (w.shape[0] != rows)
-    return OpError(op, std::string("operand '") + name + "' of shape " + ShapeToString(w.shape) +
-                           " must have " + rows_text + " = " + std::to_string(rows) + " rows");
+  KILN_RETURN_IF_ERROR(CheckWeightRows(op, name, w, rows, rows_text));
   const std::string scale_name = std::string(name) + "'s scale";
   KILN_RETURN_IF_ERROR(CheckDType(op, scale_name.c_str(), scale, {DType::kF32}));
   KILN_RETURN_IF_ERROR(CheckExactShape(op, scale_name.c_str(), scale, {w.shape[1]}, "[N]"));
