@@ -271,14 +271,30 @@ def variants(args):
     return out
 
 
+# The vector extensions kiln's CPU kernels (and ONNX Runtime's) choose by:
+# the same model name may have them or not (a VM's CPU model hides some).
+ISA_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8")
+
+
+def cpu_description():
+    """The CPU's model name and which of ISA_FLAGS it has."""
+    name, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and name == "unknown CPU":
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    have = [f for f in ISA_FLAGS if f in flags]
+    return f"{name} ({', '.join(have) if have else 'no AVX2'})"
+
+
 def print_header():
     """The command, the date, the machine and the ONNX Runtime version."""
     import onnxruntime
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), "unknown CPU")
     print(f"\ncommand: {' '.join(sys.argv)}")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores, "
-          f"{cpu}; onnxruntime {onnxruntime.__version__}")
+          f"{cpu_description()}; onnxruntime {onnxruntime.__version__}")
 
 
 def print_fixtures(args, rows):
