@@ -319,6 +319,10 @@ def KilnQuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::ModuleOp"> {
     original stays only if something else reads it (a tied embedding).
     A weight with a NaN or infinite element fails the pass, naming it.
 
+    With `activations=int8` the new ops get `activations = "int8"`: their
+    activation rows are quantized too, at run time, and multiplied int8 x
+    int8 (docs/fused-ops.md). The weights are the same either way.
+
     ```mlir
     %w = kiln.constant dense<...> : tensor<8x4xf32>
     %y = kiln.linear %x, %w {activation = "none"} : (tensor<?x8xf32>, tensor<8x4xf32>) -> tensor<?x4xf32>
@@ -330,6 +334,10 @@ def KilnQuantizeInt8 : Pass<"kiln-quantize-int8", "mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["kiln::KilnDialect"];
+  let options = [
+    Option<"activations", "activations", "std::string", /*default=*/"\"f32\"",
+           "f32 (weight-only int8) or int8 (activation rows quantized at run time too)">,
+  ];
 }
 
 def KilnUpcastOutputs : Pass<"kiln-upcast-outputs", "mlir::ModuleOp"> {

@@ -112,7 +112,8 @@ Value blobConstant(OpBuilder &b, Location loc, RankedTensorType type, const std:
 
 class Quantizer {
 public:
-  explicit Quantizer(MLIRContext *ctx) : b(ctx) {}
+  // `activations`: the new ops' attribute, null for the default (f32).
+  Quantizer(MLIRContext *ctx, StringAttr activations) : b(ctx), activations(activations) {}
 
   /// The int8 form of `c`, made once per constant and placed beside it.
   FailureOr<Quantized> quantize(ConstantOp c) {
@@ -172,7 +173,7 @@ public:
       return failure();
     b.setInsertionPoint(op);
     auto next = b.create<LinearQ8Op>(op.getLoc(), op.getY().getType(), op.getX(), q->q, q->scale,
-                                     op.getBias(), op.getActivationAttr());
+                                     op.getBias(), op.getActivationAttr(), activations);
     op.getY().replaceAllUsesWith(next.getY());
     op.erase();
     ++linears;
@@ -192,8 +193,9 @@ public:
     if (failed(qd))
       return failure();
     b.setInsertionPoint(op);
-    auto next = b.create<GatedMlpQ8Op>(op.getLoc(), op.getY().getType(), op.getX(), qgu->q,
-                                       qgu->scale, qd->q, qd->scale, op.getActivationAttr());
+    auto next =
+        b.create<GatedMlpQ8Op>(op.getLoc(), op.getY().getType(), op.getX(), qgu->q, qgu->scale,
+                               qd->q, qd->scale, op.getActivationAttr(), activations);
     op.getY().replaceAllUsesWith(next.getY());
     op.erase();
     ++mlps;
@@ -211,12 +213,21 @@ public:
 
 private:
   OpBuilder b;
+  StringAttr activations;
   llvm::DenseMap<Operation *, Quantized> done;
 };
 
 struct KilnQuantizeInt8 : impl::KilnQuantizeInt8Base<KilnQuantizeInt8> {
+  using impl::KilnQuantizeInt8Base<KilnQuantizeInt8>::KilnQuantizeInt8Base;
+
   void runOnOperation() override {
-    Quantizer quantizer(&getContext());
+    if (activations != "f32" && activations != "int8") {
+      getOperation().emitError() << "kiln-quantize-int8: activations must be f32 or int8, got '"
+                                 << activations << "'";
+      return signalPassFailure();
+    }
+    Quantizer quantizer(&getContext(),
+                        activations == "int8" ? StringAttr::get(&getContext(), "int8") : nullptr);
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       if (isa<LinearOp, GatedMlpOp>(op))

@@ -260,6 +260,13 @@ LogicalResult expectF32(Operation *op, Value v, StringRef what) {
   return success();
 }
 
+/// The int8 ops' `activations`: f32 or int8.
+LogicalResult expectActivations(Operation *op, StringRef activations) {
+  if (activations == "f32" || activations == "int8")
+    return success();
+  return op->emitOpError() << "activations must be 'f32' or 'int8', got '" << activations << "'";
+}
+
 /// An int8 weight `w` [K, N] and its scale [N].
 LogicalResult expectQuantizedWeight(Operation *op, Value w, Value scale, StringRef what) {
   if (failed(expectRank(op, w, 2, what)) || failed(expectRank(op, scale, 1, "its scale")) ||
@@ -274,7 +281,8 @@ LogicalResult LinearQ8Op::verify() {
       failed(expectQuantizedWeight(*this, getW(), getScale(), "w")) ||
       failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getW(), 0),
                              "x's last dim and w's rows")) ||
-      failed(expectActivation(*this, getActivation(), /*gated=*/false)))
+      failed(expectActivation(*this, getActivation(), /*gated=*/false)) ||
+      failed(expectActivations(*this, getActivations())))
     return failure();
   if (getBias() && (failed(expectF32(*this, getBias(), "bias")) ||
                     failed(expectRank(*this, getBias(), 1, "bias")) ||
@@ -297,7 +305,8 @@ LogicalResult GatedMlpQ8Op::verify() {
       failed(expectQuantizedWeight(*this, getWDown(), getScaleDown(), "w_down")) ||
       failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getWGateUp(), 0),
                              "x's last dim and w_gate_up's rows")) ||
-      failed(expectActivation(*this, getActivation(), /*gated=*/true)))
+      failed(expectActivation(*this, getActivation(), /*gated=*/true)) ||
+      failed(expectActivations(*this, getActivations())))
     return failure();
   return expectGatedWidths(*this, getWGateUp(), getWDown());
 }

@@ -140,7 +140,11 @@ def Kiln_LinearQ8Op : Kiln_FusedOp<"linear_q8"> {
     bias)`, where `w` is `[K, N]` int8 and `scale` is `[N]` f32, one scale
     per output column (symmetric, no zero point). `x`, `bias` and the result
     are f32. The quantize phase (`kiln-quantize-int8`) makes it from a
-    `linear` with a constant f32 weight.
+    `linear` with a constant f32 weight. `activations` is `f32` (the default:
+    the product is computed in f32 over the widened weight) or `int8`: each
+    row of `x` is quantized at run time, symmetrically with one scale per
+    row (`max |row| / 127`), and multiplied int8 x int8 with exact integer
+    sums; the result is `row_scale * scale * sum`.
 
     Example:
 
@@ -150,7 +154,8 @@ def Kiln_LinearQ8Op : Kiln_FusedOp<"linear_q8"> {
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$x, TensorOf<[I8]>:$w, TensorOf<[F32]>:$scale,
-                   Optional<Kiln_FloatTensor>:$bias, StrAttr:$activation);
+                   Optional<Kiln_FloatTensor>:$bias, StrAttr:$activation,
+                   DefaultValuedStrAttr<StrAttr, "f32">:$activations);
   let results = (outs Kiln_FloatTensor:$y);
   let assemblyFormat =
       "$x `,` $w `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
@@ -162,7 +167,9 @@ def Kiln_GatedMlpQ8Op : Kiln_FusedOp<"gated_mlp_q8"> {
     `gated_mlp` whose two weights are stored as int8, each with an `[N]` f32
     scale per output column: `w_gate_up` `[K, 2F]` with `scale_gate_up`
     `[2F]`, and `w_down` `[F, N]` with `scale_down` `[N]`. `x` and the result
-    are f32.
+    are f32. `activations` as in `linear_q8`: with `int8`, the rows of `x`
+    and of the gated hidden state are each quantized per row before their
+    product.
 
     Example:
 
@@ -174,7 +181,8 @@ def Kiln_GatedMlpQ8Op : Kiln_FusedOp<"gated_mlp_q8"> {
   }];
   let arguments = (ins Kiln_FloatTensor:$x, TensorOf<[I8]>:$w_gate_up,
                    TensorOf<[F32]>:$scale_gate_up, TensorOf<[I8]>:$w_down,
-                   TensorOf<[F32]>:$scale_down, StrAttr:$activation);
+                   TensorOf<[F32]>:$scale_down, StrAttr:$activation,
+                   DefaultValuedStrAttr<StrAttr, "f32">:$activations);
   let results = (outs Kiln_FloatTensor:$y);
   let assemblyFormat = "$x `,` $w_gate_up `,` $scale_gate_up `,` $w_down `,` $scale_down "
                        "attr-dict `:` functional-type(operands, results)";

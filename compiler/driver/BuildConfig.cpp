@@ -63,6 +63,9 @@ const KeyInfo kQuantKeys[] = {
     {"activation", "quant.activation", Kind::kNullOnly},
     {"weight", "quant.weight", Kind::kNullOnly},
     {"qkv", "quant.qkv", Kind::kNullOnly},
+    // kiln's own: "f32" (weight-only int8, the default) or "int8" (each
+    // product's activation rows quantized too, multiplied int8 x int8).
+    {"activations", "quant.activations", Kind::kString},
 };
 
 template <size_t N> const KeyInfo *Find(const KeyInfo (&table)[N], const std::string &name) {
@@ -403,6 +406,12 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
         return Err(NotSupported(name, "true; CUDA graph capture is a runtime decision"));
     } else if (canonical == "quant.enabled") {
       config.quant_enabled = v.get<bool>();
+    } else if (canonical == "quant.activations") {
+      config.quant_activations = v.get<std::string>();
+      if (config.quant_activations != "f32" && config.quant_activations != "int8")
+        return Err(name + ": \"" + config.quant_activations +
+                   "\" is not one of \"f32\" (weight-only int8) and \"int8\" (activations "
+                   "quantized per row too)");
     }
   }
   // DeepSpeed's enabled: false turns tensor parallelism off; with tp_size
@@ -415,6 +424,9 @@ llvm::Expected<BuildConfig> BuildConfigParser::Finish() const {
   if (config.quant_enabled && config.dtype_explicit && config.dtype != "fp32")
     return Err("quant.enabled: not supported yet with dtype " + config.dtype +
                " (int8 weights run with f32 activations; leave dtype unset or fp32)");
+  if (!config.quant_enabled && config.quant_activations != "f32")
+    return Err("quant.activations is \"" + config.quant_activations +
+               "\" but quant.enabled is false; int8 activations need int8 weights");
   if (config.quant_enabled && config.tp_size > 1)
     return Err("quant.enabled: not supported yet with tensor_parallel.tp_size " +
                std::to_string(config.tp_size) + " (int8 plans are one-rank plans)");
@@ -439,6 +451,8 @@ std::string BuildConfig::ToJson() const {
   j["training_mp_size"] = training_mp_size;
   j["enable_cuda_graph"] = enable_cuda_graph;
   j["quant"] = {{"enabled", quant_enabled}};
+  if (quant_enabled)
+    j["quant"]["activations"] = quant_activations;
   j["ragged_batching"] = ragged;
   j["target"] = target;
   j["checkpoint"] = nullptr;

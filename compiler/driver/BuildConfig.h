@@ -59,6 +59,9 @@ struct BuildConfig {
   int64_t training_mp_size = 1;
   bool enable_cuda_graph = false;
   bool quant_enabled = false;
+  // With quant_enabled: "f32" (weight-only int8) or "int8" (activation rows
+  // quantized too; kiln's own key quant.activations).
+  std::string quant_activations = "f32";
   // Accepted but deprecated names (e.g. mp_size), for the caller to print.
   std::vector<std::string> warnings;
 

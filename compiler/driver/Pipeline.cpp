@@ -407,7 +407,7 @@ llvm::Expected<std::string> Build::runQuantize() {
   int rewritten = 0;
   for (mlir::ModuleOp m : modules()) {
     if (llvm::Error e = runPasses(context, m, diags, Phase::Quantize, [&](mlir::PassManager &pm) {
-          return addRegistered(pm, "kiln-quantize-int8");
+          return addRegistered(pm, "kiln-quantize-int8", "activations=" + config.quant_activations);
         }))
       return std::move(e);
     if (auto r = m->getAttrOfType<mlir::StringAttr>("kiln.quantize_report"))

@@ -159,7 +159,34 @@ void PanelsPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &
   }
 }
 
-// Runs `panels(panel_of)` with panel_of(j) = B's panel j in its element type.
+// Panels [j0, j1) of C = alpha * A @ (Q diag(scales)) + beta * C for a
+// kI8x4 B, which is Int8Gemm's (kernels/cpu/int8_gemm.h): plain loops, so
+// that a PackedGemm that is handed one anyway is right, if slow.
+void PanelsI8x4Portable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, int64_t j0,
+                        int64_t j1, float alpha, float beta, float *c, int64_t ldc) {
+  const int64_t k = b.k(), n = b.n();
+  float acc[kPanelCols];
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t col = j * kPanelCols, cols = std::min(kPanelCols, n - col);
+    const int8_t *panel = b.panel_i8x4(j);
+    const float *scale = b.scales() + col;
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(acc, acc + kPanelCols, 0.0f);
+      for (int64_t p = 0; p < k; ++p) {
+        const float av = a[i * lda + p];
+        const int8_t *group = panel + (p / 4) * 4 * kPanelCols + p % 4;
+        for (int64_t q = 0; q < kPanelCols; ++q)
+          acc[q] += av * static_cast<float>(group[q * 4]);
+      }
+      float *out = c + i * ldc + col;
+      for (int64_t q = 0; q < cols; ++q)
+        out[q] = alpha * (acc[q] * scale[q]) + (beta == 0.0f ? 0.0f : beta * out[q]);
+    }
+  }
+}
+
+// Runs `panels(panel_of)` with panel_of(j) = B's panel j in its element type
+// (not for kI8x4, which the callers take to PanelsI8x4Portable).
 template <typename Panels> void WithPanels(const PackedMatrix &b, Panels &&panels) {
   switch (b.elem()) {
   case PackedElem::kBF16:
@@ -174,6 +201,8 @@ template <typename Panels> void WithPanels(const PackedMatrix &b, Panels &&panel
   case PackedElem::kF32:
     panels([&b](int64_t j) { return b.panel(j); });
     break;
+  case PackedElem::kI8x4:
+    break;
   }
 }
 
@@ -187,10 +216,23 @@ template <typename Panels> void ForPanels(int64_t m, const PackedMatrix &b, Pane
   ParallelFor(b.panels(), grain, panels);
 }
 
+// Whether B is kI8x4; if so, C is computed by PanelsI8x4Portable.
+bool I8x4Product(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+                 float beta, float *c, int64_t ldc) {
+  if (b.elem() != PackedElem::kI8x4)
+    return false;
+  ForPanels(m, b, [&](int64_t j0, int64_t j1) {
+    PanelsI8x4Portable(m, a, lda, b, j0, j1, alpha, beta, c, ldc);
+  });
+  return true;
+}
+
 } // namespace
 
 void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                 float beta, float *c, int64_t ldc) {
+  if (I8x4Product(m, a, lda, b, alpha, beta, c, ldc))
+    return;
   if (!HasAvx512()) {
     if (!PackedGemmAvx2(m, a, lda, b, alpha, beta, c, ldc))
       PackedGemmPortable(m, a, lda, b, alpha, beta, c, ldc);
@@ -207,6 +249,8 @@ bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &
                     float beta, float *c, int64_t ldc) {
   if (!HasAvx2Fma())
     return false;
+  if (I8x4Product(m, a, lda, b, alpha, beta, c, ldc))
+    return true;
   WithPanels(b, [&](auto panel_of) {
     ForPanels(m, b, [&](int64_t j0, int64_t j1) {
       PanelsAvx2(m, a, lda, b, panel_of, j0, j1, alpha, beta, c, ldc);
@@ -217,6 +261,8 @@ bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &
 
 void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                         float beta, float *c, int64_t ldc) {
+  if (I8x4Product(m, a, lda, b, alpha, beta, c, ldc))
+    return;
   WithPanels(b, [&](auto panel_of) {
     ForPanels(m, b, [&](int64_t j0, int64_t j1) {
       PanelsPortable(m, a, lda, b, panel_of, j0, j1, alpha, beta, c, ldc);

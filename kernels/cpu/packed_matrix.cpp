@@ -26,6 +26,19 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // both threads get work on small weights.
 constexpr int64_t kPackRowGrain = 64;
 
+// Storage for `bytes` of panels, 64-byte aligned, or null. Huge pages only
+// for weights of a huge page or more; small ones would waste most of one.
+void *AllocPanels(size_t bytes) {
+  const bool huge = bytes >= kHugePage;
+  const size_t align = huge ? kHugePage : 64;
+  const size_t alloc = (bytes + align - 1) / align * align;
+  void *data = std::aligned_alloc(align, alloc);
+  // A hint: without huge pages the product is still right, only slower.
+  if (data != nullptr && huge)
+    ::madvise(data, alloc, MADV_HUGEPAGE);
+  return data;
+}
+
 // Row-major B [k, n]: rows [p0, p1) of every panel. The source is read
 // front to back; each panel's rows are written in order.
 template <typename T>
@@ -120,7 +133,7 @@ private:
                    PackedElem elem, const float *scales) {
     if (p.k() != k || p.n() != n || held_ldb != ldb || p.elem() != elem)
       return false;
-    return elem != PackedElem::kI8 ||
+    return (elem != PackedElem::kI8 && elem != PackedElem::kI8x4) ||
            (scales != nullptr &&
             std::memcmp(p.scales(), scales, static_cast<size_t>(n) * sizeof(float)) == 0);
   }
@@ -164,16 +177,9 @@ std::unique_ptr<PackedMatrix> PackedMatrix::PackAs(const T *b, int64_t k, int64_
                              &bytes) ||
       __builtin_mul_overflow(bytes, sizeof(T), &bytes) || bytes > (size_t{1} << 46))
     return nullptr;
-  // Huge pages only for weights of a huge page or more; small ones would
-  // waste most of one.
-  const bool huge = bytes >= kHugePage;
-  const size_t align = huge ? kHugePage : 64;
-  const size_t alloc = (bytes + align - 1) / align * align;
-  auto *data = static_cast<T *>(std::aligned_alloc(align, alloc));
+  auto *data = static_cast<T *>(AllocPanels(bytes));
   if (data == nullptr)
     return nullptr;
-  if (huge) // a hint: without huge pages the product is still right, only slower
-    ::madvise(data, alloc, MADV_HUGEPAGE);
   ParallelFor(k, kPackRowGrain, [&](int64_t p0, int64_t p1) {
     if (trans)
       PackRowsTransposed(b, n, ldb, k, p0, p1, data);
@@ -212,9 +218,63 @@ std::unique_ptr<PackedMatrix> PackedMatrix::PackI8(const int8_t *b, const float 
   return packed;
 }
 
+std::unique_ptr<PackedMatrix> PackedMatrix::PackI8x4(const int8_t *b, const float *scales,
+                                                     int64_t k, int64_t n, int64_t ldb) {
+  if (b == nullptr || scales == nullptr || k <= 0 || n <= 0 || ldb < n)
+    return nullptr;
+  const int64_t panels = (n + kPanelCols - 1) / kPanelCols, groups = (k + 3) / 4;
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(panels * kPanelCols), static_cast<size_t>(groups),
+                             &bytes) ||
+      __builtin_mul_overflow(bytes, size_t{4}, &bytes) || bytes > (size_t{1} << 46))
+    return nullptr;
+  auto *data = static_cast<int8_t *>(AllocPanels(bytes));
+  if (data == nullptr)
+    return nullptr;
+  std::unique_ptr<PackedMatrix> packed(new PackedMatrix(data, bytes, k, n, PackedElem::kI8x4));
+  const size_t count = static_cast<size_t>(panels * kPanelCols);
+  auto *s = static_cast<float *>(std::aligned_alloc(64, count * sizeof(float)));
+  auto *sums = static_cast<int32_t *>(std::aligned_alloc(64, count * sizeof(int32_t)));
+  packed->scales_ = s;
+  packed->col_sums_ = sums;
+  if (s == nullptr || sums == nullptr)
+    return nullptr;
+  std::memcpy(s, scales, static_cast<size_t>(n) * sizeof(float));
+  std::fill(s + n, s + count, 0.0f);
+  // Groups [g0, g1) of every panel; a group reads 4 rows of B.
+  ParallelFor(groups, kPackRowGrain / 4, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g)
+      for (int64_t j = 0; j < panels; ++j) {
+        int8_t *out = data + (j * groups + g) * 4 * kPanelCols;
+        const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
+        std::memset(out, 0, 4 * kPanelCols);
+        for (int64_t i = 0; i < 4 && 4 * g + i < k; ++i) {
+          const int8_t *src = b + (4 * g + i) * ldb + j * kPanelCols;
+          for (int64_t c = 0; c < cols; ++c)
+            out[c * 4 + i] = src[c];
+        }
+      }
+  });
+  // Column sums, a panel's columns at a time.
+  ParallelFor(panels, 1, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      int32_t *sum = sums + j * kPanelCols;
+      std::fill(sum, sum + kPanelCols, 0);
+      const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
+      for (int64_t p = 0; p < k; ++p) {
+        const int8_t *src = b + p * ldb + j * kPanelCols;
+        for (int64_t c = 0; c < cols; ++c)
+          sum[c] += src[c];
+      }
+    }
+  });
+  return packed;
+}
+
 PackedMatrix::~PackedMatrix() {
   std::free(data_);
   std::free(scales_);
+  std::free(col_sums_);
 }
 
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
@@ -233,6 +293,12 @@ std::shared_ptr<const PackedMatrix> AcquirePackedI8(const int8_t *b, const float
                                                     int64_t n, int64_t ldb) {
   return TheRegistry().Acquire(b, k, n, ldb, false, PackedElem::kI8, scales,
                                [&] { return PackedMatrix::PackI8(b, scales, k, n, ldb); });
+}
+
+std::shared_ptr<const PackedMatrix> AcquirePackedI8x4(const int8_t *b, const float *scales,
+                                                      int64_t k, int64_t n, int64_t ldb) {
+  return TheRegistry().Acquire(b, k, n, ldb, false, PackedElem::kI8x4, scales,
+                               [&] { return PackedMatrix::PackI8x4(b, scales, k, n, ldb); });
 }
 
 const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans) {

@@ -21,7 +21,14 @@ inline constexpr int64_t kPanelCols = 64;
 // multiplied in f32; or int8 with one f32 scale per column (symmetric
 // per-output-channel quantization: B[p][j] = q[p][j] * scale[j]), read at a
 // quarter of the bytes, widened to f32 and scaled once per column of C.
-enum class PackedElem { kF32, kBF16, kF16, kI8 };
+// kI8x4 is int8 with per-column scales too, laid out for int8 x int8
+// products (Int8Gemm, kernels/cpu/int8_gemm.h) rather than for PackedGemm:
+// each 64-column panel holds G = ceil(k / 4) groups, group g being 64
+// columns x 4 bytes, column c's 4 bytes being rows 4g..4g+3 of that column
+// (byte (g * 64 + c) * 4 + i of the panel is row 4g + i), the operand
+// layout of vpdpbusd (one zmm: 16 columns x 4 rows). Rows past k and
+// columns past n are zero. It also keeps each column's int32 sum of q.
+enum class PackedElem { kF32, kBF16, kF16, kI8, kI8x4 };
 
 // op(B) [k, n] as ceil(n / 64) panels, each k rows of 64 elements,
 // contiguous; columns past n are zero (and so are their scales).
@@ -40,6 +47,11 @@ public:
   // (n floats, copied): op(B)[p][j] = b[p * ldb + j] * scales[j].
   static std::unique_ptr<PackedMatrix> PackI8(const int8_t *b, const float *scales, int64_t k,
                                               int64_t n, int64_t ldb);
+  // The same int8 B and scales in the kI8x4 layout (see PackedElem), with
+  // per-column sums of q. Null on a null pointer, a size that is not
+  // positive, ldb < n, or when memory runs out.
+  static std::unique_ptr<PackedMatrix> PackI8x4(const int8_t *b, const float *scales, int64_t k,
+                                                int64_t n, int64_t ldb);
   ~PackedMatrix();
   PackedMatrix(const PackedMatrix &) = delete;
   PackedMatrix &operator=(const PackedMatrix &) = delete;
@@ -50,7 +62,8 @@ public:
   int64_t panels() const { return (n_ + kPanelCols - 1) / kPanelCols; }
   size_t bytes() const { return bytes_; }
   // Panel j of an f32 matrix (`panel`), or of a half or int8 one as T (an
-  // element type of elem()'s size: gemm_tile.h's Bf16, F16 or I8).
+  // element type of elem()'s size: gemm_tile.h's Bf16, F16 or I8). Not for
+  // kI8x4, whose panels are panel_i8x4's.
   const float *panel(int64_t j) const {
     return static_cast<const float *>(data_) + j * k_ * kPanelCols;
   }
@@ -59,9 +72,16 @@ public:
     return reinterpret_cast<const T *>(static_cast<const char *>(data_) +
                                        j * k_ * kPanelCols * static_cast<int64_t>(sizeof(T)));
   }
-  // An int8 matrix's column scales, panels() * 64 of them (zero past n);
-  // null for the other kinds.
+  // Panel j of a kI8x4 matrix: ceil(k / 4) groups of 256 bytes.
+  const int8_t *panel_i8x4(int64_t j) const {
+    return static_cast<const int8_t *>(data_) + j * ((k_ + 3) / 4) * 4 * kPanelCols;
+  }
+  // An int8 (kI8 or kI8x4) matrix's column scales, panels() * 64 of them
+  // (zero past n); null for the other kinds.
   const float *scales() const { return scales_; }
+  // A kI8x4 matrix's per-column sums of q over its k rows, panels() * 64 of
+  // them (zero past n); null for the other kinds.
+  const int32_t *col_sums() const { return col_sums_; }
 
 private:
   PackedMatrix(void *data, size_t bytes, int64_t k, int64_t n, PackedElem elem)
@@ -70,7 +90,8 @@ private:
   static std::unique_ptr<PackedMatrix> PackAs(const T *b, int64_t k, int64_t n, int64_t ldb,
                                               bool trans, PackedElem elem);
   void *data_;
-  float *scales_ = nullptr; // kI8 only
+  float *scales_ = nullptr;     // kI8 and kI8x4 only
+  int32_t *col_sums_ = nullptr; // kI8x4 only
   size_t bytes_;
   int64_t k_, n_;
   PackedElem elem_;
@@ -78,7 +99,10 @@ private:
 
 // C[m, n] = alpha * A[m, k] @ B + beta * C for any m >= 0 (row-major A and
 // C), B of any kind (int8: Q diag(scales)); beta 0 ignores C, even NaN in
-// it. Threads take whole panels.
+// it. Threads take whole panels. A kI8x4 B is meant for Int8Gemm
+// (kernels/cpu/int8_gemm.h), not for this: PackedGemm, PackedGemmAvx2 and
+// PackedGemmPortable still compute the product right for one, with plain
+// loops (slowly), so that Gemm<float> finding one by address is not wrong.
 void PackedGemm(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                 float beta, float *c, int64_t ldc);
 
@@ -89,7 +113,7 @@ void PackedGemmPortable(int64_t m, const float *a, int64_t lda, const PackedMatr
 
 // PackedGemm's AVX2 and FMA path, which CPUs without AVX-512 take; false
 // (nothing written) on a CPU without AVX2 and FMA. Declared so that tests
-// check it on CPUs that have AVX-512 too.
+// check it on CPUs that have AVX-512 too. A kI8x4 B takes the plain loops.
 bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                     float beta, float *c, int64_t ldc);
 
@@ -112,6 +136,11 @@ std::shared_ptr<const PackedMatrix> AcquirePackedHalf(const uint16_t *b, int64_t
 // kind, or as int8 with other scales, returns null.
 std::shared_ptr<const PackedMatrix> AcquirePackedI8(const int8_t *b, const float *scales, int64_t k,
                                                     int64_t n, int64_t ldb);
+// The same for the kI8x4 layout (PackedMatrix::PackI8x4), for Int8Gemm;
+// keyed by b with trans false like AcquirePackedI8, so one int8 weight is
+// held as kI8 or as kI8x4, not both (the second acquire returns null).
+std::shared_ptr<const PackedMatrix> AcquirePackedI8x4(const int8_t *b, const float *scales,
+                                                      int64_t k, int64_t n, int64_t ldb);
 
 // The held packed form of B = `b` with these dims, or null. The address is
 // only a key: the packed form may hold halves or int8 (PackedMatrix::elem).

@@ -15,7 +15,9 @@ For each fixture, over one fixed token sequence (as half_plans.py picks it):
   4. kiln run (the engine) on half the sequence: last-position logits within
      the same bound, with weight packing on and off (KILN_CPU_PACK=0: the
      kernels widen the int8 weight instead of reading packed panels);
-  5. bad configs are refused, naming the conflict: --int8 with --dtype bf16
+  5. --int8-activations (activation rows quantized too): within REL_TOL_ACT
+     and TOP1_MIN_ACT of the fp32 plan, and not the weight-only plan's logits;
+  6. bad configs are refused, naming the conflict: --int8 with --dtype bf16
      and with --tp-size 2; --int8 --no-inject builds, warning that no weight
      became int8.
 Prints `int8 <fixture> <interface> max_rel <x> top1 <y>` per fixture.
@@ -34,6 +36,9 @@ from half_plans import Fixture, rel_per_position, run_fixtures
 # their max-norm (measured values are in docs/build-config.md#quant).
 REL_TOL = 5e-2
 TOP1_MIN = 0.9
+# With the activation rows quantized too (--int8-activations).
+REL_TOL_ACT = 1e-1
+TOP1_MIN_ACT = 0.85
 
 
 class Int8Fixture(Fixture):
@@ -81,6 +86,32 @@ class Int8Fixture(Fixture):
                    f"{n} prompt tokens, rel {rel:.2e} to the fp32 plan's")
         return got
 
+    def int8_activations(self, where, full, weight_only):
+        """--int8-activations: the same int8 weights, activation rows quantized
+        too; within REL_TOL_ACT of fp32, and not equal to the weight-only
+        plan's logits (the int8 x int8 path ran)."""
+        plan = self.tmp / f"{self.dir.name}-int8-act.plan"
+        r = self.run(self.builder, ["build", str(self.dir / "model.onnx"), "-o", str(plan),
+                                    "--quiet", "--int8-activations"])
+        if not self.check(r.returncode == 0, f"{where}: kiln build --int8-activations "
+                          f"(exit {r.returncode}) {r.stderr.strip()[-300:]}"):
+            return
+        info = self.inspect(plan)
+        if info is None:
+            return
+        got = self.logits(plan, info, info["interface"] == "ragged")
+        if got is None:
+            return
+        rel = rel_per_position(got, full)
+        top1 = float(np.mean(np.argmax(got, -1) == np.argmax(full, -1)))
+        moved = float(rel_per_position(got, weight_only.astype(np.float64)).max())
+        self.check(float(rel.max()) <= REL_TOL_ACT, f"{where} activations: max over {len(rel)} "
+                   f"positions of max|int8 - fp32| / max|fp32| = {rel.max():.2e}")
+        self.check(top1 >= TOP1_MIN_ACT, f"{where} activations: top-1 agrees on {top1:.1%}")
+        self.check(moved > 0, f"{where} activations: differ from the weight-only plan's "
+                   f"(rel {moved:.2e})")
+        print(f"int8-act {self.dir.name} max_rel {rel.max():.3e} top1 {top1:.4f}")
+
     def test(self):
         plan, info = self.build("fp32", dense=False)
         if plan is None:
@@ -111,6 +142,7 @@ class Int8Fixture(Fixture):
             diff = float(rel_per_position(packed[:1], widened[:1].astype(np.float64))[0])
             self.check(diff <= 1e-4, f"{where}: packed and widened int8 kernels agree "
                        f"(rel {diff:.2e})")
+        self.int8_activations(where, full, got)
         # Without injection there is no projection to quantize: built, with
         # a warning that says so.
         _, r = self.build_int8(["--no-inject"])

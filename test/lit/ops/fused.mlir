@@ -72,8 +72,8 @@ func.func @paged_attention_bshd(%q: tensor<1x?x4x16xf32>, %k: tensor<1x?x2x16xf3
 func.func @int8_projections(%x: tensor<?x?x64xf32>, %w: tensor<64x256xi8>, %s: tensor<256xf32>, %b: tensor<256xf32>, %wgu: tensor<64x256xi8>, %wd: tensor<128x64xi8>, %sd: tensor<64xf32>) -> (tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x64xf32>) {
   // CHECK: kiln.linear_q8 %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {activation = "relu"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
   %0 = kiln.linear_q8 %x, %w, %s, %b {activation = "relu"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
-  // CHECK: kiln.linear_q8 %{{.*}}, %{{.*}}, %{{.*}} {activation = "none"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>) -> tensor<?x?x256xf32>
-  %1 = kiln.linear_q8 %x, %w, %s {activation = "none"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>) -> tensor<?x?x256xf32>
+  // CHECK: kiln.linear_q8 %{{.*}}, %{{.*}}, %{{.*}} {activation = "none", activations = "int8"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>) -> tensor<?x?x256xf32>
+  %1 = kiln.linear_q8 %x, %w, %s {activation = "none", activations = "int8"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>) -> tensor<?x?x256xf32>
   // CHECK: kiln.gated_mlp_q8 %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {activation = "silu"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>, tensor<128x64xi8>, tensor<64xf32>) -> tensor<?x?x64xf32>
   %2 = kiln.gated_mlp_q8 %x, %wgu, %s, %wd, %sd {activation = "silu"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>, tensor<128x64xi8>, tensor<64xf32>) -> tensor<?x?x64xf32>
   return %0, %1, %2 : tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x64xf32>

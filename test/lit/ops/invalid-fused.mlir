@@ -218,3 +218,11 @@ func.func @gated_mlp_q8_activation(%x: tensor<2x8xf32>, %wgu: tensor<8x6xi8>, %s
   %0 = kiln.gated_mlp_q8 %x, %wgu, %sgu, %wd, %sd {activation = "none"} : (tensor<2x8xf32>, tensor<8x6xi8>, tensor<6xf32>, tensor<3x8xi8>, tensor<8xf32>) -> tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
+
+// -----
+
+func.func @linear_q8_activations(%x: tensor<2x8xf32>, %w: tensor<8x4xi8>, %s: tensor<4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{activations must be 'f32' or 'int8', got 'int4'}}
+  %0 = kiln.linear_q8 %x, %w, %s {activation = "none", activations = "int4"} : (tensor<2x8xf32>, tensor<8x4xi8>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -kiln-quantize-int8 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-quantize-int8=activations=int8 | FileCheck %s --check-prefix=ACT
 // kiln-quantize-int8: the constant f32 weights of linear and gated_mlp become
 // int8 with one f32 scale per column (max |w| / 127); everything else stays.
 
@@ -12,6 +13,10 @@
 // CHECK-DAG: %[[S:.*]] = kiln.constant {name = "w.q8_scale"} dense_resource<w.q8_scale> : tensor<3xf32>
 // CHECK: kiln.linear_q8 %arg0, %[[Q]], %[[S]], %arg1 {activation = "gelu"} : (tensor<?x2xf32>, tensor<2x3xi8>, tensor<3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
 // CHECK: w.q8: "0x080000007FE000207F00"
+// Quantized activations: the same weights, and the ops say so.
+// ACT-LABEL: func.func @linear
+// ACT: kiln.linear_q8 %arg0, %{{.*}}, %{{.*}}, %arg1 {activation = "gelu", activations = "int8"}
+// ACT: w.q8: "0x080000007FE000207F00"
 // CHECK: w.q8_scale: "0x080000000402013C0402813C00000000"
 func.func @linear(%x: tensor<?x2xf32>, %b: tensor<3xf32>) -> tensor<?x3xf32> {
   %w = kiln.constant {name = "w"} dense<[[1.0, -0.5, 0.0], [0.25, 2.0, 0.0]]> : tensor<2x3xf32>
@@ -29,6 +34,8 @@ func.func @linear(%x: tensor<?x2xf32>, %b: tensor<3xf32>) -> tensor<?x3xf32> {
 // CHECK: %[[D:.*]] = kiln.constant {name = "down.q8"} {{.*}} : tensor<4x4xi8>
 // CHECK: %[[DS:.*]] = kiln.constant {name = "down.q8_scale"} {{.*}} : tensor<4xf32>
 // CHECK: kiln.gated_mlp_q8 %arg0, %[[GU]], %[[GUS]], %[[D]], %[[DS]] {activation = "silu"}
+// ACT-LABEL: func.func @mlp_and_shared
+// ACT: kiln.gated_mlp_q8 {{.*}} {activation = "silu", activations = "int8"}
 // CHECK: %[[P:.*]] = kiln.linear_q8 %{{.*}}, %[[D]], %[[DS]] {activation = "none"}
 // CHECK: kiln.linear_q8 %[[P]], %[[D]], %[[DS]] {activation = "none"}
 // CHECK-NOT: xf32> = kiln.constant

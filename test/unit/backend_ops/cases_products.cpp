@@ -136,6 +136,21 @@ void AddInt8Products(std::vector<OpCase> &c) {
                        {Uniform(F32, {70, 257}), Uniform(I8, {257, 131}, -127, 127),
                         Uniform(F32, {131}, 0.001, 0.005), Uniform(F32, {131})},
                        kProduct));
+  // int8 activations: the reference quantizes the rows in double, which can
+  // round a tie the other way than the kernel's f32: a looser bound.
+  constexpr Tolerance kInt8Rows = {1e-8, 2e-3};
+  for (int64_t rows : {int64_t{1}, int64_t{70}})
+    c.push_back(MakeCase("linear_q8", F32, {rows, 257}, "int8_activations",
+                         Attrs().String("activation", "none").String("activations", "int8"),
+                         {Uniform(F32, {rows, 257}), Uniform(I8, {257, 131}, -127, 127),
+                          Uniform(F32, {131}, 0.001, 0.005), Uniform(F32, {131})},
+                         kInt8Rows));
+  c.push_back(MakeCase("gated_mlp_q8", F32, {9, 37}, "silu_int8_activations",
+                       Attrs().String("activation", "silu").String("activations", "int8"),
+                       {Uniform(F32, {9, 37}), Uniform(I8, {37, 58}, -127, 127),
+                        Uniform(F32, {58}, 0.001, 0.005), Uniform(I8, {29, 31}, -127, 127),
+                        Uniform(F32, {31}, 0.001, 0.01)},
+                       kInt8Rows));
   for (const Shape &x : {Shape{1, 1, 129}, Shape{9, 37}})
     c.push_back(MakeCase("gated_mlp_q8", F32, x, "silu", Attrs().String("activation", "silu"),
                          {Uniform(F32, x), Uniform(I8, {x.back(), 58}, -127, 127),

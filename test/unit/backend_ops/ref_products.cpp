@@ -2,6 +2,7 @@
 // rotary embeddings.
 #include "references.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln::oracle {
@@ -125,17 +126,54 @@ RefTensor Dequantized(const RefTensor &q, const RefTensor &scale) {
   return w;
 }
 
+// With `activations = "int8"`: each row of `x` ([..., K]) replaced by its
+// symmetric int8 quantization, s * round(x / s) with s = max |row| / 127.
+RefTensor QuantizedRows(const RefTensor &x) {
+  RefTensor q = x;
+  const int64_t k = x.shape.back(), rows = k == 0 ? 0 : x.numel() / k;
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = 0;
+    for (int64_t i = 0; i < k; ++i)
+      m = std::max(m, std::fabs(x.v[r * k + i]));
+    const double s = m / 127;
+    for (int64_t i = 0; i < k; ++i)
+      q.v[r * k + i] =
+          s == 0 ? 0 : s * std::clamp(std::nearbyint(x.v[r * k + i] / s), -127.0, 127.0);
+  }
+  return q;
+}
+
+bool Int8Rows(const OpAttrs &attrs) { return attrs.String("activations", "f32") == "int8"; }
+
 // linear over the dequantized weight: x, w, scale, bias?.
 std::vector<RefTensor> LinearQ8(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor w = Dequantized(*in[1], *in[2]);
-  return Linear(attrs, {in[0], &w, in.size() > 3 ? in[3] : nullptr});
+  const RefTensor x = Int8Rows(attrs) ? QuantizedRows(*in[0]) : *in[0];
+  return Linear(attrs, {&x, &w, in.size() > 3 ? in[3] : nullptr});
 }
 
 // gated_mlp over the dequantized weights: x, w_gate_up, its scale, w_down,
-// its scale.
+// its scale. With int8 activations, x and the gated hidden rows are
+// quantized before their products.
 std::vector<RefTensor> GatedMlpQ8(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor wgu = Dequantized(*in[1], *in[2]), wd = Dequantized(*in[3], *in[4]);
-  return GatedMlp(attrs, {in[0], &wgu, &wd});
+  if (!Int8Rows(attrs))
+    return GatedMlp(attrs, {in[0], &wgu, &wd});
+  const RefTensor &x = *in[0];
+  const RefTensor xq = QuantizedRows(x);
+  const std::string act = attrs.String("activation", "silu");
+  const int64_t f = wgu.shape[1] / 2, n = wd.shape[1], rows = Rows(x);
+  RefTensor hidden{{rows, f}, std::vector<double>(static_cast<size_t>(rows * f))};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < f; ++c)
+      hidden.v[r * f + c] = Activate(act, Dot(xq, r, wgu, c)) * Dot(xq, r, wgu, f + c);
+  const RefTensor hq = QuantizedRows(hidden);
+  RefTensor out{x.shape, std::vector<double>(static_cast<size_t>(rows * n))};
+  out.shape.back() = n;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      out.v[r * n + c] = Dot(hq, r, wd, c);
+  return {out};
 }
 
 // y[..R] = x cos + rot(x) sin, the rest of the last dim passed through.

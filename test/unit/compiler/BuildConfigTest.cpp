@@ -225,7 +225,17 @@ TEST(BuildConfig, QuantEnablesInt8WeightsWithF32OneRankPlans) {
   BuildConfig c;
   ASSERT_EQ(Parse(R"({"quant": {"enabled": true}})", &c), "");
   EXPECT_TRUE(c.quant_enabled);
-  EXPECT_TRUE(Contains(c.ToJson(), "\"quant\": {\n    \"enabled\": true\n  }")) << c.ToJson();
+  EXPECT_EQ(c.quant_activations, "f32");
+  EXPECT_TRUE(Contains(c.ToJson(),
+                       "\"quant\": {\n    \"activations\": \"f32\",\n    \"enabled\": true\n  }"))
+      << c.ToJson();
+  ASSERT_EQ(Parse(R"({"quant": {"activations": "int8"}})", &c), "");
+  EXPECT_TRUE(c.quant_enabled);
+  EXPECT_EQ(c.quant_activations, "int8");
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": true, "activations": "int4"}})"),
+                   "quant.activations: \"int4\" is not one of");
+  EXPECT_ERROR_HAS(Parse(R"({"quant": {"enabled": false, "activations": "int8"}})"),
+                   "int8 activations need int8 weights");
   // DeepSpeed's quant.enabled defaults to true, so an empty object asks for it.
   ASSERT_EQ(Parse(R"({"quant": {}})", &c), "");
   EXPECT_TRUE(c.quant_enabled);

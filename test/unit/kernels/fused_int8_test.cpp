@@ -3,6 +3,7 @@
 // weights: the widened path (no packed copy held) and the packed one (the
 // executor's, here by holding AcquirePackedI8 of the same weight).
 #include "fused_test_util.h"
+#include "kernels/cpu/int8_gemm.h"
 #include "kernels/cpu/packed_matrix.h"
 
 #include <cmath>
@@ -127,6 +128,88 @@ TEST(FusedInt8, GatedMlpQ8MatchesDequantizedReference) {
   }
 }
 
+// The product with int8 activations: each row of x quantized by
+// kernels::QuantizeRows (tested in int8_gemm_test.cpp), then exact integer
+// sums times the two scales. Packed (the executor's kI8x4 copy) and not.
+TEST(FusedInt8, LinearQ8WithInt8ActivationsIsExactOverQuantizedRows) {
+  std::mt19937 rng(303);
+  int trial = 0;
+  for (const char *act : {"none", "silu"}) {
+    for (bool packed : {false, true}) {
+      for (int64_t rows : {int64_t{1}, int64_t{6}, int64_t{70}}) {
+        const int64_t k = 1 + (trial * 53) % 300, n = 1 + (trial * 31) % 150;
+        ++trial;
+        Tensor x = Random<float>({rows, k}, rng, -1, 1), bias = Random<float>({n}, rng);
+        Int8Weight w = RandomInt8(k, n, rng);
+        auto held =
+            packed ? kernels::AcquirePackedI8x4(w.q.data<int8_t>(), w.scale.data<float>(), k, n, n)
+                   : nullptr;
+        ASSERT_EQ(packed, held != nullptr);
+        auto got =
+            RunOp("linear_q8", Attrs().String("activation", act).String("activations", "int8"),
+                  {&x, &w.q, &w.scale, &bias});
+        ASSERT_TRUE(got.ok()) << got.status().message();
+        const int64_t kq = kernels::QuantizedDepth(k);
+        std::vector<uint8_t> xq(static_cast<size_t>(rows * kq));
+        std::vector<float> xs(static_cast<size_t>(rows));
+        kernels::QuantizeRows(x.data<float>(), rows, k, k, xq.data(), xs.data());
+        std::vector<double> want(static_cast<size_t>(rows * n)), mag(want.size());
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            int64_t dot = 0, absdot = 0;
+            for (int64_t i = 0; i < k; ++i) {
+              const int64_t t = (int64_t(xq[r * kq + i]) - 128) * w.q.data<int8_t>()[i * n + j];
+              dot += t;
+              absdot += t < 0 ? -t : t;
+            }
+            const double s = double(xs[r]) * w.scale.data<float>()[j];
+            want[r * n + j] = Act(act, s * double(dot) + At(bias, j));
+            mag[r * n + j] =
+                s * double(absdot) + std::fabs(At(bias, j)) + std::fabs(want[r * n + j]);
+          }
+        ExpectClose((*got)[0], want, mag,
+                    std::string("linear_q8 int8 activations ") + act + (packed ? " packed" : ""));
+      }
+    }
+  }
+}
+
+// gated_mlp_q8 with int8 activations quantizes x and the gated hidden rows:
+// within their rounding (half a step of each row's max / 127 per element) of
+// the f32-activation op, packed and not.
+TEST(FusedInt8, GatedMlpQ8WithInt8ActivationsIsCloseToF32Activations) {
+  std::mt19937 rng(304);
+  for (int64_t rows : {int64_t{1}, int64_t{9}, int64_t{300}}) {
+    for (bool packed : {false, true}) {
+      const int64_t k = 64, f = 48, n = 40;
+      Tensor x = Random<float>({rows, k}, rng, -1, 1);
+      Int8Weight gu = RandomInt8(k, 2 * f, rng), down = RandomInt8(f, n, rng);
+      auto held_gu = packed ? kernels::AcquirePackedI8x4(gu.q.data<int8_t>(),
+                                                         gu.scale.data<float>(), k, 2 * f, 2 * f)
+                            : nullptr;
+      auto held_down = packed ? kernels::AcquirePackedI8x4(down.q.data<int8_t>(),
+                                                           down.scale.data<float>(), f, n, n)
+                              : nullptr;
+      const std::vector<const Tensor *> in = {&x, &gu.q, &gu.scale, &down.q, &down.scale};
+      auto f32 = RunOp("gated_mlp_q8", Attrs().String("activation", "silu"), in);
+      auto int8 = RunOp("gated_mlp_q8",
+                        Attrs().String("activation", "silu").String("activations", "int8"), in);
+      ASSERT_TRUE(f32.ok() && int8.ok());
+      const float *a = (*f32)[0].data<float>(), *b = (*int8)[0].data<float>();
+      double max_ref = 0, max_diff = 0;
+      for (int64_t i = 0; i < rows * n; ++i) {
+        max_ref = std::max(max_ref, std::fabs(double(a[i])));
+        max_diff = std::max(max_diff, std::fabs(double(a[i]) - b[i]));
+      }
+      EXPECT_GT(max_ref, 0.0);
+      // Two per-row int8 roundings: a few percent of the output's range,
+      // and never zero (the path must differ from f32 activations).
+      EXPECT_LT(max_diff, 0.05 * max_ref) << rows << (packed ? " packed" : "");
+      EXPECT_GT(max_diff, 0.0) << rows;
+    }
+  }
+}
+
 TEST(FusedInt8, ShapeRulesNameTheBadOperand) {
   Tensor x = Make<float>({2, 4}, std::vector<float>(8, 1));
   Tensor q43(DType::kI8, {4, 3}), q53(DType::kI8, {5, 3}), q46(DType::kI8, {4, 6});
@@ -155,6 +238,10 @@ TEST(FusedInt8, ShapeRulesNameTheBadOperand) {
   EXPECT_EQ(ok[0].shape, (Shape{2, 2}));
   ASSERT_TRUE(InferOp("linear_q8", none, {&x, &q43, &s3, &s3}, &ok).ok());
   EXPECT_EQ(ok[0].shape, (Shape{2, 3}));
+  ExpectError(InferOp("linear_q8",
+                      Attrs().String("activation", "none").String("activations", "int4"),
+                      {&x, &q43, &s3}, &one),
+              {"linear_q8", "unknown activations 'int4'", "f32 or int8"});
 }
 
 TEST(FusedInt8, DequantizeColumnsIsQTimesScale) {

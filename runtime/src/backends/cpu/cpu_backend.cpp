@@ -2,8 +2,8 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/half_via_f32.h"
-#include "core/shape_table.h"
 #include "backends/cpu/weight_packing.h"
+#include "core/shape_table.h"
 #include "kernels/cpu/parallel.h"
 
 #include <cstdlib>
@@ -89,6 +89,7 @@ KernelTable BuildTable() {
   AddIndexKernels(defs);
   AddFusedNormKernels(defs);
   AddFusedMlpKernels(defs);
+  AddFusedMlpQ8Kernels(defs);
   AddFusedAttentionKernels(defs);
   AddPagedAttentionKernels(defs);
   AddCollectiveKernels(defs);

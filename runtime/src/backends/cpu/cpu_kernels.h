@@ -21,6 +21,7 @@ void AddIndexKernels(std::vector<KernelDef> &table);
 // The fused transformer ops of docs/fused-ops.md.
 void AddFusedNormKernels(std::vector<KernelDef> &table);
 void AddFusedMlpKernels(std::vector<KernelDef> &table);
+void AddFusedMlpQ8Kernels(std::vector<KernelDef> &table);
 void AddFusedAttentionKernels(std::vector<KernelDef> &table);
 // paged_attention: attention over the runtime-owned paged KV cache.
 void AddPagedAttentionKernels(std::vector<KernelDef> &table);

@@ -20,7 +20,8 @@ struct ProductWeight {
   int tensor;
   int64_t k, n, ldb;
   bool trans;
-  int scale = -1; // an int8 weight's f32 scale [n]
+  int scale = -1;    // an int8 weight's f32 scale [n]
+  bool by_4 = false; // int8 packed for int8 x int8 products (kI8x4)
 };
 
 // The (weight, scale) operand positions of an int8 product.
@@ -38,6 +39,7 @@ std::vector<ProductWeight> Int8WeightsOf(const WeightUse &op,
                                          const std::vector<PlanTensor> &tensors) {
   std::vector<ProductWeight> out;
   const std::vector<int> &inputs = *op.inputs;
+  const bool int8_activations = op.attrs->String("activations", "f32") == "int8";
   for (auto [wpos, spos] : Int8ProductOperands(std::string(op.op_type))) {
     if (spos >= inputs.size() || inputs[wpos] < 0 || inputs[spos] < 0)
       continue;
@@ -50,7 +52,7 @@ std::vector<ProductWeight> Int8WeightsOf(const WeightUse &op,
     if (s.kind != TensorKind::kWeight || s.dtype != DType::kF32 || !s.IsStatic() ||
         s.dims.size() != 1 || s.dims[0].value != cols || s.data == nullptr)
       continue;
-    out.push_back({inputs[wpos], rows, cols, cols, false, inputs[spos]});
+    out.push_back({inputs[wpos], rows, cols, cols, false, inputs[spos], int8_activations});
   }
   return out;
 }
@@ -149,6 +151,10 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
     std::shared_ptr<const kernels::PackedMatrix> held;
     if (t.dtype == DType::kF32)
       held = kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
+    else if (t.dtype == DType::kI8 && w.by_4)
+      held = kernels::AcquirePackedI8x4(static_cast<const int8_t *>(t.data),
+                                        static_cast<const float *>(tensors[w.scale].data), w.k, w.n,
+                                        w.ldb);
     else if (t.dtype == DType::kI8)
       held = kernels::AcquirePackedI8(static_cast<const int8_t *>(t.data),
                                       static_cast<const float *>(tensors[w.scale].data), w.k, w.n,

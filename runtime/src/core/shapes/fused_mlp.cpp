@@ -62,6 +62,32 @@ StatusOr<FusedActivation> GatedMlpActivation(const OpAttrs &attrs) {
   return ParseActivation(kGatedMlp, attrs, kGatedActivations);
 }
 
+StatusOr<bool> Int8Activations(std::string_view op, const OpAttrs &attrs) {
+  const std::string v = attrs.String("activations", "f32");
+  if (v == "f32" || v == "int8")
+    return v == "int8";
+  return OpError(op, "unknown activations '" + v + "' (expected f32 or int8)");
+}
+
+namespace {
+
+// int8 x int8 sums are int32: |sum| <= 255 * 127 * depth must fit.
+constexpr int64_t kMaxInt8Depth = 65536;
+
+// With int8 activations, each product's depth (its weight's rows) must keep
+// the int32 sums exact.
+Status CheckInt8Depth(std::string_view op, const OpAttrs &attrs,
+                      std::initializer_list<int64_t> depths) {
+  KILN_ASSIGN_OR_RETURN(bool int8, Int8Activations(op, attrs));
+  for (int64_t d : depths)
+    if (int8 && d > kMaxInt8Depth)
+      return OpError(op, "int8 activations need a product depth of at most " +
+                             std::to_string(kMaxInt8Depth) + ", got " + std::to_string(d));
+  return Status::Ok();
+}
+
+} // namespace
+
 LinearDims LinearDimsOf(const TensorView &x, int64_t n) {
   LinearDims d;
   d.k = x.shape.back();
@@ -176,6 +202,7 @@ Status InferLinearQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
     KILN_RETURN_IF_ERROR(CheckExactShape(kLinearQ8, "bias", *in[3], {n}, "[N]"));
   }
   KILN_RETURN_IF_ERROR(LinearActivation(attrs).status());
+  KILN_RETURN_IF_ERROR(CheckInt8Depth(kLinearQ8, attrs, {x.shape.back()}));
   const LinearDims d = LinearDimsOf(x, n);
   KILN_RETURN_IF_ERROR(CheckBlasLimit(kLinearQ8, {d.rows, d.k, n}));
   out[0] = {DType::kF32, d.out, nullptr};
@@ -196,6 +223,7 @@ Status InferGatedMlpQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_ASSIGN_OR_RETURN(int64_t n, CheckQuantizedWeight(kGatedMlpQ8, "w_down", *in[3], *in[4],
                                                         f2 / 2, "F (half of w_gate_up's columns)"));
   KILN_RETURN_IF_ERROR(GatedMlpActivation(attrs).status());
+  KILN_RETURN_IF_ERROR(CheckInt8Depth(kGatedMlpQ8, attrs, {x.shape.back(), f2 / 2}));
   const LinearDims d = LinearDimsOf(x, n);
   KILN_RETURN_IF_ERROR(CheckBlasLimit(kGatedMlpQ8, {d.rows, d.k, f2, n}));
   out[0] = {DType::kF32, d.out, nullptr};

@@ -8,6 +8,7 @@
 #include "kiln/tensor.h"
 
 #include <cstdint>
+#include <string_view>
 
 namespace kiln {
 
@@ -19,6 +20,11 @@ StatusOr<FusedActivation> GeluActivation(const OpAttrs &attrs);
 StatusOr<FusedActivation> LinearActivation(const OpAttrs &attrs);
 // gated_mlp's `activation` on the gate: silu, gelu or gelu_tanh.
 StatusOr<FusedActivation> GatedMlpActivation(const OpAttrs &attrs);
+
+// linear_q8's and gated_mlp_q8's `activations`: absent or "f32" (false:
+// weight-only int8, f32 products), or "int8" (true: activation rows
+// quantized too, int8 x int8 products).
+StatusOr<bool> Int8Activations(std::string_view op, const OpAttrs &attrs);
 
 // x [..., K] as [rows, K]; the result shape is x's with the last dim `n`.
 struct LinearDims {
