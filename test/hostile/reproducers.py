@@ -151,7 +151,17 @@ def plan_cases(plan_bytes):
         for i in range(n):
             struct.pack_into("<q", p.b, first + 8 * i, (1 << 63) - 1)
 
+    def misaligned_vector(p):
+        # Fuzzing found a [long] vector whose elements started 4 bytes off an
+        # 8-byte boundary (the FlatBuffers verifier checks only its length's
+        # alignment): UBSan's misaligned load in kiln inspect. Here the
+        # memory plan's slot_static_bytes is moved 4 bytes on.
+        pos = p.field_pos(p.memory_plan(), "MemoryPlan", "slot_static_bytes")
+        struct.pack_into("<I", p.b, pos, p.u32(pos) + 4)
+
     cases = [("num_slots and a slot of 2^30", far_slot, "1073741824 slots for"),
+             ("a [long] vector 4 bytes off alignment", misaligned_vector,
+              "MemoryPlan.slot_static_bytes is not 8-byte aligned"),
              ("a slot one past slot_static_bytes", one_past,
               f"slot_static_bytes has {n_bytes} entries for {n_bytes + 1} slots"),
              ("negative slot bytes", negative_bytes, "has -5 static bytes")]

@@ -143,6 +143,9 @@ private:
   uint64_t file_size_ = 0;
   const fb::Plan *fb_ = nullptr;
   const fb::Plan *graph_ = nullptr;
+  // A rank program the file holds off 8-byte alignment, copied (graph_
+  // then points here).
+  std::vector<uint64_t> graph_copy_;
   int tp_size_ = 1, rank_ = 0;
   std::string build_id_;
   // Plan.sections index of each value a graph tensor's `section` takes: the

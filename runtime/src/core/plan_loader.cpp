@@ -40,6 +40,31 @@ std::string TensorLabel(int id, const std::string &name) {
   return "tensor " + std::to_string(id) + " '" + name + "'";
 }
 
+// The FlatBuffers verifier checks a vector's length field for 4-byte
+// alignment only, so a crafted plan can start a vector of 64-bit elements
+// 4 bytes off an 8-byte boundary: reading it is undefined behaviour. The
+// schema's non-empty [long] vectors are checked here (the buffer itself is
+// aligned).
+template <typename V> bool Aligned8(const V *v) {
+  return v == nullptr || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
+}
+
+Status CheckWideVectorsAligned(const fb::Plan &f) {
+  if (f.metadata() && !Aligned8(f.metadata()->eos_token_ids()))
+    return DataLoss("plan flatbuffer: ModelMetadata.eos_token_ids is not 8-byte aligned");
+  if (f.memory_plan() && !Aligned8(f.memory_plan()->slot_static_bytes()))
+    return DataLoss("plan flatbuffer: MemoryPlan.slot_static_bytes is not 8-byte aligned");
+  if (f.ops())
+    for (const fb::Op *op : *f.ops())
+      if (op->attrs())
+        for (const fb::Attr *a : *op->attrs())
+          if (!Aligned8(a->ints()))
+            return DataLoss("plan flatbuffer: an Attr.ints of op '" +
+                            (op->type() ? op->type()->str() : std::string("?")) +
+                            "' is not 8-byte aligned");
+  return Status::Ok();
+}
+
 } // namespace
 
 // Friend of Plan: fills its private fields as the checks pass.
@@ -150,15 +175,16 @@ Status PlanLoader::SelectGraph(Plan &plan, const PlanLoadOptions &options) {
                            " ranks: run it with --tp " + std::to_string(n));
   if (options.tp_size != n && options.tp_size != PlanLoadOptions::kAsBuilt)
     return InvalidArgument("the plan was built for tensor parallelism over " + std::to_string(n) +
-                           " ranks, not " + std::to_string(options.tp_size) + ": run it with --tp " +
-                           std::to_string(n) + " (kiln reshard changes the rank count)");
+                           " ranks, not " + std::to_string(options.tp_size) +
+                           ": run it with --tp " + std::to_string(n) +
+                           " (kiln reshard changes the rank count)");
   // kFirstHeldRank: the first program the file holds (a rank file's only one).
   int rank = options.rank;
   if (rank == PlanLoadOptions::kFirstHeldRank && tp->ranks() && tp->ranks()->size() > 0)
     rank = tp->ranks()->Get(0)->rank();
   if (rank < 0 || rank >= n)
-    return InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " +
-                           std::to_string(n) + ")");
+    return InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(n) +
+                           ")");
   if (f.tensors() || f.ops() || f.memory_plan() || f.inputs() || f.outputs() || f.ragged() ||
       f.decoder())
     return DataLoss("a tensor-parallel plan's outer Plan has a graph; each rank's graph belongs "
@@ -171,8 +197,7 @@ Status PlanLoader::SelectGraph(Plan &plan, const PlanLoadOptions &options) {
       if (rp->rank() != rank)
         continue;
       if (mine)
-        return DataLoss("tensor_parallel.ranks lists rank " + std::to_string(rank) +
-                        " twice");
+        return DataLoss("tensor_parallel.ranks lists rank " + std::to_string(rank) + " twice");
       mine = rp;
     }
   }
@@ -184,9 +209,19 @@ Status PlanLoader::SelectGraph(Plan &plan, const PlanLoadOptions &options) {
   const fb::Plan *program = mine->program_nested_root();
   if (!program || !mine->program() || mine->program()->size() == 0)
     return DataLoss("rank " + std::to_string(rank) + " has no program");
+  // Its verifier checked alignment from the nested buffer's start, which
+  // must itself be 8-byte aligned for the 64-bit fields inside. kiln's
+  // writer aligns it; a program of another writer that does not is read
+  // from an aligned copy.
+  const flatbuffers::Vector<uint8_t> &bytes = *mine->program();
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % 8 != 0) {
+    plan.graph_copy_.assign((bytes.size() + 7) / 8, 0);
+    std::memcpy(plan.graph_copy_.data(), bytes.data(), bytes.size());
+    program = fb::GetPlan(plan.graph_copy_.data());
+  }
+  KILN_RETURN_IF_ERROR(CheckWideVectorsAligned(*program));
   if (program->tensor_parallel())
-    return DataLoss("rank " + std::to_string(rank) +
-                    "'s program is itself tensor-parallel");
+    return DataLoss("rank " + std::to_string(rank) + "'s program is itself tensor-parallel");
   if (program->format_major() != f.format_major())
     return DataLoss("rank " + std::to_string(rank) + "'s program says format " +
                     std::to_string(program->format_major()) + ".x inside a " +
@@ -553,6 +588,7 @@ StatusOr<std::unique_ptr<Plan>> PlanLoader::Verify(std::unique_ptr<Plan> plan,
   if (!fb::VerifyPlanBuffer(verifier))
     return DataLoss("plan flatbuffer failed verification (wrong identifier or malformed tables)");
   plan->fb_ = fb::GetPlan(p + kPlanHeaderSize);
+  KILN_RETURN_IF_ERROR(CheckWideVectorsAligned(*plan->fb_));
   const fb::Plan &f = *plan->fb_;
   if (f.format_major() != h.format_major || f.format_minor() != h.format_minor)
     return DataLoss("plan flatbuffer says format " + std::to_string(f.format_major()) + "." +
