@@ -99,21 +99,31 @@ std::vector<RefTensor> Linear(const OpAttrs &attrs, const RefInputs &in) {
   return {out};
 }
 
-// (act(x Wg) * (x Wu)) Wd with w_gate_up = [Wg | Wu].
-std::vector<RefTensor> GatedMlp(const OpAttrs &attrs, const RefInputs &in) {
-  const RefTensor &x = *in[0], &wgu = *in[1], &wd = *in[2];
+// (act(x Wg) * (x Wu)) Wd with w_gate_up = [Wg | Wu]; `rows_of` is applied
+// to x and to the gated hidden state before their products (the identity,
+// or gated_mlp_q8's int8 row quantization).
+RefTensor GatedMlpOver(const OpAttrs &attrs, const RefTensor &x_in, const RefTensor &wgu,
+                       const RefTensor &wd, RefTensor (*rows_of)(const RefTensor &)) {
+  const RefTensor x = rows_of(x_in);
   const std::string act = attrs.String("activation", "silu");
   const int64_t f = wgu.shape[1] / 2, n = wd.shape[1], rows = Rows(x);
   RefTensor hidden{{rows, f}, std::vector<double>(static_cast<size_t>(rows * f))};
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < f; ++c)
       hidden.v[r * f + c] = Activate(act, Dot(x, r, wgu, c)) * Dot(x, r, wgu, f + c);
+  hidden = rows_of(hidden);
   RefTensor out{x.shape, std::vector<double>(static_cast<size_t>(rows * n))};
   out.shape.back() = n;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < n; ++c)
       out.v[r * n + c] = Dot(hidden, r, wd, c);
-  return {out};
+  return out;
+}
+
+RefTensor Unchanged(const RefTensor &t) { return t; }
+
+std::vector<RefTensor> GatedMlp(const OpAttrs &attrs, const RefInputs &in) {
+  return {GatedMlpOver(attrs, *in[0], *in[1], *in[2], Unchanged)};
 }
 
 // An int8 weight [K, N] times its per-column scale [N]: the f32 weight it
@@ -157,23 +167,7 @@ std::vector<RefTensor> LinearQ8(const OpAttrs &attrs, const RefInputs &in) {
 // quantized before their products.
 std::vector<RefTensor> GatedMlpQ8(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor wgu = Dequantized(*in[1], *in[2]), wd = Dequantized(*in[3], *in[4]);
-  if (!Int8Rows(attrs))
-    return GatedMlp(attrs, {in[0], &wgu, &wd});
-  const RefTensor &x = *in[0];
-  const RefTensor xq = QuantizedRows(x);
-  const std::string act = attrs.String("activation", "silu");
-  const int64_t f = wgu.shape[1] / 2, n = wd.shape[1], rows = Rows(x);
-  RefTensor hidden{{rows, f}, std::vector<double>(static_cast<size_t>(rows * f))};
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < f; ++c)
-      hidden.v[r * f + c] = Activate(act, Dot(xq, r, wgu, c)) * Dot(xq, r, wgu, f + c);
-  const RefTensor hq = QuantizedRows(hidden);
-  RefTensor out{x.shape, std::vector<double>(static_cast<size_t>(rows * n))};
-  out.shape.back() = n;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < n; ++c)
-      out.v[r * n + c] = Dot(hq, r, wd, c);
-  return {out};
+  return {GatedMlpOver(attrs, *in[0], wgu, wd, Int8Rows(attrs) ? QuantizedRows : Unchanged)};
 }
 
 // y[..R] = x cos + rot(x) sin, the rest of the last dim passed through.

@@ -12,16 +12,6 @@
 namespace kiln::test {
 namespace {
 
-double Act(const std::string &act, double v) {
-  if (act == "relu")
-    return v > 0 ? v : 0;
-  if (act == "silu")
-    return v / (1 + std::exp(-v));
-  if (act == "gelu")
-    return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-  return v;
-}
-
 // A random int8 weight [k, n] (the full range, -127..127) and its scales.
 struct Int8Weight {
   Tensor q, scale;
@@ -72,7 +62,7 @@ TEST(FusedInt8, LinearQ8MatchesDequantizedReference) {
               acc += At(x, r * k + i) * w.At(i, j);
               m += std::fabs(At(x, r * k + i) * w.At(i, j));
             }
-            want[r * n + j] = Act(act, acc);
+            want[r * n + j] = NaiveAct(act, acc);
             mag[r * n + j] = m + std::fabs(want[r * n + j]);
           }
         ExpectClose((*got)[0], want, mag,
@@ -97,30 +87,10 @@ TEST(FusedInt8, GatedMlpQ8MatchesDequantizedReference) {
                          {&x, &gu.q, &gu.scale, &down.q, &down.scale});
         ASSERT_TRUE(got.ok()) << got.status().message();
         ASSERT_EQ((*got)[0].shape, (Shape{rows, n}));
-        std::vector<double> want(static_cast<size_t>(rows * n)), mag(want.size());
-        std::vector<double> h(f), hmag(f);
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t j = 0; j < f; ++j) {
-            double g = 0, u = 0, gm = 0, um = 0;
-            for (int64_t i = 0; i < k; ++i) {
-              g += At(x, r * k + i) * gu.At(i, j);
-              u += At(x, r * k + i) * gu.At(i, f + j);
-              gm += std::fabs(At(x, r * k + i) * gu.At(i, j));
-              um += std::fabs(At(x, r * k + i) * gu.At(i, f + j));
-            }
-            h[j] = Act(act, g) * u;
-            hmag[j] = std::fabs(h[j]) + gm * um;
-          }
-          for (int64_t c = 0; c < n; ++c) {
-            double acc = 0, m = 0;
-            for (int64_t j = 0; j < f; ++j) {
-              acc += h[j] * down.At(j, c);
-              m += hmag[j] * std::fabs(down.At(j, c));
-            }
-            want[r * n + c] = acc;
-            mag[r * n + c] = m;
-          }
-        }
+        std::vector<double> want, mag;
+        NaiveGatedMlp(
+            x, rows, k, f, n, act, [&](int64_t i, int64_t j) { return gu.At(i, j); },
+            [&](int64_t j, int64_t c) { return down.At(j, c); }, want, mag);
         ExpectClose((*got)[0], want, mag,
                     std::string("gated_mlp_q8 ") + act + (packed ? " packed" : " widened"));
       }
@@ -163,7 +133,7 @@ TEST(FusedInt8, LinearQ8WithInt8ActivationsIsExactOverQuantizedRows) {
               absdot += t < 0 ? -t : t;
             }
             const double s = double(xs[r]) * w.scale.data<float>()[j];
-            want[r * n + j] = Act(act, s * double(dot) + At(bias, j));
+            want[r * n + j] = NaiveAct(act, s * double(dot) + At(bias, j));
             mag[r * n + j] =
                 s * double(absdot) + std::fabs(At(bias, j)) + std::fabs(want[r * n + j]);
           }

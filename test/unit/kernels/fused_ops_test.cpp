@@ -114,18 +114,6 @@ TEST(FusedAddLayerNorm, WithAndWithoutBias) {
 }
 
 // act(v) in double, by the contract's formulas.
-double NaiveAct(const std::string &act, double v) {
-  if (act == "relu")
-    return v < 0 ? 0 : v;
-  if (act == "gelu")
-    return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-  if (act == "gelu_tanh")
-    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-  if (act == "silu")
-    return v / (1 + std::exp(-v));
-  return v;
-}
-
 TEST(FusedGelu, ErfAndTanhForms) {
   std::mt19937 rng(104);
   for (const char *approx : {"none", "tanh"}) {
@@ -203,30 +191,10 @@ TEST(FusedGatedMlp, SiluGeluAndTanhGelu) {
       auto got = RunOp("gated_mlp", Attrs().String("activation", act), {&x, &wgu, &wd});
       ASSERT_TRUE(got.ok()) << got.status().message();
       ASSERT_EQ((*got)[0].shape, (Shape{rows, n}));
-      std::vector<double> want(static_cast<size_t>(rows * n)), mag(want.size());
-      std::vector<double> h(f), hmag(f);
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t j = 0; j < f; ++j) {
-          double g = 0, u = 0, gm = 0, um = 0;
-          for (int64_t i = 0; i < k; ++i) {
-            g += At(x, r * k + i) * At(wgu, i * 2 * f + j);
-            u += At(x, r * k + i) * At(wgu, i * 2 * f + f + j);
-            gm += std::fabs(At(x, r * k + i) * At(wgu, i * 2 * f + j));
-            um += std::fabs(At(x, r * k + i) * At(wgu, i * 2 * f + f + j));
-          }
-          h[j] = NaiveAct(act, g) * u;
-          hmag[j] = std::fabs(h[j]) + gm * um; // rounding of gate and up
-        }
-        for (int64_t c = 0; c < n; ++c) {
-          double acc = 0, m = 0;
-          for (int64_t j = 0; j < f; ++j) {
-            acc += h[j] * At(wd, j * n + c);
-            m += hmag[j] * std::fabs(At(wd, j * n + c));
-          }
-          want[r * n + c] = acc;
-          mag[r * n + c] = m;
-        }
-      }
+      std::vector<double> want, mag;
+      NaiveGatedMlp(
+          x, rows, k, f, n, act, [&](int64_t i, int64_t j) { return At(wgu, i * 2 * f + j); },
+          [&](int64_t j, int64_t c) { return At(wd, j * n + c); }, want, mag);
       ExpectClose((*got)[0], want, mag, std::string("gated_mlp ") + act);
     }
   }

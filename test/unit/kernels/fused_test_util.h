@@ -59,4 +59,53 @@ inline Tensor ToF32(const Tensor &h) {
 
 inline double At(const Tensor &t, int64_t i) { return t.data<float>()[i]; }
 
+// The fused ops' activations in double: none, relu, gelu (erf), gelu_tanh,
+// silu.
+inline double NaiveAct(const std::string &act, double v) {
+  if (act == "relu")
+    return v < 0 ? 0 : v;
+  if (act == "gelu")
+    return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  if (act == "gelu_tanh")
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  if (act == "silu")
+    return v / (1 + std::exp(-v));
+  return v;
+}
+
+// gated_mlp in double, (act(x Wg) * (x Wu)) Wd, for x [rows, k], with the
+// weights read through wgu(i, j) ([k, 2f]: gate columns then up) and
+// wd(j, c) ([f, n]). Fills want [rows, n] and mag, the sums of |terms|
+// that bound the f32 kernels' rounding.
+template <typename GateUp, typename Down>
+void NaiveGatedMlp(const Tensor &x, int64_t rows, int64_t k, int64_t f, int64_t n,
+                   const std::string &act, GateUp wgu, Down wd, std::vector<double> &want,
+                   std::vector<double> &mag) {
+  want.assign(static_cast<size_t>(rows * n), 0.0);
+  mag.assign(want.size(), 0.0);
+  std::vector<double> h(f), hmag(f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < f; ++j) {
+      double g = 0, u = 0, gm = 0, um = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        g += At(x, r * k + i) * wgu(i, j);
+        u += At(x, r * k + i) * wgu(i, f + j);
+        gm += std::fabs(At(x, r * k + i) * wgu(i, j));
+        um += std::fabs(At(x, r * k + i) * wgu(i, f + j));
+      }
+      h[j] = NaiveAct(act, g) * u;
+      hmag[j] = std::fabs(h[j]) + gm * um; // rounding of gate and up
+    }
+    for (int64_t c = 0; c < n; ++c) {
+      double acc = 0, m = 0;
+      for (int64_t j = 0; j < f; ++j) {
+        acc += h[j] * wd(j, c);
+        m += hmag[j] * std::fabs(wd(j, c));
+      }
+      want[r * n + c] = acc;
+      mag[r * n + c] = m;
+    }
+  }
+}
+
 } // namespace kiln::test
