@@ -47,10 +47,19 @@ __device__ int64_t SeqNewTokens(const DecodeArgs &a, int64_t s) {
   return e - b;
 }
 
+// Whether the op stores token t's key and value: its slot is in the cache.
+__device__ __forceinline__ bool Stored(const DecodeArgs &a, int64_t t) {
+  const int64_t slot = a.idx.slots[t];
+  return slot >= 0 && slot / a.d.block_size < a.d.num_blocks;
+}
+
 // Key j's rows of KV head g for sequence s (first new token `first`, n new
-// tokens, context ctx): the new tokens' from k_new and v_new, the others'
-// through the block table; null when the table entry is out of range (the
-// key then reads as zeros).
+// tokens, context ctx): a new token's from k_new and v_new when the op
+// stores it (the same values, read without waiting for the store), the
+// others' through the block table, as the op's contract reads them after
+// the stores (a padding token's position then holds whatever the cache
+// held); null when the table entry is out of range (the key then reads as
+// zeros).
 template <typename T> struct KeyRows { const T *k = nullptr, *v = nullptr; };
 
 template <typename T>
@@ -58,7 +67,7 @@ __device__ __forceinline__ KeyRows<T> RowsOf(const DecodeArgs &a, int64_t s, int
                                              int64_t first, int64_t n, int64_t ctx, int64_t j) {
   const PagedDims &d = a.d;
   KeyRows<T> r;
-  if (j >= ctx - n) {
+  if (j >= ctx - n && Stored(a, first + j - (ctx - n))) {
     const int64_t row = g * d.kv_head_stride + (first + j - (ctx - n)) * d.kv_token_stride;
     r.k = static_cast<const T *>(a.k_new) + row * d.head_dim;
     r.v = static_cast<const T *>(a.v_new) + row * d.v_dim;
@@ -79,9 +88,9 @@ template <typename T>
 __device__ void StoreNew(const DecodeArgs &a, int64_t g, int64_t first, int64_t n) {
   const PagedDims &d = a.d;
   for (int64_t t = first; t < first + n; ++t) {
-    const int64_t slot = a.idx.slots[t];
-    if (slot < 0 || slot / d.block_size >= d.num_blocks)
+    if (!Stored(a, t))
       continue;
+    const int64_t slot = a.idx.slots[t];
     const int64_t dst = (slot / d.block_size * d.kv_heads + g) * d.block_size + slot % d.block_size;
     const int64_t src = g * d.kv_head_stride + t * d.kv_token_stride;
     for (int64_t e = threadIdx.x; e < d.head_dim; e += blockDim.x)

@@ -16,7 +16,9 @@
 //  - kAllSequences, for a step whose tokens are as many as its sequences (a
 //    decode step): every sequence is attended here, the new keys and values
 //    are stored into the cache by the same launch (read from k_new and v_new
-//    for the new positions, so the store and the reads do not race), and a
+//    for the new positions, so the store and the reads do not race; a
+//    padding token, whose slot stores nothing, reads its position from the
+//    cache as the op's contract says), and a
 //    sequence with several new tokens (possible, if unusual, in such a step)
 //    attends them one after another without a split.
 //  - kSingleTokens, beside the query-tile kernels in a mixed step: only the

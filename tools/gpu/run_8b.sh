@@ -26,10 +26,12 @@
 #           WORK/kiln_latency_*.json)
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
+#   hfbatch tools/gpu/bench_hf.py --batch-requests OFFLINE_PROMPTS: transformers'
+#           continuous batching (generate_batch), the offline bench's requests
 # then one table of everything measured so far in WORK (steps may run in
 # separate calls, each inside the device tool's 10 minutes).
 #
-# usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,profile,ab,hf] [--work DIR]
+# usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,profile,ab,hf,hfbatch] [--work DIR]
 # Environment: KILN_8B_WORK (default build/8b), BUILD_FLAGS (default
 # "--require-injection --target cuda --dtype bf16"), KILN_DEVICE (default cuda),
 # PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (4276, the H200's
@@ -158,8 +160,9 @@ fi
 
 if want ab; then
   # The pending kernels (docs/gpu.md), one at a time and all together.
-  PENDING="KILN_DECODE_ATTENTION=1 KILN_LT_TUNE=1 KILN_VEC_NORM=1"
-  PENDING+=" KILN_DECODE_ATTENTION=1,KILN_LT_TUNE=1,KILN_VEC_NORM=1"
+  # KILN_VEC_NORM=0: the norms' path before it became the default.
+  PENDING="KILN_DECODE_ATTENTION=1 KILN_LT_TUNE=1 KILN_VEC_NORM=0"
+  PENDING+=" KILN_DECODE_ATTENTION=1,KILN_LT_TUNE=1"
   # What each switch is worth at batch 1: the latency bench again with one
   # of them flipped (docs/gpu.md), 3 runs after a warm-up each.
   for ab in ${AB_SWITCHES:-KILN_CUDA_GRAPHS=0 KILN_DEVICE_SAMPLING=0 KILN_CUDA_GEMV=1 $PENDING}; do
@@ -180,6 +183,15 @@ if want hf; then
     --json "$WORK/hf.json" ${HF_FLAGS:-} || fail "the transformers baseline failed"
 fi
 
+if want hfbatch; then
+  echo "== hfbatch: tools/gpu/bench_hf.py --batch-requests ${OFFLINE_PROMPTS:-256} (generate_batch)"
+  rm -f "$WORK/hf_batch.json"
+  # shellcheck disable=SC2086
+  "$PY" tools/gpu/bench_hf.py "$GRAPH" --prompt-len "$PROMPT_LEN" --new-tokens "$NEW_TOKENS" \
+    --batch-requests "${OFFLINE_PROMPTS:-256}" --json "$WORK/hf_batch.json" ${HF_FLAGS:-} ||
+    fail "the transformers continuous-batching baseline failed"
+fi
+
 echo
 "$PY" - "$WORK" <<'EOF'
 import json, sys
@@ -188,8 +200,8 @@ w = Path(sys.argv[1])
 def load(name):
     p = w / name
     return json.loads(p.read_text()) if p.exists() else None
-fill, build, lat, off, hf = (load(n) for n in ("fill.json", "build.json", "kiln_latency.json",
-                                               "kiln_offline.json", "hf.json"))
+fill, build, lat, off, hf, hfb = (load(n) for n in ("fill.json", "build.json", "kiln_latency.json",
+                                                    "kiln_offline.json", "hf.json", "hf_batch.json"))
 print("Llama-3-8B shape (random weights), bf16")
 if fill:
     print(f"fill random weights: {fill['wall_s']:.1f} s")
@@ -218,5 +230,8 @@ if off:
           f"{r['total_tokens_per_s']:.0f} | {r['output_tokens_per_s']:.0f} | {r['kv_cache_seqs_2k']} |")
 else:
     print("| kiln | - | - | - | - |")
+if hfb:
+    print(f"| {hfb['engine']} | {hfb['requests']} x {hfb['prompt_len']}/{hfb['new_tokens']} | "
+          f"{hfb['total_tok_s']:.0f} | {hfb['output_tok_s']:.0f} | - |")
 EOF
 exit "$STATUS"
