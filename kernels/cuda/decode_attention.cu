@@ -11,11 +11,15 @@ constexpr int kMaxDim = static_cast<int>(kMaxDecodeHeadDim);
 constexpr int kKeysPerWarp = 32; // one per lane
 
 // Blocks that keep an H200 (132 SMs) busy: splits are added until a step's
-// sequences make about this many blocks.
-constexpr int64_t kFillBlocks = 264;
+// sequences make about this many blocks (4 an SM: a split of few keys keeps
+// only some of a block's warps busy, and the loads of a few warps an SM
+// cannot hide the memory's latency).
+constexpr int64_t kFillBlocks = 528;
 // A split takes at least this many keys of the longest context the block
-// tables allow.
-constexpr int64_t kMinKeysPerSplit = 64;
+// tables allow: one warp's.
+constexpr int64_t kMinKeysPerSplit = 32;
+// Key vectors (16 bytes) a lane loads before it uses them.
+constexpr int kKeyBatch = 8;
 
 struct DecodeArgs {
   const void *q, *k_new, *v_new;
@@ -102,6 +106,51 @@ __device__ void StoreNew(const DecodeArgs &a, int64_t g, int64_t first, int64_t 
   }
 }
 
+// Whether the value rows are read kCols consecutive columns a lane, in
+// vectors (else a lane reads columns lane, lane + 32, ... one at a time).
+template <typename T, int kCols> constexpr int ValueChunkBytes() {
+  return kCols * static_cast<int>(sizeof(T)) < 16 ? kCols * static_cast<int>(sizeof(T)) : 16;
+}
+
+template <int kBytes> struct ChunkOf;
+template <> struct ChunkOf<2> { using type = unsigned short; };
+template <> struct ChunkOf<4> { using type = unsigned int; };
+template <> struct ChunkOf<8> { using type = uint2; };
+template <> struct ChunkOf<16> { using type = uint4; };
+
+// The kCols value columns lane owns in row v (null: zeros): with kVec, the
+// consecutive columns lane * kCols.., read in chunks of up to 16 bytes
+// (the caller checked their alignment); else lane + 32 c.
+template <typename T, int kCols, bool kVec>
+__device__ __forceinline__ void LoadValueCols(const T *v, int lane, int dv, float (&vc)[kCols]) {
+  if constexpr (kVec) {
+    constexpr int kBytes = kCols * static_cast<int>(sizeof(T));
+    constexpr int kChunk = ValueChunkBytes<T, kCols>();
+    using Chunk = typename ChunkOf<kChunk>::type;
+    const int col0 = lane * kCols;
+    if (v == nullptr || col0 >= dv) {
+      for (int c = 0; c < kCols; ++c)
+        vc[c] = 0.0f;
+      return;
+    }
+    alignas(16) T buf[kCols];
+    for (int i = 0; i < kBytes / kChunk; ++i)
+      reinterpret_cast<Chunk *>(buf)[i] = reinterpret_cast<const Chunk *>(v + col0)[i];
+    for (int c = 0; c < kCols; ++c)
+      vc[c] = Widen<float>(buf[c]);
+  } else {
+    for (int c = 0; c < kCols; ++c) {
+      const int col = lane + 32 * c;
+      vc[c] = v != nullptr && col < dv ? Widen<float>(v[col]) : 0.0f;
+    }
+  }
+}
+
+// Output column c of a lane's kCols.
+template <int kCols, bool kVec> __device__ __forceinline__ int ColOf(int lane, int c) {
+  return kVec ? lane * kCols + c : lane + 32 * c;
+}
+
 struct SharedState {
   float q[kHeads][kMaxDim];
   float m[kWarps][kHeads], l[kWarps][kHeads];
@@ -111,7 +160,7 @@ struct SharedState {
 // Token t (position ctx - (first + n - t), attending keys [key_begin,
 // key_end)) for query heads h0.. of KV group g: each warp's running max, sum
 // and outputs end in `sh`, merged by the caller.
-template <typename T, int kCols>
+template <typename T, int kCols, bool kValueVec>
 __device__ void AttendKeys(const DecodeArgs &a, SharedState &sh, int64_t s, int64_t g,
                            int64_t first, int64_t n, int64_t ctx, int64_t key_begin,
                            int64_t key_end) {
@@ -135,13 +184,24 @@ __device__ void AttendKeys(const DecodeArgs &a, SharedState &sh, int64_t s, int6
     for (int h = 0; h < kHeads; ++h)
       sc[h] = 0;
     if (rows.k != nullptr) {
-#pragma unroll 4
-      for (int e = 0; e < d; e += kVec) {
-        float k[kVec];
-        WidenVector(rows.k + e, k);
-        for (int h = 0; h < kHeads; ++h)
-          for (int x = 0; x < kVec; ++x)
-            sc[h] += sh.q[h][e + x] * k[x];
+      // kKeyBatch loads in flight before their products.
+      for (int e0 = 0; e0 < d; e0 += kKeyBatch * kVec) {
+        uint4 raw[kKeyBatch] = {};
+#pragma unroll
+        for (int b = 0; b < kKeyBatch; ++b)
+          if (e0 + b * kVec < d)
+            raw[b] = *reinterpret_cast<const uint4 *>(rows.k + e0 + b * kVec);
+#pragma unroll
+        for (int b = 0; b < kKeyBatch; ++b) {
+          const int e = e0 + b * kVec;
+          if (e >= d)
+            break;
+          float k[kVec];
+          WidenVector(reinterpret_cast<const T *>(&raw[b]), k);
+          for (int h = 0; h < kHeads; ++h)
+            for (int x = 0; x < kVec; ++x)
+              sc[h] += sh.q[h][e + x] * k[x];
+        }
       }
     }
     float p[kHeads];
@@ -158,14 +218,11 @@ __device__ void AttendKeys(const DecodeArgs &a, SharedState &sh, int64_t s, int6
     const int64_t left = key_end - j0;
     const int count = left < kKeysPerWarp ? static_cast<int>(left) : kKeysPerWarp;
     const auto vrow = reinterpret_cast<unsigned long long>(rows.v);
-#pragma unroll 4
+#pragma unroll 8
     for (int kk = 0; kk < count; ++kk) {
       const T *v = reinterpret_cast<const T *>(__shfl_sync(kFullMask, vrow, kk));
       float vc[kCols];
-      for (int c = 0; c < kCols; ++c) {
-        const int col = lane + 32 * c;
-        vc[c] = v != nullptr && col < dv ? Widen<float>(v[col]) : 0.0f;
-      }
+      LoadValueCols<T, kCols, kValueVec>(v, lane, dv, vc);
       for (int h = 0; h < kHeads; ++h) {
         const float pk = __shfl_sync(kFullMask, p[h], kk);
         for (int c = 0; c < kCols; ++c)
@@ -180,7 +237,7 @@ __device__ void AttendKeys(const DecodeArgs &a, SharedState &sh, int64_t s, int6
     }
   for (int h = 0; h < kHeads; ++h)
     for (int c = 0; c < kCols; ++c) {
-      const int col = lane + 32 * c;
+      const int col = ColOf<kCols, kValueVec>(lane, c);
       if (col < dv)
         sh.acc[warp][h][col] = acc[h][c];
     }
@@ -210,7 +267,7 @@ __device__ __forceinline__ int64_t OutRow(const PagedDims &d, int64_t head, int6
 }
 
 // Block (s, g * head_chunks + chunk, z).
-template <typename T, int kCols>
+template <typename T, int kCols, bool kValueVec>
 __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeArgs a) {
   __shared__ SharedState sh;
   const PagedDims &d = a.d;
@@ -246,7 +303,7 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeArgs a) {
                        : 0.0f;
     }
     __syncthreads();
-    AttendKeys<T, kCols>(a, sh, s, g, first, n, ctx, key_begin, key_end);
+    AttendKeys<T, kCols, kValueVec>(a, sh, s, g, first, n, ctx, key_begin, key_end);
     __syncthreads();
     for (int i = threadIdx.x; i < heads * dv; i += kThreads) {
       const int h = i / dv, col = i % dv;
@@ -303,11 +360,23 @@ int64_t HeadChunks(const PagedDims &d) {
   return (group + kHeads - 1) / kHeads;
 }
 
+// Whether the value rows allow LoadValueCols' vectors: every row starts at a
+// multiple of the chunk, and the lanes' columns never straddle a row's end.
+template <typename T, int kCols> bool ValueVectors(const DecodeArgs &a) {
+  constexpr int64_t chunk = ValueChunkBytes<T, kCols>();
+  const auto aligned = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % chunk == 0; };
+  return a.d.v_dim % kCols == 0 && a.d.v_dim * static_cast<int64_t>(sizeof(T)) % chunk == 0 &&
+         aligned(a.v_cache) && aligned(a.v_new);
+}
+
 template <typename T, int kCols> cudaError_t LaunchCols(const DecodeArgs &a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(a.d.num_seqs),
                   static_cast<unsigned>(a.d.kv_heads * a.head_chunks),
                   static_cast<unsigned>(a.splits));
-  DecodeKernel<T, kCols><<<grid, kThreads, 0, stream>>>(a);
+  if (ValueVectors<T, kCols>(a))
+    DecodeKernel<T, kCols, true><<<grid, kThreads, 0, stream>>>(a);
+  else
+    DecodeKernel<T, kCols, false><<<grid, kThreads, 0, stream>>>(a);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess || a.splits == 1)
     return err;

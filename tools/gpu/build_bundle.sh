@@ -37,7 +37,7 @@ while read -r target _; do
 done <test/gpu/bundle.txt
 # Kernel benchmarks carried beside them, CUDA builds only (not tests: in bin/
 # but not bundle.txt, so test_gpu.sh does not run them; docs/gpu.md says how).
-if [ "$KILN_CUDA" = ON ]; then TARGETS+=(kiln_prefill_bench kiln_gemv_bench); fi
+if [ "$KILN_CUDA" = ON ]; then TARGETS+=(kiln_prefill_bench kiln_decode_bench kiln_gemv_bench); fi
 
 echo "== configure $BUILD_DIR (KILN_PORTABLE=ON, KILN_CUDA=$KILN_CUDA)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_PORTABLE=ON \
