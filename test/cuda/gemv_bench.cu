@@ -16,6 +16,7 @@
 #include "backends/cuda/gemm_lt.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/gemv.h"
+#include "tools/gpu/bench_util.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -37,15 +38,8 @@ using kiln::kernels::cuda::GemvArgs;
 constexpr double kCopyGBs = 4276.0;             // the H200's device copy rate (docs/benchmarks.md)
 constexpr uint64_t kRotateBytes = 512ull << 20; // weights cycled through: well past L2
 
-void Die(const std::string &what) {
-  std::fprintf(stderr, "kiln_gemv_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-void Check(cudaError_t err, const char *what) {
-  if (err != cudaSuccess)
-    Die(std::string(what) + ": " + cudaGetErrorString(err));
-}
+using kiln::bench::Check;
+[[noreturn]] void Die(const std::string &what) { kiln::bench::Fail(what); }
 
 void Check(const kiln::Status &st, const char *what) {
   if (!st.ok())
@@ -186,13 +180,7 @@ template <typename Fn> double TimeUs(Fn run, int copies, int iters, cudaStream_t
 } // namespace
 
 int main(int argc, char **argv) {
-  int iters = 50;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-      iters = std::max(1, std::atoi(argv[++i]));
-    else
-      Die(std::string("unknown argument '") + argv[i] + "' (usage: kiln_gemv_bench [--iters N])");
-  }
+  const int iters = kiln::bench::ParseIters(argc, argv, "kiln_gemv_bench", 50);
   auto backend = kiln::cuda::CreateCudaBackend(0);
   if (!backend.ok())
     Die(backend.status().message());

@@ -17,6 +17,7 @@
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/paged_attention.h"
+#include "tools/gpu/bench_util.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -36,15 +37,8 @@ namespace kc = kiln::kernels::cuda;
 
 namespace {
 
-[[noreturn]] void Fail(const std::string &what) {
-  std::fprintf(stderr, "kiln_decode_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-void Check(cudaError_t err, const char *what) {
-  if (err != cudaSuccess)
-    Fail(std::string(what) + ": " + cudaGetErrorString(err));
-}
+using kiln::bench::Check;
+using kiln::bench::Fail;
 
 constexpr int64_t kHq = 32, kHkv = 8, kD = 128, kBs = 16;
 
@@ -259,13 +253,7 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int iters = 50;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-      iters = std::max(1, std::atoi(argv[++i]));
-    else
-      Fail(std::string("unknown argument ") + argv[i] + " (usage: kiln_decode_bench [--iters N])");
-  }
+  const int iters = kiln::bench::ParseIters(argc, argv, "kiln_decode_bench", 50);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     Fail("no CUDA device");

@@ -22,6 +22,7 @@
 #include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/rotary.h"
+#include "tools/gpu/bench_util.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -43,15 +44,8 @@ namespace kc = kiln::kernels::cuda;
 
 namespace {
 
-[[noreturn]] void Fail(const std::string &what) {
-  std::fprintf(stderr, "kiln_prefill_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-void Check(cudaError_t err, const char *what) {
-  if (err != cudaSuccess)
-    Fail(std::string(what) + ": " + cudaGetErrorString(err));
-}
+using kiln::bench::Check;
+using kiln::bench::Fail;
 void Check(cublasStatus_t st, const char *what) {
   if (st != CUBLAS_STATUS_SUCCESS)
     Fail(std::string(what) + ": cuBLASLt status " + std::to_string(static_cast<int>(st)));
@@ -473,13 +467,7 @@ void BenchRotary(cudaStream_t stream, int iters) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int iters = 20;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
-      iters = std::max(1, std::atoi(argv[++i]));
-    else
-      Fail(std::string("unknown argument ") + argv[i] + " (usage: kiln_prefill_bench [--iters N])");
-  }
+  const int iters = kiln::bench::ParseIters(argc, argv, "kiln_prefill_bench", 20);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     Fail("no CUDA device");
