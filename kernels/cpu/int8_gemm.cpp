@@ -1,6 +1,6 @@
 // Int8Gemm: int8 x int8 products on kI8x4 weights. AVX-512 VNNI tiles where
 // the CPU has them (chosen at run time; this file is compiled for the
-// baseline ISA), portable loops elsewhere.
+// baseline ISA), else the AVX2 path (int8_gemm_avx2.cpp) or portable loops.
 #include "kernels/cpu/int8_gemm.h"
 
 #include "kernels/cpu/parallel.h"
@@ -320,7 +320,7 @@ void QuantizeRows(const float *a, int64_t m, int64_t k, int64_t lda, uint8_t *aq
 void Int8Gemm(int64_t m, const uint8_t *aq, const float *a_scale, const PackedMatrix &b, float *c,
               int64_t ldc) {
   if (!HasVnni()) {
-    Int8GemmPortable(m, aq, a_scale, b, c, ldc);
+    Int8GemmAvx2(m, aq, a_scale, b, c, ldc); // the portable loops where it cannot
     return;
   }
   ForPanels(m, b, [&](int64_t j0, int64_t j1) { PanelsVnni(m, aq, a_scale, b, j0, j1, c, ldc); });

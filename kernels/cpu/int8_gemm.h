@@ -1,6 +1,7 @@
 // Int8 x int8 products (W8A8): rows of A quantized per row to uint8 with a
 // +128 offset, times a weight packed as kI8x4 (packed_matrix.h), summed in
-// int32 (AVX-512 VNNI's vpdpbusd where the CPU has it, else plain loops)
+// int32 (AVX-512 VNNI's vpdpbusd where the CPU has it, else AVX2's
+// vpmaddubsw where the weights allow, else plain loops)
 // and scaled to f32 once per element of C.
 #pragma once
 
@@ -35,9 +36,17 @@ void QuantizeRows(const float *a, int64_t m, int64_t k, int64_t lda, uint8_t *aq
 // kInt8GemmMaxDepth. Writes (never reads) the first b.n() columns of each
 // of C's m rows (leading dim ldc). Threads take whole panels. The AVX-512
 // VNNI path where the CPU has avx512f, avx512bw and avx512vnni, else the
-// portable one.
+// AVX2 one where it takes b, else the portable one.
 void Int8Gemm(int64_t m, const uint8_t *aq, const float *a_scale, const PackedMatrix &b, float *c,
               int64_t ldc);
+
+// Int8Gemm's AVX2 path (int8_gemm_avx2.cpp), for CPUs without VNNI:
+// whether it takes b (the CPU has AVX2, b is kI8x4 and holds no -128, whose
+// negation its products cannot form), and the product, the same bit for
+// bit as the other paths (the portable loops where it does not take b).
+bool Int8GemmAvx2Takes(const PackedMatrix &b);
+void Int8GemmAvx2(int64_t m, const uint8_t *aq, const float *a_scale, const PackedMatrix &b,
+                  float *c, int64_t ldc);
 
 // Int8Gemm's plain-loop path, declared so that tests check it on every CPU.
 // Same results as the VNNI path, bit for bit.

@@ -255,19 +255,26 @@ std::unique_ptr<PackedMatrix> PackedMatrix::PackI8x4(const int8_t *b, const floa
         }
       }
   });
-  // Column sums, a panel's columns at a time.
+  // Column sums, a panel's columns at a time, and whether any value is -128.
+  std::atomic<bool> has_min{false};
   ParallelFor(panels, 1, [&](int64_t j0, int64_t j1) {
+    bool min_seen = false;
     for (int64_t j = j0; j < j1; ++j) {
       int32_t *sum = sums + j * kPanelCols;
       std::fill(sum, sum + kPanelCols, 0);
       const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
       for (int64_t p = 0; p < k; ++p) {
         const int8_t *src = b + p * ldb + j * kPanelCols;
-        for (int64_t c = 0; c < cols; ++c)
+        for (int64_t c = 0; c < cols; ++c) {
           sum[c] += src[c];
+          min_seen |= src[c] == INT8_MIN;
+        }
       }
     }
+    if (min_seen)
+      has_min.store(true, std::memory_order_relaxed);
   });
+  packed->has_int8_min_ = has_min.load();
   return packed;
 }
 

@@ -82,6 +82,9 @@ public:
   // A kI8x4 matrix's per-column sums of q over its k rows, panels() * 64 of
   // them (zero past n); null for the other kinds.
   const int32_t *col_sums() const { return col_sums_; }
+  // Whether a kI8x4 matrix holds the value -128 (Int8Gemm's AVX2 path
+  // cannot negate it); false for the other kinds.
+  bool has_int8_min() const { return has_int8_min_; }
 
 private:
   PackedMatrix(void *data, size_t bytes, int64_t k, int64_t n, PackedElem elem)
@@ -92,6 +95,7 @@ private:
   void *data_;
   float *scales_ = nullptr;     // kI8 and kI8x4 only
   int32_t *col_sums_ = nullptr; // kI8x4 only
+  bool has_int8_min_ = false;   // kI8x4 only
   size_t bytes_;
   int64_t k_, n_;
   PackedElem elem_;

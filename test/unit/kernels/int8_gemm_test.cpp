@@ -1,7 +1,7 @@
 // Int8 x int8 products (kernels/cpu/int8_gemm.h): the kI8x4 packed layout,
-// QuantizeRows, Int8Gemm (the VNNI path where this CPU has it) and
-// Int8GemmPortable against an exact integer reference, and the registry's
-// AcquirePackedI8x4.
+// QuantizeRows, Int8Gemm (the VNNI path where this CPU has it),
+// Int8GemmAvx2 and Int8GemmPortable against an exact integer reference, and
+// the registry's AcquirePackedI8x4.
 #include "kernels/cpu/int8_gemm.h"
 #include "kernels/cpu/packed_matrix.h"
 
@@ -160,15 +160,17 @@ void CheckProduct(int64_t m, int64_t k, int64_t n, std::mt19937 &rng) {
       tol[i * n + j] = 1e-6 * std::fabs(scale) * double(mag) + 1e-30;
     }
   const float sentinel = -12345.0f;
-  for (int path = 0; path < 2; ++path) {
+  const char *names[] = {"Int8Gemm", "Int8GemmPortable", "Int8GemmAvx2"};
+  for (int path = 0; path < 3; ++path) {
     std::vector<float> c(static_cast<size_t>(m * ldc), sentinel);
     if (path == 0)
       kernels::Int8Gemm(m, aq.data(), as.data(), *packed, c.data(), ldc);
-    else
+    else if (path == 1)
       kernels::Int8GemmPortable(m, aq.data(), as.data(), *packed, c.data(), ldc);
-    const std::string what = std::string(path == 0 ? "Int8Gemm" : "Int8GemmPortable") +
-                             " m=" + std::to_string(m) + " k=" + std::to_string(k) +
-                             " n=" + std::to_string(n);
+    else
+      kernels::Int8GemmAvx2(m, aq.data(), as.data(), *packed, c.data(), ldc);
+    const std::string what = std::string(names[path]) + " m=" + std::to_string(m) +
+                             " k=" + std::to_string(k) + " n=" + std::to_string(n);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j)
         ASSERT_NEAR(c[i * ldc + j], want[i * n + j], tol[i * n + j])
@@ -205,16 +207,48 @@ TEST(Int8Gemm, PathsAgreeAndExtremesAreExact) {
   const std::vector<float> sc(n, 1.0f), as(m, 1.0f);
   auto packed = PackedMatrix::PackI8x4(q.data(), sc.data(), k, n, n);
   ASSERT_TRUE(packed);
-  std::vector<float> c1(m * n), c2(m * n);
+  std::vector<float> c1(m * n), c2(m * n), c3(m * n);
   kernels::Int8Gemm(m, aq.data(), as.data(), *packed, c1.data(), n);
   kernels::Int8GemmPortable(m, aq.data(), as.data(), *packed, c2.data(), n);
+  kernels::Int8GemmAvx2(m, aq.data(), as.data(), *packed, c3.data(), n);
   EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(c3.data(), c2.data(), c3.size() * sizeof(float)), 0);
+  EXPECT_FALSE(packed->has_int8_min());
+  EXPECT_EQ(kernels::Int8GemmAvx2Takes(*packed), __builtin_cpu_supports("avx2") != 0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       int64_t sum = 0;
       for (int64_t p = 0; p < k; ++p)
         sum += (int64_t(aq[i * kq + p]) - 128) * q[p * n + j];
       ASSERT_EQ(c1[i * n + j], float(sum)) << i << "," << j;
+    }
+}
+
+// A weight of -128 (which a plan may hold, though kiln's quantizer never
+// writes it) keeps the AVX2 path off its vpmaddubsw products, and every
+// path still gives the exact sums, random bytes 0..255 against it included.
+TEST(Int8Gemm, WeightOfMinus128IsExactOnEveryPath) {
+  std::mt19937 rng(5);
+  const int64_t m = 3, k = 37, n = 70, kq = kernels::QuantizedDepth(k);
+  Weight w = RandomWeight(k, n, n, rng);
+  w.q[5 * n + 3] = INT8_MIN;
+  w.q[36 * n + 69] = INT8_MIN;
+  const std::vector<uint8_t> aq = RandomRows(m, kq, rng);
+  const std::vector<float> as(m, 1.0f), sc(n, 1.0f);
+  auto packed = PackedMatrix::PackI8x4(w.q.data(), sc.data(), k, n, n);
+  ASSERT_TRUE(packed);
+  EXPECT_TRUE(packed->has_int8_min());
+  EXPECT_FALSE(kernels::Int8GemmAvx2Takes(*packed));
+  std::vector<float> c1(m * n), c2(m * n);
+  kernels::Int8Gemm(m, aq.data(), as.data(), *packed, c1.data(), n);
+  kernels::Int8GemmAvx2(m, aq.data(), as.data(), *packed, c2.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += (int64_t(aq[i * kq + p]) - 128) * w.q[p * n + j];
+      ASSERT_EQ(c1[i * n + j], float(sum)) << i << "," << j;
+      ASSERT_EQ(c2[i * n + j], float(sum)) << i << "," << j;
     }
 }
 
