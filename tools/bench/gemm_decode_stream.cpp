@@ -13,6 +13,7 @@
 #include "kernels/cpu/packed_matrix.h"
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +66,9 @@ int main(int argc, char **argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const double budget = argc > 2 ? std::atof(argv[2]) * 1e9 : 1.2e9;
   const int64_t m = argc > 3 ? std::max(1, std::atoi(argv[3])) : 1;
+  // "avx2": the int8 x int8 column through Int8GemmAvx2 (the path of CPUs
+  // without VNNI) instead of Int8Gemm's choice for this CPU.
+  const bool avx2 = argc > 4 && std::strcmp(argv[4], "avx2") == 0;
   SetGemmThreads(threads);
   const Shape shapes[] = {{2048, 2560, 22, "qkv 2048x2560"},
                           {2048, 2048, 22, "o 2048x2048"},
@@ -74,10 +78,10 @@ int main(int argc, char **argv) {
   const char *names[] = {"f32", "int8 (widened)", "int8 x int8"};
   std::mt19937 rng(1);
   double step_s[3] = {0, 0, 0}, step_bytes[3] = {0, 0, 0};
-  std::printf("threads %d; %lld row(s) of A, median of the runs\n"
+  std::printf("threads %d; %lld row(s) of A, median of the runs; int8 x int8 by %s\n"
               "| weight K x N | f32 ms | f32 GB/s | int8 ms | int8 GB/s | int8 x int8 ms | "
               "int8 x int8 GB/s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-              threads, static_cast<long long>(m));
+              threads, static_cast<long long>(m), avx2 ? "Int8GemmAvx2" : "Int8Gemm");
   for (const Shape &s : shapes) {
     double ms[3], gbs[3];
     for (int kind = 0; kind < 3; ++kind) {
@@ -96,7 +100,10 @@ int main(int argc, char **argv) {
         const PackedMatrix &b = *packed[r % copies];
         if (kind == kI8x4) {
           QuantizeRows(a.data(), m, s.k, s.k, aq.data(), a_scale.data());
-          Int8Gemm(m, aq.data(), a_scale.data(), b, c.data(), s.n);
+          if (avx2)
+            Int8GemmAvx2(m, aq.data(), a_scale.data(), b, c.data(), s.n);
+          else
+            Int8Gemm(m, aq.data(), a_scale.data(), b, c.data(), s.n);
         } else {
           PackedGemm(m, a.data(), s.k, b, 1.0f, 0.0f, c.data(), s.n);
         }
