@@ -160,9 +160,8 @@ fi
 
 if want ab; then
   # The pending kernels (docs/gpu.md), one at a time and all together.
-  # KILN_VEC_NORM=0: the norms' path before it became the default.
-  PENDING="KILN_DECODE_ATTENTION=1 KILN_LT_TUNE=1 KILN_VEC_NORM=0"
-  PENDING+=" KILN_DECODE_ATTENTION=1,KILN_LT_TUNE=1"
+  # =0: the paths the defaults of 2026-12-05 replaced; KILN_LT_TUNE is still off.
+  PENDING="KILN_DECODE_ATTENTION=0 KILN_LT_TUNE=1 KILN_VEC_NORM=0"
   # What each switch is worth at batch 1: the latency bench again with one
   # of them flipped (docs/gpu.md), 3 runs after a warm-up each.
   for ab in ${AB_SWITCHES:-KILN_CUDA_GRAPHS=0 KILN_DEVICE_SAMPLING=0 KILN_CUDA_GEMV=1 $PENDING}; do

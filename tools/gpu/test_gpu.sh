@@ -8,17 +8,17 @@
 # Fixtures and scripts come from this checkout. Suites:
 #   pipeline   kiln_pipeline_tests, its "gpu" instances (the pipeline on the
 #              device), three times: with CUDA graphs for decode steps (the
-#              default), with KILN_CUDA_GRAPHS=0, and with the pending
-#              kernels on
+#              default), with KILN_CUDA_GRAPHS=0, and with the kernel
+#              switches flipped (PENDING_KERNELS below)
 #   oracle     kiln_backend_ops_test, its cuda cases (every op against the cpu);
-#              again with kiln's GEMV on and with the pending kernels on
+#              again with kiln's GEMV on and with the switches flipped
 #   fixtures   test/gpu/fixtures_on_device.py: every fixture, fp32 and half
 #              plans, against the cpu
 #   other      any other program bundle.txt names, whole (the CUDA backend's
 #              and the plan runner's tests), with the pipeline plans
 #   memcheck   compute-sanitizer --tool memcheck on the pipeline tests
-#              (MEMCHECK_FILTER, default those on the gpt2 plan), then again
-#              with the pending kernels on
+#              (MEMCHECK_FILTER, default every gpu_* one), then again with
+#              the switches flipped
 # Prints a table (suite, passed, failed, skipped) and exits 1 when any test
 # failed, when a suite could not run, or when a device test skipped (on the
 # GPU machine a skip means the device did not open).
@@ -170,17 +170,17 @@ fi
 export KILN_TEST_PLANS=$PLANS
 
 PIPELINE=$(program kiln_pipeline_tests)
-# Kernels written without a device and off by default until these suites
-# pass on one (docs/gpu.md, "Pending kernels").
-# KILN_VEC_NORM=0 (the default is on since 2026-12-05) keeps the norms' other
-# path under test in the same suites.
-PENDING_KERNELS="KILN_DECODE_ATTENTION=1 KILN_LT_TUNE=1 KILN_VEC_NORM=0"
+# The switches of kernels written without a device (docs/gpu.md, "Pending
+# kernels"), flipped: KILN_LT_TUNE, still off by default, on; the decode
+# attention kernel and the register norms (on by default since 2026-12-05)
+# off, which keeps the paths they replaced under test in the same suites.
+PENDING_KERNELS="KILN_DECODE_ATTENTION=0 KILN_LT_TUNE=1 KILN_VEC_NORM=0"
 if want pipeline; then
   if [ -n "$PIPELINE" ]; then
     gtest pipeline "$PIPELINE" '*/gpu_*'
     # Again with every step eager (decode steps run as CUDA graphs above).
     gtest pipeline-no-graphs "$PIPELINE" '*/gpu_*' env KILN_CUDA_GRAPHS=0
-    # And with the pending kernels on (docs/gpu.md, "Pending kernels").
+    # And with the kernel switches flipped (docs/gpu.md, "Pending kernels").
     # shellcheck disable=SC2086 # three settings
     gtest pipeline-pending "$PIPELINE" '*/gpu_*' env $PENDING_KERNELS
   else
@@ -194,7 +194,7 @@ if want oracle; then
     gtest oracle "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*"
     # kiln's GEMV is opt-in (KILN_CUDA_GEMV=1, docs/gpu.md): its cases again with it on.
     gtest oracle-gemv "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*gemv_*" env KILN_CUDA_GEMV=1
-    # Every case again with the pending kernels on (docs/gpu.md).
+    # Every case again with the kernel switches flipped (docs/gpu.md).
     # shellcheck disable=SC2086 # three settings
     gtest oracle-pending "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*" env $PENDING_KERNELS
   else

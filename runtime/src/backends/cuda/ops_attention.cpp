@@ -77,11 +77,12 @@ Status RunAttention(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
 
 // ---- paged_attention -----------------------------------------------------
 
-// Read once per process: KILN_DECODE_ATTENTION=1 sends decode rows to the
-// decode kernel (decode_attention.h). Off by default until it has run on
-// the device (docs/gpu.md, "Pending kernels").
+// Read once per process: decode rows go to the decode kernel
+// (decode_attention.h). On by default since it passed the GPU tests and
+// measured faster (docs/gpu.md); KILN_DECODE_ATTENTION=0 keeps them on the
+// query-tile kernels, for A/B runs.
 bool DecodeKernelOn() {
-  static const bool on = EnvSwitch("KILN_DECODE_ATTENTION", false);
+  static const bool on = EnvSwitch("KILN_DECODE_ATTENTION", true);
   return on;
 }
 
