@@ -106,8 +106,8 @@ __device__ void StoreNew(const DecodeArgs &a, int64_t g, int64_t first, int64_t 
   }
 }
 
-// Whether the value rows are read kCols consecutive columns a lane, in
-// vectors (else a lane reads columns lane, lane + 32, ... one at a time).
+// The bytes LoadValueCols' vector form reads at a time: a lane's kCols
+// values, at most 16.
 template <typename T, int kCols> constexpr int ValueChunkBytes() {
   return kCols * static_cast<int>(sizeof(T)) < 16 ? kCols * static_cast<int>(sizeof(T)) : 16;
 }

@@ -73,18 +73,17 @@ def run_batch(model, cfg, a, torch) -> dict:
 
     # No inference_mode here: generate_batch runs its loop in a thread of its own,
     # which may not update tensors made under this thread's inference mode.
-    if True:
-        t0 = time.perf_counter()
-        warm = model.generate_batch(inputs=prompts[:min(8, len(prompts))], generation_config=gen,
-                                    progress_bar=False)
-        warm_s = time.perf_counter() - t0
-        if len(warm) != min(8, len(prompts)):
-            raise SystemExit(f"error: the warm-up batch returned {len(warm)} results")
-        torch.cuda.synchronize() if a.device.startswith("cuda") else None
-        t0 = time.perf_counter()
-        outputs = model.generate_batch(inputs=prompts, generation_config=gen, progress_bar=False)
-        torch.cuda.synchronize() if a.device.startswith("cuda") else None
-        wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    warm = model.generate_batch(inputs=prompts[:min(8, len(prompts))], generation_config=gen,
+                                progress_bar=False)
+    warm_s = time.perf_counter() - t0
+    if len(warm) != min(8, len(prompts)):
+        raise SystemExit(f"error: the warm-up batch returned {len(warm)} results")
+    torch.cuda.synchronize() if a.device.startswith("cuda") else None
+    t0 = time.perf_counter()
+    outputs = model.generate_batch(inputs=prompts, generation_config=gen, progress_bar=False)
+    torch.cuda.synchronize() if a.device.startswith("cuda") else None
+    wall = time.perf_counter() - t0
     if len(outputs) != len(prompts):
         raise SystemExit(f"error: generate_batch returned {len(outputs)} of {len(prompts)} results")
     out_tokens = generated(outputs)

@@ -5,9 +5,9 @@
 // the CUDA backend runs them (ops_attention.cpp):
 //   - old: the split-key kernel (paged_attention.h), store included, or the
 //     tensor-core prefill kernel after the store where the runtime would
-//     prefer it;
-//   - new: the decode kernel (decode_attention.h, KILN_DECODE_ATTENTION=1),
-//     store included, in one launch or two with split keys.
+//     prefer it (the path of KILN_DECODE_ATTENTION=0);
+//   - new: the decode kernel (decode_attention.h, the default), store
+//     included, in one launch or two with split keys.
 // Each case checks both results against a double reference on sampled
 // (sequence, head) rows before timing, and exits 1 on a mismatch. Times are
 // per call, from a CUDA graph of --iters calls replayed (no launch gaps)

@@ -21,8 +21,8 @@
 #           each op's share and its fraction of PEAK_GBPS and PEAK_TFLOPS
 #           (790); tables in WORK/profile_{prefill,decode}.txt
 #   ab      kiln bench latency again with CUDA graphs off, host sampling,
-#           kiln's GEMV on, and each pending kernel on (docs/gpu.md), one
-#           switch at a time and the pending ones together (AB_SWITCHES;
+#           kiln's GEMV on, and each kernel switch of docs/gpu.md flipped
+#           from its default, one at a time (AB_SWITCHES;
 #           WORK/kiln_latency_*.json)
 #   hf      tools/gpu/bench_hf.py: transformers with a static cache and
 #           torch.compile on the same shape, the same measurements
@@ -159,7 +159,7 @@ for s in (1, 2):
 fi
 
 if want ab; then
-  # The pending kernels (docs/gpu.md), one at a time and all together.
+  # The kernel switches of docs/gpu.md, each flipped from its default.
   # =0: the paths the defaults of 2026-12-05 replaced; KILN_LT_TUNE is still off.
   PENDING="KILN_DECODE_ATTENTION=0 KILN_LT_TUNE=1 KILN_VEC_NORM=0"
   # What each switch is worth at batch 1: the latency bench again with one
