@@ -13,10 +13,10 @@
 #include "kernels/cpu/packed_matrix.h"
 
 #include <algorithm>
-#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>

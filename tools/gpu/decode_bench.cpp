@@ -200,8 +200,7 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
   std::uniform_int_distribution<int64_t> pick_s(0, seqs - 1), pick_h(0, kHq - 1);
   for (int r = 0; r < 16; ++r) {
     const int64_t s = r == 0 ? 0 : pick_s(rng), h = pick_h(rng), g = h / (kHq / kHkv);
-    const auto key = [&](const Bf16Buffer &cache, const Bf16Buffer &fresh, int64_t j,
-                         int64_t e) {
+    const auto key = [&](const Bf16Buffer &cache, const Bf16Buffer &fresh, int64_t j, int64_t e) {
       if (j == ctx - 1)
         return fresh.At((s * kHkv + g) * kD + e);
       const int64_t blk = bt[s * per_seq + j / kBs];
@@ -269,9 +268,8 @@ int main(int argc, char **argv) {
               "---: | --- |\n");
   cudaStream_t stream;
   Check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  const std::pair<int64_t, int64_t> cases[] = {{1, 64},     {1, 1100},  {1, 4096},
-                                               {8, 1100},   {32, 1100}, {256, 1100},
-                                               {256, 2048}};
+  const std::pair<int64_t, int64_t> cases[] = {{1, 64},    {1, 1100},   {1, 4096},  {8, 1100},
+                                               {32, 1100}, {256, 1100}, {256, 2048}};
   for (const auto &[seqs, ctx] : cases)
     BenchCase(stream, iters, seqs, ctx);
   cudaStreamDestroy(stream);
