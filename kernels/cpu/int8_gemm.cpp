@@ -3,8 +3,6 @@
 // baseline ISA), else the AVX2 path (int8_gemm_avx2.cpp) or portable loops.
 #include "kernels/cpu/int8_gemm.h"
 
-#include "kernels/cpu/parallel.h"
-
 #include <immintrin.h>
 
 #include <algorithm>
@@ -277,16 +275,6 @@ void PanelsPortable(int64_t m, const uint8_t *aq, const float *a_scale, const Pa
   }
 }
 
-// Threads take whole panels; under ~0.5 M multiply-adds a range is not
-// worth a wake-up (as PackedGemm's ForPanels).
-template <typename Panels> void ForPanels(int64_t m, const PackedMatrix &b, Panels &&panels) {
-  if (m <= 0 || b.elem() != PackedElem::kI8x4)
-    return;
-  const int64_t grain =
-      std::max<int64_t>(1, (int64_t{1} << 19) / (2 * std::min<int64_t>(m, 64) * b.k() * 64));
-  ParallelFor(b.panels(), grain, panels);
-}
-
 } // namespace
 
 int64_t QuantizedDepth(int64_t k) { return (k + 3) / 4 * 4; }
@@ -319,6 +307,8 @@ void QuantizeRows(const float *a, int64_t m, int64_t k, int64_t lda, uint8_t *aq
 
 void Int8Gemm(int64_t m, const uint8_t *aq, const float *a_scale, const PackedMatrix &b, float *c,
               int64_t ldc) {
+  if (b.elem() != PackedElem::kI8x4)
+    return;
   if (!HasVnni()) {
     Int8GemmAvx2(m, aq, a_scale, b, c, ldc); // the portable loops where it cannot
     return;
@@ -328,6 +318,8 @@ void Int8Gemm(int64_t m, const uint8_t *aq, const float *a_scale, const PackedMa
 
 void Int8GemmPortable(int64_t m, const uint8_t *aq, const float *a_scale, const PackedMatrix &b,
                       float *c, int64_t ldc) {
+  if (b.elem() != PackedElem::kI8x4)
+    return;
   ForPanels(m, b,
             [&](int64_t j0, int64_t j1) { PanelsPortable(m, aq, a_scale, b, j0, j1, c, ldc); });
 }

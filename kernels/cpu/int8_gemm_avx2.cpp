@@ -8,8 +8,6 @@
 // AVX2 functions carry their own target.
 #include "kernels/cpu/int8_gemm.h"
 
-#include "kernels/cpu/parallel.h"
-
 #include <immintrin.h>
 
 #include <algorithm>
@@ -90,12 +88,7 @@ void Int8GemmAvx2(int64_t m, const uint8_t *aq, const float *a_scale, const Pack
     Int8GemmPortable(m, aq, a_scale, b, c, ldc);
     return;
   }
-  if (m <= 0)
-    return;
-  const int64_t grain =
-      std::max<int64_t>(1, (int64_t{1} << 19) / (2 * std::min<int64_t>(m, 64) * b.k() * 64));
-  ParallelFor(b.panels(), grain,
-              [&](int64_t j0, int64_t j1) { PanelsAvx2(m, aq, a_scale, b, j0, j1, c, ldc); });
+  ForPanels(m, b, [&](int64_t j0, int64_t j1) { PanelsAvx2(m, aq, a_scale, b, j0, j1, c, ldc); });
 }
 
 } // namespace kiln::kernels

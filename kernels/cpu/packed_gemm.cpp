@@ -5,7 +5,6 @@
 #include "kernels/cpu/gemm_tile.h"
 #include "kernels/cpu/gemm_tile_avx2.h"
 #include "kernels/cpu/packed_matrix.h"
-#include "kernels/cpu/parallel.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -204,16 +203,6 @@ template <typename Panels> void WithPanels(const PackedMatrix &b, Panels &&panel
   case PackedElem::kI8x4:
     break;
   }
-}
-
-// Threads take whole panels; under ~0.5 MFLOP a range is not worth a
-// wake-up. Each thread then streams its own panels from memory.
-template <typename Panels> void ForPanels(int64_t m, const PackedMatrix &b, Panels &&panels) {
-  if (m <= 0)
-    return;
-  const int64_t grain =
-      std::max<int64_t>(1, (int64_t{1} << 19) / (2 * std::min<int64_t>(m, 64) * b.k() * 64));
-  ParallelFor(b.panels(), grain, panels);
 }
 
 // Whether B is kI8x4; if so, C is computed by PanelsI8x4Portable.

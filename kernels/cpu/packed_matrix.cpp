@@ -278,6 +278,15 @@ std::unique_ptr<PackedMatrix> PackedMatrix::PackI8x4(const int8_t *b, const floa
   return packed;
 }
 
+void ForPanels(int64_t m, const PackedMatrix &b,
+               const std::function<void(int64_t, int64_t)> &panels) {
+  if (m <= 0)
+    return;
+  const int64_t grain =
+      std::max<int64_t>(1, (int64_t{1} << 19) / (2 * std::min<int64_t>(m, 64) * b.k() * 64));
+  ParallelFor(b.panels(), grain, panels);
+}
+
 PackedMatrix::~PackedMatrix() {
   std::free(data_);
   std::free(scales_);

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace kiln::kernels {
@@ -100,6 +101,13 @@ private:
   int64_t k_, n_;
   PackedElem elem_;
 };
+
+// Runs panels(j0, j1) over ranges of B's panels on the kernel threads
+// (kernels/cpu/parallel.h), each range at least ~0.5 M multiply-adds of m
+// rows (fewer is not worth a wake-up); nothing when m <= 0. The products on
+// packed matrices (PackedGemm, Int8Gemm) split their work this way.
+void ForPanels(int64_t m, const PackedMatrix &b,
+               const std::function<void(int64_t, int64_t)> &panels);
 
 // C[m, n] = alpha * A[m, k] @ B + beta * C for any m >= 0 (row-major A and
 // C), B of any kind (int8: Q diag(scales)); beta 0 ignores C, even NaN in
