@@ -9,15 +9,8 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kHeads = static_cast<int>(kDecodeHeads);
 constexpr int kMaxDim = static_cast<int>(kMaxDecodeHeadDim);
 constexpr int kKeysPerWarp = 32; // one per lane
+static_assert(kWarps == kHeads, "the combine gives each query head of a block one warp");
 
-// Blocks that keep an H200 (132 SMs) busy: splits are added until a step's
-// sequences make about this many blocks (4 an SM: a split of few keys keeps
-// only some of a block's warps busy, and the loads of a few warps an SM
-// cannot hide the memory's latency).
-constexpr int64_t kFillBlocks = 528;
-// A split takes at least this many keys of the longest context the block
-// tables allow: one warp's.
-constexpr int64_t kMinKeysPerSplit = 32;
 // Key vectors (16 bytes) a lane loads before it uses them.
 constexpr int kKeyBatch = 8;
 
@@ -40,6 +33,13 @@ __host__ __device__ constexpr int64_t RecordFloats(int64_t dv) { return dv + 2; 
 __device__ __forceinline__ float *RecordsOf(const DecodeArgs &a, int64_t z) {
   const int64_t first = (blockIdx.x * static_cast<int64_t>(gridDim.y) + blockIdx.y) * a.splits + z;
   return a.partials + first * kHeads * RecordFloats(a.d.v_dim);
+}
+
+// The keys of one split of a context of `keys` keys shared by `splits`
+// blocks: whole warps' worth, so that the first splits are full and the
+// ones past the context are empty.
+__device__ __forceinline__ int64_t KeysPerSplit(int64_t keys, int64_t splits) {
+  return (keys + splits * kKeysPerWarp - 1) / (splits * kKeysPerWarp) * kKeysPerWarp;
 }
 
 // Sequence s's new tokens, or -1 when its indices are malformed (skipped).
@@ -289,9 +289,12 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeArgs a) {
     const int64_t keys = ctx - (first + n - t) + 1; // attends keys 0..keys-1
     int64_t key_begin = 0, key_end = keys;
     if (split) {
-      const int64_t per =
-          (keys + a.splits * kKeysPerWarp - 1) / (a.splits * kKeysPerWarp) * kKeysPerWarp;
-      key_begin = z * per < keys ? z * per : keys;
+      const int64_t per = KeysPerSplit(keys, a.splits);
+      key_begin = z * per;
+      // A split past the context (the block table's width, not the context,
+      // sets the split count) writes no record: the combine stops before it.
+      if (key_begin >= keys)
+        return;
       key_end = key_begin + per < keys ? key_begin + per : keys;
     }
     __syncthreads(); // the previous token's results are read
@@ -323,36 +326,57 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeArgs a) {
   }
 }
 
-// Block (s, y): merges the splits of a one-token sequence into out.
+// Columns of one head a combining block merges: a warp's.
+constexpr int kCombineCols = 32;
+
+// Block (s, y, c), a warp per query head h0 + w: merges the splits of a
+// one-token sequence that hold keys into output columns c * 32.. of the
+// block's heads. Each warp first reads its head's split maxima and sums
+// (a lane per split) into one weight per split, then each lane sums its
+// column over the splits, several loads in flight.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) CombineKernel(const DecodeArgs a) {
+  __shared__ float weight[kHeads][kMaxDecodeFillBlocks];
   const PagedDims &d = a.d;
   const int64_t s = blockIdx.x, g = blockIdx.y / a.head_chunks;
   const int64_t h0 = (blockIdx.y % a.head_chunks) * kHeads;
-  if (SeqNewTokens(a, s) != 1)
+  const int lane = threadIdx.x & 31, h = threadIdx.x >> 5;
+  const int64_t group = d.q_heads / d.kv_heads;
+  if (SeqNewTokens(a, s) != 1 || h0 + h >= group)
     return;
-  const int64_t t = a.idx.query_start[s], group = d.q_heads / d.kv_heads;
-  const int heads = static_cast<int>(group - h0 < kHeads ? group - h0 : kHeads);
+  const int64_t t = a.idx.query_start[s], keys = a.idx.context_lens[s];
+  const int64_t per = KeysPerSplit(keys, a.splits);
+  const int64_t holding = (keys + per - 1) / per; // the splits that hold keys
+  const int used = static_cast<int>(holding < a.splits ? holding : a.splits);
   const int dv = static_cast<int>(d.v_dim);
   const int64_t stride = kHeads * RecordFloats(dv);
-  const float *base = RecordsOf(a, 0);
-  for (int i = threadIdx.x; i < heads * dv; i += kThreads) {
-    const int h = i / dv, col = i % dv;
-    const float *rec = base + h * RecordFloats(dv);
-    float m = -INFINITY;
-    for (int64_t z = 0; z < a.splits; ++z)
-      m = fmaxf(m, rec[z * stride]);
-    float l = 0, acc = 0;
-    if (m != -INFINITY)
-      for (int64_t z = 0; z < a.splits; ++z) {
-        const float mz = rec[z * stride];
-        const float f = mz == -INFINITY ? 0.0f : expf(mz - m);
-        l += rec[z * stride + 1] * f;
-        acc += rec[z * stride + 2 + col] * f;
-      }
-    static_cast<T *>(a.out)[OutRow(d, g * group + h0 + h, t) * dv + col] =
-        Narrow<T>(l > 0 ? acc / l : 0.0f);
+  const float *rec = RecordsOf(a, 0) + h * RecordFloats(dv);
+  float m = -INFINITY;
+  for (int z = lane; z < used; z += 32)
+    m = fmaxf(m, rec[z * stride]);
+  m = WarpMax(m);
+  float l = 0;
+  for (int z = lane; z < used; z += 32) {
+    const float mz = rec[z * stride];
+    const float f = m == -INFINITY || mz == -INFINITY ? 0.0f : expf(mz - m);
+    weight[h][z] = f;
+    l += rec[z * stride + 1] * f;
   }
+  l = WarpSum(l);
+  __syncwarp();
+  const int col = blockIdx.z * kCombineCols + lane;
+  if (col >= dv)
+    return;
+  float acc = 0;
+#pragma unroll 8
+  for (int z = 0; z < used; ++z)
+    acc += weight[h][z] * rec[z * stride + 2 + col];
+  static_cast<T *>(a.out)[OutRow(d, g * group + h0 + h, t) * dv + col] =
+      Narrow<T>(l > 0 ? acc / l : 0.0f);
+}
+
+bool PolicyValid(const DecodeSplitPolicy &p) {
+  return p.fill_blocks >= 1 && p.fill_blocks <= kMaxDecodeFillBlocks && p.min_keys >= 1;
 }
 
 int64_t HeadChunks(const PagedDims &d) {
@@ -380,7 +404,8 @@ template <typename T, int kCols> cudaError_t LaunchCols(const DecodeArgs &a, cud
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess || a.splits == 1)
     return err;
-  CombineKernel<T><<<dim3(grid.x, grid.y), kThreads, 0, stream>>>(a);
+  const auto col_blocks = static_cast<unsigned>((a.d.v_dim + kCombineCols - 1) / kCombineCols);
+  CombineKernel<T><<<dim3(grid.x, grid.y, col_blocks), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -396,15 +421,18 @@ template <typename T> cudaError_t LaunchTyped(const DecodeArgs &a, cudaStream_t 
 
 } // namespace
 
-int64_t DecodeAttentionSplits(const PagedDims &d) {
+int64_t DecodeAttentionSplits(const PagedDims &d, const DecodeSplitPolicy &policy) {
   const int64_t blocks = d.num_seqs * d.kv_heads * HeadChunks(d);
   if (blocks <= 0)
     return 1;
+  // Out-of-range policies fall back to the defaults (DecodeAttention refuses them).
+  const DecodeSplitPolicy p = PolicyValid(policy) ? policy : DecodeSplitPolicy{};
   const int64_t max_keys = d.max_blocks * d.block_size;
-  int64_t n = (kFillBlocks + blocks - 1) / blocks;
-  const int64_t by_keys = (max_keys + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
+  int64_t n = (p.fill_blocks + blocks - 1) / blocks;
+  const int64_t by_keys = (max_keys + p.min_keys - 1) / p.min_keys;
   n = n < by_keys ? n : by_keys;
-  return n < 1 ? 1 : n > 65535 ? 65535 : n;
+  // n <= kMaxDecodeFillBlocks, which the combine's shared weights hold.
+  return n < 1 ? 1 : n;
 }
 
 bool DecodeAttentionSupported(FusedFloat type, const PagedDims &d, const PagedTensors &t) {
@@ -422,8 +450,8 @@ bool DecodeAttentionSupported(FusedFloat type, const PagedDims &d, const PagedTe
   return Aligned16(t.k_cache) && Aligned16(t.k_new);
 }
 
-int64_t DecodeAttentionScratchBytes(const PagedDims &d) {
-  const int64_t splits = DecodeAttentionSplits(d);
+int64_t DecodeAttentionScratchBytes(const PagedDims &d, const DecodeSplitPolicy &policy) {
+  const int64_t splits = DecodeAttentionSplits(d, policy);
   if (splits <= 1)
     return 0;
   return d.num_seqs * d.kv_heads * HeadChunks(d) * splits * kHeads * RecordFloats(d.v_dim) *
@@ -432,8 +460,8 @@ int64_t DecodeAttentionScratchBytes(const PagedDims &d) {
 
 cudaError_t DecodeAttention(FusedFloat type, const PagedTensors &t, const PagedIndexArrays &idx,
                             const PagedDims &dims, float scale, DecodeMode mode, void *scratch,
-                            cudaStream_t stream) {
-  if (!DecodeAttentionSupported(type, dims, t))
+                            cudaStream_t stream, const DecodeSplitPolicy &policy) {
+  if (!DecodeAttentionSupported(type, dims, t) || !PolicyValid(policy))
     return cudaErrorInvalidValue;
   if (dims.num_seqs == 0 || dims.tokens == 0 || dims.q_heads == 0)
     return cudaSuccess;
@@ -447,7 +475,7 @@ cudaError_t DecodeAttention(FusedFloat type, const PagedTensors &t, const PagedI
                dims,
                scale,
                HeadChunks(dims),
-               DecodeAttentionSplits(dims),
+               DecodeAttentionSplits(dims, policy),
                nullptr,
                mode == DecodeMode::kAllSequences};
   if (a.splits > 1)

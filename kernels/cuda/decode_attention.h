@@ -49,18 +49,30 @@ constexpr int64_t kMaxDecodeHeadDim = 256;
 // whole 16-byte vectors (the keys are read 16 bytes at a time); grid limits.
 bool DecodeAttentionSupported(FusedFloat type, const PagedDims &dims, const PagedTensors &t);
 
+// How a sequence's keys are split over blocks when the sequences are too
+// few to fill the GPU: splits are added until the step makes about
+// `fill_blocks` blocks (at most kMaxDecodeFillBlocks), each split holding at
+// least `min_keys` keys of the longest context the block tables allow. The
+// defaults are the engine's; kiln_decode_bench times others.
+constexpr int64_t kMaxDecodeFillBlocks = 1056;
+struct DecodeSplitPolicy {
+  int64_t fill_blocks = 528; // 4 an SM of an H200
+  int64_t min_keys = 32;     // one warp's
+};
+
 // Device scratch for the split partials, in bytes (0 without splits); from
 // the dims only.
-int64_t DecodeAttentionScratchBytes(const PagedDims &dims);
+int64_t DecodeAttentionScratchBytes(const PagedDims &dims, const DecodeSplitPolicy &policy = {});
 
 // How many blocks share one sequence's keys, from the dims only (exposed
 // for tests, which pick dims on both sides of 1).
-int64_t DecodeAttentionSplits(const PagedDims &dims);
+int64_t DecodeAttentionSplits(const PagedDims &dims, const DecodeSplitPolicy &policy = {});
 
-// Attends as `mode` says. `scratch` holds DecodeAttentionScratchBytes(dims)
-// bytes. Returns cudaErrorInvalidValue when not supported.
+// Attends as `mode` says. `scratch` holds DecodeAttentionScratchBytes(dims,
+// policy) bytes. Returns cudaErrorInvalidValue when not supported (or when
+// the policy's numbers are out of range).
 cudaError_t DecodeAttention(FusedFloat type, const PagedTensors &t, const PagedIndexArrays &idx,
                             const PagedDims &dims, float scale, DecodeMode mode, void *scratch,
-                            cudaStream_t stream);
+                            cudaStream_t stream, const DecodeSplitPolicy &policy = {});
 
 } // namespace kiln::kernels::cuda

@@ -335,6 +335,43 @@ __global__ void WriteInt64sKernel(Int64Values values, int n, int64_t *dst) {
     dst[threadIdx.x] = values.v[threadIdx.x];
 }
 
+// ---- SplitColumns ---------------------------------------------------------
+
+struct SplitArgs {
+  const char *src = nullptr;
+  int64_t pitch = 0, outer = 0;
+  int count = 0;
+  SplitPart parts[kMaxSplitParts];
+  int64_t first[kMaxSplitParts + 1] = {}; // words of a row before part k
+};
+
+// Word w of the [outer, sum of widths] row-major view over the parts.
+template <typename U> __global__ void SplitKernel(const SplitArgs a, int64_t words) {
+  const int64_t row_words = a.first[a.count];
+  for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; w < words;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = w / row_words, c = w - row * row_words;
+    int k = 0;
+    while (c >= a.first[k + 1])
+      ++k;
+    const int64_t off = c - a.first[k], width = a.first[k + 1] - a.first[k];
+    const U *src = reinterpret_cast<const U *>(a.src + row * a.pitch + a.parts[k].col);
+    static_cast<U *>(a.parts[k].dst)[row * width + off] = src[off];
+  }
+}
+
+template <typename U> cudaError_t LaunchSplit(SplitArgs a, cudaStream_t stream) {
+  for (int k = 0; k < a.count; ++k)
+    a.first[k + 1] = a.first[k] + a.parts[k].width / static_cast<int64_t>(sizeof(U));
+  const int64_t words = a.outer * a.first[a.count];
+  if (words == 0)
+    return cudaSuccess;
+  const int64_t blocks = (words + 255) / 256;
+  SplitKernel<U>
+      <<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(a, words);
+  return cudaGetLastError();
+}
+
 } // namespace
 
 // ---- Entry points -------------------------------------------------------------
@@ -537,6 +574,31 @@ cudaError_t WriteInt64s(const int64_t *values, int64_t n, int64_t *dst, cudaStre
       return err;
   }
   return cudaSuccess;
+}
+
+cudaError_t SplitColumns(const void *src, int64_t pitch, int64_t outer, const SplitPart *parts,
+                         int count, cudaStream_t stream) {
+  if (count < 0 || count > kMaxSplitParts || outer < 0 || pitch < 0)
+    return cudaErrorInvalidValue;
+  SplitArgs a;
+  a.src = static_cast<const char *>(src);
+  a.pitch = pitch;
+  a.outer = outer;
+  a.count = count;
+  // The widest word every address and length is a multiple of.
+  uint64_t bits = reinterpret_cast<uintptr_t>(src) | static_cast<uint64_t>(pitch);
+  for (int k = 0; k < count; ++k) {
+    a.parts[k] = parts[k];
+    bits |= reinterpret_cast<uintptr_t>(parts[k].dst) | static_cast<uint64_t>(parts[k].col) |
+            static_cast<uint64_t>(parts[k].width);
+  }
+  if (bits % 16 == 0)
+    return LaunchSplit<uint4>(a, stream);
+  if (bits % 8 == 0)
+    return LaunchSplit<uint64_t>(a, stream);
+  if (bits % 4 == 0)
+    return LaunchSplit<uint32_t>(a, stream);
+  return LaunchSplit<uint8_t>(a, stream);
 }
 
 } // namespace kiln::kernels::cuda

@@ -63,6 +63,19 @@ cudaError_t SliceWithDeviceBounds(size_t elem_size, const void *src, int rank,
                                   const SliceBounds &bounds, int64_t *params, void *dst,
                                   cudaStream_t stream);
 
+// Split along an axis as one launch: `outer` rows of `pitch` bytes in src,
+// of which part k takes the `width` bytes from byte `col` on into its own
+// contiguous [outer, width] buffer. Bytes are copied 16, 8 or 4 at a time
+// where every pointer, column, width and the pitch allow.
+inline constexpr int kMaxSplitParts = 8;
+struct SplitPart {
+  void *dst = nullptr;
+  int64_t col = 0;   // bytes into a source row
+  int64_t width = 0; // bytes a row
+};
+cudaError_t SplitColumns(const void *src, int64_t pitch, int64_t outer, const SplitPart *parts,
+                         int count, cudaStream_t stream);
+
 // Keeps the upper (j >= i + k) or lower (j <= i + k) triangle of each of
 // `batch` [rows, cols] matrices and zeroes the rest. k is `k_device[0]` when
 // k_device is not null, else `k`. src may equal dst.

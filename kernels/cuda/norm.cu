@@ -110,7 +110,7 @@ template <typename T, bool kAdd, int kVecs> __global__ void RmsRowsVec(const Nor
   const float inv_cols = 1.0f / static_cast<float>(args.cols);
   for (int64_t row = blockIdx.x; row < args.rows; row += gridDim.x) {
     const int64_t base = row * args.cols;
-    float v[kVecs][kN];
+    float v[kVecs][kN], sc[kVecs][kN];
     float s1 = 0;
     for (int i = 0; i < kVecs; ++i) {
       const int64_t at = threadIdx.x + static_cast<int64_t>(i) * blockDim.x;
@@ -124,8 +124,10 @@ template <typename T, bool kAdd, int kVecs> __global__ void RmsRowsVec(const Nor
           v[i][e] += b[e];
         NarrowVector(v[i], static_cast<T *>(args.sum) + base + at * kN);
       }
-      for (int e = 0; e < kN; ++e)
+      for (int e = 0; e < kN; ++e) {
         s1 += v[i][e] * v[i][e];
+        sc[i][e] = ParamAt<float>(args.scale, at * kN + e); // loaded before the block's sum
+      }
     }
     s1 = BlockSum(s1, partial);
     const float inv = 1.0f / sqrtf(s1 * inv_cols + args.epsilon);
@@ -135,7 +137,7 @@ template <typename T, bool kAdd, int kVecs> __global__ void RmsRowsVec(const Nor
         break;
       float y[kN];
       for (int e = 0; e < kN; ++e)
-        y[e] = v[i][e] * inv * ParamAt<float>(args.scale, at * kN + e);
+        y[e] = v[i][e] * inv * sc[i][e];
       NarrowVector(y, static_cast<T *>(args.y) + base + at * kN);
     }
   }
@@ -155,8 +157,10 @@ bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream) {
   const int64_t vecs = args.cols / kN;
   if (vecs > static_cast<int64_t>(kVecMaxThreads) * kVecMaxPerThread)
     return false;
-  // About two vectors a thread: enough loads in flight, few idle lanes.
-  int64_t threads = (vecs + 1) / 2;
+  // One vector a thread where 1024 threads allow: a row's loads then all
+  // leave at once (a second vector a thread waits behind the first's
+  // store of the sum, which may alias it).
+  int64_t threads = vecs;
   threads = (threads + 31) / 32 * 32;
   threads = threads < 32 ? 32 : threads > kVecMaxThreads ? kVecMaxThreads : threads;
   const int64_t per = (vecs + threads - 1) / threads;

@@ -58,11 +58,16 @@ __global__ void RotaryRows(const T *x, const RotaryTable cos, const RotaryTable 
 }
 
 // The rows' last leading dim (heads, in a token-major [.., T, H, D] x)
-// broadcasts both tables: block b takes outer index b (every leading dim
-// but the last), stages its cos/sin row in shared memory once, and then
-// rotates all of its H rows from there; each thread reads its pair once
-// and writes it once, so x and y may alias.
+// broadcasts both tables: block (b, p) takes outer index b (every leading
+// dim but the last), stages its cos/sin row in shared memory once, and then
+// rotates part p of its H rows' pairs from there (gridDim.y parts: more
+// than one when the outer indices are too few to fill the GPU, as in a
+// decode step of one token, where a single block would walk all heads'
+// pairs one load after another); each thread reads its pair once and
+// writes it once, so x and y may alias.
 constexpr int kHeadsThreads = 256;
+// Blocks that fill an H200 (132 SMs) a few times over.
+constexpr int64_t kFillBlocks = 528;
 constexpr int64_t kMaxHeadsRotary = 1024; // R floats of cos and of sin in shared memory
 
 template <typename T>
@@ -83,7 +88,9 @@ __global__ void __launch_bounds__(kHeadsThreads)
     __syncthreads();
     const T *xo = x + o * heads * d;
     T *yo = y + o * heads * d;
-    for (int64_t w = threadIdx.x; w < heads * half; w += blockDim.x) {
+    const int64_t first = blockIdx.y * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+    const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.x;
+    for (int64_t w = first; w < heads * half; w += step) {
       const int64_t h = w / half, j = w - h * half;
       const int64_t c0 = l.interleaved ? 2 * j : j, c1 = l.interleaved ? 2 * j + 1 : j + half;
       const T *xr = xo + h * d;
@@ -93,7 +100,7 @@ __global__ void __launch_bounds__(kHeadsThreads)
       yr[c1] = Narrow<T>(x1 * tc[c1] + x0 * ts[c1]);
     }
     if (x != y && r < d)
-      for (int64_t w = threadIdx.x; w < heads * (d - r); w += blockDim.x) {
+      for (int64_t w = first; w < heads * (d - r); w += step) {
         const int64_t h = w / (d - r), c = r + (w - h * (d - r));
         yo[h * d + c] = xo[h * d + c];
       }
@@ -104,18 +111,28 @@ __global__ void __launch_bounds__(kHeadsThreads)
 // last leading dim and a row's table fits in shared memory.
 bool HeadsBroadcast(const RotaryTable &cos, const RotaryTable &sin, const RotaryLayout &l) {
   const int last = l.lead_rank - 1;
-  return l.lead_rank >= 1 && cos.strides[last] == 0 && sin.strides[last] == 0 &&
-         l.lead[last] > 1 && l.rotary_dim <= kMaxHeadsRotary;
+  return l.lead_rank >= 1 && cos.strides[last] == 0 && sin.strides[last] == 0 && l.lead[last] > 1 &&
+         l.rotary_dim <= kMaxHeadsRotary;
 }
 
 template <typename T>
 void LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTable &sin, void *y,
                   const RotaryLayout &l, int64_t rows, dim3 grid, dim3 block, cudaStream_t stream) {
   if (HeadsBroadcast(cos, sin, l)) {
-    const int64_t outer = rows / l.lead[l.lead_rank - 1];
+    const int64_t heads = l.lead[l.lead_rank - 1];
+    const int64_t outer = rows / heads;
     const unsigned g = static_cast<unsigned>(outer < (1 << 20) ? outer : (1 << 20));
-    RotaryHeads<T><<<g, kHeadsThreads, 0, stream>>>(static_cast<const T *>(x), cos, sin,
-                                                    static_cast<T *>(y), l, outer);
+    // Parts of the heads per outer index: one pair a thread while the
+    // outer indices alone make fewer than kFillBlocks blocks.
+    const int64_t pairs = heads * (l.rotary_dim / 2 > 0 ? l.rotary_dim / 2 : 1);
+    int64_t parts = 1;
+    if (outer < kFillBlocks) {
+      parts = (pairs + kHeadsThreads - 1) / kHeadsThreads;
+      const int64_t cap = (kFillBlocks + outer - 1) / outer;
+      parts = parts < cap ? parts : cap;
+    }
+    RotaryHeads<T><<<dim3(g, static_cast<unsigned>(parts)), kHeadsThreads, 0, stream>>>(
+        static_cast<const T *>(x), cos, sin, static_cast<T *>(y), l, outer);
     return;
   }
   RotaryRows<T><<<grid, block, 0, stream>>>(static_cast<const T *>(x), cos, sin,

@@ -114,10 +114,14 @@ Times TimeCalls(cudaStream_t stream, int iters, const std::function<void()> &fn)
 }
 
 // One decode step of `seqs` sequences of context `ctx` (the new token
-// included), over shuffled cache blocks.
-void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
+// included), over shuffled cache blocks, with block tables `width` blocks
+// wide (0: as wide as the context needs; the engine's decode steps pad them
+// to a power of two, which sets the decode kernel's split count).
+void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx, int64_t width,
+               const kc::DecodeSplitPolicy &policy) {
   std::mt19937 rng(static_cast<unsigned>(seqs * 7919 + ctx));
   const int64_t per_seq = (ctx + kBs - 1) / kBs, nb = seqs * per_seq + 1;
+  const int64_t mb = std::max(width, per_seq);
   Bf16Buffer q(seqs * kHq * kD, rng), k_new(seqs * kHkv * kD, rng), v_new(seqs * kHkv * kD, rng),
       k_cache(nb * kHkv * kBs * kD, rng), v_cache(nb * kHkv * kBs * kD, rng);
   void *out_old = nullptr, *out_new = nullptr;
@@ -127,13 +131,13 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
   std::iota(blocks.begin(), blocks.end(), 0);
   std::shuffle(blocks.begin(), blocks.end(), rng);
   // Index arrays: slots [seqs], query_start [seqs + 1], context_lens
-  // [seqs], block_tables [seqs, per_seq].
-  std::vector<int64_t> idx(seqs + (seqs + 1) + seqs + seqs * per_seq);
+  // [seqs], block_tables [seqs, mb] (entries past the context: block 0).
+  std::vector<int64_t> idx(seqs + (seqs + 1) + seqs + seqs * mb);
   int64_t *slots = idx.data(), *qs = slots + seqs, *cl = qs + seqs + 1, *bt = cl + seqs;
   for (int64_t s = 0; s < seqs; ++s) {
     for (int64_t j = 0; j < per_seq; ++j)
-      bt[s * per_seq + j] = blocks[s * per_seq + j];
-    slots[s] = bt[s * per_seq + (ctx - 1) / kBs] * kBs + (ctx - 1) % kBs;
+      bt[s * mb + j] = blocks[s * per_seq + j];
+    slots[s] = bt[s * mb + (ctx - 1) / kBs] * kBs + (ctx - 1) % kBs;
     qs[s] = s;
     cl[s] = ctx;
   }
@@ -151,7 +155,7 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
   d.num_blocks = nb;
   d.block_size = kBs;
   d.num_seqs = seqs;
-  d.max_blocks = per_seq;
+  d.max_blocks = mb;
   // Token-major ([1, T, H, D]): a head is the next row, a token H rows on.
   d.q_head_stride = 1;
   d.q_token_stride = kHq;
@@ -170,7 +174,7 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
     Fail("the decode kernel does not take the benchmark's shape");
   const int64_t old_bytes =
       prefill ? kc::PrefillAttentionScratchBytes(d) : kc::PagedAttentionScratchBytes(d);
-  const int64_t new_bytes = kc::DecodeAttentionScratchBytes(d);
+  const int64_t new_bytes = kc::DecodeAttentionScratchBytes(d, policy);
   void *scratch = nullptr;
   Check(cudaMalloc(&scratch, std::max<int64_t>({old_bytes, new_bytes, 256})), "cudaMalloc");
   const auto run_old = [&] {
@@ -185,7 +189,7 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
   };
   const auto run_new = [&] {
     Check(kc::DecodeAttention(kc::FusedFloat::kBF16, t_new, ia, d, scale,
-                              kc::DecodeMode::kAllSequences, scratch, stream),
+                              kc::DecodeMode::kAllSequences, scratch, stream, policy),
           "DecodeAttention");
   };
   run_old();
@@ -203,7 +207,7 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
     const auto key = [&](const Bf16Buffer &cache, const Bf16Buffer &fresh, int64_t j, int64_t e) {
       if (j == ctx - 1)
         return fresh.At((s * kHkv + g) * kD + e);
-      const int64_t blk = bt[s * per_seq + j / kBs];
+      const int64_t blk = bt[s * mb + j / kBs];
       return cache.At(((blk * kHkv + g) * kBs + j % kBs) * kD + e);
     };
     std::vector<double> w(ctx);
@@ -237,9 +241,11 @@ void BenchCase(cudaStream_t stream, int iters, int64_t seqs, int64_t ctx) {
   const Times old_t = TimeCalls(stream, iters, run_old);
   const Times new_t = TimeCalls(stream, iters, run_new);
   const double kv_mb = seqs * ctx * kHkv * kD * 2.0 * 2 / 1e6;
-  std::printf("| %lld | %lld | %lld | %.1f | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.0f | "
+  std::printf("| %lld | %lld | %lld | %lld / %lld | %lld | %.1f | %s | %.1f | %.1f | %.1f | %.1f | "
+              "%.2f | %.0f | "
               "%.1e / %.1e |\n",
-              (long long)seqs, (long long)ctx, (long long)kc::DecodeAttentionSplits(d), kv_mb,
+              (long long)seqs, (long long)ctx, (long long)mb, (long long)policy.fill_blocks,
+              (long long)policy.min_keys, (long long)kc::DecodeAttentionSplits(d, policy), kv_mb,
               prefill ? "prefill" : "split-key", old_t.graph_us, old_t.eager_us, new_t.graph_us,
               new_t.eager_us, new_t.graph_us / old_t.graph_us, kv_mb * 1e-3 / new_t.graph_us * 1e6,
               err_old, err_new);
@@ -262,16 +268,26 @@ int main(int argc, char **argv) {
               "Hq %lld, Hkv %lld, D %lld, bf16, blocks of %lld, token-major\n\n",
               iters, prop.name, prop.multiProcessorCount, (long long)kHq, (long long)kHkv,
               (long long)kD, (long long)kBs);
-  std::printf("| seqs | context | splits (new) | KV MB | old kernel | old us (graph) | old us "
-              "(eager) | new us (graph) | new us (eager) | new / old | new GB/s | rel err old "
-              "/ new |\n| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | "
-              "---: | --- |\n");
+  std::printf("| seqs | context | table width | policy (fill / min keys) | splits (new) | KV MB "
+              "| old kernel | old us (graph) | old us (eager) | new us (graph) | new us (eager) "
+              "| new / old | new GB/s | rel err old / new |\n"
+              "| ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: "
+              "| ---: | --- |\n");
   cudaStream_t stream;
   Check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  const std::pair<int64_t, int64_t> cases[] = {{1, 64},    {1, 1100},   {1, 4096},  {8, 1100},
-                                               {32, 1100}, {256, 1100}, {256, 2048}};
-  for (const auto &[seqs, ctx] : cases)
-    BenchCase(stream, iters, seqs, ctx);
+  // {sequences, context, table width}; a width of 128 pads the table as the
+  // engine's decode steps do at these contexts.
+  const int64_t cases[][3] = {{1, 64, 0},    {1, 1100, 0},   {1, 1100, 128},
+                              {1, 4096, 0},  {8, 1100, 0},   {8, 1100, 128},
+                              {32, 1100, 0}, {256, 1100, 0}, {256, 2048, 0}};
+  for (const auto &c : cases)
+    BenchCase(stream, iters, c[0], c[1], c[2], kc::DecodeSplitPolicy{});
+  // Other split policies where the splits matter: few sequences.
+  const int64_t policies[][2] = {{264, 32}, {1056, 32}, {264, 64}, {132, 128}, {528, 64}};
+  const int64_t few[][3] = {{1, 1100, 128}, {1, 4096, 0}, {8, 1100, 128}};
+  for (const auto &c : few)
+    for (const auto &p : policies)
+      BenchCase(stream, iters, c[0], c[1], c[2], kc::DecodeSplitPolicy{p[0], p[1]});
   cudaStreamDestroy(stream);
   return 0;
 }

@@ -371,6 +371,19 @@ void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
                        {Uniform(F16, {1, 37, 5, 96}), Uniform(F32, {1, 37, 1, 64}, -1, 1),
                         Uniform(F32, {1, 37, 1, 64}, -1, 1)},
                        kPointwise));
+  // Decode steps (one or a few tokens): the CUDA kernel spreads each
+  // token's heads over several blocks (8 at the 8B shape's queries), and
+  // the passed-through tail of a partial rotation with them.
+  c.push_back(MakeCase("rotary", BF16, {1, 1, 32, 128}, "bshd_8b_decode_t1",
+                       Attrs().Int("rotary_dim", 128).Int("interleaved", 0),
+                       {Uniform(BF16, {1, 1, 32, 128}), Uniform(F32, {1, 1, 1, 128}, -1, 1),
+                        Uniform(F32, {1, 1, 1, 128}, -1, 1)},
+                       kPointwise));
+  c.push_back(MakeCase("rotary", F16, {1, 3, 40, 96}, "bshd_decode_t3_partial_interleaved",
+                       Attrs().Int("rotary_dim", 64).Int("interleaved", 1),
+                       {Uniform(F16, {1, 3, 40, 96}), Uniform(F16, {1, 3, 1, 64}, -1, 1),
+                        Uniform(F16, {1, 3, 1, 64}, -1, 1)},
+                       kPointwise));
   // Half x with f32 tables, as half plans keep cos/sin (kiln-convert-float-type).
   c.push_back(MakeCase("rotary", BF16, {1, 4, 7, 16}, "f32_tables",
                        Attrs().Int("rotary_dim", 16).Int("interleaved", 0),

@@ -262,6 +262,22 @@ void AddDeviceEdges(std::vector<OpCase> &c) {
                                     {Uniform(F32, {67, 1031}), Ints({515, 1, 515})}, kExact),
                            {1}),
                   3));
+  // A decode step's fused QKV product split into q, k and v (the CUDA
+  // kernel's 16-byte words), rows of 6-byte parts (2-byte words), and more
+  // parts than one launch takes (nine; the CUDA backend copies them one by one).
+  c.push_back(WithOutputs(
+      WithHost(MakeCase("split", BF16, {1, 2, 6144}, "qkv_decode", Attrs().Int("axis", 2),
+                        {Uniform(BF16, {1, 2, 6144}), Ints({4096, 1024, 1024})}, kExact),
+               {1}),
+      3));
+  c.push_back(WithOutputs(MakeCase("split", F16, {5, 9}, "num_outputs3_odd_bytes",
+                                   Attrs().Int("axis", 1).Int("num_outputs", 3),
+                                   {Uniform(F16, {5, 9})}, kExact),
+                          3));
+  c.push_back(WithOutputs(MakeCase("split", F32, {3, 18}, "num_outputs9",
+                                   Attrs().Int("axis", 1).Int("num_outputs", 9),
+                                   {Uniform(F32, {3, 18})}, kExact),
+                          9));
   c.push_back(
       WithOutputs(MakeCase("split", BOOL, {13, 8}, "num_outputs3",
                            Attrs().Int("axis", 1).Int("num_outputs", 3), {Bools({13, 8})}, kExact),

@@ -300,6 +300,20 @@ Status RunSplit(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   const int64_t outer = Outer(s, axis);
   const int64_t total = RowBytes(s, axis, in[0]->dtype);
   const char *src = in[0]->as<const char>();
+  // A device input: one launch for every part (a decode step splits each
+  // layer's fused QKV product, where three copies cost three graph nodes).
+  if (in[0]->space == MemorySpace::kDevice && out.size() <= kc::kMaxSplitParts) {
+    kc::SplitPart parts[kc::kMaxSplitParts];
+    int64_t col = 0;
+    for (size_t k = 0; k < out.size(); ++k) {
+      const int64_t b = RowBytes(out[k].shape, axis, out[k].dtype);
+      parts[k] = {out[k].data, col, b};
+      col += b;
+    }
+    KILN_CUDA_RETURN_IF_ERROR(
+        kc::SplitColumns(src, total, outer, parts, static_cast<int>(out.size()), Stream(ctx)));
+    return Status::Ok();
+  }
   int64_t col = 0;
   for (TensorView &t : out) {
     const int64_t b = RowBytes(t.shape, axis, t.dtype);
