@@ -11,7 +11,10 @@
 # the build).
 #
 # usage: tools/gpu/build_bundle.sh
-# Environment: JOBS (default 2), BUILD_DIR (default build/portable),
+# Environment: BUNDLE_TARGETS (the programs, space-separated; default kiln,
+# bundle.txt's and the benchmarks: "kiln" alone makes a bundle small enough to
+# travel beside the whole checkout, fixtures included, for the fixtures
+# suite), JOBS (default 2), BUILD_DIR (default build/portable),
 # OUT (default build/gpu-bundle.tar.xz), KILN_CUDA (default ON where nvcc is
 # found, else OFF), XZ_LEVEL (default --lzma2=preset=9e,dict=384MiB: a dictionary that spans every program, which share most of their bytes), BUNDLE_CHECK (default 1).
 set -euo pipefail
@@ -38,6 +41,7 @@ done <test/gpu/bundle.txt
 # Kernel benchmarks carried beside them, CUDA builds only (not tests: in bin/
 # but not bundle.txt, so test_gpu.sh does not run them; docs/gpu.md says how).
 if [ "$KILN_CUDA" = ON ]; then TARGETS+=(kiln_prefill_bench kiln_decode_bench kiln_gemv_bench); fi
+if [ -n "${BUNDLE_TARGETS:-}" ]; then read -r -a TARGETS <<<"$BUNDLE_TARGETS"; fi
 
 echo "== configure $BUILD_DIR (KILN_PORTABLE=ON, KILN_CUDA=$KILN_CUDA)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_PORTABLE=ON \

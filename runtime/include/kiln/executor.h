@@ -106,6 +106,14 @@ public:
   // (core/op_cost.h), for a roofline: the table divides them by the time
   // and, given KILN_PEAK_GBPS and KILN_PEAK_TFLOPS, shows the fraction of
   // those peaks reached.
+  // With whole_graphs (KILN_PROFILE=graph), a run that the executor serves
+  // through a captured graph (SetGraphs) stays one: it is timed whole and
+  // charged to one entry, "graph replay" (or "graph capture", or "graph
+  // eager run" for a binding's first run and one that cannot be
+  // captured), with the costs of its ops
+  // summed; other runs are timed per op as above. That is the device's time
+  // for a replayed step, which beside the step's wall time in a plain run
+  // says how long the device waits for the host between steps.
   struct OpTime {
     std::string type; // op type, and with KILN_PROFILE=shape its shape
     int64_t calls = 0;
@@ -116,12 +124,12 @@ public:
   struct Profile {
     std::vector<OpTime> ops; // most time first
     int64_t runs = 0, binds = 0;
-    double run_seconds = 0;   // Run() in all, staging and waits included
-    double stage_seconds = 0; // copying host inputs to the backend
-    double bind_seconds = 0;  // Bind(): checks, shape pass or cache hit, layout
+    double run_seconds = 0;     // Run() in all, staging and waits included
+    double stage_seconds = 0;   // copying host inputs to the backend
+    double bind_seconds = 0;    // Bind(): checks, shape pass or cache hit, layout
     bool device_timing = false; // ops timed by device marks, not host waits
   };
-  void SetProfiling(bool on);
+  void SetProfiling(bool on, bool whole_graphs = false);
   Profile profile() const;
   // The profile as a table: per op type, calls and milliseconds per run and
   // the share of the ops' time.

@@ -58,10 +58,10 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &
   auto impl = std::make_unique<Impl>();
   impl->plan = &plan;
   impl->backend = &backend;
-  if (const char *env = std::getenv("KILN_PROFILE"); env && *env && std::strcmp(env, "0") != 0)
-  {
+  if (const char *env = std::getenv("KILN_PROFILE"); env && *env && std::strcmp(env, "0") != 0) {
     impl->profiling = impl->print_profile = true;
     impl->profile_shapes = std::strcmp(env, "shape") == 0;
+    impl->profile_graphs = std::strcmp(env, "graph") == 0;
     // KILN_PROFILE_SKIP=N: the first N runs warm up (first calls build
     // library plans and load kernels) and are left out of the profile.
     if (const char *skip = std::getenv("KILN_PROFILE_SKIP"))
@@ -161,6 +161,8 @@ Status Executor::Run() {
     return InvalidArgument("Executor::Run called before a successful Bind");
   if (m.profiling && m.profile_skip > 0)
     --m.profile_skip; // a warm-up run: not profiled
+  else if (m.profiling && m.profile_graphs && m.graphs && m.backend->CanCapture())
+    return m.ProfiledGraphRun();
   else if (m.profiling)
     return m.ProfiledRun();
   if (m.graphs && m.backend->CanCapture())

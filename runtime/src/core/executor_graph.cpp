@@ -6,8 +6,12 @@
 namespace kiln {
 
 Status Executor::Impl::GraphRun() {
-  CacheEntry &entry = *current;
   KILN_RETURN_IF_ERROR(StageInputs()); // never captured: values change per run
+  return GraphOps();
+}
+
+Status Executor::Impl::GraphOps() {
+  CacheEntry &entry = *current;
   if (entry.uncapturable)
     return RunOps();
   // Everything a recording holds besides the entry's own memory: the

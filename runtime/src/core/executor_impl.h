@@ -123,8 +123,9 @@ struct Executor::Impl {
   // Profiling (Executor::SetProfiling): time per op type, in plan order of
   // first appearance.
   bool profiling = false;
-  bool print_profile = false; // KILN_PROFILE: print at destruction
+  bool print_profile = false;  // KILN_PROFILE: print at destruction
   bool profile_shapes = false; // KILN_PROFILE=shape: entries per type and shape
+  bool profile_graphs = false; // KILN_PROFILE=graph: captured runs timed whole
   int profile_skip = 0;        // KILN_PROFILE_SKIP: runs left out of the profile
   std::map<std::string, Executor::OpTime> op_times;
   Executor::Profile totals; // runs, binds and their seconds (ops unused)
@@ -143,9 +144,13 @@ struct Executor::Impl {
   // Run() through the current entry's captured run: replays it, captures
   // it, or runs eagerly (executor_graph.cpp).
   Status GraphRun();
+  // GraphRun after StageInputs.
+  Status GraphOps();
   std::vector<uint8_t> stage_buffer; // StageInputs' packed host inputs
   // Run() with profiling on (executor_profile.cpp).
   Status ProfiledRun();
+  // A run that GraphRun serves, timed whole (profile_graphs).
+  Status ProfiledGraphRun();
   void ChargeOp(const ExecOp &op, double seconds);
   Status UploadWeights();
   // Points every weight view at the host mapping (shape pass) or at the

@@ -111,7 +111,53 @@ Status Executor::Impl::ProfiledRun() {
   return Status::Ok();
 }
 
-void Executor::SetProfiling(bool on) { impl_->profiling = on; }
+Status Executor::Impl::ProfiledGraphRun() {
+  const Clock::time_point run0 = Clock::now();
+  const Clock::time_point stage0 = Clock::now();
+  KILN_RETURN_IF_ERROR(StageInputs());
+  KILN_RETURN_IF_ERROR(backend->Synchronize());
+  totals.stage_seconds += Since(stage0);
+  const int replays = stats.graph_replays, captures = stats.graph_captures;
+  Status mark = backend->Mark(0);
+  if (!mark.ok() && mark.code() != StatusCode::kUnimplemented)
+    return mark.WithContext("profiling");
+  const bool marks = mark.ok();
+  totals.device_timing = marks;
+  const Clock::time_point t0 = Clock::now();
+  KILN_RETURN_IF_ERROR(GraphOps());
+  double seconds = 0;
+  if (marks) {
+    KILN_RETURN_IF_ERROR(backend->Mark(1));
+    KILN_ASSIGN_OR_RETURN(std::vector<double> at, backend->MarkSeconds(2));
+    KILN_RETURN_IF_ERROR(backend->Synchronize());
+    seconds = at[1] - at[0];
+  } else {
+    KILN_RETURN_IF_ERROR(backend->Synchronize());
+    seconds = Since(t0);
+  }
+  const char *what = stats.graph_captures > captures ? "graph capture"
+                     : stats.graph_replays > replays ? "graph replay"
+                                                     : "graph eager run";
+  OpTime &t = op_times[what];
+  t.type = what;
+  t.calls += 1;
+  t.seconds += seconds;
+  for (const ExecOp &op : ops) {
+    if (op.host)
+      continue;
+    const OpCost cost = EstimateOpCost(op.type, op.in, op.out);
+    t.flops += cost.flops;
+    t.bytes += cost.bytes;
+  }
+  totals.runs += 1;
+  totals.run_seconds += Since(run0);
+  return Status::Ok();
+}
+
+void Executor::SetProfiling(bool on, bool whole_graphs) {
+  impl_->profiling = on;
+  impl_->profile_graphs = whole_graphs;
+}
 
 Executor::Profile Executor::profile() const {
   Profile p = impl_->totals;

@@ -91,6 +91,7 @@ public:
   // (its caches are empty, so it can take any block count).
   bool HoldsKv() const;
   const Executor &executor() const { return *executor_; }
+  Executor &executor() { return *executor_; } // for profiling switches
 
   int64_t vocab_size() const override { return vocab_; }
   int64_t num_blocks() const override { return num_blocks_; }

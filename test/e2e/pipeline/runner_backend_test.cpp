@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace kiln {
 namespace {
@@ -158,6 +159,51 @@ TEST_P(RunnerOnDevice, ReplayedDecodeStepsMatchEagerOnesExactly) {
     scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
   }
   EXPECT_LE(diff, 1e-5 * std::max(scale, 1.0));
+}
+
+// KILN_PROFILE=graph's mode: a replayed decode step is timed whole, as one
+// entry carrying its ops' costs, and computes what it computes unprofiled;
+// the steps that are not captured (the prompt's) are still timed per op.
+TEST_P(RunnerOnDevice, WholeGraphProfileTimesReplayedStepsAsOneEntry) {
+  auto plan = LoadNamed(GetParam());
+  ASSERT_TRUE(plan);
+  test::SimulatedDevice plain_device, profiled_device;
+  plain_device.capture = profiled_device.capture = true;
+  auto plain = PlanModelRunner::Create(*plan, plain_device, test::kDecodeScriptBlocks, kBlockSize);
+  auto profiled =
+      PlanModelRunner::Create(*plan, profiled_device, test::kDecodeScriptBlocks, kBlockSize);
+  ASSERT_TRUE(plain.ok() && profiled.ok());
+  (*plain)->SetCudaGraphs(true);
+  (*profiled)->SetCudaGraphs(true);
+  (*profiled)->executor().SetProfiling(true, /*whole_graphs=*/true);
+  const std::vector<float> want = test::DecodeScript(**plain);
+  const std::vector<float> got = test::DecodeScript(**profiled);
+  EXPECT_EQ(got, want);
+
+  const Executor::Stats &stats = (*profiled)->executor().stats();
+  ASSERT_GE(stats.graph_replays, 8);
+  const Executor::Profile p = (*profiled)->executor().profile();
+  const auto entry = [&](const std::string &name) -> const Executor::OpTime * {
+    for (const Executor::OpTime &t : p.ops)
+      if (t.type == name)
+        return &t;
+    return nullptr;
+  };
+  const Executor::OpTime *replay = entry("graph replay"), *capture = entry("graph capture");
+  ASSERT_NE(replay, nullptr) << (*profiled)->executor().ProfileTable();
+  ASSERT_NE(capture, nullptr);
+  // Each replayed run is one call, not one per op.
+  EXPECT_EQ(replay->calls, stats.graph_replays - stats.graph_captures);
+  EXPECT_EQ(capture->calls, stats.graph_captures);
+  EXPECT_GT(replay->bytes, 0);
+  EXPECT_GT(replay->flops, 0);
+  EXPECT_GE(replay->seconds, 0);
+  // The prompt steps ran eagerly, op by op: entries by op type.
+  bool per_op = false;
+  for (const Executor::OpTime &t : p.ops)
+    per_op = per_op || t.type.rfind("graph ", 0) != 0;
+  EXPECT_TRUE(per_op) << (*profiled)->executor().ProfileTable();
+  EXPECT_EQ(profiled_device.errors, "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, RunnerOnDevice, ::testing::Values("demo", "llama", "gpt2"),
