@@ -56,7 +56,10 @@ bool DecodeAttentionSupported(FusedFloat type, const PagedDims &dims, const Page
 // defaults are the engine's; kiln_decode_bench times others.
 constexpr int64_t kMaxDecodeFillBlocks = 1056;
 struct DecodeSplitPolicy {
-  int64_t fill_blocks = 264; // 2 an SM of an H200 (kiln_decode_bench: faster than 132 or 528)
+  // 4 an SM of an H200: what the GPU suites and the 8B benches ran. 264
+  // measured faster in kiln_decode_bench (docs/gpu.md) and becomes the
+  // default after a make test-gpu run with it.
+  int64_t fill_blocks = 528;
   int64_t min_keys = 32;     // one warp's
 };
 

@@ -280,8 +280,8 @@ void AddPagedPrefill(std::vector<OpCase> &c) {
 // Decode steps (as many tokens as sequences), which the CUDA backend gives
 // its decode kernel (decode_attention.h) in one launch that also stores the
 // new keys: one sequence at the Llama-3-8B shape with a context of 1100 (its
-// keys split over 33 blocks, a table 128 blocks wide: 64 keys a split, and
-// the combine reads the 18 splits that hold keys), batches of 40 and 70
+// keys split over 64 blocks, a table 128 blocks wide: 32 keys a split, and
+// the combine reads the 35 splits that hold keys), batches of 40 and 70
 // sequences (fewer splits), MQA with 8 query heads a group (two blocks a
 // group), D 256, Dv != D, D 80, a padding sequence (slot -1), and a step of
 // as many tokens as sequences that is not a decode step (2, 0 and 1 new
