@@ -151,6 +151,9 @@ struct Executor::Impl {
   Status ProfiledRun();
   // A run that GraphRun serves, timed whole (profile_graphs).
   Status ProfiledGraphRun();
+  // Both: stages the inputs, waits, and places the first device mark; true
+  // when the backend has marks (else runs are timed by waits and the clock).
+  StatusOr<bool> BeginProfiledRun();
   void ChargeOp(const ExecOp &op, double seconds);
   Status UploadWeights();
   // Points every weight view at the host mapping (shape pass) or at the

@@ -70,21 +70,25 @@ void Executor::Impl::ChargeOp(const ExecOp &op, double seconds) {
   t.bytes += cost.bytes;
 }
 
-Status Executor::Impl::ProfiledRun() {
-  const Clock::time_point run0 = Clock::now();
-  // Input staging, then a wait, so the ops below start on an idle backend.
+StatusOr<bool> Executor::Impl::BeginProfiledRun() {
+  // Input staging, then a wait, so what follows starts on an idle backend.
   const Clock::time_point stage0 = Clock::now();
   KILN_RETURN_IF_ERROR(StageInputs());
   KILN_RETURN_IF_ERROR(backend->Synchronize());
   totals.stage_seconds += Since(stage0);
-  ExecContext &ctx = backend->context();
-  // Device marks when the backend has them: op i runs between marks i and
-  // i + 1, and nothing waits until the last op is enqueued.
   Status mark = backend->Mark(0);
   if (!mark.ok() && mark.code() != StatusCode::kUnimplemented)
     return mark.WithContext("profiling");
-  const bool marks = mark.ok();
-  totals.device_timing = marks;
+  totals.device_timing = mark.ok();
+  return mark.ok();
+}
+
+Status Executor::Impl::ProfiledRun() {
+  const Clock::time_point run0 = Clock::now();
+  // Device marks when the backend has them: op i runs between marks i and
+  // i + 1, and nothing waits until the last op is enqueued.
+  KILN_ASSIGN_OR_RETURN(const bool marks, BeginProfiledRun());
+  ExecContext &ctx = backend->context();
   std::vector<const ExecOp *> timed;
   for (ExecOp &op : ops) {
     if (op.host)
@@ -113,16 +117,8 @@ Status Executor::Impl::ProfiledRun() {
 
 Status Executor::Impl::ProfiledGraphRun() {
   const Clock::time_point run0 = Clock::now();
-  const Clock::time_point stage0 = Clock::now();
-  KILN_RETURN_IF_ERROR(StageInputs());
-  KILN_RETURN_IF_ERROR(backend->Synchronize());
-  totals.stage_seconds += Since(stage0);
   const int replays = stats.graph_replays, captures = stats.graph_captures;
-  Status mark = backend->Mark(0);
-  if (!mark.ok() && mark.code() != StatusCode::kUnimplemented)
-    return mark.WithContext("profiling");
-  const bool marks = mark.ok();
-  totals.device_timing = marks;
+  KILN_ASSIGN_OR_RETURN(const bool marks, BeginProfiledRun());
   const Clock::time_point t0 = Clock::now();
   KILN_RETURN_IF_ERROR(GraphOps());
   double seconds = 0;
