@@ -50,8 +50,9 @@ void SetGemmThreads(int threads) { g_max_threads = threads > 0 ? threads : 0; }
 int GemmThreads() {
   if (g_max_threads > 0)
     return g_max_threads;
-  unsigned hw = std::thread::hardware_concurrency();
-  return hw > 0 ? static_cast<int>(hw) : 1;
+  // hardware_concurrency() reads /sys on every call (microseconds): once.
+  static const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return hw;
 }
 
 template <typename T>

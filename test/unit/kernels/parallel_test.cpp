@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -67,6 +68,37 @@ TEST(ParallelFor, NestedAndConcurrentCalls) {
   work();
   other.join();
   EXPECT_EQ(total.load(), 2 * 50 * 8 * 10);
+  kernels::SetGemmThreads(0);
+}
+
+// Many jobs back to back and with pauses longer than the spin, with the
+// spin off (every wait sleeps), short and long: the workers sleep, wake and
+// claim ranges of the right job every time.
+TEST(ParallelFor, BackToBackAndSleepingJobsWithAnySpin) {
+  kernels::SetGemmThreads(4);
+  for (int64_t spin : {0, 5, 100000}) {
+    kernels::SetPoolSpinMicros(spin);
+    EXPECT_EQ(kernels::PoolSpinMicros(), spin);
+    int64_t expected = 0;
+    std::atomic<int64_t> total{0};
+    for (int job = 0; job < 2000; ++job) {
+      const int64_t n = 1 + job % 13;
+      kernels::ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          total += job * 100 + i;
+      });
+      for (int64_t i = 0; i < n; ++i)
+        expected += job * 100 + i;
+      if (job % 400 == 0) // longer than the short spins: the workers sleep
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_EQ(total.load(), expected) << "spin " << spin;
+  }
+  kernels::SetPoolSpinMicros(-1);
+  EXPECT_EQ(kernels::PoolSpinMicros(), 100);
+  kernels::SetPoolSpinMicros(1LL << 40);
+  EXPECT_EQ(kernels::PoolSpinMicros(), 1000000);
+  kernels::SetPoolSpinMicros(-1);
   kernels::SetGemmThreads(0);
 }
 
