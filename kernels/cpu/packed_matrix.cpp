@@ -2,6 +2,7 @@
 // that Gemm<float> consults.
 #include "kernels/cpu/packed_matrix.h"
 
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/parallel.h"
 
 #include <sys/mman.h>
@@ -13,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <type_traits>
 #include <utility>
 
 namespace kiln::kernels {
@@ -39,17 +41,82 @@ void *AllocPanels(size_t bytes) {
   return data;
 }
 
+// Whether f32 `bits` is an f16 value: zero, an infinity, or a finite value
+// in f16's range with no more significant bits than f16 keeps there.
+bool F16Exact(uint32_t bits) {
+  const uint32_t a = bits & 0x7fffffffu;
+  if (a == 0 || a == 0x7f800000u)
+    return true;
+  const int e = static_cast<int>(a >> 23) - 127; // f32 subnormals and NaN fail below
+  if (e > 15 || e < -24 || (a >> 23) == 0 || (a >> 23) == 0xff)
+    return false;
+  // f16 keeps 10 fraction bits for normals (e >= -14); a subnormal is a
+  // multiple of 2^-24, so 10 - (-14 - e) of them.
+  const int keep = e >= -14 ? 10 : 10 - (-14 - e);
+  return (a & ((1u << (23 - keep)) - 1)) == 0;
+}
+
+bool Bf16Exact(uint32_t bits) { return (bits & 0xffffu) == 0; }
+
+// Whether every value of op(B) passes `exact`, over threads, stopping all of
+// them at the first failure.
+template <typename Exact>
+bool AllExact(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans, Exact exact) {
+  const int64_t rows = trans ? n : k, cols = trans ? k : n;
+  std::atomic<bool> ok{true};
+  ParallelFor(rows, kPackRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1 && ok.load(std::memory_order_relaxed); ++r) {
+      const float *row = b + r * ldb;
+      bool row_ok = true;
+      for (int64_t c = 0; c < cols; ++c) {
+        uint32_t bits;
+        std::memcpy(&bits, row + c, sizeof(bits));
+        row_ok &= exact(bits);
+      }
+      if (!row_ok)
+        ok.store(false, std::memory_order_relaxed);
+    }
+  });
+  return ok.load();
+}
+
+// Whether `elem` (kBF16 or kF16) holds every value of op(B) exactly.
+bool HoldsExactly(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans, PackedElem elem) {
+  return elem == PackedElem::kBF16 ? AllExact(b, k, n, ldb, trans, Bf16Exact)
+                                   : AllExact(b, k, n, ldb, trans, F16Exact);
+}
+
+// f32 -> the bf16 or f16 bits of an exactly representable value.
+struct ToBf16 {
+  uint16_t operator()(float v) const {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    return static_cast<uint16_t>(bits >> 16);
+  }
+};
+struct ToF16 {
+  uint16_t operator()(float v) const { return FloatToHalf(v); }
+};
+struct Identity {
+  template <typename S> S operator()(S v) const { return v; }
+};
+
 // Row-major B [k, n]: rows [p0, p1) of every panel. The source is read
 // front to back; each panel's rows are written in order.
-template <typename T>
-void PackRows(const T *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1, T *dst) {
+template <typename T, typename S, typename Conv>
+void PackRows(const S *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1, T *dst,
+              Conv conv) {
   const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
   for (int64_t p = p0; p < p1; ++p) {
-    const T *src = b + p * ldb;
+    const S *src = b + p * ldb;
     for (int64_t j = 0; j < panels; ++j) {
       T *out = dst + (j * k + p) * kPanelCols;
       const int64_t cols = std::min(kPanelCols, n - j * kPanelCols);
-      std::memcpy(out, src + j * kPanelCols, static_cast<size_t>(cols) * sizeof(T));
+      if constexpr (std::is_same_v<T, S>)
+        std::memcpy(out, src + j * kPanelCols, static_cast<size_t>(cols) * sizeof(T));
+      else
+        for (int64_t c = 0; c < cols; ++c)
+          out[c] = conv(src[j * kPanelCols + c]);
       std::fill(out + cols, out + kPanelCols, T(0));
     }
   }
@@ -57,9 +124,9 @@ void PackRows(const T *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t
 
 // B stored [n, k] (op(B) = B^T): rows [p0, p1) of every panel, gathered a
 // column of op(B), i.e. a contiguous row of B, at a time.
-template <typename T>
-void PackRowsTransposed(const T *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1,
-                        T *dst) {
+template <typename T, typename S, typename Conv>
+void PackRowsTransposed(const S *b, int64_t n, int64_t ldb, int64_t k, int64_t p0, int64_t p1,
+                        T *dst, Conv conv) {
   const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
   for (int64_t j = 0; j < panels; ++j) {
     T *out = dst + j * k * kPanelCols;
@@ -67,9 +134,9 @@ void PackRowsTransposed(const T *b, int64_t n, int64_t ldb, int64_t k, int64_t p
     for (int64_t p = p0; p < p1; ++p)
       std::fill(out + p * kPanelCols + cols, out + (p + 1) * kPanelCols, T(0));
     for (int64_t c = 0; c < cols; ++c) {
-      const T *src = b + (j * kPanelCols + c) * ldb;
+      const S *src = b + (j * kPanelCols + c) * ldb;
       for (int64_t p = p0; p < p1; ++p)
-        out[p * kPanelCols + c] = src[p];
+        out[p * kPanelCols + c] = conv(src[p]);
     }
   }
 }
@@ -131,7 +198,7 @@ private:
   // and, for int8, scales.
   static bool Same(const PackedMatrix &p, int64_t held_ldb, int64_t k, int64_t n, int64_t ldb,
                    PackedElem elem, const float *scales) {
-    if (p.k() != k || p.n() != n || held_ldb != ldb || p.elem() != elem)
+    if (p.k() != k || p.n() != n || held_ldb != ldb || p.source_elem() != elem)
       return false;
     return (elem != PackedElem::kI8 && elem != PackedElem::kI8x4) ||
            (scales != nullptr &&
@@ -166,8 +233,8 @@ Registry &TheRegistry() {
 
 } // namespace
 
-template <typename T>
-std::unique_ptr<PackedMatrix> PackedMatrix::PackAs(const T *b, int64_t k, int64_t n, int64_t ldb,
+template <typename S, typename T>
+std::unique_ptr<PackedMatrix> PackedMatrix::PackAs(const S *b, int64_t k, int64_t n, int64_t ldb,
                                                    bool trans, PackedElem elem) {
   if (b == nullptr || k <= 0 || n <= 0 || ldb < (trans ? k : n))
     return nullptr;
@@ -180,13 +247,24 @@ std::unique_ptr<PackedMatrix> PackedMatrix::PackAs(const T *b, int64_t k, int64_
   auto *data = static_cast<T *>(AllocPanels(bytes));
   if (data == nullptr)
     return nullptr;
-  ParallelFor(k, kPackRowGrain, [&](int64_t p0, int64_t p1) {
-    if (trans)
-      PackRowsTransposed(b, n, ldb, k, p0, p1, data);
-    else
-      PackRows(b, n, ldb, k, p0, p1, data);
-  });
-  return std::unique_ptr<PackedMatrix>(new PackedMatrix(data, bytes, k, n, elem));
+  auto pack = [&](auto conv) {
+    ParallelFor(k, kPackRowGrain, [&](int64_t p0, int64_t p1) {
+      if (trans)
+        PackRowsTransposed(b, n, ldb, k, p0, p1, data, conv);
+      else
+        PackRows(b, n, ldb, k, p0, p1, data, conv);
+    });
+  };
+  if constexpr (std::is_same_v<T, S>)
+    pack(Identity{});
+  else if (elem == PackedElem::kBF16)
+    pack(ToBf16{});
+  else
+    pack(ToF16{});
+  std::unique_ptr<PackedMatrix> packed(new PackedMatrix(data, bytes, k, n, elem));
+  if constexpr (!std::is_same_v<T, S>)
+    packed->source_elem_ = PackedElem::kF32;
+  return packed;
 }
 
 std::unique_ptr<PackedMatrix> PackedMatrix::Pack(const float *b, int64_t k, int64_t n, int64_t ldb,
@@ -199,6 +277,14 @@ std::unique_ptr<PackedMatrix> PackedMatrix::PackHalf(const uint16_t *b, int64_t 
   if (elem != PackedElem::kBF16 && elem != PackedElem::kF16)
     return nullptr;
   return PackAs(b, k, n, ldb, trans, elem);
+}
+
+std::unique_ptr<PackedMatrix> PackedMatrix::PackNarrowed(const float *b, int64_t k, int64_t n,
+                                                         int64_t ldb, bool trans, PackedElem elem) {
+  if ((elem != PackedElem::kBF16 && elem != PackedElem::kF16) || b == nullptr || k <= 0 || n <= 0 ||
+      ldb < (trans ? k : n) || !HoldsExactly(b, k, n, ldb, trans, elem))
+    return nullptr;
+  return PackAs<float, uint16_t>(b, k, n, ldb, trans, elem);
 }
 
 std::unique_ptr<PackedMatrix> PackedMatrix::PackI8(const int8_t *b, const float *scales, int64_t k,
@@ -294,9 +380,14 @@ PackedMatrix::~PackedMatrix() {
 }
 
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
-                                                  bool trans) {
-  return TheRegistry().Acquire(b, k, n, ldb, trans, PackedElem::kF32, nullptr,
-                               [&] { return PackedMatrix::Pack(b, k, n, ldb, trans); });
+                                                  bool trans, bool narrow) {
+  return TheRegistry().Acquire(b, k, n, ldb, trans, PackedElem::kF32, nullptr, [&] {
+    if (narrow)
+      for (PackedElem half : {PackedElem::kBF16, PackedElem::kF16})
+        if (auto packed = PackedMatrix::PackNarrowed(b, k, n, ldb, trans, half))
+          return packed;
+    return PackedMatrix::Pack(b, k, n, ldb, trans);
+  });
 }
 
 std::shared_ptr<const PackedMatrix> AcquirePackedHalf(const uint16_t *b, int64_t k, int64_t n,
@@ -315,6 +406,15 @@ std::shared_ptr<const PackedMatrix> AcquirePackedI8x4(const int8_t *b, const flo
                                                       int64_t k, int64_t n, int64_t ldb) {
   return TheRegistry().Acquire(b, k, n, ldb, false, PackedElem::kI8x4, scales,
                                [&] { return PackedMatrix::PackI8x4(b, scales, k, n, ldb); });
+}
+
+PackedElem ExactHalfElem(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans) {
+  if (b == nullptr || k <= 0 || n <= 0 || ldb < (trans ? k : n))
+    return PackedElem::kF32;
+  for (PackedElem half : {PackedElem::kBF16, PackedElem::kF16})
+    if (HoldsExactly(b, k, n, ldb, trans, half))
+      return half;
+  return PackedElem::kF32;
 }
 
 const PackedMatrix *FindPacked(const void *b, int64_t k, int64_t n, int64_t ldb, bool trans) {

@@ -44,6 +44,13 @@ public:
   // in that type (null for another elem).
   static std::unique_ptr<PackedMatrix> PackHalf(const uint16_t *b, int64_t k, int64_t n,
                                                 int64_t ldb, bool trans, PackedElem elem);
+  // The same for f32 B stored as `elem` (kBF16 or kF16) when that type holds
+  // every value of op(B) exactly (see ExactHalfElem): the products then read
+  // half the bytes and compute exactly what they compute on Pack(b). The
+  // result's source_elem() is kF32. Null when `elem` does not hold every
+  // value, for another elem, or as Pack.
+  static std::unique_ptr<PackedMatrix> PackNarrowed(const float *b, int64_t k, int64_t n,
+                                                    int64_t ldb, bool trans, PackedElem elem);
   // The same for int8 B (row-major [k, n], never transposed) with `scales`
   // (n floats, copied): op(B)[p][j] = b[p * ldb + j] * scales[j].
   static std::unique_ptr<PackedMatrix> PackI8(const int8_t *b, const float *scales, int64_t k,
@@ -58,6 +65,9 @@ public:
   PackedMatrix &operator=(const PackedMatrix &) = delete;
 
   PackedElem elem() const { return elem_; }
+  // The element type of the weight it was packed from: elem(), or kF32 for
+  // a PackNarrowed copy.
+  PackedElem source_elem() const { return source_elem_; }
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
   int64_t panels() const { return (n_ + kPanelCols - 1) / kPanelCols; }
@@ -90,8 +100,8 @@ public:
 private:
   PackedMatrix(void *data, size_t bytes, int64_t k, int64_t n, PackedElem elem)
       : data_(data), bytes_(bytes), k_(k), n_(n), elem_(elem) {}
-  template <typename T>
-  static std::unique_ptr<PackedMatrix> PackAs(const T *b, int64_t k, int64_t n, int64_t ldb,
+  template <typename S, typename T = S>
+  static std::unique_ptr<PackedMatrix> PackAs(const S *b, int64_t k, int64_t n, int64_t ldb,
                                               bool trans, PackedElem elem);
   void *data_;
   float *scales_ = nullptr;     // kI8 and kI8x4 only
@@ -100,7 +110,17 @@ private:
   size_t bytes_;
   int64_t k_, n_;
   PackedElem elem_;
+  PackedElem source_elem_ = elem_;
 };
+
+// The narrower type that holds every value of f32 op(B) [k, n] exactly
+// (B row-major with leading dim ldb, [n, k] when `trans`): kBF16 when each
+// value's low 16 bits are zero (a NaN too: bf16 keeps it bit for bit), else
+// kF16 when each is an f16 value (zeros, infinities, normals and subnormals
+// of f16; no NaN), else kF32.
+// Checkpoints trained in bf16 or f16 and exported to an f32 ONNX file have
+// such weights. Stops at the first value that fits neither.
+PackedElem ExactHalfElem(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans);
 
 // Runs panels(j0, j1) over ranges of B's panels on the kernel threads
 // (kernels/cpu/parallel.h), each range at least ~0.5 M multiply-adds of m
@@ -134,8 +154,10 @@ bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &
 // copy; while one is held, Gemm<float> finds the packed form by the
 // original's address and runs PackedGemm on it. Null when packing fails.
 // Callers guarantee that `b` stays valid and unchanged while they hold it.
+// With `narrow`, a weight that a half type holds exactly (ExactHalfElem) is
+// packed in that type (PackNarrowed): the same results from half the bytes.
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
-                                                  bool trans);
+                                                  bool trans, bool narrow = false);
 // The same for a bf16 or f16 weight (`elem`), packed in its own type.
 // Gemm<float> finds it by the half original's address too: a caller that
 // holds one may pass that address as Gemm<float>'s B (with these dims),

@@ -17,4 +17,14 @@ void SetCpuThreads(int threads);
 void SetCpuWeightPacking(bool enabled);
 bool CpuWeightPacking();
 
+// Whether packing stores an f32 product weight in bf16 or f16 when that
+// type holds every one of its values exactly (on by default): a checkpoint
+// trained in bf16 or f16 and exported to an f32 ONNX file has such weights,
+// and its decode then streams half the bytes for exactly the same results
+// (the products widen each value back to the same f32 and compute in f32).
+// A weight with any other value is packed in f32. The environment variable
+// KILN_CPU_NARROW=0 makes off the default.
+void SetCpuExactNarrowing(bool enabled);
+bool CpuExactNarrowing();
+
 } // namespace kiln

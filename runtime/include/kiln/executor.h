@@ -84,6 +84,7 @@ public:
     int packed_weights = 0;      // weights packed for matrix products at Create
     uint64_t packed_bytes = 0;   // bytes those packed copies hold
     int released_weights = 0;    // of those, weights whose mapped pages were released
+    int narrowed_weights = 0;    // of those, f32 weights packed exactly in bf16 or f16
     uint64_t device_bytes = 0;   // bytes of weights copied into a device backend's memory
     int graph_captures = 0;      // runs captured (SetGraphs)
     int graph_replays = 0;       // Run()s served by replaying one

@@ -35,6 +35,7 @@ struct UploadStats {
   int packed_weights = 0;    // weights stored in a backend-specific layout
   uint64_t packed_bytes = 0; // bytes those copies hold
   int released_weights = 0;  // of those, weights whose mapped pages were given back
+  int narrowed_weights = 0;  // of those, f32 weights held exactly in bf16 or f16
   uint64_t device_bytes = 0; // bytes of weights copied into device memory
 };
 

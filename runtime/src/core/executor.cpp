@@ -136,6 +136,7 @@ Status Executor::Impl::UploadWeights() {
   stats.packed_weights = up.packed_weights;
   stats.packed_bytes = up.packed_bytes;
   stats.released_weights = up.released_weights;
+  stats.narrowed_weights = up.narrowed_weights;
   stats.device_bytes = up.device_bytes;
   WeightViews(/*device=*/false);
   return Status::Ok();

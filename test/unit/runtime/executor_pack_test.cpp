@@ -109,11 +109,17 @@ using kernels::BFloat16ToFloat;
 // One product of each kind that reads a weight as its right operand:
 // matmul, linear with bias, gemm with transB, and a gated MLP (two weights);
 // every tensor of type `dt` (f32, or bf16 or f16 as a half plan has them).
-TestPlan Products(int64_t k, int64_t n, int64_t f, DType dt = DType::kF32) {
+// `bf16_values`: f32 weights whose values are bf16's (a bf16 checkpoint
+// exported in f32).
+TestPlan Products(int64_t k, int64_t n, int64_t f, DType dt = DType::kF32,
+                  bool bf16_values = false) {
   TestPlan p;
   const auto weight = [&](const char *name, std::vector<DimSpec> dims, int64_t count,
                           uint32_t seed) {
     std::vector<float> v = Random(count, seed);
+    if (bf16_values)
+      for (float &x : v)
+        x = BFloat16ToFloat(kernels::FloatToBFloat16(x));
     return dt == DType::kF32 ? p.Weight(name, dt, std::move(dims), v)
                              : p.Weight(name, dt, std::move(dims), ToHalf(v, dt));
   };
@@ -145,6 +151,7 @@ TEST(ExecutorPacking, EveryProductWeightIsPackedAndGivesTheSameNumbers) {
   // wm, wl, wt, wgu, wd; not the bias, which no product reads as B.
   EXPECT_EQ(on.stats.packed_weights, 5);
   EXPECT_EQ(on.stats.released_weights, 5);
+  EXPECT_EQ(on.stats.narrowed_weights, 0); // random f32 values: none fits a half type
   // Panels of 64 columns: n = 70 -> 2 panels, 2f = 40 -> 1 panel.
   const uint64_t panel = 64 * sizeof(float);
   EXPECT_EQ(on.stats.packed_bytes, panel * (2 * k * 3 + 1 * k + 2 * f));
@@ -160,6 +167,40 @@ TEST(ExecutorPacking, OneRowAndManyRowsAgree) {
     Result off = RunPlan(Products(16, 130, 8), "pack_rows_off.plan", x, rows, 16, false);
     EXPECT_EQ(on.stats.packed_weights, 5);
     ExpectSameOutputs(on, off);
+  }
+}
+
+// Sets exact narrowing for one scope and restores the default (on) after.
+class Narrowing {
+public:
+  explicit Narrowing(bool on) { SetCpuExactNarrowing(on); }
+  ~Narrowing() { SetCpuExactNarrowing(true); }
+};
+
+// f32 weights holding bf16 values (a bf16 checkpoint exported in f32) are
+// packed in bf16, half the bytes, and every product gives bit for bit what
+// the f32 packing gives, for one row and for many; the bias, which no
+// product reads as B, stays as it is.
+TEST(ExecutorPacking, F32WeightsOfBf16ValuesPackInBf16WithTheSameBits) {
+  const int64_t k = 37, n = 70, f = 20;
+  for (int64_t rows : {1, 5, 16}) {
+    std::vector<float> x = Random(rows * k, 31);
+    Result narrow =
+        RunPlan(Products(k, n, f, DType::kF32, true), "narrow_on.plan", x, rows, k, true);
+    Result wide;
+    {
+      Narrowing off(false);
+      wide = RunPlan(Products(k, n, f, DType::kF32, true), "narrow_off.plan", x, rows, k, true);
+    }
+    EXPECT_EQ(narrow.stats.packed_weights, 5);
+    EXPECT_EQ(narrow.stats.narrowed_weights, 5);
+    EXPECT_EQ(wide.stats.narrowed_weights, 0);
+    const uint64_t panel_bytes = 64 * k * 3 * 2 + 64 * k + 64 * 2 * f; // f32 sizes / 4
+    EXPECT_EQ(narrow.stats.packed_bytes, panel_bytes * 2);
+    EXPECT_EQ(wide.stats.packed_bytes, panel_bytes * 4);
+    ASSERT_EQ(narrow.outputs.size(), wide.outputs.size());
+    for (size_t i = 0; i < narrow.outputs.size(); ++i)
+      ASSERT_EQ(narrow.outputs[i], wide.outputs[i]) << "rows " << rows << " output " << i;
   }
 }
 

@@ -33,7 +33,7 @@ bool PackedHalf(const TensorView &t) {
       kernels::FindPacked(t.data, t.shape[0], t.shape[1], t.shape[1], false);
   const kernels::PackedElem want =
       t.dtype == DType::kF16 ? kernels::PackedElem::kF16 : kernels::PackedElem::kBF16;
-  return p != nullptr && p->elem() == want;
+  return p != nullptr && p->source_elem() == want;
 }
 
 // f32 copies of the half operands, but for those at positions `packed` that

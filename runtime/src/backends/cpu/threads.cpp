@@ -19,6 +19,14 @@ bool PackingDefault() {
 
 std::atomic<bool> g_weight_packing{PackingDefault()};
 
+// On unless the environment says KILN_CPU_NARROW=0.
+bool NarrowingDefault() {
+  const char *v = std::getenv("KILN_CPU_NARROW");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+std::atomic<bool> g_exact_narrowing{NarrowingDefault()};
+
 } // namespace
 
 void SetCpuThreads(int threads) { kernels::SetGemmThreads(threads); }
@@ -26,5 +34,9 @@ void SetCpuThreads(int threads) { kernels::SetGemmThreads(threads); }
 void SetCpuWeightPacking(bool enabled) { g_weight_packing.store(enabled); }
 
 bool CpuWeightPacking() { return g_weight_packing.load(); }
+
+void SetCpuExactNarrowing(bool enabled) { g_exact_narrowing.store(enabled); }
+
+bool CpuExactNarrowing() { return g_exact_narrowing.load(); }
 
 } // namespace kiln

@@ -129,6 +129,7 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
                         UploadStats &stats) {
   if (!CpuWeightPacking())
     return;
+  const bool narrow = CpuExactNarrowing();
   const auto &tensors = plan.tensors();
   // Every read of each tensor, to tell the weights only products read.
   std::vector<int> reads(tensors.size(), 0), product_reads(tensors.size(), 0);
@@ -150,7 +151,8 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
     const PlanTensor &t = tensors[w.tensor];
     std::shared_ptr<const kernels::PackedMatrix> held;
     if (t.dtype == DType::kF32)
-      held = kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans);
+      held = kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans,
+                                    narrow);
     else if (t.dtype == DType::kI8 && w.by_4)
       held = kernels::AcquirePackedI8x4(static_cast<const int8_t *>(t.data),
                                         static_cast<const float *>(tensors[w.scale].data), w.k, w.n,
@@ -171,6 +173,9 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
       seen = seen || p == held;
     if (!seen) {
       stats.packed_bytes += held->bytes();
+      if (held->source_elem() == kernels::PackedElem::kF32 &&
+          held->elem() != kernels::PackedElem::kF32)
+        ++stats.narrowed_weights;
       packed.push_back(std::move(held));
     }
   }
