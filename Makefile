@@ -87,20 +87,24 @@ fuzz: build fuzz-build
 # CPU benchmark against ONNX Runtime on the same ONNX files (docs/benchmarks.md):
 # the fixtures, and a 1.1B Llama with random weights that tools/make_big_llama.py
 # generates into BIG_LLAMA when it is missing (with DEV_PY, a Python that has
-# tools/requirements-dev.txt). BENCH_LOCK, when set, is a lock file held around
-# each process that loads the big model, on a machine whose memory is shared.
+# tools/requirements-dev.txt), and the same model as a bf16 checkpoint exported
+# in f32 would hold it (tools/bf16_valued_onnx.py, into BIG_LLAMA-bf16v). BENCH_LOCK,
+# when set, is a lock file held around each process that loads the big model, on
+# a machine whose memory is shared.
 BIG_LLAMA ?= build/big/llama-1.1b
+BIG_LLAMA_BF16V = $(BIG_LLAMA)-bf16v
 DEV_PY ?= .venv-dev/bin/python
 BENCH_LOCK ?=
-BENCH_REAL = --real-size $(BIG_LLAMA) $(if $(BENCH_LOCK),--mem-lock $(BENCH_LOCK))
+BENCH_REAL = --real-size $(BIG_LLAMA) --real-size $(BIG_LLAMA_BF16V) \
+    $(if $(BENCH_LOCK),--mem-lock $(BENCH_LOCK))
 
-bench: build $(BIG_LLAMA)/model.onnx
+bench: build $(BIG_LLAMA)/model.onnx $(BIG_LLAMA_BF16V)/model.onnx
 	$(PY) -c "import onnxruntime" 2>/dev/null || .venv/bin/pip install -q onnxruntime
 	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln --repeats 5 --threads 2 \
 	    test/fixtures/demo test/fixtures/llama-optimum test/fixtures/gpt2-optimum $(BENCH_REAL)
 
 # Only the real-size model: kiln against ONNX Runtime, decode and a 16-token prefill.
-bench-big: build $(BIG_LLAMA)/model.onnx
+bench-big: build $(BIG_LLAMA)/model.onnx $(BIG_LLAMA_BF16V)/model.onnx
 	$(PY) -c "import onnxruntime" 2>/dev/null || .venv/bin/pip install -q onnxruntime
 	$(PY) tools/bench_cpu.py --kiln build/release/tools/kiln/kiln --repeats 5 --threads 2 \
 	    $(BENCH_REAL)
@@ -110,6 +114,9 @@ $(BIG_LLAMA)/model.onnx:
 	    "optimum: set DEV_PY to a Python with tools/requirements-dev.txt, or BIG_LLAMA to a" \
 	    "folder made by tools/make_big_llama.py"; exit 2; }
 	$(if $(BENCH_LOCK),flock $(BENCH_LOCK)) $(DEV_PY) tools/make_big_llama.py --out $(BIG_LLAMA)
+
+$(BIG_LLAMA_BF16V)/model.onnx: $(BIG_LLAMA)/model.onnx
+	$(PY) tools/bf16_valued_onnx.py $(BIG_LLAMA) $(BIG_LLAMA_BF16V)
 
 # Continuous batching on the demo model: kiln at several concurrencies, ONNX
 # Runtime serving the same requests one at a time, and a plot (docs/benchmarks.md).
