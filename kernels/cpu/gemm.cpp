@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 #include <type_traits>
 
 namespace kiln::kernels {
@@ -16,7 +15,6 @@ namespace {
 // BLAS takes int dims; plan shapes fit, and the op layer rejects larger ones.
 blasint B(int64_t v) { return static_cast<blasint>(v); }
 
-int g_max_threads = 0; // 0: not set, use every core
 int g_current_threads = -1;
 
 // Picks the thread count for one product of `flops` floating-point ops.
@@ -44,16 +42,6 @@ void Gemv(bool trans_a, int64_t m, int64_t k, T alpha, const T *a, int64_t lda, 
 }
 
 } // namespace
-
-void SetGemmThreads(int threads) { g_max_threads = threads > 0 ? threads : 0; }
-
-int GemmThreads() {
-  if (g_max_threads > 0)
-    return g_max_threads;
-  // hardware_concurrency() reads /sys on every call (microseconds): once.
-  static const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return hw;
-}
 
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T *a,

@@ -184,7 +184,19 @@ Pool *GetPool() {
   return pool;
 }
 
+std::atomic<int> g_max_threads{0}; // 0: not set, use every core
+
 } // namespace
+
+void SetGemmThreads(int threads) { g_max_threads.store(threads > 0 ? threads : 0); }
+
+int GemmThreads() {
+  if (const int set = g_max_threads.load(); set > 0)
+    return set;
+  // hardware_concurrency() reads /sys on every call (microseconds): once.
+  static const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return hw;
+}
 
 void SetPoolSpinMicros(int64_t us) {
   g_spin_us.store(us < 0 ? kSpinDefaultUs : std::min(us, kSpinMaxUs), std::memory_order_relaxed);
