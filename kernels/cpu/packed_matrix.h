@@ -119,7 +119,7 @@ private:
 // kF16 when each is an f16 value (zeros, infinities, normals and subnormals
 // of f16; no NaN), else kF32.
 // Checkpoints trained in bf16 or f16 and exported to an f32 ONNX file have
-// such weights. Stops at the first value that fits neither.
+// such weights. Stops early once a value fits neither.
 PackedElem ExactHalfElem(const float *b, int64_t k, int64_t n, int64_t ldb, bool trans);
 
 // Runs panels(j0, j1) over ranges of B's panels on the kernel threads
@@ -156,6 +156,7 @@ bool PackedGemmAvx2(int64_t m, const float *a, int64_t lda, const PackedMatrix &
 // Callers guarantee that `b` stays valid and unchanged while they hold it.
 // With `narrow`, a weight that a half type holds exactly (ExactHalfElem) is
 // packed in that type (PackNarrowed): the same results from half the bytes.
+// Without it, a narrowed copy already held is still shared.
 std::shared_ptr<const PackedMatrix> AcquirePacked(const float *b, int64_t k, int64_t n, int64_t ldb,
                                                   bool trans, bool narrow = false);
 // The same for a bf16 or f16 weight (`elem`), packed in its own type.

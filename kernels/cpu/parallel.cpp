@@ -4,8 +4,8 @@
 // KILN_SPIN_US) watching for the next job before it sleeps on a condition
 // variable, and the caller spins likewise for the workers' last ranges. A
 // decode step is a chain of products a few hundred microseconds apart; waking
-// a sleeping worker (and the caller) through the kernel costs 10-15 us a
-// product on a virtual machine, which the spin saves. The spin is bounded,
+// a sleeping worker (and the caller) through the kernel cost 6-7 us a job on
+// the development machine's virtual CPUs, which the spin saves. The spin is bounded,
 // so an idle engine, or a machine with other work, does not keep a core busy.
 #include "kernels/cpu/parallel.h"
 
@@ -164,8 +164,8 @@ private:
   }
 
   // The current job's generation (bits 32-63), range count (16-31) and next
-  // unclaimed range (0-15), on a cache line of its own: the threads that claim and spin on it do
-  // not also bounce the locks' line.
+  // unclaimed range (0-15), on a cache line of its own: the threads that
+  // claim and spin on it do not also bounce the locks' line.
   alignas(64) std::atomic<uint64_t> state_{0};
   alignas(64) const int workers_;
   std::mutex run_mu_; // one job at a time

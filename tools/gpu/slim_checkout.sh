@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Makes the checkout small enough to travel to the GPU machine beside a bundle
+# (the device tool carries the tracked and unignored files plus `carry`, 64 MiB
+# in all), and puts it back afterwards. Nothing is deleted: the left-out paths
+# leave git's index and are listed in .git/info/exclude, so they stay on disk
+# here but do not travel; `off` restores the index and the exclude file.
+#
+# usage: tools/gpu/slim_checkout.sh on [PATH ...] | off | status
+#   on      leave out PATHs (default: test/tokenizer docs/img, which no GPU
+#           suite reads), and print what now travels
+#   off     restore them (run it before any commit: committing while slim
+#           would delete the left-out files from the repository)
+#   status  whether the checkout is slim, and the size that travels
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+GIT_DIR=$(git rev-parse --git-dir)
+STATE="$GIT_DIR/kiln-slim"          # the left-out paths, one a line
+SAVED="$GIT_DIR/kiln-slim.exclude"  # .git/info/exclude as it was
+EXCLUDE="$GIT_DIR/info/exclude"
+
+travelling_bytes() {
+  git ls-files -z --cached --others --exclude-standard | du -cb --files0-from=- 2>/dev/null |
+    tail -1 | cut -f1
+}
+
+report() {
+  local bytes
+  bytes=$(travelling_bytes)
+  echo "the checkout that travels: $((bytes / 1048576)) MiB ($bytes bytes); the limit is 64 MiB" \
+    "with the carried paths"
+}
+
+case "${1:-}" in
+on)
+  shift
+  if [ -f "$STATE" ]; then
+    echo "slim_checkout: already slim (left out: $(tr '\n' ' ' <"$STATE")); run 'off' first" >&2
+    exit 2
+  fi
+  paths=("$@")
+  [ ${#paths[@]} -gt 0 ] || paths=(test/tokenizer docs/img)
+  for p in "${paths[@]}"; do
+    if [ -z "$(git ls-files -- "$p")" ]; then
+      echo "slim_checkout: $p holds no tracked file" >&2
+      exit 2
+    fi
+  done
+  if ! git diff --cached --quiet; then
+    echo "slim_checkout: the index has staged changes; commit or unstage them first" >&2
+    exit 2
+  fi
+  mkdir -p "$(dirname "$EXCLUDE")"
+  touch "$EXCLUDE"
+  cp "$EXCLUDE" "$SAVED"
+  printf '%s\n' "${paths[@]}" >"$STATE"
+  for p in "${paths[@]}"; do
+    git rm -r -q --cached -- "$p"
+    echo "/$p" >>"$EXCLUDE"
+  done
+  echo "slim_checkout: left out ${paths[*]} (restore with: tools/gpu/slim_checkout.sh off)"
+  report
+  ;;
+off)
+  if [ ! -f "$STATE" ]; then
+    echo "slim_checkout: not slim; nothing to restore"
+    exit 0
+  fi
+  mapfile -t paths <"$STATE"
+  git reset -q -- "${paths[@]}"
+  cp "$SAVED" "$EXCLUDE"
+  rm -f "$STATE" "$SAVED"
+  echo "slim_checkout: restored ${paths[*]}"
+  report
+  ;;
+status)
+  if [ -f "$STATE" ]; then
+    echo "slim: left out $(tr '\n' ' ' <"$STATE")"
+  else
+    echo "not slim"
+  fi
+  report
+  ;;
+*)
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+  ;;
+esac
