@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -34,8 +35,8 @@ constexpr int64_t kSpinDefaultUs = 100;
 constexpr int64_t kMaxParts = 0xffff; // a job's ranges fit 16 bits of Pool::state_
 constexpr int64_t kSpinMaxUs = 1000000;
 
-// KILN_SPIN_US, read once: a whole number of microseconds, at most a second;
-// anything else leaves the default.
+// KILN_SPIN_US, read once: a whole number of microseconds from 0 to a
+// second; anything else leaves the default, with a warning on stderr.
 int64_t SpinFromEnv() {
   const char *env = std::getenv("KILN_SPIN_US");
   if (!env || !*env)
@@ -43,9 +44,14 @@ int64_t SpinFromEnv() {
   char *end = nullptr;
   errno = 0;
   const long long v = std::strtoll(env, &end, 10);
-  if (errno != 0 || !end || *end != '\0' || v < 0)
+  if (errno != 0 || !end || *end != '\0' || v < 0 || v > kSpinMaxUs) {
+    std::fprintf(stderr,
+                 "kiln: KILN_SPIN_US=%s is not a whole number of microseconds from 0 to %lld; "
+                 "the CPU threads spin %lld us\n",
+                 env, static_cast<long long>(kSpinMaxUs), static_cast<long long>(kSpinDefaultUs));
     return kSpinDefaultUs;
-  return std::min<int64_t>(v, kSpinMaxUs);
+  }
+  return v;
 }
 
 std::atomic<int64_t> g_spin_us{-1}; // -1: not read yet

@@ -19,7 +19,8 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 
 // How long, in microseconds, a worker spins for the next job before it
 // sleeps, and the caller for the workers' last ranges before it sleeps. The
-// default is 100, or KILN_SPIN_US (0 to 1000000) when set; 0 never spins.
+// default is 100, or KILN_SPIN_US (0 to 1000000) when set (another value
+// is warned about on stderr and ignored); 0 never spins.
 // Set (negative: the default) takes effect from the next wait on.
 void SetPoolSpinMicros(int64_t us);
 int64_t PoolSpinMicros();
