@@ -178,14 +178,16 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
         ++stats.narrowed_weights;
       packed.push_back(std::move(held));
     }
-  }
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    if (packed_reads[t] == 0 || packed_reads[t] != product_reads[t])
+    // Once every product reading of the weight has its copy, and nothing
+    // else reads the original, its plan pages go back now rather than after
+    // the last weight: the process never holds both forms of every weight
+    // (a plan's size again at the peak).
+    if (packed_reads[w.tensor] != product_reads[w.tensor])
       continue;
     ++stats.packed_weights;
-    if (product_reads[t] != reads[t])
+    if (product_reads[w.tensor] != reads[w.tensor])
       continue; // another op reads the original
-    ReleasePages(tensors[t].data, tensors[t].size);
+    ReleasePages(t.data, t.size);
     ++stats.released_weights;
   }
 }
