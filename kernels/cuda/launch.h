@@ -19,10 +19,14 @@ bool ProgrammaticLaunch();
 
 #ifdef __CUDACC__
 // First thing in a kernel that Launch() starts: waits until the kernels
-// ahead of it on the stream are done and their writes visible.
+// ahead of it on the stream are done and their writes visible, then lets a
+// programmatic kernel after it start launching (its blocks wait in turn at
+// their own griddepcontrol.wait for this whole grid to finish, so the
+// early start never shows them a partial result).
 __device__ __forceinline__ void WaitForPriorKernels() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
 #endif
 }
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The 8B flow on the GPU machine (docs/gpu.md), from the bundle that
 # build/gpu-bundle.tar.xz carries and this checkout:
+#   peaks   tools/gpu/measure_peaks.py: this card's copy rate and bf16
+#           product rate, WORK/peaks.json; later steps take PEAK_GBPS and
+#           PEAK_TFLOPS from it unless the environment sets them
 #   fill    test/models/llama3-8b-shape's weightless graph + random weights
 #           (tools/gpu/fill_random_weights.py): a Llama-3-8B-shaped model,
 #           32 GB of f32 external data
@@ -31,11 +34,12 @@
 # then one table of everything measured so far in WORK (steps may run in
 # separate calls, each inside the device tool's 10 minutes).
 #
-# usage: tools/gpu/run_8b.sh [--steps fill,build,tests,bench,profile,ab,hf,hfbatch] [--work DIR]
+# usage: tools/gpu/run_8b.sh [--steps peaks,fill,build,tests,bench,profile,ab,hf,hfbatch] [--work DIR]
 # Environment: KILN_8B_WORK (default build/8b), BUILD_FLAGS (default
 # "--require-injection --target cuda --dtype bf16"), KILN_DEVICE (default cuda),
-# PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (4276, the H200's
-# measured copy rate), OFFLINE_PROMPTS (256), OFFLINE_CONCURRENCY (256),
+# PROMPT_LEN (1024), NEW_TOKENS (128), BENCH_RUNS (4), PEAK_GBPS (WORK/peaks.json's,
+# else 4276, an H200's measured copy rate), PEAK_TFLOPS (likewise, else 790),
+# OFFLINE_PROMPTS (256), OFFLINE_CONCURRENCY (256),
 # OFFLINE_BATCHED_TOKENS (8192, tokens of one step), PYTHON (python3),
 # AB_SWITCHES (the ab step's runs: VAR=value settings, space-separated,
 # several for one run joined by commas),
@@ -49,7 +53,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-STEPS=fill,build,tests,bench,profile,hf
+STEPS=peaks,fill,build,tests,bench,profile,hf
 WORK=${KILN_8B_WORK:-$ROOT/build/8b}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -78,6 +82,23 @@ fail() { echo "run_8b.sh: $*" >&2; STATUS=1; }
 . "$ROOT/tools/gpu/bundle_env.sh" || exit 2
 echo "== $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi: no GPU listed')"
 echo "== disk: $(df -h "$WORK" | awk 'NR == 2 {print $4 " free on " $6}')"
+
+if want peaks; then
+  echo "== peaks: tools/gpu/measure_peaks.py --device $DEVICE"
+  "$PY" tools/gpu/measure_peaks.py --device "$DEVICE" --json "$WORK/peaks.json" ||
+    fail "measuring the card's peaks failed"
+fi
+# The ceilings the fractions divide by: the environment's, else this card's
+# (the peaks step, this call or an earlier one on the machine), else an H200's.
+peak_of() {
+  "$PY" -c 'import json, sys; print(round(json.load(open(sys.argv[1]))[sys.argv[2]]))' \
+    "$WORK/peaks.json" "$1" 2>/dev/null
+}
+if [ -z "${PEAK_GBPS:-}" ] && [ -f "$WORK/peaks.json" ]; then PEAK_GBPS=$(peak_of copy_gbps); fi
+if [ -z "${PEAK_TFLOPS:-}" ] && [ -f "$WORK/peaks.json" ]; then PEAK_TFLOPS=$(peak_of gemm_tflops); fi
+PEAK_GBPS=${PEAK_GBPS:-4276}
+PEAK_TFLOPS=${PEAK_TFLOPS:-790}
+echo "== ceilings: $PEAK_GBPS GB/s, $PEAK_TFLOPS TFLOP/s"
 
 if want fill; then
   want_bytes=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["total_bytes"])' \
@@ -119,7 +140,7 @@ if want bench; then
   echo "== bench latency: kiln bench latency --device $DEVICE, batch 1, $PROMPT_LEN-token prompts, $NEW_TOKENS new tokens"
   rm -f "$WORK/kiln_latency.json" "$WORK/kiln_offline.json" "$WORK/kiln_offline.png"
   "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" --prompt-len "$PROMPT_LEN" \
-    --decode-tokens "$NEW_TOKENS" --repeats "${BENCH_RUNS:-4}" --peak-gbps "${PEAK_GBPS:-4276}" \
+    --decode-tokens "$NEW_TOKENS" --repeats "${BENCH_RUNS:-4}" --peak-gbps "$PEAK_GBPS" \
     --kv-cache-mb 2048 --json "$WORK/kiln_latency.json" || fail "kiln bench latency failed"
   # The KV cache from 0.9 of the free device memory; the cpu (a dry run) has none.
   kv_flags=(--gpu-memory-utilization 0.9)
@@ -149,8 +170,8 @@ for s in (1, 2):
       skip=2 args=(--prompt-ids 1,2,3,4 --max-new-tokens 64)
     fi
     echo "== profile: $what (KILN_PROFILE=shape KILN_PROFILE_SKIP=$skip kiln run ${args[*]})"
-    KILN_PROFILE=shape KILN_PROFILE_SKIP=$skip KILN_PEAK_GBPS="${PEAK_GBPS:-4276}" \
-      KILN_PEAK_TFLOPS="${PEAK_TFLOPS:-790}" "$KILN" run "$PLAN" "${DEVICE_FLAG:---device}" \
+    KILN_PROFILE=shape KILN_PROFILE_SKIP=$skip KILN_PEAK_GBPS="$PEAK_GBPS" \
+      KILN_PEAK_TFLOPS="$PEAK_TFLOPS" "$KILN" run "$PLAN" "${DEVICE_FLAG:---device}" \
       "$DEVICE" "${args[@]}" --ignore-eos --no-stream --no-prefix-caching \
       --max-batched-tokens "$PROMPT_LEN" --kv-cache-mb 2048 \
       >/dev/null 2>"$WORK/profile_$what.txt" || fail "the $what profile failed"
@@ -169,7 +190,7 @@ if want ab; then
     # shellcheck disable=SC2086 # one setting, or several joined by commas
     env ${ab//,/ } "$KILN" bench latency "$PLAN" "${DEVICE_FLAG:---device}" "$DEVICE" \
       --prompt-len "$PROMPT_LEN" --decode-tokens "$NEW_TOKENS" --repeats 3 \
-      --peak-gbps "${PEAK_GBPS:-4276}" --kv-cache-mb 2048 \
+      --peak-gbps "$PEAK_GBPS" --kv-cache-mb 2048 \
       --json "$WORK/kiln_latency_${ab//[=,]/_}.json" | tail -4 || fail "$ab kiln bench latency failed"
   done
 fi
@@ -199,9 +220,13 @@ w = Path(sys.argv[1])
 def load(name):
     p = w / name
     return json.loads(p.read_text()) if p.exists() else None
-fill, build, lat, off, hf, hfb = (load(n) for n in ("fill.json", "build.json", "kiln_latency.json",
-                                                    "kiln_offline.json", "hf.json", "hf_batch.json"))
+fill, build, lat, off, hf, hfb, peaks = (
+    load(n) for n in ("fill.json", "build.json", "kiln_latency.json", "kiln_offline.json",
+                      "hf.json", "hf_batch.json", "peaks.json"))
 print("Llama-3-8B shape (random weights), bf16")
+if peaks:
+    print(f"the card ({peaks['device']}): copy {peaks['copy_gbps']:.0f} GB/s, "
+          f"bf16 product {peaks['gemm_tflops']:.0f} TFLOP/s")
 if fill:
     print(f"fill random weights: {fill['wall_s']:.1f} s")
 if build:
