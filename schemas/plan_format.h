@@ -67,8 +67,13 @@ public:
       std::memcpy(&w, buf_ + i, 8);
       h = Rotl(h ^ Round(0, w), 27) * kP1 + kP2;
     }
-    for (; i < pending_; ++i)
-      h = Rotl(h ^ (buf_[i] * kP1), 11) * kP2;
+    // The last pending_ - i (< 8) bytes one at a time. A fixed trip count:
+    // with a loop bounded by pending_, gcc's loop analysis warns
+    // (-Waggressive-loop-optimizations) where PlanChecksum is inlined on a
+    // known size, although pending_ < 32 always.
+    for (uint64_t j = 0; j < 8; ++j)
+      if (i + j < pending_)
+        h = Rotl(h ^ (buf_[(i + j) & 31] * kP1), 11) * kP2;
     h ^= total_;
     h ^= h >> 33;
     h *= kP2;
