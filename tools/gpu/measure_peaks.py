@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The two ceilings of the card the benchmarks run on (docs/gpu.md).
 
-usage: measure_peaks.py [--json FILE] [--device cuda] [--copy-gib 4] [--gemm 8192]
+usage: measure_peaks.py [--json FILE] [--device cuda] [--copy-gib GIB] [--gemm N]
 
   copy_gbps     a device-to-device copy of --copy-gib GiB, bytes read plus
                 bytes written over the time: the rate a weight stream can reach
@@ -51,9 +51,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="also write the result here")
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--copy-gib", type=float, default=4.0)
-    ap.add_argument("--gemm", type=int, default=8192)
+    ap.add_argument("--copy-gib", type=float, help="default 4 (0.25 on the cpu)")
+    ap.add_argument("--gemm", type=int, help="default 8192 (1024 on the cpu)")
     a = ap.parse_args()
+    cuda = a.device.startswith("cuda")
+    if a.copy_gib is None:
+        a.copy_gib = 4.0 if cuda else 0.25
+    if a.gemm is None:
+        a.gemm = 8192 if cuda else 1024
     if a.copy_gib <= 0 or a.gemm <= 0:
         print("measure_peaks.py: --copy-gib and --gemm must be positive", file=sys.stderr)
         return 2

@@ -91,7 +91,7 @@ fi
 # The ceilings the fractions divide by: the environment's, else this card's
 # (the peaks step, this call or an earlier one on the machine), else an H200's.
 peak_of() {
-  "$PY" -c 'import json, sys; print(round(json.load(open(sys.argv[1]))[sys.argv[2]]))' \
+  "$PY" -c 'import json, sys; print(f"{json.load(open(sys.argv[1]))[sys.argv[2]]:.6g}")' \
     "$WORK/peaks.json" "$1" 2>/dev/null
 }
 if [ -z "${PEAK_GBPS:-}" ] && [ -f "$WORK/peaks.json" ]; then PEAK_GBPS=$(peak_of copy_gbps); fi
@@ -226,7 +226,7 @@ fill, build, lat, off, hf, hfb, peaks = (
 print("Llama-3-8B shape (random weights), bf16")
 if peaks:
     print(f"the card ({peaks['device']}): copy {peaks['copy_gbps']:.0f} GB/s, "
-          f"bf16 product {peaks['gemm_tflops']:.0f} TFLOP/s")
+          f"{peaks['gemm_dtype']} product {peaks['gemm_tflops']:.4g} TFLOP/s")
 if fill:
     print(f"fill random weights: {fill['wall_s']:.1f} s")
 if build:
