@@ -1,5 +1,4 @@
 #include "kernels/cuda/fused_io.cuh"
-#include "kernels/cuda/launch.h"
 #include "kernels/cuda/norm.h"
 
 #include <climits>
@@ -105,7 +104,6 @@ __global__ void NormRows(const NormArgs args) {
 // latency, not bandwidth. Every pointer 16-byte aligned, cols a multiple of
 // the vector.
 template <typename T, bool kAdd, int kVecs> __global__ void RmsRowsVec(const NormArgs args) {
-  WaitForPriorKernels();
   constexpr int kN = 16 / sizeof(T);
   __shared__ float partial[32];
   const int64_t vecs = args.cols / kN;
@@ -149,10 +147,9 @@ constexpr int kVecMaxThreads = 1024;
 constexpr int kVecMaxPerThread = 4;
 
 // Launches RmsRowsVec when the row fits the registers and every operand is
-// aligned for 16-byte vectors (the launch's error in *launched); false when
-// it does not apply.
+// aligned for 16-byte vectors; false when it does not apply.
 template <typename T, bool kAdd>
-bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream, cudaError_t *launched) {
+bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream) {
   constexpr int kN = 16 / sizeof(T);
   if (args.cols % kN != 0 || !Aligned16(args.a) || !Aligned16(args.y) ||
       (kAdd && (!Aligned16(args.b) || !Aligned16(args.sum))))
@@ -167,15 +164,13 @@ bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream, cuda
   threads = (threads + 31) / 32 * 32;
   threads = threads < 32 ? 32 : threads > kVecMaxThreads ? kVecMaxThreads : threads;
   const int64_t per = (vecs + threads - 1) / threads;
-  const dim3 t(static_cast<unsigned>(threads));
-  cudaError_t err;
+  const int t = static_cast<int>(threads);
   if (per <= 1)
-    err = Launch(RmsRowsVec<T, kAdd, 1>, grid, t, 0, stream, args);
+    RmsRowsVec<T, kAdd, 1><<<grid, t, 0, stream>>>(args);
   else if (per == 2)
-    err = Launch(RmsRowsVec<T, kAdd, 2>, grid, t, 0, stream, args);
+    RmsRowsVec<T, kAdd, 2><<<grid, t, 0, stream>>>(args);
   else
-    err = Launch(RmsRowsVec<T, kAdd, 4>, grid, t, 0, stream, args);
-  *launched = err;
+    RmsRowsVec<T, kAdd, 4><<<grid, t, 0, stream>>>(args);
   return true;
 }
 
@@ -187,22 +182,21 @@ int ThreadsFor(int64_t cols) {
 }
 
 template <NormKind kKind, bool kAdd>
-cudaError_t LaunchNorm(FusedFloat type, const NormArgs &args, cudaStream_t stream) {
+cudaError_t Launch(FusedFloat type, const NormArgs &args, cudaStream_t stream) {
   if (args.rows == 0 || args.cols == 0)
     return cudaSuccess;
   const unsigned grid = static_cast<unsigned>(args.rows < INT_MAX ? args.rows : INT_MAX);
   const int threads = ThreadsFor(args.cols);
   if constexpr (kKind == NormKind::kRms) {
     bool vec = false;
-    cudaError_t launched = cudaSuccess;
     if (args.in_registers && type == FusedFloat::kF32)
-      vec = LaunchRmsVec<float, kAdd>(args, grid, stream, &launched);
+      vec = LaunchRmsVec<float, kAdd>(args, grid, stream);
     else if (args.in_registers && type == FusedFloat::kF16)
-      vec = LaunchRmsVec<__half, kAdd>(args, grid, stream, &launched);
+      vec = LaunchRmsVec<__half, kAdd>(args, grid, stream);
     else if (args.in_registers && type == FusedFloat::kBF16)
-      vec = LaunchRmsVec<__nv_bfloat16, kAdd>(args, grid, stream, &launched);
+      vec = LaunchRmsVec<__nv_bfloat16, kAdd>(args, grid, stream);
     if (vec)
-      return launched != cudaSuccess ? launched : cudaGetLastError();
+      return cudaGetLastError();
   }
   switch (type) {
   case FusedFloat::kF32:
@@ -236,7 +230,7 @@ cudaError_t LayerNorm(FusedFloat type, const void *x, const NormParam &scale, co
   args.rows = shape.rows;
   args.cols = shape.cols;
   args.epsilon = epsilon;
-  return LaunchNorm<NormKind::kLayer, false>(type, args, stream);
+  return Launch<NormKind::kLayer, false>(type, args, stream);
 }
 
 cudaError_t RmsNorm(FusedFloat type, const void *x, const NormParam &scale, void *y,
@@ -249,7 +243,7 @@ cudaError_t RmsNorm(FusedFloat type, const void *x, const NormParam &scale, void
   args.cols = shape.cols;
   args.epsilon = epsilon;
   args.in_registers = shape.rows_in_registers;
-  return LaunchNorm<NormKind::kRms, false>(type, args, stream);
+  return Launch<NormKind::kRms, false>(type, args, stream);
 }
 
 cudaError_t AddRmsNorm(FusedFloat type, const void *a, const void *b, const NormParam &scale,
@@ -264,7 +258,7 @@ cudaError_t AddRmsNorm(FusedFloat type, const void *a, const void *b, const Norm
   args.cols = shape.cols;
   args.epsilon = epsilon;
   args.in_registers = shape.rows_in_registers;
-  return LaunchNorm<NormKind::kRms, true>(type, args, stream);
+  return Launch<NormKind::kRms, true>(type, args, stream);
 }
 
 cudaError_t AddLayerNorm(FusedFloat type, const void *a, const void *b, const NormParam &scale,
@@ -280,7 +274,7 @@ cudaError_t AddLayerNorm(FusedFloat type, const void *a, const void *b, const No
   args.rows = shape.rows;
   args.cols = shape.cols;
   args.epsilon = epsilon;
-  return LaunchNorm<NormKind::kLayer, true>(type, args, stream);
+  return Launch<NormKind::kLayer, true>(type, args, stream);
 }
 
 } // namespace kiln::kernels::cuda

@@ -1,5 +1,4 @@
 #include "kernels/cuda/fused_io.cuh"
-#include "kernels/cuda/launch.h"
 #include "kernels/cuda/rotary.h"
 
 namespace kiln::kernels::cuda {
@@ -75,7 +74,6 @@ template <typename T>
 __global__ void __launch_bounds__(kHeadsThreads)
     RotaryHeads(const T *x, const RotaryTable cos, const RotaryTable sin, T *y,
                 const RotaryLayout l, int64_t outer) {
-  WaitForPriorKernels();
   __shared__ float tc[kMaxHeadsRotary], ts[kMaxHeadsRotary];
   const int64_t heads = l.lead[l.lead_rank - 1];
   const int64_t d = l.dim, r = l.rotary_dim, half = r / 2;
@@ -118,9 +116,8 @@ bool HeadsBroadcast(const RotaryTable &cos, const RotaryTable &sin, const Rotary
 }
 
 template <typename T>
-cudaError_t LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTable &sin, void *y,
-                         const RotaryLayout &l, int64_t rows, dim3 grid, dim3 block,
-                         cudaStream_t stream) {
+void LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTable &sin, void *y,
+                  const RotaryLayout &l, int64_t rows, dim3 grid, dim3 block, cudaStream_t stream) {
   if (HeadsBroadcast(cos, sin, l)) {
     const int64_t heads = l.lead[l.lead_rank - 1];
     const int64_t outer = rows / heads;
@@ -134,12 +131,12 @@ cudaError_t LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTabl
       const int64_t cap = (kFillBlocks + outer - 1) / outer;
       parts = parts < cap ? parts : cap;
     }
-    return Launch(RotaryHeads<T>, dim3(g, static_cast<unsigned>(parts)), dim3(kHeadsThreads), 0,
-                  stream, static_cast<const T *>(x), cos, sin, static_cast<T *>(y), l, outer);
+    RotaryHeads<T><<<dim3(g, static_cast<unsigned>(parts)), kHeadsThreads, 0, stream>>>(
+        static_cast<const T *>(x), cos, sin, static_cast<T *>(y), l, outer);
+    return;
   }
   RotaryRows<T><<<grid, block, 0, stream>>>(static_cast<const T *>(x), cos, sin,
                                             static_cast<T *>(y), l, rows);
-  return cudaSuccess;
 }
 
 } // namespace
@@ -161,21 +158,20 @@ cudaError_t Rotary(FusedFloat type, const void *x, const RotaryTable &cos, const
   const dim3 block(tx, 256 / tx);
   const int64_t blocks = (rows + block.y - 1) / block.y;
   const unsigned grid = static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));
-  cudaError_t err;
   switch (type) {
   case FusedFloat::kF32:
-    err = LaunchRotary<float>(x, cos, sin, y, layout, rows, grid, block, stream);
+    LaunchRotary<float>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   case FusedFloat::kF16:
-    err = LaunchRotary<__half>(x, cos, sin, y, layout, rows, grid, block, stream);
+    LaunchRotary<__half>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   case FusedFloat::kBF16:
-    err = LaunchRotary<__nv_bfloat16>(x, cos, sin, y, layout, rows, grid, block, stream);
+    LaunchRotary<__nv_bfloat16>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   default:
     return cudaErrorInvalidValue;
   }
-  return err != cudaSuccess ? err : cudaGetLastError();
+  return cudaGetLastError();
 }
 
 } // namespace kiln::kernels::cuda
