@@ -1,5 +1,6 @@
 #include "kernels/cuda/attention_tile.cuh"
 #include "kernels/cuda/decode_attention.h"
+#include "kernels/cuda/launch.h"
 
 namespace kiln::kernels::cuda {
 namespace {
@@ -269,6 +270,7 @@ __device__ __forceinline__ int64_t OutRow(const PagedDims &d, int64_t head, int6
 // Block (s, g * head_chunks + chunk, z).
 template <typename T, int kCols, bool kValueVec>
 __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeArgs a) {
+  WaitForPriorKernels();
   __shared__ SharedState sh;
   const PagedDims &d = a.d;
   const int64_t s = blockIdx.x, g = blockIdx.y / a.head_chunks;
@@ -336,6 +338,7 @@ constexpr int kCombineCols = 32;
 // column over the splits, several loads in flight.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) CombineKernel(const DecodeArgs a) {
+  WaitForPriorKernels();
   __shared__ float weight[kHeads][kMaxDecodeFillBlocks];
   const PagedDims &d = a.d;
   const int64_t s = blockIdx.x, g = blockIdx.y / a.head_chunks;
@@ -397,16 +400,13 @@ template <typename T, int kCols> cudaError_t LaunchCols(const DecodeArgs &a, cud
   const dim3 grid(static_cast<unsigned>(a.d.num_seqs),
                   static_cast<unsigned>(a.d.kv_heads * a.head_chunks),
                   static_cast<unsigned>(a.splits));
-  if (ValueVectors<T, kCols>(a))
-    DecodeKernel<T, kCols, true><<<grid, kThreads, 0, stream>>>(a);
-  else
-    DecodeKernel<T, kCols, false><<<grid, kThreads, 0, stream>>>(a);
-  cudaError_t err = cudaGetLastError();
+  cudaError_t err = ValueVectors<T, kCols>(a)
+                        ? Launch(DecodeKernel<T, kCols, true>, grid, dim3(kThreads), 0, stream, a)
+                        : Launch(DecodeKernel<T, kCols, false>, grid, dim3(kThreads), 0, stream, a);
   if (err != cudaSuccess || a.splits == 1)
     return err;
   const auto col_blocks = static_cast<unsigned>((a.d.v_dim + kCombineCols - 1) / kCombineCols);
-  CombineKernel<T><<<dim3(grid.x, grid.y, col_blocks), kThreads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return Launch(CombineKernel<T>, dim3(grid.x, grid.y, col_blocks), dim3(kThreads), 0, stream, a);
 }
 
 template <typename T> cudaError_t LaunchTyped(const DecodeArgs &a, cudaStream_t stream) {

@@ -1,3 +1,4 @@
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/movement.h"
 
 #include <algorithm>
@@ -347,6 +348,7 @@ struct SplitArgs {
 
 // Word w of the [outer, sum of widths] row-major view over the parts.
 template <typename U> __global__ void SplitKernel(const SplitArgs a, int64_t words) {
+  WaitForPriorKernels();
   const int64_t row_words = a.first[a.count];
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; w < words;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -367,9 +369,8 @@ template <typename U> cudaError_t LaunchSplit(SplitArgs a, cudaStream_t stream) 
   if (words == 0)
     return cudaSuccess;
   const int64_t blocks = (words + 255) / 256;
-  SplitKernel<U>
-      <<<static_cast<unsigned>(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(a, words);
-  return cudaGetLastError();
+  return Launch(SplitKernel<U>, dim3(static_cast<unsigned>(blocks < 4096 ? blocks : 4096)),
+                dim3(256), 0, stream, a, words);
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "kernels/cuda/fused_io.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/norm.h"
 
 #include <climits>
@@ -104,6 +105,7 @@ __global__ void NormRows(const NormArgs args) {
 // latency, not bandwidth. Every pointer 16-byte aligned, cols a multiple of
 // the vector.
 template <typename T, bool kAdd, int kVecs> __global__ void RmsRowsVec(const NormArgs args) {
+  WaitForPriorKernels();
   constexpr int kN = 16 / sizeof(T);
   __shared__ float partial[32];
   const int64_t vecs = args.cols / kN;
@@ -147,9 +149,10 @@ constexpr int kVecMaxThreads = 1024;
 constexpr int kVecMaxPerThread = 4;
 
 // Launches RmsRowsVec when the row fits the registers and every operand is
-// aligned for 16-byte vectors; false when it does not apply.
+// aligned for 16-byte vectors (the launch's error in *launched); false when
+// it does not apply.
 template <typename T, bool kAdd>
-bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream) {
+bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream, cudaError_t *launched) {
   constexpr int kN = 16 / sizeof(T);
   if (args.cols % kN != 0 || !Aligned16(args.a) || !Aligned16(args.y) ||
       (kAdd && (!Aligned16(args.b) || !Aligned16(args.sum))))
@@ -164,13 +167,15 @@ bool LaunchRmsVec(const NormArgs &args, unsigned grid, cudaStream_t stream) {
   threads = (threads + 31) / 32 * 32;
   threads = threads < 32 ? 32 : threads > kVecMaxThreads ? kVecMaxThreads : threads;
   const int64_t per = (vecs + threads - 1) / threads;
-  const int t = static_cast<int>(threads);
+  const dim3 t(static_cast<unsigned>(threads));
+  cudaError_t err;
   if (per <= 1)
-    RmsRowsVec<T, kAdd, 1><<<grid, t, 0, stream>>>(args);
+    err = Launch(RmsRowsVec<T, kAdd, 1>, grid, t, 0, stream, args);
   else if (per == 2)
-    RmsRowsVec<T, kAdd, 2><<<grid, t, 0, stream>>>(args);
+    err = Launch(RmsRowsVec<T, kAdd, 2>, grid, t, 0, stream, args);
   else
-    RmsRowsVec<T, kAdd, 4><<<grid, t, 0, stream>>>(args);
+    err = Launch(RmsRowsVec<T, kAdd, 4>, grid, t, 0, stream, args);
+  *launched = err;
   return true;
 }
 
@@ -182,21 +187,22 @@ int ThreadsFor(int64_t cols) {
 }
 
 template <NormKind kKind, bool kAdd>
-cudaError_t Launch(FusedFloat type, const NormArgs &args, cudaStream_t stream) {
+cudaError_t LaunchNorm(FusedFloat type, const NormArgs &args, cudaStream_t stream) {
   if (args.rows == 0 || args.cols == 0)
     return cudaSuccess;
   const unsigned grid = static_cast<unsigned>(args.rows < INT_MAX ? args.rows : INT_MAX);
   const int threads = ThreadsFor(args.cols);
   if constexpr (kKind == NormKind::kRms) {
     bool vec = false;
+    cudaError_t launched = cudaSuccess;
     if (args.in_registers && type == FusedFloat::kF32)
-      vec = LaunchRmsVec<float, kAdd>(args, grid, stream);
+      vec = LaunchRmsVec<float, kAdd>(args, grid, stream, &launched);
     else if (args.in_registers && type == FusedFloat::kF16)
-      vec = LaunchRmsVec<__half, kAdd>(args, grid, stream);
+      vec = LaunchRmsVec<__half, kAdd>(args, grid, stream, &launched);
     else if (args.in_registers && type == FusedFloat::kBF16)
-      vec = LaunchRmsVec<__nv_bfloat16, kAdd>(args, grid, stream);
+      vec = LaunchRmsVec<__nv_bfloat16, kAdd>(args, grid, stream, &launched);
     if (vec)
-      return cudaGetLastError();
+      return launched != cudaSuccess ? launched : cudaGetLastError();
   }
   switch (type) {
   case FusedFloat::kF32:
@@ -230,7 +236,7 @@ cudaError_t LayerNorm(FusedFloat type, const void *x, const NormParam &scale, co
   args.rows = shape.rows;
   args.cols = shape.cols;
   args.epsilon = epsilon;
-  return Launch<NormKind::kLayer, false>(type, args, stream);
+  return LaunchNorm<NormKind::kLayer, false>(type, args, stream);
 }
 
 cudaError_t RmsNorm(FusedFloat type, const void *x, const NormParam &scale, void *y,
@@ -243,7 +249,7 @@ cudaError_t RmsNorm(FusedFloat type, const void *x, const NormParam &scale, void
   args.cols = shape.cols;
   args.epsilon = epsilon;
   args.in_registers = shape.rows_in_registers;
-  return Launch<NormKind::kRms, false>(type, args, stream);
+  return LaunchNorm<NormKind::kRms, false>(type, args, stream);
 }
 
 cudaError_t AddRmsNorm(FusedFloat type, const void *a, const void *b, const NormParam &scale,
@@ -258,7 +264,7 @@ cudaError_t AddRmsNorm(FusedFloat type, const void *a, const void *b, const Norm
   args.cols = shape.cols;
   args.epsilon = epsilon;
   args.in_registers = shape.rows_in_registers;
-  return Launch<NormKind::kRms, true>(type, args, stream);
+  return LaunchNorm<NormKind::kRms, true>(type, args, stream);
 }
 
 cudaError_t AddLayerNorm(FusedFloat type, const void *a, const void *b, const NormParam &scale,
@@ -274,7 +280,7 @@ cudaError_t AddLayerNorm(FusedFloat type, const void *a, const void *b, const No
   args.rows = shape.rows;
   args.cols = shape.cols;
   args.epsilon = epsilon;
-  return Launch<NormKind::kLayer, true>(type, args, stream);
+  return LaunchNorm<NormKind::kLayer, true>(type, args, stream);
 }
 
 } // namespace kiln::kernels::cuda

@@ -1,4 +1,5 @@
 #include "kernels/cuda/fused_io.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/rotary.h"
 
 namespace kiln::kernels::cuda {
@@ -74,6 +75,7 @@ template <typename T>
 __global__ void __launch_bounds__(kHeadsThreads)
     RotaryHeads(const T *x, const RotaryTable cos, const RotaryTable sin, T *y,
                 const RotaryLayout l, int64_t outer) {
+  WaitForPriorKernels();
   __shared__ float tc[kMaxHeadsRotary], ts[kMaxHeadsRotary];
   const int64_t heads = l.lead[l.lead_rank - 1];
   const int64_t d = l.dim, r = l.rotary_dim, half = r / 2;
@@ -116,8 +118,9 @@ bool HeadsBroadcast(const RotaryTable &cos, const RotaryTable &sin, const Rotary
 }
 
 template <typename T>
-void LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTable &sin, void *y,
-                  const RotaryLayout &l, int64_t rows, dim3 grid, dim3 block, cudaStream_t stream) {
+cudaError_t LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTable &sin, void *y,
+                         const RotaryLayout &l, int64_t rows, dim3 grid, dim3 block,
+                         cudaStream_t stream) {
   if (HeadsBroadcast(cos, sin, l)) {
     const int64_t heads = l.lead[l.lead_rank - 1];
     const int64_t outer = rows / heads;
@@ -131,12 +134,12 @@ void LaunchRotary(const void *x, const RotaryTable &cos, const RotaryTable &sin,
       const int64_t cap = (kFillBlocks + outer - 1) / outer;
       parts = parts < cap ? parts : cap;
     }
-    RotaryHeads<T><<<dim3(g, static_cast<unsigned>(parts)), kHeadsThreads, 0, stream>>>(
-        static_cast<const T *>(x), cos, sin, static_cast<T *>(y), l, outer);
-    return;
+    return Launch(RotaryHeads<T>, dim3(g, static_cast<unsigned>(parts)), dim3(kHeadsThreads), 0,
+                  stream, static_cast<const T *>(x), cos, sin, static_cast<T *>(y), l, outer);
   }
   RotaryRows<T><<<grid, block, 0, stream>>>(static_cast<const T *>(x), cos, sin,
                                             static_cast<T *>(y), l, rows);
+  return cudaSuccess;
 }
 
 } // namespace
@@ -158,20 +161,21 @@ cudaError_t Rotary(FusedFloat type, const void *x, const RotaryTable &cos, const
   const dim3 block(tx, 256 / tx);
   const int64_t blocks = (rows + block.y - 1) / block.y;
   const unsigned grid = static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));
+  cudaError_t err;
   switch (type) {
   case FusedFloat::kF32:
-    LaunchRotary<float>(x, cos, sin, y, layout, rows, grid, block, stream);
+    err = LaunchRotary<float>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   case FusedFloat::kF16:
-    LaunchRotary<__half>(x, cos, sin, y, layout, rows, grid, block, stream);
+    err = LaunchRotary<__half>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   case FusedFloat::kBF16:
-    LaunchRotary<__nv_bfloat16>(x, cos, sin, y, layout, rows, grid, block, stream);
+    err = LaunchRotary<__nv_bfloat16>(x, cos, sin, y, layout, rows, grid, block, stream);
     break;
   default:
     return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
+  return err != cudaSuccess ? err : cudaGetLastError();
 }
 
 } // namespace kiln::kernels::cuda

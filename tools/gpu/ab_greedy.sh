@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Greedy tokens of a plan with kernel switches flipped must equal the
 # default's (docs/gpu.md): a switch that only changes how kernels launch
-# (KILN_CUDA_GRAPHS=0) changes no arithmetic; one that changes a kernel or how
-# work is split (KILN_DECODE_ATTENTION=0, KILN_VEC_NORM=0) may move logits by
-# rounding, so greedy tokens of random-weight models may in rare cases differ
-# at a near tie; the table shows where the first difference is.
+# (KILN_PDL) or how work is split (KILN_DECODE_FILL_BLOCKS) may move logits by
+# rounding at most, so greedy tokens of random-weight models may in rare
+# cases differ at a near tie; the table shows where the first difference is.
 #
 # usage: tools/gpu/ab_greedy.sh PLAN SETTING [SETTING ...]
 #   SETTING   VAR=value, several for one run joined by commas

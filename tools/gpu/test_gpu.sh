@@ -7,11 +7,12 @@
 # LD_LIBRARY_PATH. A build folder of a CUDA build works as a bundle too.
 # Fixtures and scripts come from this checkout. Suites:
 #   pipeline   kiln_pipeline_tests, its "gpu" instances (the pipeline on the
-#              device), three times: with CUDA graphs for decode steps (the
-#              default), with KILN_CUDA_GRAPHS=0, and with the kernel
-#              switches flipped (PENDING_KERNELS below)
+#              device), four times: with CUDA graphs for decode steps (the
+#              default), with KILN_CUDA_GRAPHS=0, with the kernel switches
+#              flipped (PENDING_KERNELS below), and with KILN_PDL=1
 #   oracle     kiln_backend_ops_test, its cuda cases (every op against the cpu);
-#              again with kiln's GEMV on and with the switches flipped
+#              again with kiln's GEMV on, with the switches flipped, and the
+#              ops whose kernels launch programmatically with KILN_PDL=1
 #   fixtures   test/gpu/fixtures_on_device.py: every fixture, fp32 and half
 #              plans, against the cpu
 #   other      any other program bundle.txt names, whole (the CUDA backend's
@@ -183,6 +184,8 @@ if want pipeline; then
     # And with the kernel switches flipped (docs/gpu.md, "Pending kernels").
     # shellcheck disable=SC2086 # three settings
     gtest pipeline-pending "$PIPELINE" '*/gpu_*' env $PENDING_KERNELS
+    # And with programmatic launches (KILN_PDL=1, docs/gpu.md), graphs on.
+    gtest pipeline-pdl "$PIPELINE" '*/gpu_*' env KILN_PDL=1
   else
     row pipeline 0 1 0 "kiln_pipeline_tests is not in the bundle"
   fi
@@ -197,6 +200,10 @@ if want oracle; then
     # Every case again with the kernel switches flipped (docs/gpu.md).
     # shellcheck disable=SC2086 # three settings
     gtest oracle-pending "$ORACLE" "*/${KILN_TEST_DEVICE%%:*}_*" env $PENDING_KERNELS
+    # The ops whose kernels KILN_PDL=1 launches programmatically.
+    dev=${KILN_TEST_DEVICE%%:*}
+    gtest oracle-pdl "$ORACLE" "*/${dev}_rms_norm*:*/${dev}_add_rms_norm*:*/${dev}_rotary*:*/${dev}_split*:*/${dev}_paged_attention*" \
+      env KILN_PDL=1
   else
     row oracle 0 1 0 "kiln_backend_ops_test is not in the bundle"
   fi

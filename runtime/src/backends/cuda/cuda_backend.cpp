@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/index_errors.h"
+#include "kernels/cuda/launch.h"
 
 #include <algorithm>
 #include <cstring>
@@ -394,6 +395,11 @@ StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(int device) {
     return InvalidArgument("no CUDA device cuda:" + std::to_string(device) + "; " +
                            std::to_string(n) + " visible (cuda:0" +
                            (n > 1 ? " .. cuda:" + std::to_string(n - 1) : std::string()) + ")");
+  // KILN_PDL=1: the decode step's small kiln kernels (norms, rotary, split,
+  // decode attention) may launch while the kernel ahead of them drains
+  // (kernels/cuda/launch.h). Off by default until measured on the device.
+  static const bool programmatic = EnvSwitch("KILN_PDL", false);
+  kiln::kernels::cuda::SetProgrammaticLaunch(programmatic);
   auto backend = std::make_unique<CudaBackend>(device);
   KILN_RETURN_IF_ERROR(backend->Init());
   return std::unique_ptr<Backend>(std::move(backend));

@@ -15,6 +15,9 @@
 #include "kernels/cuda/decode_attention.h"
 #include "kernels/cuda/paged_attention.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace kiln::cuda {
 namespace {
 
@@ -86,6 +89,31 @@ bool DecodeKernelOn() {
   return on;
 }
 
+// KILN_DECODE_FILL_BLOCKS=N (1 .. kMaxDecodeFillBlocks): the decode kernel's
+// split policy aims at about N blocks a step instead of the default's
+// (kernels/cuda/decode_attention.h), for A/B runs on the device. Anything
+// else is warned about once and ignored.
+kc::DecodeSplitPolicy DecodePolicy() {
+  static const kc::DecodeSplitPolicy policy = [] {
+    kc::DecodeSplitPolicy p;
+    const char *v = std::getenv("KILN_DECODE_FILL_BLOCKS");
+    if (v == nullptr || *v == '\0')
+      return p;
+    char *end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > kc::kMaxDecodeFillBlocks) {
+      std::fprintf(stderr,
+                   "kiln: KILN_DECODE_FILL_BLOCKS='%s' is not 1 .. %lld; using the default %lld\n",
+                   v, static_cast<long long>(kc::kMaxDecodeFillBlocks),
+                   static_cast<long long>(p.fill_blocks));
+      return p;
+    }
+    p.fill_blocks = n;
+    return p;
+  }();
+  return policy;
+}
+
 // A part of the op's scratch, rounded up to 256 bytes so the next starts
 // aligned.
 uint64_t ScratchBytes(int64_t bytes) { return (static_cast<uint64_t>(bytes) + 255) / 256 * 256; }
@@ -141,10 +169,11 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   // A decode step (as many tokens as sequences): one launch stores and
   // attends (two with split keys).
   if (decode && d.tokens == d.num_seqs) {
+    const kc::DecodeSplitPolicy policy = DecodePolicy();
     KILN_ASSIGN_OR_RETURN(void *scratch,
-                          OpScratch(ctx, ScratchBytes(kc::DecodeAttentionScratchBytes(d))));
+                          OpScratch(ctx, ScratchBytes(kc::DecodeAttentionScratchBytes(d, policy))));
     KILN_CUDA_RETURN_IF_ERROR(kc::DecodeAttention(
-        type, t, idx, d, scale, kc::DecodeMode::kAllSequences, scratch, Stream(ctx)));
+        type, t, idx, d, scale, kc::DecodeMode::kAllSequences, scratch, Stream(ctx), policy));
     return Status::Ok();
   }
   // A mixed step: the sequences with one new token go to the decode kernel
@@ -157,7 +186,8 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
       kc::PrefillAttentionPreferred(d) && kc::PrefillAttentionSupported(type, d, pt, ps);
   const int64_t tile_bytes =
       prefill ? kc::PrefillAttentionScratchBytes(d) : kc::PagedAttentionScratchBytes(d);
-  const int64_t decode_bytes = singles ? kc::DecodeAttentionScratchBytes(d) : 0;
+  const kc::DecodeSplitPolicy policy = DecodePolicy();
+  const int64_t decode_bytes = singles ? kc::DecodeAttentionScratchBytes(d, policy) : 0;
   KILN_ASSIGN_OR_RETURN(void *scratch,
                         OpScratch(ctx, ScratchBytes(tile_bytes) + ScratchBytes(decode_bytes)));
   if (prefill) {
@@ -168,9 +198,9 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
     KILN_CUDA_RETURN_IF_ERROR(kc::PagedAttention(type, t, idx, d, scale, scratch, Stream(ctx)));
   }
   if (singles)
-    KILN_CUDA_RETURN_IF_ERROR(
-        kc::DecodeAttention(type, t, idx, d, scale, kc::DecodeMode::kSingleTokens,
-                            static_cast<char *>(scratch) + ScratchBytes(tile_bytes), Stream(ctx)));
+    KILN_CUDA_RETURN_IF_ERROR(kc::DecodeAttention(
+        type, t, idx, d, scale, kc::DecodeMode::kSingleTokens,
+        static_cast<char *>(scratch) + ScratchBytes(tile_bytes), Stream(ctx), policy));
   return Status::Ok();
 }
 
