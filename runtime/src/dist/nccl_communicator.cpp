@@ -11,6 +11,7 @@
 //     deadline, which makes the stuck kernels return.
 // The collectives themselves are enqueued on the stream without waiting, so
 // a CUDA graph capture records them (NCCL supports capture since 2.9).
+#include "backends/cuda/lazy_library.h"
 #include "dist/communicator.h"
 #include "dist/store.h"
 
@@ -231,6 +232,8 @@ StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(const RendezvousC
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size)
     return InvalidArgument("rank " + std::to_string(config.rank) + " of world size " +
                            std::to_string(config.world_size));
+  if (const Status &nccl = kiln::cuda::LoadNccl(); !nccl.ok())
+    return Status(nccl.code(), "--comm nccl cannot start: " + nccl.message());
   KILN_CUDA_CHECK(cudaSetDevice(config.device));
   // Rank 0 makes the id; the others read it from the rendezvous store.
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/index_errors.h"
+#include "backends/cuda/lazy_library.h"
 #include "kernels/cuda/launch.h"
 
 #include <algorithm>
@@ -380,6 +381,9 @@ int CudaDeviceCount() {
 }
 
 StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(int device) {
+  // cuBLASLt is opened now (lazy_library.h), so its absence is one message.
+  if (const Status &lt = LoadCublasLt(); !lt.ok())
+    return Status(lt.code(), "the CUDA backend cannot start: " + lt.message());
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
