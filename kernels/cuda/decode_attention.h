@@ -57,8 +57,9 @@ bool DecodeAttentionSupported(FusedFloat type, const PagedDims &dims, const Page
 constexpr int64_t kMaxDecodeFillBlocks = 1056;
 struct DecodeSplitPolicy {
   // 4 an SM of an H200: what the GPU suites and the 8B benches ran. 264
-  // measured faster in kiln_decode_bench (docs/gpu.md) and becomes the
-  // default after a make test-gpu run with it.
+  // measured faster in kiln_decode_bench, but only 0.5% faster at batch 1
+  // on the 8B (KILN_DECODE_FILL_BLOCKS=264, docs/gpu.md): inside the spread,
+  // so the default stays.
   int64_t fill_blocks = 528;
   int64_t min_keys = 32;     // one warp's
 };
