@@ -51,13 +51,12 @@ TEST(LazyLibrary, AMissingSymbolIsNotFoundAndNamesIt) {
 TEST(LazyLibrary, AMissingLibraryNamesWhereItLookedAndTheVariable) {
   unsetenv(kEnv);
   void *fn = nullptr;
-  LazyLibrary lib("Nothing", kEnv, "libkiln_not_a_library.so.9", "/kiln/no/such/dir",
-                  {{"f", &fn}});
+  LazyLibrary lib("Nothing", kEnv, "libkiln_not_a_library.so.9", "/kiln/no/such/dir", {{"f", &fn}});
   const Status &st = lib.Load();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
-  for (const char *part : {"Nothing could not be loaded", "libkiln_not_a_library.so.9",
-                           "/kiln/no/such/dir", kEnv})
+  for (const char *part :
+       {"Nothing could not be loaded", "libkiln_not_a_library.so.9", "/kiln/no/such/dir", kEnv})
     EXPECT_NE(st.message().find(part), std::string::npos) << part << " in " << st.message();
   // Kept: a second Load does not try again and says the same.
   EXPECT_EQ(&lib.Load(), &st);

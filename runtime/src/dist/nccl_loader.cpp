@@ -16,6 +16,8 @@
 
 namespace {
 
+using kiln::cuda::SymbolSlot;
+
 struct Table {
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclBroadcast) broadcast = nullptr;
@@ -37,19 +39,17 @@ Table &T() {
   return *t;
 }
 
-template <typename F> std::pair<const char *, void **> Slot(const char *name, F &fn) {
-  return {name, reinterpret_cast<void **>(&fn)};
-}
-
 kiln::cuda::LazyLibrary &Lib() {
   static auto *lib = new kiln::cuda::LazyLibrary(
       "NCCL", "KILN_NCCL_LIBRARY", "libnccl.so." KILN_STR(NCCL_MAJOR), KILN_NCCL_LIBRARY_DIR,
-      {Slot("ncclAllReduce", T().all_reduce), Slot("ncclBroadcast", T().broadcast),
-       Slot("ncclCommAbort", T().abort), Slot("ncclCommDestroy", T().destroy),
-       Slot("ncclCommFinalize", T().finalize), Slot("ncclCommGetAsyncError", T().async_error),
-       Slot("ncclCommInitRankConfig", T().init), Slot("ncclGetErrorString", T().error_string),
-       Slot("ncclGetLastError", T().last_error), Slot("ncclGetUniqueId", T().unique_id),
-       Slot("ncclGroupEnd", T().group_end), Slot("ncclGroupStart", T().group_start)});
+      {SymbolSlot("ncclAllReduce", T().all_reduce), SymbolSlot("ncclBroadcast", T().broadcast),
+       SymbolSlot("ncclCommAbort", T().abort), SymbolSlot("ncclCommDestroy", T().destroy),
+       SymbolSlot("ncclCommFinalize", T().finalize),
+       SymbolSlot("ncclCommGetAsyncError", T().async_error),
+       SymbolSlot("ncclCommInitRankConfig", T().init),
+       SymbolSlot("ncclGetErrorString", T().error_string),
+       SymbolSlot("ncclGetLastError", T().last_error), SymbolSlot("ncclGetUniqueId", T().unique_id),
+       SymbolSlot("ncclGroupEnd", T().group_end), SymbolSlot("ncclGroupStart", T().group_start)});
   return *lib;
 }
 
@@ -69,8 +69,7 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type,
                            int root, ncclComm_t comm, cudaStream_t stream) {
-  return Lib().Loaded() ? T().broadcast(send, recv, count, type, root, comm, stream)
-                        : kNotLoaded;
+  return Lib().Loaded() ? T().broadcast(send, recv, count, type, root, comm, stream) : kNotLoaded;
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {

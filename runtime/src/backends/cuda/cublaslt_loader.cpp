@@ -15,6 +15,8 @@
 
 namespace {
 
+using kiln::cuda::SymbolSlot;
+
 // The real functions, resolved by Load(); a pointer of each one's own type.
 struct Table {
   decltype(&cublasLtCreate) create = nullptr;
@@ -41,27 +43,24 @@ Table &T() {
   return *t;
 }
 
-template <typename F> std::pair<const char *, void **> Slot(const char *name, F &fn) {
-  return {name, reinterpret_cast<void **>(&fn)};
-}
-
 kiln::cuda::LazyLibrary &Lib() {
   static auto *lib = new kiln::cuda::LazyLibrary(
       "cuBLASLt", "KILN_CUBLASLT_LIBRARY", "libcublasLt.so." KILN_STR(CUBLAS_VER_MAJOR),
       KILN_CUDA_LIBRARY_DIR,
-      {Slot("cublasLtCreate", T().create), Slot("cublasLtDestroy", T().destroy),
-       Slot("cublasLtGetStatusName", T().status_name),
-       Slot("cublasLtGetStatusString", T().status_string), Slot("cublasLtMatmul", T().matmul),
-       Slot("cublasLtMatmulAlgoGetHeuristic", T().heuristic),
-       Slot("cublasLtMatmulDescCreate", T().desc_create),
-       Slot("cublasLtMatmulDescDestroy", T().desc_destroy),
-       Slot("cublasLtMatmulDescSetAttribute", T().desc_set),
-       Slot("cublasLtMatmulPreferenceCreate", T().pref_create),
-       Slot("cublasLtMatmulPreferenceDestroy", T().pref_destroy),
-       Slot("cublasLtMatmulPreferenceSetAttribute", T().pref_set),
-       Slot("cublasLtMatrixLayoutCreate", T().layout_create),
-       Slot("cublasLtMatrixLayoutDestroy", T().layout_destroy),
-       Slot("cublasLtMatrixLayoutSetAttribute", T().layout_set)});
+      {SymbolSlot("cublasLtCreate", T().create), SymbolSlot("cublasLtDestroy", T().destroy),
+       SymbolSlot("cublasLtGetStatusName", T().status_name),
+       SymbolSlot("cublasLtGetStatusString", T().status_string),
+       SymbolSlot("cublasLtMatmul", T().matmul),
+       SymbolSlot("cublasLtMatmulAlgoGetHeuristic", T().heuristic),
+       SymbolSlot("cublasLtMatmulDescCreate", T().desc_create),
+       SymbolSlot("cublasLtMatmulDescDestroy", T().desc_destroy),
+       SymbolSlot("cublasLtMatmulDescSetAttribute", T().desc_set),
+       SymbolSlot("cublasLtMatmulPreferenceCreate", T().pref_create),
+       SymbolSlot("cublasLtMatmulPreferenceDestroy", T().pref_destroy),
+       SymbolSlot("cublasLtMatmulPreferenceSetAttribute", T().pref_set),
+       SymbolSlot("cublasLtMatrixLayoutCreate", T().layout_create),
+       SymbolSlot("cublasLtMatrixLayoutDestroy", T().layout_destroy),
+       SymbolSlot("cublasLtMatrixLayoutSetAttribute", T().layout_set)});
   return *lib;
 }
 
@@ -90,25 +89,23 @@ const char *cublasLtGetStatusString(cublasStatus_t status) {
   return Lib().Loaded() ? T().status_string(status) : "libcublasLt could not be loaded";
 }
 
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                              const void *alpha, const void *a, cublasLtMatrixLayout_t a_desc,
-                              const void *b, cublasLtMatrixLayout_t b_desc, const void *beta,
-                              const void *c, cublasLtMatrixLayout_t c_desc, void *d,
-                              cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t *algo,
-                              void *workspace, size_t workspace_bytes, cudaStream_t stream) {
-  return Lib().Loaded() ? T().matmul(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc,
-                                     d, d_desc, algo, workspace, workspace_bytes, stream)
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void *alpha,
+                              const void *a, cublasLtMatrixLayout_t a_desc, const void *b,
+                              cublasLtMatrixLayout_t b_desc, const void *beta, const void *c,
+                              cublasLtMatrixLayout_t c_desc, void *d, cublasLtMatrixLayout_t d_desc,
+                              const cublasLtMatmulAlgo_t *algo, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  return Lib().Loaded() ? T().matmul(handle, desc, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d,
+                                     d_desc, algo, workspace, workspace_bytes, stream)
                         : kNotLoaded;
 }
 
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                                              cublasLtMatrixLayout_t a_desc,
-                                              cublasLtMatrixLayout_t b_desc,
-                                              cublasLtMatrixLayout_t c_desc,
-                                              cublasLtMatrixLayout_t d_desc,
-                                              cublasLtMatmulPreference_t pref, int requested,
-                                              cublasLtMatmulHeuristicResult_t results[],
-                                              int *returned) {
+cublasStatus_t
+cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                               cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                               cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
+                               cublasLtMatmulPreference_t pref, int requested,
+                               cublasLtMatmulHeuristicResult_t results[], int *returned) {
   return Lib().Loaded() ? T().heuristic(handle, desc, a_desc, b_desc, c_desc, d_desc, pref,
                                         requested, results, returned)
                         : kNotLoaded;

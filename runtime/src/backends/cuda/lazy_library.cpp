@@ -46,12 +46,15 @@ Status LazyLibrary::Open() {
     why += std::string(why.empty() ? "" : "; ") + (err != nullptr ? err : name + ": not found");
   }
   if (handle == nullptr) {
-    std::string hint = over != nullptr && *over != '\0'
-                           ? env_ + " names " + std::string(over)
-                           : "searched for " + soname_ + " on LD_LIBRARY_PATH and in the loader's "
-                                                         "folders" +
-                                 (fallback_dir_.empty() ? "" : " and " + fallback_dir_) +
-                                 "; set " + env_ + " to its path";
+    std::string hint;
+    if (over != nullptr && *over != '\0') {
+      hint = env_ + " names " + over;
+    } else {
+      hint = "searched for " + soname_ + " on LD_LIBRARY_PATH and in the loader's folders";
+      if (!fallback_dir_.empty())
+        hint += " and " + fallback_dir_;
+      hint += "; set " + env_ + " to its path";
+    }
     return NotFound(what_ + " could not be loaded (" + hint + "): " + why);
   }
   for (auto &[name, slot] : symbols_) {
@@ -63,8 +66,8 @@ Status LazyLibrary::Open() {
       path_.clear();
       // The handle stays open: the library may hold state of its own.
       return NotFound(what_ + " at " + opened + " has no " + name + " (" +
-                      (err != nullptr ? err : "null") + "): an older version than the " +
-                      soname_ + " kiln was built for?");
+                      (err != nullptr ? err : "null") + "): an older version than the " + soname_ +
+                      " kiln was built for?");
     }
     *slot = fn;
   }

@@ -47,6 +47,12 @@ private:
   std::string path_;
 };
 
+// One entry of a LazyLibrary's symbol list: `name`, resolved into `fn`, a
+// pointer of the function's own type (decltype(&name)).
+template <typename F> std::pair<const char *, void **> SymbolSlot(const char *name, F *&fn) {
+  return {name, reinterpret_cast<void **>(&fn)};
+}
+
 // Loads cuBLASLt (cublaslt_loader.cpp); the CUDA backend calls it before it
 // creates anything, so a missing library is one clear error.
 const Status &LoadCublasLt();
