@@ -35,8 +35,8 @@ Status LazyLibrary::Open() {
   std::string why;
   void *handle = nullptr;
   for (const std::string &name : tries) {
-    // RTLD_LOCAL: its symbols stay out of the global scope, so the
-    // forwarders of the same names are not shadowed for later lookups.
+    // RTLD_LOCAL: kiln reaches the library only through dlsym, and no other
+    // library loaded later binds to its symbols by name.
     handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle != nullptr) {
       path_ = name;
