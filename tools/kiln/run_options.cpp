@@ -57,7 +57,9 @@ const char kEngineUsage[] =
     "  --threads N              cap the CPU threads of matrix products (0: all cores)\n"
     "  --device DEV             what runs the plan: cpu, cuda (GPU 0) or cuda:N (default\n"
     "                           cuda when this kiln has it and a GPU is visible, else cpu;\n"
-    "                           cpu for a dense plan, which only the cpu runs here)\n"
+    "                           cpu for a dense plan, which only the cpu runs here);\n"
+    "                           cuda opens libcublasLt.so.13 when it starts\n"
+    "                           (KILN_CUBLASLT_LIBRARY names another file)\n"
     "  --backend DEV            the same as --device\n";
 
 namespace {

@@ -41,7 +41,8 @@ const char kTpUsage[] =
     "                           across hosts), or rank 0's address, where rank 0 serves\n"
     "                           the rendezvous store (no shared filesystem needed)\n"
     "  --comm gloo|nccl         the collectives (default: gloo on cpu, nccl on cuda);\n"
-    "                           --tp 1 --comm nccl runs one rank through NCCL\n"
+    "                           --tp 1 --comm nccl runs one rank through NCCL; nccl\n"
+    "                           opens libnccl.so.2 (KILN_NCCL_LIBRARY names another)\n"
     "  --tp-timeout SECONDS     a rank waiting longer on a peer fails (default 60)\n";
 
 namespace {
