@@ -25,22 +25,27 @@ demo: build
 	@printf '\n%s' "$(DEMO_PROMPT)"
 	@./build/release/tools/kiln/kiln run build/demo.plan -p "$(DEMO_PROMPT)" --max-new-tokens 48 --temperature 0.8 --top-p 0.95 --seed 7
 
-# The full test suite: the compiler build under AddressSanitizer and UBSan
-# (clang-19, -O1 with line tables: 2.5x faster to compile than gcc -O2 -g,
-# docs/testing.md), which also holds the libFuzzer targets, and a runtime-only
-# build (-DKILN_BUILD_COMPILER=OFF) that must work without MLIR, LLVM,
-# protobuf or ONNX. The CUDA backend is compiled once, in the runtime-only
-# build (where nvcc is); its GPU tests skip there, saying why, and
-# `make test-gpu` runs them on a GPU machine.
+# The full test suite (tools/make_test.sh, docs/testing.md): the compiler
+# build under AddressSanitizer and UBSan (clang-19, -O1 with line tables),
+# which also holds the libFuzzer targets and runs every test, and a
+# runtime-only build (-DKILN_BUILD_COMPILER=OFF) that must work without MLIR,
+# LLVM, protobuf or ONNX: it compiles the CUDA backend (where nvcc is) and
+# runs what only it can check, and its kiln on plans the first build makes.
+# GPU tests skip there, saying why; `make test-gpu` runs them on a GPU
+# machine. It ends with a table of each phase's time.
 test: setup
-	CC=clang-19 CXX=clang++-19 cmake -S . -B build/ci-asan $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_FUZZ=ON -DKILN_CUDA=OFF
-	cmake --build build/ci-asan -j $(JOBS)
-	cmake -S . -B build/ci-runtime $(GEN) -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_COMPILER=OFF -DKILN_PLAN_BUILDER=$(CURDIR)/build/ci-asan/tools/kiln/kiln $(CUDA_FLAGS)
-	cmake --build build/ci-runtime -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-asan --output-on-failure -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-runtime --output-on-failure -j $(JOBS)
-	$(PY) test/fuzz/run_fuzz.py --fuzz-dir build/ci-asan/fuzz --builder build/ci-asan/tools/kiln/kiln \
-	    --seconds $(FUZZ_TEST_SECONDS)
+	JOBS=$(JOBS) NVCC=$(NVCC) PY=$(PY) FUZZ_TEST_SECONDS=$(FUZZ_TEST_SECONDS) ./tools/make_test.sh
+
+# The inner loop (docs/testing.md#make-check): unit tests and lit tests in a
+# build of its own without sanitizers (build/check, clang-19, compiler on,
+# no CUDA), a few minutes when warm.
+.PHONY: check
+check: setup
+	@test -f build/check/build.ninja || CC=clang-19 CXX=clang++-19 cmake -S . -B build/check $(GEN) \
+	    -DCMAKE_BUILD_TYPE=Release -DKILN_CUDA=OFF
+	cmake --build build/check -j $(JOBS) --target kiln-opt kiln-import kiln KilnExampleSiluTanh check-unit-tests
+	ctest --test-dir build/check/test/unit --no-tests=error -j $(JOBS) --output-on-failure
+	ctest --test-dir build/check/test/lit --no-tests=error --output-on-failure
 
 # GPU tests (docs/testing.md#gpu-tests), on the GPU machine: tools/gpu/test_gpu.sh
 # runs them from a bundle (GPU_BUNDLE: kiln and the programs test/gpu/bundle.txt

@@ -2,7 +2,7 @@
 """Runs kiln's libFuzzer targets for a bounded time each (docs/testing.md).
 
     run_fuzz.py --fuzz-dir build/fuzz/fuzz --builder build/ci-asan/tools/kiln/kiln \
-        --seconds 25 [--targets plan_loader,tokenizer,onnx_import]
+        --seconds 25 [--targets plan_loader,tokenizer,onnx_import] [--jobs 2]
 
 Seeds are made fresh on every run: plans built by --builder from fixtures
 and from the importer's lit models, small ONNX models, and the fixtures'
@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,12 +201,17 @@ def main():
     ap.add_argument("--runs", type=int, default=10_000_000, help="input count cap per target")
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--work", help="corpora and findings (default: <fuzz-dir>/work)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="targets fuzzed at once (each is one process on one core)")
     ap.add_argument("extra", nargs="*", help="more libFuzzer flags, after --")
     args = ap.parse_args()
     fuzz_dir = Path(args.fuzz_dir)
     work = Path(args.work) if args.work else fuzz_dir / "work"
-    ok = True
-    for target in args.targets.split(","):
+    if args.jobs < 1:
+        print("--jobs must be at least 1", file=sys.stderr)
+        return 2
+    targets = args.targets.split(",")
+    for target in targets:
         if target not in TARGETS:
             print(f"unknown target '{target}' (targets: {', '.join(TARGETS)})", file=sys.stderr)
             return 2
@@ -214,8 +220,12 @@ def main():
             print(f"{fuzzer} is not built (cmake --build <dir> --target kiln_fuzzers)",
                   file=sys.stderr)
             return 2
-        ok &= run_target(target, fuzzer, work, args.seconds, args.runs, args.builder, args.extra)
-    return 0 if ok else 1
+    # Each target gets its own seconds; --jobs of them share the machine.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(
+            lambda t: run_target(t, fuzz_dir / f"fuzz_{t}", work, args.seconds, args.runs,
+                                 args.builder, args.extra), targets))
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
