@@ -33,19 +33,15 @@ demo: build
 # runs what only it can check, and its kiln on plans the first build makes.
 # GPU tests skip there, saying why; `make test-gpu` runs them on a GPU
 # machine. It ends with a table of each phase's time.
-test: setup
+test:
 	JOBS=$(JOBS) NVCC=$(NVCC) PY=$(PY) FUZZ_TEST_SECONDS=$(FUZZ_TEST_SECONDS) ./tools/make_test.sh
 
-# The inner loop (docs/testing.md#make-check): unit tests and lit tests in a
-# build of its own without sanitizers (build/check, clang-19, compiler on,
-# no CUDA), a few minutes when warm.
+# The inner loop (docs/testing.md#make-check): the runtime build's unit tests
+# (build/ci-runtime, no sanitizers) and the lit tests (build/ci-asan), in make
+# test's trees, so a few minutes once make test has built them.
 .PHONY: check
-check: setup
-	@test -f build/check/build.ninja || CC=clang-19 CXX=clang++-19 cmake -S . -B build/check $(GEN) \
-	    -DCMAKE_BUILD_TYPE=Release -DKILN_CUDA=OFF
-	cmake --build build/check -j $(JOBS) --target kiln-opt kiln-import kiln KilnExampleSiluTanh check-unit-tests
-	ctest --test-dir build/check/test/unit --no-tests=error -j $(JOBS) --output-on-failure
-	ctest --test-dir build/check/test/lit --no-tests=error --output-on-failure
+check:
+	JOBS=$(JOBS) NVCC=$(NVCC) PY=$(PY) ./tools/make_test.sh --check
 
 # GPU tests (docs/testing.md#gpu-tests), on the GPU machine: tools/gpu/test_gpu.sh
 # runs them from a bundle (GPU_BUNDLE: kiln and the programs test/gpu/bundle.txt

@@ -13,7 +13,8 @@
 # A failing phase ends the run, except that both test phases and the fuzz
 # phase all run once the builds are done (so one CI log shows every failure).
 # Ends with a table of phase times (also in build/make-test-phases.txt) and
-# exits non-zero if any phase failed. Environment: JOBS (default: nproc),
+# exits non-zero if any phase failed. With --check it is `make check` instead:
+# the runtime build's unit tests and the lit tests only (docs/testing.md). Environment: JOBS (default: nproc),
 # NVCC (empty: no CUDA backend), FUZZ_TEST_SECONDS (default 25), PY.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,13 +64,37 @@ phase() {
   return $rc
 }
 
+configure_asan() {
+  env CC=clang-19 CXX=clang++-19 cmake -S . -B build/ci-asan "${GEN[@]}" \
+    -DCMAKE_BUILD_TYPE=Release -DKILN_FUZZ=ON -DKILN_CUDA=OFF
+}
+configure_runtime() {
+  cmake -S . -B build/ci-runtime "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DKILN_BUILD_COMPILER=OFF "-DKILN_PLAN_BUILDER=$PWD/build/ci-asan/tools/kiln/kiln" \
+    "${CUDA_FLAGS[@]}"
+}
+
 phase setup ./tools/setup.sh || exit 1
-phase "configure ci-asan" env CC=clang-19 CXX=clang++-19 cmake -S . -B build/ci-asan "${GEN[@]}" \
-  -DCMAKE_BUILD_TYPE=Release -DKILN_FUZZ=ON -DKILN_CUDA=OFF || exit 1
+
+if [[ ${1:-} == --check ]]; then
+  # make check: the runtime build's unit tests and the lit tests, in make
+  # test's two trees (configured here the same way if missing).
+  [[ -f build/ci-asan/build.ninja ]] || phase "configure ci-asan" configure_asan || exit 1
+  [[ -f build/ci-runtime/build.ninja ]] || phase "configure ci-runtime" configure_runtime || exit 1
+  phase "build lit tools" cmake --build build/ci-asan -j "$JOBS" \
+    --target kiln-opt kiln-import kiln KilnExampleSiluTanh || exit 1
+  phase "build unit tests" cmake --build build/ci-runtime -j "$JOBS" --target check-unit-tests || exit 1
+  phase "unit tests" ctest --test-dir build/ci-runtime/test/unit --output-on-failure \
+    --no-tests=error -j "$JOBS" -LE gpu
+  phase lit env ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build/ci-asan/test/lit \
+    --output-on-failure --no-tests=error
+  ((${#FAILED[@]} == 0))
+  exit
+fi
+
+phase "configure ci-asan" configure_asan || exit 1
 phase "build ci-asan" cmake --build build/ci-asan -j "$JOBS" || exit 1
-phase "configure ci-runtime" cmake -S . -B build/ci-runtime "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DKILN_BUILD_COMPILER=OFF "-DKILN_PLAN_BUILDER=$PWD/build/ci-asan/tools/kiln/kiln" \
-  "${CUDA_FLAGS[@]}" || exit 1
+phase "configure ci-runtime" configure_runtime || exit 1
 phase "build ci-runtime" cmake --build build/ci-runtime -j "$JOBS" --target runtime-build-tests || exit 1
 
 export ASAN_OPTIONS=detect_leaks=0

@@ -4,6 +4,7 @@ configuration, status and name (docs/testing.md#what-runs-where).
 
     tools/tests_executed.py make-test.log > executed.txt
     tools/tests_executed.py --diff before.txt after.txt
+    tools/tests_executed.py --table before.txt after.txt > docs/tests-executed.tsv
 
 The configuration is the build folder of the `Test project` line above each
 result. gtest's "# GetParam() = ..." suffix (which holds pointers) is cut, so
@@ -44,14 +45,28 @@ def read_listing(path):
     return rows
 
 
+def where_run(rows):
+    """name -> the configurations that ran it (a skip is not a run)."""
+    where = defaultdict(set)
+    for config, status, name in rows:
+        where[name]  # a test only ever skipped is listed with no configuration
+        if status != "Skipped":
+            where[name].add(config)
+    return where
+
+
+def table(before, after):
+    where_b, where_a = where_run(before), where_run(after)
+    print("# test\tran before in\truns now in ('-': skipped or absent)")
+    for name in sorted(set(where_b) | set(where_a)):
+        b = ",".join(sorted(where_b.get(name, ()))) or "-"
+        a = ",".join(sorted(where_a.get(name, ()))) or "-"
+        print(f"{name}\t{b}\t{a}")
+
+
 def diff(before, after):
-    where_b, where_a = defaultdict(set), defaultdict(set)
-    for config, status, name in before:
-        if status != "Skipped":
-            where_b[name].add(config)
-    for config, status, name in after:
-        if status != "Skipped":
-            where_a[name].add(config)
+    where_b = {n: c for n, c in where_run(before).items() if c}
+    where_a = {n: c for n, c in where_run(after).items() if c}
     gone = sorted(n for n in where_b if n not in where_a)
     new = sorted(n for n in where_a if n not in where_b)
     fewer = sorted(n for n in where_b if n in where_a and where_b[n] - where_a[n])
@@ -72,10 +87,15 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log", nargs="?", help="the output of make test (or of ctest runs)")
     ap.add_argument("--diff", nargs=2, metavar=("BEFORE", "AFTER"),
-                    help="two listings this script wrote")
+                    help="two listings this script wrote: what changed")
+    ap.add_argument("--table", nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="two listings: every test, where it ran before and where now")
     args = ap.parse_args()
     if args.diff:
         diff(read_listing(args.diff[0]), read_listing(args.diff[1]))
+        return 0
+    if args.table:
+        table(read_listing(args.table[0]), read_listing(args.table[1]))
         return 0
     if not args.log:
         ap.error("a log, or --diff BEFORE AFTER")

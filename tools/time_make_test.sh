@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Times `make test` and `make check` the way docs/testing.md#build-and-test-time
+# reports them, on this checkout's HEAD. Run it on an otherwise idle machine.
+#
+#   tools/time_make_test.sh cold  DIR   a fresh clone in DIR/cold-N, an empty ccache (DIR/ccache)
+#   tools/time_make_test.sh warm  DIR   a fresh clone in DIR/warm-N with a one-line change to
+#                                       runtime/include/kiln/plan.h (included by ~74 files of
+#                                       each build), and the ccache the last run left
+#   tools/time_make_test.sh check DIR   in the newest clone in DIR: a one-line change to a
+#                                       runtime source file, then make check
+#
+# Each writes DIR/<kind>-N.log (the whole output, with make test's phase table
+# at the end) and prints the wall time and exit code.
+set -euo pipefail
+kind=${1:-}
+dir=${2:-}
+if [[ -z $kind || -z $dir || ! $kind =~ ^(cold|warm|check)$ ]]; then
+  echo "usage: $0 cold|warm|check DIR" >&2
+  exit 2
+fi
+src=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+export CCACHE_DIR=$dir/ccache
+
+n=1
+while [[ -e $dir/$kind-$n.log ]]; do n=$((n + 1)); done
+log=$dir/$kind-$n.log
+
+if [[ $kind == check ]]; then
+  clone=$(ls -dt "$dir"/cold-* "$dir"/warm-* 2>/dev/null | head -1 || true)
+  if [[ -z $clone ]]; then
+    echo "$0: no clone in $dir; run cold or warm first" >&2
+    exit 2
+  fi
+  # A real change (a new declaration), so that no cache can serve it.
+  echo "int kiln_check_probe_$n() { return $n; }" >>"$clone/runtime/src/core/executor.cpp"
+  target=check
+else
+  clone=$dir/$kind-$n
+  rm -rf "$clone"
+  git clone -q "$src" "$clone"
+  if [[ $kind == cold ]]; then
+    rm -rf "$CCACHE_DIR"
+  elif [[ ! -d $CCACHE_DIR ]]; then
+    echo "$0: no ccache in $dir; run cold first" >&2
+    exit 2
+  else
+    sed -i '0,/^namespace kiln {$/s//namespace kiln {\ninline constexpr int kWarmRunProbe = 1;/' \
+      "$clone/runtime/include/kiln/plan.h"
+  fi
+  target=test
+fi
+mkdir -p "$CCACHE_DIR"
+echo "$kind run $n: make $target in $clone (HEAD $(git -C "$clone" rev-parse --short HEAD)), log $log"
+t0=$(date +%s)
+rc=0
+make -C "$clone" "$target" >"$log" 2>&1 || rc=$?
+echo "$kind run $n: $(($(date +%s) - t0)) s, exit $rc"
+tail -n 16 "$log"
+exit $rc
