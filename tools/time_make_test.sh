@@ -3,9 +3,10 @@
 # reports them, on this checkout's HEAD. Run it on an otherwise idle machine.
 #
 #   tools/time_make_test.sh cold  DIR   a fresh clone in DIR/cold-N, an empty ccache (DIR/ccache)
-#   tools/time_make_test.sh warm  DIR   a fresh clone in DIR/warm-N with a one-line change to
-#                                       runtime/include/kiln/plan.h (included by ~74 files of
-#                                       each build), and the ccache the last run left
+#   tools/time_make_test.sh warm  DIR   a fresh clone, in the folder of the last run (deleted
+#                                       first: CI clones to one path), with a one-line change
+#                                       to runtime/include/kiln/plan.h (included by 74 files
+#                                       of each build), and the ccache the last run left
 #   tools/time_make_test.sh check DIR   in the newest clone in DIR: a one-line change to a
 #                                       runtime source file, then make check
 #
@@ -28,7 +29,7 @@ while [[ -e $dir/$kind-$n.log ]]; do n=$((n + 1)); done
 log=$dir/$kind-$n.log
 
 if [[ $kind == check ]]; then
-  clone=$(ls -dt "$dir"/cold-* "$dir"/warm-* 2>/dev/null | head -1 || true)
+  clone=$(cat "$dir/last-clone" 2>/dev/null || true)
   if [[ -z $clone ]]; then
     echo "$0: no clone in $dir; run cold or warm first" >&2
     exit 2
@@ -38,8 +39,16 @@ if [[ $kind == check ]]; then
   target=check
 else
   clone=$dir/$kind-$n
+  if [[ $kind == warm ]]; then
+    clone=$(cat "$dir/last-clone" 2>/dev/null || true)
+    if [[ -z $clone ]]; then
+      echo "$0: no earlier run in $dir; run cold first" >&2
+      exit 2
+    fi
+  fi
   rm -rf "$clone"
   git clone -q "$src" "$clone"
+  echo "$clone" >"$dir/last-clone"
   if [[ $kind == cold ]]; then
     rm -rf "$CCACHE_DIR"
   elif [[ ! -d $CCACHE_DIR ]]; then
