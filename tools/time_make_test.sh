@@ -35,7 +35,7 @@ if [[ $kind == check ]]; then
     exit 2
   fi
   # A real change (a new declaration), so that no cache can serve it.
-  echo "int kiln_check_probe_$n() { return $n; }" >>"$clone/runtime/src/core/executor.cpp"
+  echo "int kiln_check_probe_$(date +%s%N)() { return $n; }" >>"$clone/runtime/src/core/executor.cpp"
   target=check
 else
   clone=$dir/$kind-$n
