@@ -14,8 +14,9 @@
 # phase all run once the builds are done (so one CI log shows every failure).
 # Ends with a table of phase times (also in build/make-test-phases.txt) and
 # exits non-zero if any phase failed. With --check it is `make check` instead:
-# the runtime build's unit tests and the lit tests only (docs/testing.md). Environment: JOBS (default: nproc),
-# NVCC (empty: no CUDA backend), FUZZ_TEST_SECONDS (default 25), PY.
+# the runtime build's unit tests and the lit tests only (docs/testing.md).
+# Environment: JOBS (default: nproc), NVCC (empty: no CUDA backend),
+# FUZZ_TEST_SECONDS (default 25), PY.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
