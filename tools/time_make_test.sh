@@ -7,7 +7,7 @@
 #                                       first: CI clones to one path), with a one-line change
 #                                       to runtime/include/kiln/plan.h (included by 74 files
 #                                       of each build), and the ccache the last run left
-#   tools/time_make_test.sh check DIR   in the newest clone in DIR: a one-line change to a
+#   tools/time_make_test.sh check DIR   in the last run's clone: a one-line change to a
 #                                       runtime source file, then make check
 #
 # Each writes DIR/<kind>-N.log (the whole output, with make test's phase table
@@ -55,7 +55,9 @@ else
     echo "$0: no ccache in $dir; run cold first" >&2
     exit 2
   else
-    sed -i '0,/^namespace kiln {$/s//namespace kiln {\ninline constexpr int kWarmRunProbe = 1;/' \
+    # A name of its own per run: the same line again would be served by the
+    # cache the previous warm run filled.
+    sed -i "0,/^namespace kiln {\$/s//namespace kiln {\ninline constexpr int kWarmRunProbe$(date +%s) = 1;/" \
       "$clone/runtime/include/kiln/plan.h"
   fi
   target=test
