@@ -18,6 +18,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -404,7 +405,8 @@ int KeysMain(const std::vector<std::string> &args) {
       "Prints a fresh API key on the first line and, on the second, the line to add to the\n"
       "keys file of `kiln serve --api-keys FILE` (the key's SHA-256, never the key; set its\n"
       "rpm, tpm and max_concurrent quotas there, 0 = no limit). Keep the key secret: the\n"
-      "server cannot show it again.\n";
+      "server cannot show it again. Printed to a file (`kiln keys new NAME > NAME.key`), the\n"
+      "file is made readable by its owner only (mode 600).\n";
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::printf("%s", kKeysUsage);
     return kExitOk;
@@ -414,6 +416,14 @@ int KeysMain(const std::vector<std::string> &args) {
   auto key = serve::NewApiKey();
   if (!key.ok())
     return Fail("keys", key.status());
+  // `kiln keys new a > a.key`: the shell made the file with its umask
+  // (often world-readable); a key file is the owner's alone.
+  struct stat st {};
+  if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0 &&
+      fchmod(STDOUT_FILENO, S_IRUSR | S_IWUSR) != 0)
+    return Fail("keys", Status(StatusCode::kInternal,
+                               "cannot make the output file readable by its owner only (chmod "
+                               "600): the key was not written"));
   std::printf("%s\n%s\n", key->c_str(), serve::KeyFileLine(args[1], *key).c_str());
   return kExitOk;
 }

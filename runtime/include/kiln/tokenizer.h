@@ -42,6 +42,11 @@ public:
   // add_special_tokens applies the post-processor (e.g. Llama-3's BOS).
   // Invalid UTF-8 gives kInvalidArgument.
   StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const;
+  // The same, but stops with kResourceExhausted as soon as the ids pass
+  // `max_tokens` (special tokens included): a prompt that provably does
+  // not fit a context is refused for about the cost of what fits.
+  StatusOr<std::vector<int32_t>> EncodeAtMost(std::string_view text, bool add_special_tokens,
+                                              size_t max_tokens) const;
   // Ids to text as HF decodes them: unknown ids are dropped and bytes that are
   // not valid UTF-8 become U+FFFD.
   std::string Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const;

@@ -5,9 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 namespace kiln::serve {
@@ -82,6 +85,17 @@ std::string KeyFileLine(const std::string &id, const std::string &key) {
 }
 
 StatusOr<std::unique_ptr<KeyStore>> KeyStore::Load(const std::string &path) {
+  // As ssh does with authorized_keys: a file that others may write could be
+  // given an admin key by any of them.
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    return InvalidArgument("cannot open the keys file '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return InvalidArgument("the keys file '" + path + "' is not a regular file");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return InvalidArgument("the keys file '" + path +
+                           "' may be written by its group or by anyone, who could add a key: "
+                           "chmod go-w it (e.g. chmod 600)");
   std::ifstream in(path);
   if (!in)
     return InvalidArgument("cannot open the keys file '" + path + "'");
@@ -207,6 +221,18 @@ void KeyStore::Release(int index, int64_t tokens, QuotaClock::time_point now) {
     s.tokens.emplace_back(now, tokens);
     s.token_sum += tokens;
   }
+}
+
+void KeyStore::Refund(int index, QuotaClock::time_point admitted_at) {
+  std::lock_guard<std::mutex> l(mu_);
+  State &s = keys_[index];
+  --s.concurrent;
+  // The newest admission at that time (Admit appends in time order).
+  for (auto it = s.requests.rbegin(); it != s.requests.rend(); ++it)
+    if (*it == admitted_at) {
+      s.requests.erase(std::next(it).base());
+      break;
+    }
 }
 
 } // namespace kiln::serve

@@ -58,6 +58,10 @@ public:
   bool Admit(int index, QuotaClock::time_point now, std::string *which, double *retry_after_s);
   // Ends an admitted request that used `tokens` (prompt + completion).
   void Release(int index, int64_t tokens, QuotaClock::time_point now);
+  // Undoes the admission made at `admitted_at` of a request then refused
+  // before it ran (the server was full, the engine refused its prompt): it
+  // counts against neither rpm nor concurrency.
+  void Refund(int index, QuotaClock::time_point admitted_at);
 
 private:
   struct State {

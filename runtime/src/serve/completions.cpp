@@ -10,7 +10,9 @@
 #include <httplib.h>
 
 #include <ctime>
+#include <limits>
 #include <map>
+#include <optional>
 
 namespace kiln::serve {
 namespace {
@@ -32,6 +34,39 @@ std::string Base64(const void *data, size_t n) {
     out += i + 2 < n ? kAlphabet[b & 63] : '=';
   }
   return out;
+}
+
+// Tokenizes a text prompt on the calling (request) thread, so the engine
+// thread only steps the model. Refuses a prompt of more than `max_bytes`
+// bytes, and one that does not fit the context as soon as tokenizing
+// passes it (the rest is never tokenized).
+std::optional<ApiError> TokenizePrompt(const ServedModel &m, int64_t max_bytes, bool add_special,
+                                       std::string_view text, std::vector<int32_t> *ids) {
+  if (static_cast<int64_t>(text.size()) > max_bytes) {
+    ApiError e = BadRequest("the prompt is " + std::to_string(text.size()) +
+                                " bytes; this server takes at most " + std::to_string(max_bytes) +
+                                " (max_prompt_bytes)",
+                            "prompt");
+    e.code = "prompt_too_large";
+    return e;
+  }
+  if (m.tokenizer == nullptr)
+    return BadRequest("the plan has no tokenizer: give the prompt as token ids", "prompt");
+  const size_t limit = m.context_length > 0 ? static_cast<size_t>(m.context_length)
+                                            : std::numeric_limits<size_t>::max();
+  auto got = m.tokenizer->EncodeAtMost(text, add_special, limit);
+  if (got.ok()) {
+    *ids = std::move(*got);
+    return std::nullopt;
+  }
+  if (got.status().code() == StatusCode::kResourceExhausted) {
+    ApiError e = BadRequest("the prompt is longer than the context length of " +
+                                std::to_string(m.context_length) + " tokens",
+                            "prompt");
+    e.code = "context_length_exceeded";
+    return e;
+  }
+  return BadRequest("the prompt cannot be tokenized: " + got.status().message(), "prompt");
 }
 
 } // namespace
@@ -98,6 +133,15 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
     e.code = "model_not_found";
     return SendError(res, e, call.get());
   }
+  for (Request &r : job.prompts) {
+    if (endpoint != Endpoint::kCompletions || !r.prompt_ids.empty())
+      continue;
+    if (auto e = TokenizePrompt(*m, settings_.max_prompt_bytes, /*add_special=*/true, r.prompt,
+                                &r.prompt_ids)) {
+      deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
+      return SendError(res, *e, call.get());
+    }
+  }
   if (endpoint == Endpoint::kChat) {
     if (!m->chat) {
       deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
@@ -117,26 +161,37 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
     if (m->tokenizer == nullptr)
       return SendError(res, BadRequest("the plan has no tokenizer for chat", "messages"),
                        call.get());
-    auto ids = m->tokenizer->Encode(*prompt, /*add_special_tokens=*/false);
-    if (!ids.ok() || ids->empty())
-      return SendError(
-          res,
-          BadRequest("the rendered chat prompt cannot be encoded" +
-                         (ids.ok() ? std::string(" (empty)") : ": " + ids.status().message()),
-                     "messages"),
-          call.get());
-    job.prompts[0].prompt_ids = std::move(*ids);
+    std::vector<int32_t> ids;
+    if (auto e = TokenizePrompt(*m, settings_.max_prompt_bytes, /*add_special=*/false, *prompt,
+                                &ids)) {
+      e->param = "messages";
+      deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
+      return SendError(res, *e, call.get());
+    }
+    if (ids.empty())
+      return SendError(res, BadRequest("the rendered chat prompt is empty", "messages"),
+                       call.get());
+    job.prompts[0].prompt_ids = std::move(ids);
   }
   if (!AdmitQuota(deps_.quotas, deps_.metrics, res, call.get()))
     return;
-  auto submitted = m->engine->Submit(job.prompts);
+  // The engine reports what the request consumed when its last choice ends,
+  // however it ends (finished, cancelled on a disconnect or a timeout): the
+  // call, and with it the quota's charge and the access-log line, lives
+  // until then.
+  auto submitted = m->engine->Submit(job.prompts, [call](int64_t prompt, int64_t completion) {
+    call->prompt_tokens = prompt;
+    call->completion_tokens = completion;
+  });
   if (!submitted.ok()) {
+    RefundQuota(call.get());
     deps_.metrics->Add("kiln_rejections_total", 1, "queue_full");
     return SendError(res, Unavailable(submitted.status().message(), "queue_full"), call.get());
   }
   std::shared_ptr<RequestStream> stream = *submitted;
   Status admitted = stream->WaitAdmitted();
   if (!admitted.ok()) {
+    RefundQuota(call.get());
     if (admitted.code() == StatusCode::kInvalidArgument) {
       deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
       return SendError(res, BadRequest(admitted.message(), "prompt"), call.get());
@@ -153,6 +208,7 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
   ctx.tokenizer = m->tokenizer;
   ctx.logprobs = job.logprobs;
   ctx.top_logprobs = job.top_logprobs;
+  ctx.include_usage = job.stream && job.include_usage;
   const double timeout_s = job.timeout_s > 0 ? job.timeout_s : settings_.request_timeout_s;
   const Clock::time_point deadline =
       Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
@@ -187,8 +243,6 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
       e.message = stream->status().message();
       return SendError(res, e, call.get());
     }
-    call->prompt_tokens = got.usage.prompt_tokens;
-    call->completion_tokens = got.usage.completion_tokens;
     res.set_content(CompletionBody(ctx, got.responses, got.usage), "application/json");
     return;
   }
@@ -230,8 +284,6 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
             if (include_usage)
               ok = write(UsageChunk(ctx, state->usage));
             ok = ok && write(kStreamDone);
-            call->prompt_tokens = state->usage.prompt_tokens;
-            call->completion_tokens = state->usage.completion_tokens;
             *finished = true;
             sink.done();
             return true;

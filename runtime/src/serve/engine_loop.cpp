@@ -51,8 +51,10 @@ void EngineLoop::Stop() {
     thread_.join();
 }
 
-StatusOr<std::shared_ptr<RequestStream>> EngineLoop::Submit(std::vector<Request> prompts) {
+StatusOr<std::shared_ptr<RequestStream>> EngineLoop::Submit(std::vector<Request> prompts,
+                                                          UsageCallback on_usage) {
   auto s = std::make_shared<RequestStream>();
+  s->on_usage_ = std::move(on_usage);
   s->n_ = prompts.empty() ? 1 : prompts[0].params.n;
   s->prompts_ = std::move(prompts);
   s->arrival_ = Clock::now();
@@ -259,6 +261,9 @@ void EngineLoop::Route(Response &r) {
   metrics_->Add("kiln_requests_finished_total", 1, FinishReasonName(r.finish_reason));
   metrics_->Add("kiln_prompt_tokens_total", r.prompt_length);
   metrics_->Add("kiln_generation_tokens_total", r.generated_length);
+  if (r.completion == 0)
+    s->used_prompt_ += r.prompt_length;
+  s->used_completion_ += r.generated_length;
   metrics_->Add("kiln_prefix_cache_hit_tokens_total", static_cast<double>(r.prefix_hit_tokens));
   if (r.finish_reason != FinishReason::kCancelled && r.generated_length > 0) {
     const double queued = std::chrono::duration<double>(Clock::now() - s->arrival_).count() -
@@ -288,12 +293,23 @@ void EngineLoop::Route(Response &r) {
 }
 
 void EngineLoop::Finished(RequestStream &s) {
-  std::lock_guard<std::mutex> l(mu_);
-  --in_flight_;
-  live_.erase(
-      std::remove_if(live_.begin(), live_.end(),
-                     [&](const std::shared_ptr<RequestStream> &p) { return p.get() == &s; }),
-      live_.end());
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    --in_flight_;
+    live_.erase(
+        std::remove_if(live_.begin(), live_.end(),
+                       [&](const std::shared_ptr<RequestStream> &p) { return p.get() == &s; }),
+        live_.end());
+  }
+  Report(s);
+}
+
+void EngineLoop::Report(RequestStream &s) {
+  if (!s.on_usage_)
+    return;
+  auto report = std::move(s.on_usage_);
+  s.on_usage_ = nullptr;
+  report(s.used_prompt_, s.used_completion_);
 }
 
 void EngineLoop::FailAll(const Status &st) {
@@ -327,6 +343,7 @@ void EngineLoop::FailAll(const Status &st) {
       pipe_->Cancel(id);
       routes_.erase(id);
     }
+    Report(*s);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,9 @@ private:
   int pending_ = 0;           // final responses still to come
   bool cancelled_ = false;    // the stream callback stops its completions
   std::string cancel_reason_; // for metrics
+  // Engine thread only: what the request consumed, reported to on_usage_.
+  int64_t used_prompt_ = 0, used_completion_ = 0;
+  std::function<void(int64_t, int64_t)> on_usage_;
 };
 
 class EngineLoop {
@@ -76,9 +80,16 @@ public:
   // Cancels whatever runs and joins the thread.
   void Stop();
 
+  // Called once on the engine thread when a request ends however it ends
+  // (every choice finished, cancelled, failed or refused): the prompt tokens
+  // (once per prompt) and the tokens generated (all choices), as
+  // kiln_prompt_tokens_total and kiln_generation_tokens_total counted them.
+  using UsageCallback = std::function<void(int64_t prompt_tokens, int64_t completion_tokens)>;
+
   // Admits a request and hands it to the engine thread. ResourceExhausted
   // (the caller answers 503) when max_queue requests are in flight.
-  StatusOr<std::shared_ptr<RequestStream>> Submit(std::vector<Request> prompts);
+  StatusOr<std::shared_ptr<RequestStream>> Submit(std::vector<Request> prompts,
+                                                  UsageCallback on_usage = nullptr);
   // Cancels a request (disconnect, timeout, drain); its KV blocks are freed
   // at the next step. `reason` labels the cancellation metric.
   void Cancel(RequestStream &stream, const std::string &reason);
@@ -94,7 +105,8 @@ private:
   void Admit(const std::shared_ptr<RequestStream> &s);
   void Route(Response &r);
   void FailAll(const Status &s);
-  void Finished(RequestStream &s); // under no lock; updates in_flight
+  void Finished(RequestStream &s); // under no lock; updates in_flight, reports usage
+  void Report(RequestStream &s);   // calls the stream's usage callback, once
   void UpdateGauges();
 
   Pipeline *pipe_;

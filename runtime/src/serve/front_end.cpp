@@ -105,19 +105,17 @@ void FrontEnd::DeclareMetrics(Metrics *m) {
 }
 
 FrontEnd::FrontEnd(const ServeSettings &settings, FrontEndDeps deps)
-    : settings_(settings), deps_(deps), http_(std::make_unique<httplib::Server>()) {
-  ConfigureServer(*http_, settings_, &listen_fd_);
+    : settings_(settings), deps_(deps),
+      http_(std::make_unique<HttpListener>(ListenerLimitsFrom(settings), ApiErrorResponder(),
+                                           deps.metrics)) {
   Routes();
 }
 
 FrontEnd::~FrontEnd() = default;
 
-StatusOr<int> FrontEnd::Bind() { return BindServer(*http_, settings_, &listen_fd_); }
+StatusOr<int> FrontEnd::Bind() { return http_->Bind(settings_.host, settings_.port); }
 
-void FrontEnd::Listen() {
-  http_->listen_after_bind();
-  listen_returned_ = true;
-}
+void FrontEnd::Listen() { http_->Run(); }
 
 void FrontEnd::Register(const std::shared_ptr<UpstreamCall> &call) {
   std::lock_guard<std::mutex> l(calls_mu_);
@@ -153,6 +151,7 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
       return;
     if (++in_flight_ > settings_.max_queue) {
       --in_flight_;
+      RefundQuota(call.get());
       deps_.metrics->Add("kiln_rejections_total", 1, "queue_full");
       return SendError(res,
                        Unavailable("the server is at its limit of " +
@@ -172,6 +171,7 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
   for (;;) {
     LeastLoaded::Pick pick = deps_.balancer->Acquire(tried);
     if (pick.index < 0) {
+      RefundQuota(call.get());
       deps_.metrics->Add("kiln_rejections_total", 1, "no_replica");
       return SendError(res,
                        Unavailable("no replica is ready (" +
@@ -308,13 +308,16 @@ void FrontEnd::Routes() {
   using httplib::Response;
   // Liveness of the front end; 503 once every replica has been given up on
   // (nothing can serve, so whatever runs kiln serve should restart it).
-  http_->Get("/health", [this](const Request &, Response &res) {
-    if (deps_.supervisor->Serviceable())
-      return res.set_content("{\"status\":\"ok\"}", "application/json");
-    SendError(res,
-              Unavailable("every replica crashed repeatedly and was given up on", "no_replica"),
-              nullptr);
-  });
+  http_->Get(
+      "/health",
+      [this](const Request &, Response &res) {
+        if (deps_.supervisor->Serviceable())
+          return res.set_content("{\"status\":\"ok\"}", "application/json");
+        SendError(res,
+                  Unavailable("every replica crashed repeatedly and was given up on", "no_replica"),
+                  nullptr);
+      },
+      /*run_inline=*/true);
   http_->Get("/ready", [this](const Request &req, Response &res) {
     CallLog call;
     if (!Authorize(deps_.keys, deps_.quotas, deps_.metrics, settings_.access_log, req, res, &call))
@@ -352,7 +355,6 @@ void FrontEnd::Routes() {
                 "restart kiln serve with the new plan";
     SendError(res, e, &call);
   });
-  InstallErrorHandlers(*http_, settings_, deps_.metrics);
 }
 
 void FrontEnd::Drain() {
@@ -361,20 +363,25 @@ void FrontEnd::Drain() {
   deps_.metrics->Set("kiln_draining", 1);
   std::fprintf(stderr, "kiln serve: draining: no new requests; %d in flight, up to %gs\n",
                in_flight_.load(), settings_.drain_timeout_s);
-  for (int i = 0; i < 1000 && !http_->is_running() && !listen_returned_; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  http_->stop();
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::microseconds(static_cast<int64_t>(settings_.drain_timeout_s * 1e6));
-  while (in_flight_ > 0 && std::chrono::steady_clock::now() < deadline)
+  http_->Stop();
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(
+                                                          settings_.drain_timeout_s * 1e6));
+  const auto grace = std::min<std::chrono::steady_clock::duration>(
+      std::chrono::seconds(1), std::chrono::microseconds(static_cast<int64_t>(
+                                   settings_.drain_timeout_s * 0.25e6)));
+  while ((in_flight_ > 0 || http_->busy() > 0) && std::chrono::steady_clock::now() < end - grace)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (in_flight_ == 0)
-    return;
-  std::lock_guard<std::mutex> l(calls_mu_);
-  std::fprintf(stderr, "kiln serve: drain deadline: cutting off %d requests\n", in_flight_.load());
-  for (const std::shared_ptr<UpstreamCall> &up : calls_)
-    up->Abort("the server's drain deadline passed");
+  if (in_flight_ > 0) {
+    std::lock_guard<std::mutex> l(calls_mu_);
+    std::fprintf(stderr, "kiln serve: drain deadline: cutting off %d requests\n",
+                 in_flight_.load());
+    for (const std::shared_ptr<UpstreamCall> &up : calls_)
+      up->Abort("the server's drain deadline passed");
+  }
+  while (http_->busy() > 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (http_->busy() > 0)
+    http_->Abort();
 }
 
 } // namespace kiln::serve

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "serve/auth.h"
+#include "serve/http_listener.h"
 #include "serve/metrics.h"
 #include "serve/replica_balancer.h"
 #include "serve/replica_proxy.h"
@@ -21,7 +22,6 @@
 #include <string>
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 } // namespace httplib
@@ -64,10 +64,8 @@ private:
 
   ServeSettings settings_;
   FrontEndDeps deps_;
-  std::unique_ptr<httplib::Server> http_;
-  int listen_fd_ = -1;
+  std::unique_ptr<HttpListener> http_;
   std::atomic<bool> draining_{false};
-  std::atomic<bool> listen_returned_{false};
   std::atomic<int> in_flight_{0}; // generation requests admitted, not finished
   std::mutex calls_mu_;
   std::set<std::shared_ptr<UpstreamCall>> calls_; // running, for Drain's deadline

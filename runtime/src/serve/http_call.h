@@ -19,6 +19,7 @@ struct CallLog {
   int key = -1;             // index in the key store; -1: none
   std::string key_id = "-"; // for the log
   bool quota_held = false;  // Admit succeeded; Release at the end
+  std::chrono::steady_clock::time_point admitted_at{}; // when Admit succeeded
   std::string method, path;
   int status = 200;
   int64_t prompt_tokens = 0, completion_tokens = 0;

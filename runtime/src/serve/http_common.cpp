@@ -1,97 +1,51 @@
 #include "serve/http_common.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
 
 namespace kiln::serve {
-namespace {
-
-// The packaged httplib listens with a backlog of 5: a burst of clients
-// overflows it, and the kernel then drops their handshakes' last step, so a
-// client believes it is connected while the server never sees it (until a
-// reset a minute later). listen() again on the bound socket raises it; the
-// kernel caps it at somaxconn.
-constexpr int kListenBacklog = 1024;
-
-} // namespace
-
-void ConfigureServer(httplib::Server &http, const ServeSettings &settings, int *listen_fd) {
-  const int threads = settings.http_threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  auto secs = [](double s) { return std::chrono::microseconds(static_cast<int64_t>(s * 1e6)); };
-  http.set_read_timeout(secs(settings.read_timeout_s));
-  http.set_write_timeout(secs(settings.write_timeout_s));
-  http.set_keep_alive_timeout(5);
-  http.set_payload_max_length(static_cast<size_t>(settings.max_body_bytes));
-  // SO_REUSEADDR, not httplib's default SO_REUSEPORT: a second server on a
-  // port in use must fail to bind, not silently share its connections.
-  http.set_socket_options([listen_fd](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    *listen_fd = sock;
-  });
+ListenerLimits ListenerLimitsFrom(const ServeSettings &settings) {
+  ListenerLimits l;
+  l.wire.max_head_bytes = static_cast<size_t>(settings.max_header_bytes);
+  l.wire.max_headers = static_cast<size_t>(settings.max_headers);
+  l.wire.max_body_bytes = static_cast<uint64_t>(settings.max_body_bytes);
+  l.header_timeout_s = settings.header_timeout_s;
+  l.body_timeout_s = settings.body_timeout_s;
+  l.read_timeout_s = settings.read_timeout_s;
+  l.keep_alive_timeout_s = settings.keep_alive_timeout_s;
+  l.write_timeout_s = settings.write_timeout_s;
+  l.max_connections = settings.max_connections;
+  l.max_buffered_bytes = static_cast<uint64_t>(settings.max_buffered_bytes);
+  l.workers = settings.http_threads;
+  return l;
 }
 
-StatusOr<int> BindServer(httplib::Server &http, const ServeSettings &settings,
-                         const int *listen_fd) {
-  int port = settings.port;
-  if (port == 0) {
-    port = http.bind_to_any_port(settings.host);
-    if (port < 0)
-      return InvalidArgument("cannot listen on " + settings.host + " (any port)");
-  } else if (!http.bind_to_port(settings.host, port)) {
-    return InvalidArgument("cannot listen on " + settings.host + ":" + std::to_string(port) +
-                           " (in use, or not an address of this host)");
-  }
-  if (*listen_fd >= 0)
-    ::listen(*listen_fd, kListenBacklog);
-  return port;
-}
-
-void InstallErrorHandlers(httplib::Server &http, const ServeSettings &settings, Metrics *metrics) {
-  using httplib::Request;
-  using httplib::Response;
-  const int64_t max_body = settings.max_body_bytes;
-  // Handlers' own errors already have a body; httplib's do not.
-  http.set_error_handler(
-      httplib::Server::HandlerWithResponse([metrics, max_body](const Request &req, Response &res) {
-        if (!res.body.empty())
-          return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e;
-        e.status = res.status;
-        if (res.status == 404) {
-          e.message = "no route " + req.method + " " + req.path;
-          e.code = "not_found";
-        } else if (res.status == 413) {
-          e.message = "the request body is larger than the server's limit of " +
-                      std::to_string(max_body) + " bytes";
-          metrics->Add("kiln_rejections_total", 1, "body_too_large");
-        } else {
-          e.message =
-              "the HTTP request could not be served (status " + std::to_string(res.status) + ")";
-        }
-        metrics->Add("kiln_http_requests_total", 1, std::to_string(res.status));
-        SendError(res, e, nullptr);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http.set_exception_handler([](const Request &, Response &res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception &ex) {
-      what = ex.what();
-    } catch (...) {
-    }
+ErrorResponder ApiErrorResponder() {
+  return [](int status, const std::string &message, httplib::Response &res) {
     ApiError e;
-    e.status = 500;
-    e.type = "server_error";
-    e.message = "internal error: " + what;
-    res.status = 500;
-    res.set_content(ErrorBody(e), "application/json");
-  });
+    e.status = status;
+    e.message = message;
+    if (status == 404)
+      e.code = "not_found";
+    else if (status == 405)
+      e.code = "method_not_allowed";
+    else if (status == 408)
+      e.code = "request_timeout";
+    else if (status == 413)
+      e.code = "body_too_large";
+    else if (status == 431)
+      e.code = "head_too_large";
+    else if (status == 503) {
+      e.type = "service_unavailable";
+      e.code = "server_full";
+      e.retry_after_s = 1;
+    } else if (status >= 500) {
+      e.type = "server_error";
+    }
+    SendError(res, e, nullptr);
+  };
 }
 
 void SendError(httplib::Response &res, const ApiError &e, CallLog *call) {
@@ -123,18 +77,25 @@ bool Authorize(const KeyStore *keys, KeyStore *quotas, Metrics *metrics, bool ac
   if (keys == nullptr)
     return true;
   const std::string auth = req.get_header_value("Authorization");
-  const std::string kBearer = "Bearer ";
   ApiError e;
   e.status = 401;
   e.type = "authentication_error";
   e.code = "invalid_api_key";
-  if (auth.compare(0, kBearer.size(), kBearer) != 0) {
+  // The scheme is case-insensitive (RFC 9110 11.1), then one or more spaces.
+  size_t key_at = 0;
+  const bool bearer = auth.size() > 7 && (auth[0] | 0x20) == 'b' && (auth[1] | 0x20) == 'e' &&
+                      (auth[2] | 0x20) == 'a' && (auth[3] | 0x20) == 'r' &&
+                      (auth[4] | 0x20) == 'e' && (auth[5] | 0x20) == 'r' && auth[6] == ' ';
+  if (bearer) {
+    key_at = auth.find_first_not_of(' ', 6);
+  }
+  if (!bearer || key_at == std::string::npos) {
     e.message = "missing API key: send 'Authorization: Bearer KEY'";
     metrics->Add("kiln_rejections_total", 1, "no_key");
     SendError(res, e, call);
     return false;
   }
-  const int index = keys->Authenticate(auth.substr(kBearer.size()));
+  const int index = keys->Authenticate(auth.substr(key_at));
   if (index < 0) {
     e.message = "invalid API key";
     metrics->Add("kiln_rejections_total", 1, "bad_key");
@@ -151,7 +112,8 @@ bool AdmitQuota(KeyStore *quotas, Metrics *metrics, httplib::Response &res, Call
     return true;
   std::string which;
   double retry = 0;
-  if (!quotas->Admit(call->key, QuotaClock::now(), &which, &retry)) {
+  const QuotaClock::time_point now = QuotaClock::now();
+  if (!quotas->Admit(call->key, now, &which, &retry)) {
     ApiError e;
     e.status = 429;
     e.type = "rate_limit_error";
@@ -163,7 +125,15 @@ bool AdmitQuota(KeyStore *quotas, Metrics *metrics, httplib::Response &res, Call
     return false;
   }
   call->quota_held = true;
+  call->admitted_at = now;
   return true;
+}
+
+void RefundQuota(CallLog *call) {
+  if (!call->quota_held || call->quotas == nullptr || call->key < 0)
+    return;
+  call->quotas->Refund(call->key, call->admitted_at);
+  call->quota_held = false;
 }
 
 } // namespace kiln::serve

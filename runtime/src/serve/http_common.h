@@ -1,35 +1,30 @@
 // What both HTTP servers of `kiln serve` share: the single-process server
 // (HttpServer) and the front end of --replicas (FrontEnd). The listener's
-// set-up (threads, timeouts, body limit, backlog), the auth boundary, key
-// quotas, and error bodies for the statuses httplib answers itself. Internal
-// to the serve library.
+// limits, the auth boundary, key quotas, and error bodies for the statuses
+// the listener answers itself. Internal to the serve library.
 #pragma once
 
 #include "kiln/status.h"
 #include "serve/api_error.h"
 #include "serve/auth.h"
 #include "serve/http_call.h"
+#include "serve/http_listener.h"
 #include "serve/metrics.h"
 #include "serve/settings.h"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 } // namespace httplib
 
 namespace kiln::serve {
 
-// Thread pool, read/write timeouts, keep-alive and the body limit from
-// `settings`; SO_REUSEADDR on the listening socket, whose descriptor is
-// stored in *listen_fd when it is created (BindServer raises its backlog).
-void ConfigureServer(httplib::Server &http, const ServeSettings &settings, int *listen_fd);
-// Binds settings.host:settings.port (port 0: any free one); returns the port.
-StatusOr<int> BindServer(httplib::Server &http, const ServeSettings &settings,
-                         const int *listen_fd);
-// The API's error body for statuses httplib sets itself (404 no route, 413
-// body too large, 400 malformed HTTP) and for exceptions (500).
-void InstallErrorHandlers(httplib::Server &http, const ServeSettings &settings, Metrics *metrics);
+// The listener's limits and deadlines from `settings`.
+ListenerLimits ListenerLimitsFrom(const ServeSettings &settings);
+// The API's error body for the statuses the listener answers itself (404 no
+// route, 405, 408 too slow, 413 body too large, 431 head too large, 400
+// malformed HTTP, 503 too many connections, 500 a handler's exception).
+ErrorResponder ApiErrorResponder();
 
 // Sends `e` in OpenAI's shape (with Retry-After when it has one), and
 // records the status in `call` when given.
@@ -46,5 +41,9 @@ bool Authorize(const KeyStore *keys, KeyStore *quotas, Metrics *metrics, bool ac
 // answers 429 with Retry-After and returns false; on success the call
 // holds the quota until it ends (CallLog releases it).
 bool AdmitQuota(KeyStore *quotas, Metrics *metrics, httplib::Response &res, CallLog *call);
+// A call admitted by AdmitQuota and then refused before it ran (queue full,
+// no replica, a prompt the engine refused): its admission is undone, so
+// refusals (which clients retry) use up no rpm.
+void RefundQuota(CallLog *call);
 
 } // namespace kiln::serve

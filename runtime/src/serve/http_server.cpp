@@ -7,11 +7,38 @@
 
 #include <httplib.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <thread>
 
 namespace kiln::serve {
+
+namespace {
+
+// A field of the access log: bytes outside printable ASCII (a URL's
+// decoded control bytes, a newline that would forge a line) as \xNN.
+std::string LogField(const std::string &s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+} // namespace
 
 CallLog::~CallLog() {
   const auto now = std::chrono::steady_clock::now();
@@ -25,16 +52,18 @@ CallLog::~CallLog() {
     std::fprintf(stderr,
                  "kiln serve: key=%s %s %s %d %.1fms prompt_tokens=%lld "
                  "completion_tokens=%lld%s%s\n",
-                 key_id.c_str(), method.c_str(), path.c_str(), status, ms,
-                 static_cast<long long>(prompt_tokens), static_cast<long long>(completion_tokens),
-                 note.empty() ? "" : " ", note.c_str());
+                 LogField(key_id).c_str(), LogField(method).c_str(), LogField(path).c_str(),
+                 status, ms, static_cast<long long>(prompt_tokens),
+                 static_cast<long long>(completion_tokens), note.empty() ? "" : " ",
+                 LogField(note).c_str());
   }
 }
 
 HttpServer::HttpServer(const ServeSettings &settings, ServerDeps deps)
-    : settings_(settings), deps_(std::move(deps)), http_(std::make_unique<httplib::Server>()) {
+    : settings_(settings), deps_(std::move(deps)),
+      http_(std::make_unique<HttpListener>(ListenerLimitsFrom(settings), ApiErrorResponder(),
+                                           deps_.metrics)) {
   created_ = static_cast<int64_t>(std::time(nullptr));
-  ConfigureServer(*http_, settings_, &listen_fd_);
   Routes();
 }
 
@@ -76,6 +105,25 @@ StatusOr<std::shared_ptr<const ServedModel>> HttpServer::Reload(const std::strin
   }
   if (path.empty())
     return InvalidArgument("give the plan to switch to");
+  // Only a regular file, checked without blocking: opening a FIFO for
+  // reading would wait for a writer, and hold every later reload and the
+  // shutdown behind it.
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st {};
+    const bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    const std::string why = fd < 0 ? std::string("cannot open the plan '") + path +
+                                         "': " + std::strerror(errno)
+                                   : "the plan '" + path + "' is not a regular file";
+    if (fd >= 0)
+      ::close(fd);
+    if (!regular) {
+      deps_.metrics->Add("kiln_reloads_total", 1, "failed");
+      std::fprintf(stderr, "kiln serve: '%s' not switched to, the served plan stays: %s\n",
+                   path.c_str(), why.c_str());
+      return InvalidArgument(why);
+    }
+  }
   std::fprintf(stderr, "kiln serve: loading '%s' beside the served plan\n", path.c_str());
   auto next = deps_.loader(path);
   if (!next.ok()) {
@@ -147,10 +195,14 @@ void HttpServer::ReloadRoute(const httplib::Request &req, httplib::Response &res
 void HttpServer::Routes() {
   using httplib::Request;
   using httplib::Response;
-  // Liveness: the process answers. The only route without a key.
-  http_->Get("/health", [](const Request &, Response &res) {
-    res.set_content("{\"status\":\"ok\"}", "application/json");
-  });
+  // Liveness: the process answers. The only route without a key; answered
+  // on the listener's own thread, so it answers while every worker is busy.
+  http_->Get(
+      "/health",
+      [](const Request &, Response &res) {
+        res.set_content("{\"status\":\"ok\"}", "application/json");
+      },
+      /*run_inline=*/true);
   http_->Get("/ready", [this](const Request &req, Response &res) {
     Call call;
     if (!Authorize(req, res, &call))
@@ -213,15 +265,11 @@ void HttpServer::Routes() {
   http_->Post("/v1/embeddings",
               [this](const Request &req, Response &res) { EmbeddingsRoute(req, res); });
   http_->Post("/admin/reload", [this](const Request &req, Response &res) { ReloadRoute(req, res); });
-  InstallErrorHandlers(*http_, settings_, deps_.metrics);
 }
 
-StatusOr<int> HttpServer::Bind() { return BindServer(*http_, settings_, &listen_fd_); }
+StatusOr<int> HttpServer::Bind() { return http_->Bind(settings_.host, settings_.port); }
 
-void HttpServer::Listen() {
-  http_->listen_after_bind();
-  listen_returned_ = true;
-}
+void HttpServer::Listen() { http_->Run(); }
 
 void HttpServer::Drain() {
   if (draining_.exchange(true))
@@ -231,24 +279,29 @@ void HttpServer::Drain() {
   EngineLoop *engine = model->engine;
   std::fprintf(stderr, "kiln serve: draining: no new requests; %d in flight, up to %gs\n",
                engine ? engine->in_flight() : 0, settings_.drain_timeout_s);
-  // Closing the listening socket stops new connections; listen_after_bind
-  // returns once the connections being served have finished. A signal that
-  // comes before the listener runs must wait for it, or stop() finds nothing
-  // to stop.
-  for (int i = 0; i < 1000 && !http_->is_running() && !listen_returned_; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  http_->stop();
-  if (engine == nullptr)
-    return;
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::microseconds(static_cast<int64_t>(settings_.drain_timeout_s * 1e6));
-  while (engine->in_flight() > 0 && std::chrono::steady_clock::now() < deadline)
+  // No new connections; idle ones and those still sending a request close
+  // now. Accepted requests run to the deadline, then are cancelled; a
+  // response whose client does not read it is cut a second later.
+  http_->Stop();
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(
+                                                          settings_.drain_timeout_s * 1e6));
+  const auto grace = std::min<std::chrono::steady_clock::duration>(
+      std::chrono::seconds(1), std::chrono::microseconds(static_cast<int64_t>(
+                                   settings_.drain_timeout_s * 0.25e6)));
+  auto busy = [&] { return (engine != nullptr && engine->in_flight() > 0) || http_->busy() > 0; };
+  while (busy() && std::chrono::steady_clock::now() < end - grace)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (engine->in_flight() > 0) {
+  if (engine != nullptr && engine->in_flight() > 0) {
     std::fprintf(stderr, "kiln serve: drain deadline: cancelling %d requests\n",
                  engine->in_flight());
     engine->CancelAll("drain");
+  }
+  while (http_->busy() > 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (http_->busy() > 0) {
+    std::fprintf(stderr, "kiln serve: drain deadline: cutting %d connections off\n",
+                 http_->busy());
+    http_->Abort();
   }
 }
 

@@ -1,4 +1,4 @@
-// The HTTP front end of `kiln serve` (cpp-httplib): routes, the auth
+// The HTTP front end of `kiln serve` (HttpListener): routes, the auth
 // boundary, quotas, admission, access log, and drain on shutdown. Request
 // bodies are parsed by openai_request, responses built by openai_response,
 // and generation runs on the EngineLoop's thread.
@@ -9,6 +9,7 @@
 #include "serve/auth.h"
 #include "serve/engine_loop.h"
 #include "serve/http_call.h"
+#include "serve/http_listener.h"
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
 #include "serve/settings.h"
@@ -22,7 +23,6 @@
 #include <string>
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 } // namespace httplib
@@ -106,10 +106,8 @@ private:
   mutable std::mutex model_mu_;              // guards deps_.model and previous_path_
   std::mutex reload_mu_;                     // one Reload at a time
   std::string previous_path_;                // the plan served before the last switch
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpListener> http_;
   std::atomic<bool> draining_{false};
-  std::atomic<bool> listen_returned_{false};
-  int listen_fd_ = -1; // the listening socket, once bound
   std::atomic<int> active_{0}; // handlers and streams not finished
   int64_t created_ = 0;
 };

@@ -27,6 +27,7 @@ const std::set<std::string> kCommon = {"model",
                                        "stream",
                                        "stream_options",
                                        "user",
+                                       "response_format",
                                        "timeout",
                                        "min_tokens",
                                        "ignore_eos",
@@ -314,6 +315,19 @@ std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
   }
   if (body.contains("user") && !body["user"].is_string() && !body["user"].is_null())
     return Bad("user", "must be a string");
+  // Plain text is what the engine writes; structured output is not served
+  // yet, and a client asking for it must not believe it got it.
+  if (body.contains("response_format") && !body["response_format"].is_null()) {
+    const json &rf = body["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
+      return Bad("response_format", "must be an object with a \"type\"");
+    for (auto it = rf.begin(); it != rf.end(); ++it)
+      if (it.key() != "type")
+        return Bad("response_format", "has an unknown field '" + it.key() + "'");
+    if (rf["type"] != "text")
+      return Bad("response_format", "type '" + rf["type"].get<std::string>() +
+                                        "' is not supported by this server (\"text\" only)");
+  }
 
   Status ok = ValidateRequestParams(p);
   if (!ok.ok())
@@ -332,6 +346,15 @@ std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
     if (auto e = ParsePrompts(body["prompt"], limits.max_prompts, &job->prompts))
       return e;
   }
+  const int64_t streams = static_cast<int64_t>(job->prompts.size()) * job->n *
+                          (1 + (job->logprobs ? job->top_logprobs : 0));
+  if (streams > limits.max_streams)
+    return Bad(job->logprobs ? "top_logprobs" : "n",
+               "asks for " + std::to_string(job->prompts.size()) + " prompt(s) x n=" +
+                   std::to_string(job->n) + " x (1 + top_logprobs=" +
+                   std::to_string(job->logprobs ? job->top_logprobs : 0) + ") = " +
+                   std::to_string(streams) + " token streams; this server answers at most " +
+                   std::to_string(limits.max_streams) + " per request: split it");
   for (Request &r : job->prompts)
     r.params = p;
   return std::nullopt;

@@ -37,6 +37,9 @@ struct ParseLimits {
   int max_n = 16;
   int max_prompts = 64;
   int max_stop = 16;
+  // The response a request may ask for: prompts x n x (1 + top_logprobs)
+  // token streams at most.
+  int max_streams = 256;
   int64_t context_length = 0; // default max_tokens when known (0: the plan default)
   double max_timeout_s = 3600;
 };

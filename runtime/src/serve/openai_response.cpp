@@ -2,6 +2,8 @@
 
 #include "serve/api_error.h"
 
+#include <sys/random.h>
+
 #include <atomic>
 #include <cmath>
 #include <random>
@@ -72,11 +74,27 @@ ojson Head(const ResponseContext &ctx, const char *object) {
 } // namespace
 
 std::string NewResponseId(const std::string &prefix) {
-  static std::atomic<uint64_t> counter{std::random_device{}()};
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016llx",
-                static_cast<unsigned long long>(counter.fetch_add(0x9E3779B97F4A7C15ull)));
-  return prefix + buf;
+  // 128 random bits: an id says nothing about how many came before it.
+  unsigned char bytes[16];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t r = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (r <= 0)
+      break;
+    got += static_cast<size_t>(r);
+  }
+  if (got < sizeof(bytes)) { // no getrandom: the C++ library's source
+    thread_local std::random_device rd;
+    for (unsigned char &b : bytes)
+      b = static_cast<unsigned char>(rd());
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = prefix;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
 }
 
 const char *ApiFinish(FinishReason r) {
@@ -132,6 +150,8 @@ std::string StreamChunk(const ResponseContext &ctx, int choice, const std::strin
   c["logprobs"] = ctx.logprobs && !samples.empty() ? LogprobsJson(ctx, samples, 0) : ojson(nullptr);
   c["finish_reason"] = finish ? ojson(finish) : ojson(nullptr);
   j["choices"] = ojson::array({c});
+  if (ctx.include_usage) // every chunk but the usage chunk says "usage": null
+    j["usage"] = nullptr;
   return "data: " + Dump(j) + "\n\n";
 }
 

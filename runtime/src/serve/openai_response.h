@@ -27,6 +27,7 @@ struct ResponseContext {
   const Tokenizer *tokenizer = nullptr; // token strings of logprobs
   bool logprobs = false;
   int top_logprobs = 0;
+  bool include_usage = false; // stream_options.include_usage: chunks carry "usage": null
 };
 
 // A fresh response id with `prefix` ("cmpl-", "chatcmpl-").

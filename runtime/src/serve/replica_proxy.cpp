@@ -179,6 +179,15 @@ std::vector<std::string> SseRelay::Feed(const std::string &piece) {
         if (drop_usage_)
           continue;
       }
+      // The replica was asked for usage, so its other chunks say
+      // "usage": null; a client that did not ask sees neither.
+      if (drop_usage_ && j.is_object() && j.contains("usage") && j["usage"].is_null()) {
+        auto o = nlohmann::ordered_json::parse(event.substr(6), nullptr, false);
+        if (o.is_object()) {
+          o.erase("usage");
+          event = "data: " + o.dump() + "\n\n";
+        }
+      }
     }
     events.push_back(std::move(event));
   }

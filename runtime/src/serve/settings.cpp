@@ -90,15 +90,50 @@ const std::vector<Entry> &Entries() {
        Seconds(&ServeSettings::max_request_timeout_s, "max_request_timeout_s")},
       {{"max_body_bytes", "int", "largest request body; bigger gets 413 (default 4194304)"},
        Int(&ServeSettings::max_body_bytes, "max_body_bytes", 1024, int64_t{1} << 32)},
-      {{"read_timeout_s", "number", "how long a client may take to send its request (default 10)"},
+      {{"max_prompt_bytes", "int",
+        "largest prompt text (each prompt, or the rendered chat) in bytes; bigger gets 400 "
+        "before any tokenizing (default 1048576). A prompt that does not fit the context is "
+        "refused as soon as tokenizing passes it"},
+       Int(&ServeSettings::max_prompt_bytes, "max_prompt_bytes", 1, int64_t{1} << 32)},
+      {{"max_header_bytes", "int",
+        "largest request head (request line and headers); bigger gets 431 as soon as it "
+        "passes the limit (default 32768)"},
+       Int(&ServeSettings::max_header_bytes, "max_header_bytes", 1024, int64_t{1} << 24)},
+      {{"max_headers", "int", "most header fields a request may have; more gets 431 (default 100)"},
+       Int(&ServeSettings::max_headers, "max_headers", 8, 100000)},
+      {{"header_timeout_s", "number",
+        "how long a client may take to send a request's head, from its first byte (default 30); "
+        "past it, 408 and the connection is closed"},
+       Seconds(&ServeSettings::header_timeout_s, "header_timeout_s")},
+      {{"body_timeout_s", "number",
+        "how long a client may take to send a request's body, from the end of its head "
+        "(default 60); past it, 408"},
+       Seconds(&ServeSettings::body_timeout_s, "body_timeout_s")},
+      {{"read_timeout_s", "number",
+        "the longest a client may send nothing in the middle of a request, or after connecting "
+        "(default 10); past it, 408 (or, before any byte, the connection is closed)"},
        Seconds(&ServeSettings::read_timeout_s, "read_timeout_s")},
+      {{"keep_alive_timeout_s", "number",
+        "how long an idle connection is kept open between requests (default 5)"},
+       Seconds(&ServeSettings::keep_alive_timeout_s, "keep_alive_timeout_s")},
       {{"write_timeout_s", "number",
-        "how long one write to a slow client may block before the request is cancelled "
-        "(default 30)"},
+        "how long a write to a client may make no progress before the response (and its "
+        "request) is cut off (default 30)"},
        Seconds(&ServeSettings::write_timeout_s, "write_timeout_s")},
       {{"http_threads", "int",
-        "connections served at once (default 128); more wait for a free thread"},
+        "requests answered at once, streams included (default 128); a connection holds one "
+        "only once its whole request has arrived, so slow clients hold none"},
        Int(&ServeSettings::http_threads, "http_threads", 2, 1 << 14)},
+      {{"max_connections", "int",
+        "open client connections at most (default 4096); past it, 503 at once. The "
+        "descriptor limit is raised to fit, when the system allows"},
+       Int(&ServeSettings::max_connections, "max_connections", 16, 1 << 20)},
+      {{"max_buffered_bytes", "int",
+        "request bytes the server holds for all connections together, heads and bodies not yet "
+        "answered (default 268435456); a request that would pass it gets 503. With "
+        "max_connections it bounds the memory clients can make the server use (docs/serve.md)"},
+       Int(&ServeSettings::max_buffered_bytes, "max_buffered_bytes", int64_t{1} << 20,
+           int64_t{1} << 40)},
       {{"drain_timeout_s", "number",
         "on SIGTERM, how long accepted requests may run before they are cancelled "
         "(default 60)"},
@@ -189,6 +224,10 @@ Status CheckSettings(const ServeSettings &s) {
     return InvalidArgument("request_timeout_s (" + std::to_string(s.request_timeout_s) +
                            ") is larger than max_request_timeout_s (" +
                            std::to_string(s.max_request_timeout_s) + ")");
+  if (s.max_buffered_bytes < s.max_body_bytes + s.max_header_bytes)
+    return InvalidArgument("max_buffered_bytes (" + std::to_string(s.max_buffered_bytes) +
+                           ") must hold one whole request: max_body_bytes + max_header_bytes (" +
+                           std::to_string(s.max_body_bytes + s.max_header_bytes) + ")");
   if (s.api_keys.empty() && !s.allow_no_auth)
     return InvalidArgument("no --api-keys file: give one (kiln keys new NAME makes a key), or "
                            "--allow-no-auth true to serve without keys");

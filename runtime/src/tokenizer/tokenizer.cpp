@@ -1,6 +1,7 @@
 #include "kiln/tokenizer.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_impl.h"
@@ -53,13 +54,25 @@ Status TokenizerImpl::Build(const Json &root) {
   });
 }
 
-Status TokenizerImpl::EncodeText(std::string_view text, std::vector<int32_t> *ids) const {
+namespace {
+Status ResourceExhaustedTokens(size_t max_tokens) {
+  return Status(StatusCode::kResourceExhausted,
+                "the text is more than " + std::to_string(max_tokens) +
+                    " tokens (tokenizing stopped there)");
+}
+} // namespace
+
+Status TokenizerImpl::EncodeText(std::string_view text, std::vector<int32_t> *ids,
+                                 size_t max_tokens) const {
+  auto over = [&] { return ResourceExhaustedTokens(max_tokens); };
   std::vector<Segment> raw, normalized_segments;
   std::vector<std::string> words;
   added_.Split(text, /*normalized=*/false, &raw);
   for (const Segment &seg : raw) {
     if (seg.id >= 0) {
       ids->push_back(seg.id);
+      if (ids->size() > max_tokens)
+        return over();
       continue;
     }
     const std::string normalized =
@@ -69,26 +82,34 @@ Status TokenizerImpl::EncodeText(std::string_view text, std::vector<int32_t> *id
     for (const Segment &s : normalized_segments) {
       if (s.id >= 0) {
         ids->push_back(s.id);
+        if (ids->size() > max_tokens)
+          return over();
         continue;
       }
       words.clear();
       KILN_RETURN_IF_ERROR(pre_tokenizer_->Split(
           std::string_view(normalized).substr(s.begin, s.end - s.begin), &words));
-      for (const std::string &w : words)
+      for (const std::string &w : words) {
         KILN_RETURN_IF_ERROR(model_->Encode(w, ids));
+        if (ids->size() > max_tokens)
+          return over();
+      }
     }
   }
   return Status::Ok();
 }
 
 StatusOr<std::vector<int32_t>> TokenizerImpl::Encode(std::string_view text,
-                                                     bool add_special_tokens) const {
+                                                     bool add_special_tokens,
+                                                     size_t max_tokens) const {
   if (!IsValidUtf8(text))
     return InvalidArgument("tokenizer: input text is not valid UTF-8");
   std::vector<int32_t> ids;
-  KILN_RETURN_IF_ERROR(EncodeText(text, &ids));
+  KILN_RETURN_IF_ERROR(EncodeText(text, &ids, max_tokens));
   if (add_special_tokens)
     ids = post_processor_.Apply(std::move(ids));
+  if (ids.size() > max_tokens)
+    return ResourceExhaustedTokens(max_tokens);
   return ids;
 }
 
@@ -142,7 +163,13 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json) 
 
 StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
                                                  bool add_special_tokens) const {
-  return impl_->Encode(text, add_special_tokens);
+  return impl_->Encode(text, add_special_tokens, std::numeric_limits<size_t>::max());
+}
+
+StatusOr<std::vector<int32_t>> Tokenizer::EncodeAtMost(std::string_view text,
+                                                       bool add_special_tokens,
+                                                       size_t max_tokens) const {
+  return impl_->Encode(text, add_special_tokens, max_tokens);
 }
 
 std::string Tokenizer::Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const {

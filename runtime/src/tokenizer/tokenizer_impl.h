@@ -23,7 +23,10 @@ class TokenizerImpl {
 public:
   static StatusOr<std::unique_ptr<TokenizerImpl>> FromJson(std::string_view json);
 
-  StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const;
+  // ResourceExhausted once the ids pass max_tokens (checked word by word, so
+  // a text far past it costs little more than max_tokens' worth).
+  StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens,
+                                        size_t max_tokens) const;
   // Appends the bytes `id` decodes to, as the decoder joins it after earlier
   // tokens (none when `first`). False (nothing appended) for an unknown id or a
   // special token being skipped.
@@ -38,7 +41,7 @@ public:
 private:
   TokenizerImpl() = default;
   Status Build(const Json &root);
-  Status EncodeText(std::string_view text, std::vector<int32_t> *ids) const;
+  Status EncodeText(std::string_view text, std::vector<int32_t> *ids, size_t max_tokens) const;
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;
