@@ -21,7 +21,7 @@ failed:
     before any tokenizing; a response bound (prompts x n x logprobs);
   - lower-case "bearer", control bytes of a URL escaped in the access log,
     random response ids, "usage": null in chunks with include_usage,
-    response_format text, keys files writable by others refused, `kiln keys
+    response_format text, logit_bias, echo, keys files writable by others refused, `kiln keys
     new > FILE` made 0600, a reload pointed at a FIFO refused at once.
 """
 import argparse
@@ -265,6 +265,25 @@ def small_findings(kiln, server, key, tmp):
             ids.append(json.loads(body)["id"])
     check(len(ids) == 2 and all(re.fullmatch(r"cmpl-[0-9a-f]{32}", i) for i in ids) and
           ids[0] != ids[1], f"response ids are 128 random bits ({ids})")
+    # logit_bias and echo.
+    status, _, ids_body = raw(server, "/v1/completions", key,
+                              json.dumps({"prompt": [5, 17], "max_tokens": 3, "temperature": 0,
+                                          "logit_bias": {"42": 100}, "logprobs": 0}))
+    tokens = (json.loads(ids_body)["choices"][0]["logprobs"] or {}).get("tokens", []) \
+        if status == 200 else []
+    status, _, plain = raw(server, "/v1/completions", key,
+                           json.dumps({"prompt": "Once upon", "max_tokens": 2, "temperature": 0}))
+    status2, _, echoed = raw(server, "/v1/completions", key,
+                             json.dumps({"prompt": "Once upon", "max_tokens": 2, "temperature": 0,
+                                         "echo": True}))
+    if status == 200 and status2 == 200:
+        check(json.loads(echoed)["choices"][0]["text"] ==
+              "Once upon" + json.loads(plain)["choices"][0]["text"],
+              "echo puts the prompt before the completion")
+    else:
+        check(False, f"echo requests answered ({status}, {status2})")
+    check(len(set(tokens)) == 1 and len(tokens) == 3,
+          f"logit_bias +100 on one token makes greedy pick it every time ({tokens})")
     status, _, body = raw(server, "/v1/completions", key,
                           json.dumps({"prompt": [5], "max_tokens": 1,
                                       "response_format": {"type": "json_object"}}))

@@ -1,10 +1,14 @@
 // libFuzzer target: kiln serve's request layer (runtime/src/serve), the code
 // between an HTTP body and the engine.
 //
-// Input: one selector byte (completions, chat completions, embeddings), then
-// the request body. The body goes through ParseBody and the endpoint's
-// parser, as the server's routes call them. A finding is a crash, a hang or
-// a sanitizer report, or a broken contract:
+// Input: one selector byte (completions, chat completions, embeddings, raw
+// HTTP), then the request body (or the bytes a client sends). A body goes
+// through ParseBody and the endpoint's parser, as the server's routes call
+// them; raw HTTP goes through the listener's request parser (http_wire.h),
+// whole and a byte at a time, which must agree. A finding is a crash, a hang
+// or a sanitizer report, or a broken contract:
+//   - the HTTP parser: a refusal without a 4xx/5xx status and a message, a
+//     request past its limits, or a different result fed byte by byte;
 //   - a refusal that is not a 4xx with a message, or whose error body is
 //     not the OpenAI JSON error shape;
 //   - an accepted request the engine would refuse (ValidateRequestParams),
@@ -16,10 +20,12 @@
 #include "kiln/chat_template.h"
 #include "kiln/request.h"
 #include "serve/api_error.h"
+#include "serve/http_wire.h"
 #include "serve/openai_request.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -52,13 +58,59 @@ const kiln::ChatTemplate &Template() {
   return t;
 }
 
+// Every request in `bytes`, parsed as the listener does (Feed, then Reset
+// for the next pipelined one), fed in pieces of `step` bytes: one line per
+// request or refusal.
+std::string ParseHttp(const std::string &bytes, size_t step) {
+  kiln::serve::WireLimits limits;
+  limits.max_head_bytes = 512;
+  limits.max_headers = 8;
+  limits.max_body_bytes = 256;
+  kiln::serve::RequestParser parser(limits);
+  std::string out;
+  size_t at = 0, end = 0;
+  while (at < bytes.size()) {
+    end = std::max(end, std::min(bytes.size(), at + step));
+    size_t used = 0;
+    const auto state = parser.Feed(bytes.data() + at, end - at, &used);
+    Require(used <= end - at);
+    at += used;
+    if (state == kiln::serve::RequestParser::State::kNeedMore) {
+      Require(at == end);
+      if (end == bytes.size())
+        break;
+      continue;
+    }
+    if (state == kiln::serve::RequestParser::State::kError) {
+      const auto &e = parser.error();
+      Require(e.status >= 400 && e.status < 600 && !e.message.empty());
+      out += "error " + std::to_string(e.status) + "\n";
+      return out; // the listener closes the connection after a refusal
+    }
+    const kiln::serve::WireRequest &r = parser.request();
+    Require(r.body.size() <= limits.max_body_bytes);
+    Require(r.headers.size() <= limits.max_headers);
+    Require(!r.method.empty() && !r.path.empty() && r.path[0] == '/');
+    out += r.method + " " + r.target + " " + std::to_string(r.body.size()) + " " +
+           std::to_string(r.keep_alive) + "\n" + r.body + "\n";
+    parser.Reset();
+  }
+  return out;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
-  const int route = data[0] % 3;
+  const int route = data[0] % 4;
   const std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
+  if (route == 3) {
+    const std::string whole = ParseHttp(text, text.size() + 1);
+    Require(ParseHttp(text, 1) == whole);
+    Require(ParseHttp(text, 7) == whole);
+    return 0;
+  }
   nlohmann::json body;
   if (auto e = kiln::serve::ParseBody(text, &body)) {
     CheckRefusal(*e);

@@ -138,6 +138,16 @@ def serve_request_seeds(seeds):
             (seeds / f"body-{n}").write_bytes(bytes([selector]) + text.encode())
             n += 1
     (seeds / "not-json").write_bytes(b"\0{\"prompt\": \"\xff\xfe\"")
+    # Raw HTTP for the listener's parser (selector 3): pipelined, chunked,
+    # Expect, and forms it must refuse.
+    http = [b"GET /health HTTP/1.1\r\n\r\nPOST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
+            b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5;x=1\r\nhello\r\n0\r\nT: v\r\n\r\nGET /v1/models HTTP/1.0\r\n\r\n",
+            b"POST /a HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+            b"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+            b"GET /v1/models/a%2Fb?x=1 HTTP/1.1\r\nX: a\r\n b\r\n\r\n"]
+    for i, raw in enumerate(http):
+        (seeds / f"http-{i}").write_bytes(b"\3" + raw)
 
 
 def make_seeds(target, seeds, builder):

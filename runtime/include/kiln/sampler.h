@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -31,6 +32,9 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   int logprobs = 0; // 0: none; N in [1, 20]: the chosen token's and the N best
+  // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that token's
+  // logit after the penalties; ids past the vocabulary are ignored.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // InvalidArgument naming the field, its valid range and the value given.

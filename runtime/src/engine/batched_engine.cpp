@@ -121,8 +121,9 @@ public:
     }
     sampled_.clear();
     samples_.clear();
-    // A logits hook reads every row on the host, so it keeps host sampling.
-    if (runner_->SamplesOnDevice() && !hook_)
+    // A logits hook reads every row on the host, and the device sampler has
+    // no logit_bias: both keep host sampling.
+    if (runner_->SamplesOnDevice() && !hook_ && !AnyLogitBias(step))
       KILN_RETURN_IF_ERROR(SampleOnDevice(step));
     else
       KILN_RETURN_IF_ERROR(SampleOnHost(step));
@@ -136,6 +137,13 @@ public:
         Deliver(chunk.seq_id, samples_[i++]);
     Collect();
     return Status::Ok();
+  }
+
+  bool AnyLogitBias(const kiln::engine::Step &step) const {
+    for (const ScheduledChunk &chunk : step.chunks)
+      if (chunk.samples && !completions_.at(chunk.seq_id)->sampler->params().logit_bias.empty())
+        return true;
+    return false;
   }
 
   // Runs `step` and samples its rows from the logits copied to the host.

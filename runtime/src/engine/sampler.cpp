@@ -44,6 +44,10 @@ Status ValidateSamplingParams(const SamplingParams &p) {
     return InvalidArgument("presence_penalty must be in [-2, 2], got " + Num(p.presence_penalty));
   if (!InRange(p.frequency_penalty, -2, 2))
     return InvalidArgument("frequency_penalty must be in [-2, 2], got " + Num(p.frequency_penalty));
+  for (const auto &[id, bias] : p.logit_bias)
+    if (id < 0 || !InRange(bias, -100, 100))
+      return InvalidArgument("logit_bias needs token ids >= 0 and biases in [-100, 100], got " +
+                             std::to_string(id) + ": " + Num(bias));
   if (p.logprobs < 0 || p.logprobs > kMaxLogprobs)
     return InvalidArgument("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "], got " +
                            std::to_string(p.logprobs));
@@ -95,7 +99,7 @@ bool Sampler::Process(const float *logits, int64_t vocab, const std::vector<int3
   bool repetition = params_.repetition_penalty != 1.0f && !history.empty();
   bool counted = (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) &&
                  history.size() > prompt_len;
-  if (!repetition && !counted && suppressed.empty())
+  if (!repetition && !counted && suppressed.empty() && params_.logit_bias.empty())
     return false;
   processed_.assign(logits, logits + vocab);
   auto valid = [vocab](int32_t id) { return id >= 0 && id < vocab; };
@@ -124,6 +128,9 @@ bool Sampler::Process(const float *logits, int64_t vocab, const std::vector<int3
       i = j;
     }
   }
+  for (const auto &[id, bias] : params_.logit_bias)
+    if (valid(id))
+      processed_[id] += bias;
   for (int32_t id : suppressed)
     if (valid(id))
       processed_[id] = -std::numeric_limits<float>::infinity();

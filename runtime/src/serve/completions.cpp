@@ -209,6 +209,12 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
   ctx.logprobs = job.logprobs;
   ctx.top_logprobs = job.top_logprobs;
   ctx.include_usage = job.stream && job.include_usage;
+  ctx.n = job.n;
+  if (job.echo)
+    for (const Request &r : job.prompts)
+      ctx.echo.push_back(!r.prompt.empty() || m->tokenizer == nullptr
+                             ? r.prompt
+                             : m->tokenizer->Decode(r.prompt_ids, /*skip_special_tokens=*/false));
   const double timeout_s = job.timeout_s > 0 ? job.timeout_s : settings_.request_timeout_s;
   const Clock::time_point deadline =
       Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
@@ -257,11 +263,17 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
   res.set_header("Cache-Control", "no-cache");
   ++active_;
   auto finished = std::make_shared<bool>(false);
+  auto echoed = std::make_shared<bool>(ctx.echo.empty());
   res.set_chunked_content_provider(
       "text/event-stream",
       [=, keep = m](size_t, httplib::DataSink &sink) {
         ChoiceEvent ev;
         auto write = [&](const std::string &s) { return sink.write(s.data(), s.size()); };
+        if (!*echoed) { // "echo": each choice's first chunk is its prompt
+          *echoed = true;
+          for (int c = 0; c < stream->choices(); ++c)
+            write(StreamChunk(ctx, c, ctx.echo[static_cast<size_t>(c / n)], {}, false, nullptr));
+        }
         for (;;) {
           const Clock::time_point slice = std::min(deadline, Clock::now() + kKeepAlive);
           RequestStream::Next next = stream->Pop(slice, &ev);

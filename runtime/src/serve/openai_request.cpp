@@ -1,5 +1,6 @@
 #include "serve/openai_request.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -28,11 +29,12 @@ const std::set<std::string> kCommon = {"model",
                                        "stream_options",
                                        "user",
                                        "response_format",
+                                       "logit_bias",
                                        "timeout",
                                        "min_tokens",
                                        "ignore_eos",
                                        "stop_token_ids"};
-const std::set<std::string> kCompletionOnly = {"prompt", "logprobs"};
+const std::set<std::string> kCompletionOnly = {"prompt", "logprobs", "echo"};
 const std::set<std::string> kChatOnly = {"messages", "logprobs", "top_logprobs",
                                          "max_completion_tokens"};
 
@@ -290,6 +292,30 @@ std::optional<ApiError> ParseCompletionJob(const json &body, Endpoint endpoint,
     job->top_logprobs = v ? static_cast<int>(*v) : 0;
   }
   p.sampling.logprobs = job->logprobs ? std::max(1, job->top_logprobs) : 0;
+  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
+    const json &lb = body["logit_bias"];
+    constexpr size_t kMaxBiased = 300; // OpenAI's limit
+    if (!lb.is_object() || lb.size() > kMaxBiased)
+      return Bad("logit_bias", "must be an object of at most 300 token ids (as strings) to "
+                               "numbers in [-100, 100]");
+    for (auto it = lb.begin(); it != lb.end(); ++it) {
+      const std::string &k = it.key();
+      if (k.empty() || k.size() > 9 ||
+          !std::all_of(k.begin(), k.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return Bad("logit_bias", "has the key '" + k + "': keys are token ids");
+      if (!it->is_number() || !(it->get<double>() >= -100 && it->get<double>() <= 100))
+        return Bad("logit_bias", "gives token " + k + " " + it->dump() +
+                                     ": biases are numbers in [-100, 100]");
+      p.sampling.logit_bias.emplace_back(std::stoi(k), it->get<float>());
+    }
+  }
+  if (!chat) {
+    if (auto e = GetBool(body, "echo", &job->echo))
+      return e;
+    if (job->echo && job->logprobs)
+      return Bad("echo", "with logprobs is not supported (the prompt's own logprobs are not "
+                         "computed)");
+  }
 
   if (auto e = GetBool(body, "stream", &job->stream))
     return e;

@@ -27,6 +27,7 @@ struct CompletionJob {
   int n = 1;
   bool stream = false;
   bool include_usage = false; // stream_options.include_usage
+  bool echo = false;          // completions: each choice's text starts with its prompt
   bool logprobs = false;      // report logprobs at all
   int top_logprobs = 0;       // alternatives per token
   double timeout_s = 0;       // the `timeout` extension; 0: the server's default

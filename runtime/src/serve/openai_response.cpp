@@ -121,6 +121,8 @@ std::string CompletionBody(const ResponseContext &ctx, const std::vector<Respons
     ojson c = {{"index", i}};
     if (chat)
       c["message"] = {{"role", "assistant"}, {"content", r.generated_text}};
+    else if (!ctx.echo.empty())
+      c["text"] = ctx.echo[i / static_cast<size_t>(ctx.n)] + r.generated_text;
     else
       c["text"] = r.generated_text;
     c["logprobs"] = ctx.logprobs ? LogprobsJson(ctx, r.logprobs, 0) : ojson(nullptr);

@@ -28,6 +28,8 @@ struct ResponseContext {
   bool logprobs = false;
   int top_logprobs = 0;
   bool include_usage = false; // stream_options.include_usage: chunks carry "usage": null
+  int n = 1;                  // completions per prompt: choice i is prompt i / n's
+  std::vector<std::string> echo; // "echo": each prompt's text, put before its choices' text
 };
 
 // A fresh response id with `prefix` ("cmpl-", "chatcmpl-").

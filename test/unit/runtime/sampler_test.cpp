@@ -225,5 +225,25 @@ TEST(Sampler, EachRequestHasItsOwnRandomStream) {
   EXPECT_EQ(got_a2, want_a);
 }
 
+TEST(Sampler, LogitBiasAddsToTheLogitAfterPenalties) {
+  std::vector<float> logits = {0.1f, 3.0f, -1.0f, 2.9f};
+  SamplingParams p;
+  p.logit_bias = {{2, 4.5f}}; // -1 + 4.5 = 3.5 beats 3.0
+  EXPECT_EQ(MakeSampler(p)->Sample(logits.data(), 4), 2);
+  p.logit_bias = {{2, 3.9f}}; // the near miss: 2.9 stays below 3.0
+  EXPECT_EQ(MakeSampler(p)->Sample(logits.data(), 4), 1);
+  p.logit_bias = {{1, -100.0f}, {9, 100.0f}}; // id 9 is past the vocabulary: ignored
+  EXPECT_EQ(MakeSampler(p)->Sample(logits.data(), 4), 3);
+  // After the repetition penalty: 3.0 / 2 = 1.5, + 1 = 2.5 < 2.9.
+  p.logit_bias = {{1, 1.0f}};
+  p.repetition_penalty = 2.0f;
+  EXPECT_EQ(MakeSampler(p)->Sample(logits.data(), 4, {1}, 1).token, 3);
+  for (auto bad : {std::pair<int32_t, float>{-1, 1.0f}, {0, 100.5f}, {0, std::nanf("")}}) {
+    SamplingParams q;
+    q.logit_bias = {bad};
+    EXPECT_FALSE(Sampler::Create(q).ok());
+  }
+}
+
 } // namespace
 } // namespace kiln

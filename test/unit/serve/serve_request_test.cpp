@@ -210,5 +210,44 @@ TEST(ServeMetrics, PrometheusText) {
   EXPECT_NE(text.find("kiln_generation_tokens_total 0\n"), std::string::npos);
 }
 
+TEST(ServeRequest, LogitBiasEchoAndResponseFormat) {
+  CompletionJob job;
+  ASSERT_FALSE(Parse(R"({"prompt": "a", "logit_bias": {"5": 10, "7": -100}, "echo": true,
+                         "response_format": {"type": "text"}})",
+                     Endpoint::kCompletions, &job));
+  const auto &bias = job.prompts[0].params.sampling.logit_bias;
+  ASSERT_EQ(bias.size(), 2u);
+  EXPECT_EQ(bias[0], (std::pair<int32_t, float>{5, 10.0f}));
+  EXPECT_EQ(bias[1], (std::pair<int32_t, float>{7, -100.0f}));
+  EXPECT_TRUE(job.echo);
+  for (const char *bad : {R"({"prompt": "a", "logit_bias": {"x": 1}})",
+                          R"({"prompt": "a", "logit_bias": {"5": 101}})",
+                          R"({"prompt": "a", "logit_bias": {"5": "1"}})",
+                          R"({"prompt": "a", "logit_bias": [1]})",
+                          R"({"prompt": "a", "echo": true, "logprobs": 1})",
+                          R"({"prompt": "a", "echo": 1})",
+                          R"({"prompt": "a", "response_format": {"type": "json_object"}})",
+                          R"({"prompt": "a", "response_format": {"type": "text", "x": 1}})",
+                          R"({"prompt": "a", "response_format": "text"})"}) {
+    auto e = Parse(bad, Endpoint::kCompletions, &job);
+    ASSERT_TRUE(e) << bad;
+    EXPECT_EQ(e->status, 400) << bad;
+    EXPECT_FALSE(e->param.empty()) << bad;
+  }
+  // echo is a completions field; chat refuses it by name.
+  auto e = Parse(R"({"messages": [{"role": "user", "content": "hi"}], "echo": true})",
+                 Endpoint::kChat, &job);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "echo");
+  // The response bound: 64 prompts x n 16 = 1024 streams.
+  std::string many = R"({"prompt": [)";
+  for (int i = 0; i < 64; ++i)
+    many += std::string(i ? "," : "") + R"("p")";
+  e = Parse(many + R"(], "n": 16})", Endpoint::kCompletions, &job);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "n");
+  EXPECT_FALSE(Parse(many + R"(], "n": 4})", Endpoint::kCompletions, &job)); // 256: at the bound
+}
+
 } // namespace
 } // namespace kiln::serve
