@@ -15,7 +15,8 @@ failed:
   - quotas are exact: the tokens of streams the client cuts short and of
     requests that time out are charged (the next request gets 429 on tpm),
     the access log and kiln_generation_tokens_total agree, and requests
-    refused with 503 queue_full do not use up rpm;
+    refused with 503 queue_full do not use up rpm; through --replicas too (the
+    front end cancels the stream on its replica and reads what it consumed);
   - a prompt longer than the context is refused with 400 (tokenized on the
     request's thread, which stops at the context), one past max_prompt_bytes
     before any tokenizing; a response bound (prompts x n x logprobs);
@@ -171,19 +172,7 @@ def quotas(kiln, plan, tmp):
                     "--max-seqs", "1")
     try:
         # Streams cut short after their first token: their tokens still count.
-        for i in range(3):
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-            conn.request("POST", "/v1/completions",
-                         json.dumps({"prompt": [5, 17, 99, i], "max_tokens": 40, "stream": True,
-                                     "ignore_eos": True}),
-                         {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
-            r = conn.getresponse()
-            if r.status != 200:
-                break
-            r.readline()
-            conn.sock.shutdown(socket.SHUT_RDWR)
-            conn.close()
-            time.sleep(0.5)
+        cut_streams(server, key, 3)
         # A request that hits its timeout: charged too.
         raw(server, "/v1/completions", key,
             json.dumps({"prompt": [5, 17, 99], "max_tokens": 200, "ignore_eos": True,
@@ -224,6 +213,52 @@ def quotas(kiln, plan, tmp):
           f"({generated:.0f})")
     check(logged_prompt == prompted, f"the access log's prompt_tokens ({logged_prompt}) equal "
           f"kiln_prompt_tokens_total ({prompted:.0f})")
+
+
+def cut_streams(server, key, count):
+    """Streams of 40 tokens the client closes after the first event; their statuses."""
+    statuses = []
+    for i in range(count):
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        conn.request("POST", "/v1/completions",
+                     json.dumps({"prompt": [5, 17, 99, i], "max_tokens": 40, "stream": True,
+                                 "ignore_eos": True}),
+                     {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        r = conn.getresponse()
+        statuses.append(r.status)
+        if r.status != 200:
+            r.read()
+            conn.close()
+            break
+        r.readline()
+        conn.sock.shutdown(socket.SHUT_RDWR)
+        conn.close()
+        time.sleep(0.5)
+    return statuses
+
+
+def replicas_quota(kiln, plan, tmp):
+    """The same through --replicas: the front end cancels on the replica and reads the usage."""
+    key = "kiln-tpm-front-end"
+    keys = Path(tmp) / "fe-keys.jsonl"
+    keys.write_text(key_line("tpm", key, tpm=10) + "\n")
+    server = Server(kiln, plan, "--api-keys", str(keys), "--replicas", "2")
+    try:
+        statuses = cut_streams(server, key, 4)
+        time.sleep(1)
+        status, _, body = raw(server, "/v1/completions", key,
+                              json.dumps({"prompt": [5, 17], "max_tokens": 2}))
+        check(status == 429 and "tpm" in body,
+              f"--replicas: cut-short streams are charged, tpm 10 refuses ({statuses} then "
+              f"{status} {body[:160]})")
+    finally:
+        server.stop()
+    time.sleep(0.3)
+    log = "".join(server.log)
+    cut = re.findall(r"key=tpm .*prompt_tokens=(\d+) completion_tokens=(\d+).*client disconnected",
+                     log)
+    check(cut and all(int(p) > 0 and int(c) > 0 for p, c in cut),
+          f"--replicas: the access log counts the tokens of streams cut short ({cut})")
 
 
 def prompts(server, key):
@@ -360,6 +395,7 @@ def main():
         check("x\\x1b[31mforged\\x07\\x7f" in log and "\x1b" not in log,
               "the access log escapes a URL's control bytes")
         quotas(args.kiln, args.plan, tmp)
+        replicas_quota(args.kiln, args.plan, tmp)
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
 

@@ -78,9 +78,11 @@ std::string HashApiKey(const std::string &key) {
   return h.HexDigest();
 }
 
-std::string KeyFileLine(const std::string &id, const std::string &key) {
+std::string KeyFileLine(const std::string &id, const std::string &key, bool admin) {
   nlohmann::ordered_json j = {
       {"id", id}, {"sha256", HashApiKey(key)}, {"rpm", 0}, {"tpm", 0}, {"max_concurrent", 0}};
+  if (admin)
+    j["admin"] = true;
   return j.dump();
 }
 

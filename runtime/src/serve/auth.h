@@ -36,7 +36,7 @@ StatusOr<std::string> NewApiKey();
 // SHA-256 of `key` as 64 lowercase hex digits.
 std::string HashApiKey(const std::string &key);
 // The keys-file line for `key` named `id`, with no quotas.
-std::string KeyFileLine(const std::string &id, const std::string &key);
+std::string KeyFileLine(const std::string &id, const std::string &key, bool admin = false);
 
 class KeyStore {
 public:

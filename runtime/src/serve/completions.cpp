@@ -264,6 +264,15 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
   ++active_;
   auto finished = std::make_shared<bool>(false);
   auto echoed = std::make_shared<bool>(ctx.echo.empty());
+  // An admin caller's id for /admin/cancel (the --replicas front end, whose
+  // client left: it cancels here and reads the usage chunk for the quota).
+  std::string cancel_id;
+  if (call->key >= 0 && deps_.keys != nullptr && deps_.keys->key(call->key).admin)
+    cancel_id = req.get_header_value("X-Kiln-Request-Id");
+  if (!cancel_id.empty()) {
+    std::lock_guard<std::mutex> l(cancel_mu_);
+    cancellable_[cancel_id] = Cancellable{stream, engine};
+  }
   res.set_chunked_content_provider(
       "text/event-stream",
       [=, keep = m](size_t, httplib::DataSink &sink) {
@@ -331,6 +340,10 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
         if (!*finished) {
           engine->Cancel(*stream, "disconnect");
           call->note = "cancelled: client disconnected";
+        }
+        if (!cancel_id.empty()) {
+          std::lock_guard<std::mutex> l(cancel_mu_);
+          cancellable_.erase(cancel_id);
         }
         --active_;
       });

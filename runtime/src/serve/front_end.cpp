@@ -167,6 +167,9 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
   // the next one is tried.
   const int n = deps_.balancer->size();
   std::vector<bool> tried(static_cast<size_t>(n), false);
+  // Names the request on its replica, so that a stream whose client left can
+  // be cancelled there and still report what it consumed (CancelAndDrain).
+  const std::string request_id = NewResponseId("fwd-");
   std::shared_ptr<UpstreamCall> up;
   for (;;) {
     LeastLoaded::Pick pick = deps_.balancer->Acquire(tried);
@@ -186,7 +189,7 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
                                         settings_.max_request_timeout_s + 60);
     slot->up = up;
     Register(up);
-    up->Start(req.method, req.path, body);
+    up->Start(req.method, req.path, body, {{"X-Kiln-Request-Id", request_id}});
     if (up->WaitHeaders())
       break;
     Unregister(up);
@@ -226,7 +229,7 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
   auto finished = std::make_shared<bool>(false);
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, up, relay, call, finished, slot](size_t, httplib::DataSink &sink) {
+      [this, up, relay, call, finished, slot, request_id](size_t, httplib::DataSink &sink) {
         std::string piece;
         for (;;) {
           piece.clear();
@@ -237,8 +240,10 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
           if (r == UpstreamCall::Read::kData) {
             for (const std::string &event : relay->Feed(piece))
               if (!sink.write(event.data(), event.size())) {
-                up->Abort("the client disconnected");
                 call->note += " cancelled: client disconnected";
+                CancelAndDrain(*up, request_id, relay.get());
+                call->prompt_tokens = relay->prompt_tokens();
+                call->completion_tokens = relay->completion_tokens();
                 *finished = true;
                 return false;
               }
@@ -265,6 +270,38 @@ void FrontEnd::Forward(const httplib::Request &req, httplib::Response &res, bool
         if (!*finished)
           up->Abort("the client disconnected");
       });
+}
+
+void FrontEnd::CancelAndDrain(UpstreamCall &up, const std::string &request_id, SseRelay *relay) {
+  // Cancel on the replica, then read its stream to the end: the replica
+  // finishes the cancelled request with a usage chunk, which the key's tpm
+  // and the access log need. Cutting the connection instead would lose it.
+  httplib::Client client("127.0.0.1", up.port());
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  const std::string body = nlohmann::json({{"id", request_id}}).dump();
+  auto res = client.Post("/admin/cancel", {{"Authorization", "Bearer " + deps_.supervisor->key()}},
+                         body, "application/json");
+  if (!res || res->status != 200) {
+    up.Abort("the client disconnected");
+    return;
+  }
+  const auto deadline = UpstreamCall::Clock::now() + std::chrono::seconds(10);
+  std::string piece;
+  for (;;) {
+    piece.clear();
+    const UpstreamCall::Read r = up.Next(&piece, UpstreamCall::Clock::now() + std::chrono::seconds(1));
+    if (r == UpstreamCall::Read::kData) {
+      relay->Feed(piece);
+      continue;
+    }
+    if (r == UpstreamCall::Read::kEnd)
+      return;
+    if (UpstreamCall::Clock::now() >= deadline) {
+      up.Abort("the client disconnected");
+      return;
+    }
+  }
 }
 
 bool FrontEnd::Ready() {

@@ -57,6 +57,9 @@ private:
   struct Slot; // one forwarded request's hold on admission and a replica
   void Routes();
   void Forward(const httplib::Request &req, httplib::Response &res, bool generation);
+  // A stream whose client left: cancelled on its replica, read to its end
+  // (the usage chunk goes to `relay`), cut off after 10 s at most.
+  void CancelAndDrain(UpstreamCall &up, const std::string &request_id, SseRelay *relay);
   bool Ready();
   std::string RenderMetrics();
   void Register(const std::shared_ptr<UpstreamCall> &call);

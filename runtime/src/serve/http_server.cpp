@@ -192,6 +192,43 @@ void HttpServer::ReloadRoute(const httplib::Request &req, httplib::Response &res
                   "application/json");
 }
 
+void HttpServer::CancelRoute(const httplib::Request &req, httplib::Response &res) {
+  Call call;
+  if (!Authorize(req, res, &call))
+    return;
+  if (deps_.keys != nullptr && !deps_.keys->key(call.key).admin) {
+    ApiError e;
+    e.status = 403;
+    e.type = "permission_error";
+    e.code = "not_admin";
+    e.message = "key '" + call.key_id + "' may not cancel requests";
+    return SendError(res, e, &call);
+  }
+  nlohmann::json body;
+  if (auto e = ParseBody(req.body, &body))
+    return SendError(res, *e, &call);
+  if (!body.is_object() || !body.contains("id") || !body["id"].is_string() || body.size() != 1)
+    return SendError(res, BadRequest("the body must be {\"id\": STRING}", "id"), &call);
+  Cancellable target;
+  {
+    std::lock_guard<std::mutex> l(cancel_mu_);
+    auto it = cancellable_.find(body["id"].get<std::string>());
+    if (it != cancellable_.end())
+      target = it->second;
+  }
+  std::shared_ptr<RequestStream> stream = target.stream.lock();
+  if (stream == nullptr) {
+    ApiError e;
+    e.status = 404;
+    e.code = "not_found";
+    e.message = "no stream with that id is running";
+    return SendError(res, e, &call);
+  }
+  // The stream then ends as a finished one does, with its usage chunk.
+  target.engine->Cancel(*stream, "disconnect");
+  res.set_content("{\"cancelled\":true}", "application/json");
+}
+
 void HttpServer::Routes() {
   using httplib::Request;
   using httplib::Response;
@@ -265,6 +302,7 @@ void HttpServer::Routes() {
   http_->Post("/v1/embeddings",
               [this](const Request &req, Response &res) { EmbeddingsRoute(req, res); });
   http_->Post("/admin/reload", [this](const Request &req, Response &res) { ReloadRoute(req, res); });
+  http_->Post("/admin/cancel", [this](const Request &req, Response &res) { CancelRoute(req, res); });
 }
 
 StatusOr<int> HttpServer::Bind() { return http_->Bind(settings_.host, settings_.port); }

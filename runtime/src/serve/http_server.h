@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -99,6 +100,7 @@ private:
   void Completions(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
   void EmbeddingsRoute(const httplib::Request &req, httplib::Response &res);
   void ReloadRoute(const httplib::Request &req, httplib::Response &res);
+  void CancelRoute(const httplib::Request &req, httplib::Response &res);
   std::string ModelsBody(const ServedModel &m) const;
 
   ServeSettings settings_;
@@ -109,6 +111,14 @@ private:
   std::unique_ptr<HttpListener> http_;
   std::atomic<bool> draining_{false};
   std::atomic<int> active_{0}; // handlers and streams not finished
+  // Streams an admin caller (the --replicas front end) named with
+  // X-Kiln-Request-Id, so that /admin/cancel can end them.
+  struct Cancellable {
+    std::weak_ptr<RequestStream> stream;
+    EngineLoop *engine = nullptr;
+  };
+  std::mutex cancel_mu_;
+  std::map<std::string, Cancellable> cancellable_;
   int64_t created_ = 0;
 };
 

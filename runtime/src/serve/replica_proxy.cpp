@@ -23,12 +23,15 @@ UpstreamCall::~UpstreamCall() {
   }
 }
 
-void UpstreamCall::Start(const std::string &method, const std::string &path, std::string body) {
-  thread_ = std::thread(
-      [this, method, path, b = std::move(body)]() mutable { Run(method, path, std::move(b)); });
+void UpstreamCall::Start(const std::string &method, const std::string &path, std::string body,
+                         std::vector<std::pair<std::string, std::string>> headers) {
+  thread_ = std::thread([this, method, path, b = std::move(body), h = std::move(headers)]() mutable {
+    Run(method, path, std::move(b), std::move(h));
+  });
 }
 
-void UpstreamCall::Run(std::string method, std::string path, std::string body) {
+void UpstreamCall::Run(std::string method, std::string path, std::string body,
+                       std::vector<std::pair<std::string, std::string>> headers) {
   httplib::Client client("127.0.0.1", port_);
   client.set_connection_timeout(5);
   client.set_read_timeout(std::chrono::microseconds(static_cast<int64_t>(read_timeout_s_ * 1e6)));
@@ -48,6 +51,8 @@ void UpstreamCall::Run(std::string method, std::string path, std::string body) {
   req.method = std::move(method);
   req.path = std::move(path);
   req.headers.emplace("Authorization", "Bearer " + key_);
+  for (auto &[name, value] : headers)
+    req.headers.emplace(name, value);
   req.headers.emplace("Accept-Encoding", "identity"); // loopback: compressing is only cost
   if (!body.empty() || req.method == "POST")
     req.headers.emplace("Content-Type", "application/json");

@@ -28,8 +28,9 @@ public:
   UpstreamCall(int index, int port, int pid, std::string key, double read_timeout_s);
   ~UpstreamCall(); // aborts what still runs and joins the thread
 
-  // Sends the request (on the call's thread).
-  void Start(const std::string &method, const std::string &path, std::string body);
+  // Sends the request (on the call's thread), with `headers` beside the key.
+  void Start(const std::string &method, const std::string &path, std::string body,
+             std::vector<std::pair<std::string, std::string>> headers = {});
   // Waits for the response's status and headers; false when the call failed
   // before them (connect_failed() or error() says how).
   bool WaitHeaders();
@@ -53,9 +54,11 @@ public:
 
   int index() const { return index_; }
   int pid() const { return pid_; }
+  int port() const { return port_; }
 
 private:
-  void Run(std::string method, std::string path, std::string body);
+  void Run(std::string method, std::string path, std::string body,
+           std::vector<std::pair<std::string, std::string>> headers);
 
   const int index_, port_, pid_;
   const std::string key_;

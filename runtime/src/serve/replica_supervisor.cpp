@@ -93,7 +93,9 @@ Status ReplicaSupervisor::Start() {
   key_dir_ = dir.data();
   key_file_ = key_dir_ + "/replica-keys.jsonl";
   const int fd = ::open(key_file_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  const std::string line = KeyFileLine("front-end", key_) + "\n";
+  // Admin: the front end cancels a request on its replica (/admin/cancel)
+  // when the client left, to read what it consumed for the key's tpm.
+  const std::string line = KeyFileLine("front-end", key_, /*admin=*/true) + "\n";
   if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     if (fd >= 0)
       ::close(fd);
