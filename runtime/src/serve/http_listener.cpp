@@ -33,7 +33,6 @@ constexpr size_t kReadChunk = 64 << 10;
 constexpr int kReadsPerEvent = 4; // then other connections get their turn
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 constexpr auto kLinger = std::chrono::seconds(2);
-constexpr uint64_t kLingerBytes = 4 << 20;
 
 std::string SecondsText(double s) {
   char buf[32];
@@ -368,9 +367,10 @@ void HttpListener::OnReadable(const std::shared_ptr<Conn> &c) {
     }
     if (c->state == Conn::State::kLinger) {
       // Read past and dropped until the linger ends, or a flood has had
-      // its share: then closed (the answer has had time to arrive).
+      // its share: then closed. A client that sent a body just past the
+      // limit finishes sending it and reads its 413, instead of a reset.
       c->discarded += static_cast<uint64_t>(r);
-      if (c->discarded > kLingerBytes) {
+      if (c->discarded > 2 * limits_.wire.max_body_bytes + limits_.wire.max_head_bytes) {
         Close(c);
         return;
       }

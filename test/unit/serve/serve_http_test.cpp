@@ -11,6 +11,8 @@
 #include "test/unit/runtime/test_plan.h"
 
 #include <gtest/gtest.h>
+
+#include <csignal>
 #include <httplib.h>
 
 #include <arpa/inet.h>
@@ -24,6 +26,14 @@
 
 namespace kiln::serve {
 namespace {
+
+// httplib's client sends without MSG_NOSIGNAL: a server that closes while a
+// test client still sends (an early 413) must fail that call, not kill the
+// test program. kiln serve itself ignores SIGPIPE (cmd_serve.cpp).
+const bool kSigpipeIgnored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 using json = nlohmann::json;
 constexpr int kVocab = 64;
