@@ -401,11 +401,9 @@ void FrontEnd::Drain() {
   std::fprintf(stderr, "kiln serve: draining: no new requests; %d in flight, up to %gs\n",
                in_flight_.load(), settings_.drain_timeout_s);
   http_->Stop();
-  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(
-                                                          settings_.drain_timeout_s * 1e6));
-  const auto grace = std::min<std::chrono::steady_clock::duration>(
-      std::chrono::seconds(1), std::chrono::microseconds(static_cast<int64_t>(
-                                   settings_.drain_timeout_s * 0.25e6)));
+  const DrainDeadlines d = DrainDeadlinesFrom(settings_);
+  const auto end = d.end;
+  const auto grace = d.end - d.cancel;
   while ((in_flight_ > 0 || http_->busy() > 0) && std::chrono::steady_clock::now() < end - grace)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (in_flight_ > 0) {

@@ -6,6 +6,13 @@
 #include <chrono>
 
 namespace kiln::serve {
+DrainDeadlines DrainDeadlinesFrom(const ServeSettings &settings) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto total = std::chrono::microseconds(static_cast<int64_t>(settings.drain_timeout_s * 1e6));
+  const auto grace = std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), total / 4);
+  return {now + total - grace, now + total};
+}
+
 ListenerLimits ListenerLimitsFrom(const ServeSettings &settings) {
   ListenerLimits l;
   l.wire.max_head_bytes = static_cast<size_t>(settings.max_header_bytes);

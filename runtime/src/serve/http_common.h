@@ -12,12 +12,23 @@
 #include "serve/metrics.h"
 #include "serve/settings.h"
 
+#include <chrono>
+
 namespace httplib {
 struct Request;
 struct Response;
 } // namespace httplib
 
 namespace kiln::serve {
+
+// A drain's clock, from the moment it starts: requests still running are
+// cancelled at `cancel` (a second before `end`, or a quarter of
+// drain_timeout_s if that is shorter), and connections still being written
+// are cut at `end` (drain_timeout_s).
+struct DrainDeadlines {
+  std::chrono::steady_clock::time_point cancel, end;
+};
+DrainDeadlines DrainDeadlinesFrom(const ServeSettings &settings);
 
 // The listener's limits and deadlines from `settings`.
 ListenerLimits ListenerLimitsFrom(const ServeSettings &settings);

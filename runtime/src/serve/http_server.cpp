@@ -146,18 +146,24 @@ StatusOr<std::shared_ptr<const ServedModel>> HttpServer::Reload(const std::strin
   return std::shared_ptr<const ServedModel>(*next);
 }
 
+bool HttpServer::RequireAdmin(httplib::Response &res, Call *call, const char *what) {
+  if (deps_.keys == nullptr || deps_.keys->key(call->key).admin)
+    return true;
+  ApiError e;
+  e.status = 403;
+  e.type = "permission_error";
+  e.code = "not_admin";
+  e.message = "key '" + call->key_id + "' may not " + what + " (\"admin\": true in the keys file)";
+  SendError(res, e, call);
+  return false;
+}
+
 void HttpServer::ReloadRoute(const httplib::Request &req, httplib::Response &res) {
   Call call;
   if (!Authorize(req, res, &call))
     return;
-  if (deps_.keys != nullptr && !deps_.keys->key(call.key).admin) {
-    ApiError e;
-    e.status = 403;
-    e.type = "permission_error";
-    e.code = "not_admin";
-    e.message = "key '" + call.key_id + "' may not switch plans (\"admin\": true in the keys file)";
-    return SendError(res, e, &call);
-  }
+  if (!RequireAdmin(res, &call, "switch plans"))
+    return;
   nlohmann::json body = nlohmann::json::object();
   if (!req.body.empty()) {
     if (auto e = ParseBody(req.body, &body))
@@ -196,14 +202,8 @@ void HttpServer::CancelRoute(const httplib::Request &req, httplib::Response &res
   Call call;
   if (!Authorize(req, res, &call))
     return;
-  if (deps_.keys != nullptr && !deps_.keys->key(call.key).admin) {
-    ApiError e;
-    e.status = 403;
-    e.type = "permission_error";
-    e.code = "not_admin";
-    e.message = "key '" + call.key_id + "' may not cancel requests";
-    return SendError(res, e, &call);
-  }
+  if (!RequireAdmin(res, &call, "cancel requests"))
+    return;
   nlohmann::json body;
   if (auto e = ParseBody(req.body, &body))
     return SendError(res, *e, &call);
@@ -321,11 +321,9 @@ void HttpServer::Drain() {
   // now. Accepted requests run to the deadline, then are cancelled; a
   // response whose client does not read it is cut a second later.
   http_->Stop();
-  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(
-                                                          settings_.drain_timeout_s * 1e6));
-  const auto grace = std::min<std::chrono::steady_clock::duration>(
-      std::chrono::seconds(1), std::chrono::microseconds(static_cast<int64_t>(
-                                   settings_.drain_timeout_s * 0.25e6)));
+  const DrainDeadlines d = DrainDeadlinesFrom(settings_);
+  const auto end = d.end;
+  const auto grace = d.end - d.cancel;
   auto busy = [&] { return (engine != nullptr && engine->in_flight() > 0) || http_->busy() > 0; };
   while (busy() && std::chrono::steady_clock::now() < end - grace)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

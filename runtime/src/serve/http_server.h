@@ -100,6 +100,9 @@ private:
   void Completions(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
   void EmbeddingsRoute(const httplib::Request &req, httplib::Response &res);
   void ReloadRoute(const httplib::Request &req, httplib::Response &res);
+  // 403 not_admin (naming `what` it may not do) unless the caller's key is
+  // an admin key or the server has no keys.
+  bool RequireAdmin(httplib::Response &res, Call *call, const char *what);
   void CancelRoute(const httplib::Request &req, httplib::Response &res);
   std::string ModelsBody(const ServedModel &m) const;
 
