@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_util.h"
 #include "backends/registry.h"
 #include "kiln/executor.h"
+#include "kiln/plan.h"
 #include "test_models.h"
 
 #include <gtest/gtest.h>

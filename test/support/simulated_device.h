@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/backend.h"
+#include "kiln/plan.h"
 
 #include <algorithm>
 #include <cstdlib>

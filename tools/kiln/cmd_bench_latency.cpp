@@ -2,6 +2,7 @@
 // over repeats, and the decode step against the memory-bandwidth floor.
 #include "cli.h"
 #include "cli_args.h"
+#include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 #include "run_options.h"
 

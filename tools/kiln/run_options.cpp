@@ -3,6 +3,7 @@
 
 #include "backends/registry.h"
 #include "kiln/cpu.h"
+#include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <cmath>

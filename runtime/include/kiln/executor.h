@@ -13,7 +13,6 @@
 // stream (SetCpuWeightPacking in kiln/cpu.h turns that off).
 #pragma once
 
-#include "kiln/plan.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
@@ -23,6 +22,8 @@
 #include <vector>
 
 namespace kiln {
+
+class Plan; // kiln/plan.h
 
 class Backend; // runtime/src/core/backend.h
 

@@ -7,7 +7,6 @@
 #pragma once
 
 #include "kiln/executor.h"
-#include "kiln/plan.h"
 #include "kiln/request.h"
 #include "kiln/sampler.h"
 #include "kiln/status.h"
@@ -19,6 +18,8 @@
 #include <vector>
 
 namespace kiln {
+
+class Plan; // kiln/plan.h
 
 // A request as DecoderSession runs it: the request's parameters plus the
 // model's EOS ids. n must be 1 here; run completion i of a request with

@@ -16,7 +16,6 @@
 // Not thread-safe, except Cancel(), which any thread may call at any time.
 #pragma once
 
-#include "kiln/plan.h"
 #include "kiln/request.h"
 #include "kiln/response.h"
 #include "kiln/sampler.h"
@@ -30,6 +29,8 @@
 #include <vector>
 
 namespace kiln {
+
+class Plan; // kiln/plan.h
 
 class Communicator; // runtime/src/dist/communicator.h
 

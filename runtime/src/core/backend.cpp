@@ -1,6 +1,7 @@
 // DeviceBuffer, and the check of a plan against a kernel table.
 #include "core/backend.h"
 
+#include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>

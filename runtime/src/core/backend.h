@@ -10,7 +10,6 @@
 #pragma once
 
 #include "core/kernel.h"
-#include "kiln/plan.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
@@ -21,6 +20,8 @@
 #include <vector>
 
 namespace kiln {
+
+class Plan; // kiln/plan.h
 
 // How one op reads the plan's tensors; a backend's weight upload looks at
 // these to choose a layout per weight (the CPU packs matrix-product

@@ -2,6 +2,7 @@
 // arena live in executor_bind.cpp.
 #include "core/executor_impl.h"
 
+#include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>

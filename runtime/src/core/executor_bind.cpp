@@ -2,6 +2,7 @@
 // ops), the arena layout, and the cache of both per input signature.
 #include "core/executor_impl.h"
 
+#include "kiln/plan.h"
 #include "plan_format.h"
 
 #include <algorithm>

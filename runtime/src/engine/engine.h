@@ -6,7 +6,6 @@
 // them, so the dependency runs pipeline -> engine and never back.
 #pragma once
 
-#include "kiln/plan.h"
 #include "kiln/request.h"
 #include "kiln/response.h"
 #include "kiln/status.h"
@@ -18,6 +17,10 @@
 #include <memory>
 #include <mutex>
 #include <vector>
+
+namespace kiln {
+class Plan; // kiln/plan.h
+} // namespace kiln
 
 namespace kiln::engine {
 

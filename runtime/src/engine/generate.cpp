@@ -1,6 +1,7 @@
 // DecoderSession: drives a plan's DecoderIO through prefill and decode steps.
 #include "kiln/generate.h"
 
+#include "kiln/plan.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <algorithm>

@@ -6,6 +6,7 @@
 #include "backends/registry.h"
 #include "core/backend.h"
 #include "kiln/executor.h"
+#include "kiln/plan.h"
 #include "test/support/simulated_device.h"
 #include "test_models.h"
 

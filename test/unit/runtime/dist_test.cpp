@@ -8,6 +8,7 @@
 #include "dist/store.h"
 #include "kernels/cpu/cast.h"
 #include "kiln/executor.h"
+#include "kiln/plan.h"
 #include "test_plan.h"
 
 #include <gtest/gtest.h>

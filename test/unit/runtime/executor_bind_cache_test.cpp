@@ -5,6 +5,7 @@
 // whose rule reads a graph input's values (a Reshape's shape input) keys
 // those values.
 #include "kiln/executor.h"
+#include "kiln/plan.h"
 #include "test_plan.h"
 
 #include <gtest/gtest.h>

@@ -6,6 +6,7 @@
 #include "kernels/cpu/packed_matrix.h"
 #include "kiln/cpu.h"
 #include "kiln/executor.h"
+#include "kiln/plan.h"
 #include "test_models.h"
 
 #include <gtest/gtest.h>

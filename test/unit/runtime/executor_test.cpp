@@ -1,6 +1,7 @@
 // The executor: numbers against a plain reference, the host shape pass,
 // arena slot sharing and reuse, the layout cache, and input checking.
 #include "kiln/executor.h"
+#include "kiln/plan.h"
 #include "test_models.h"
 
 #include <gtest/gtest.h>

@@ -4,6 +4,7 @@
 // Then the request's end conditions and text through a tokenizer whose token
 // i reads "<i>".
 #include "kiln/generate.h"
+#include "kiln/plan.h"
 #include "test_models.h"
 
 #include <gtest/gtest.h>

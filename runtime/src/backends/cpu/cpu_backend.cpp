@@ -5,6 +5,7 @@
 #include "backends/cpu/weight_packing.h"
 #include "core/shape_table.h"
 #include "kernels/cpu/parallel.h"
+#include "kiln/plan.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -5,6 +5,7 @@
 #include "backends/cpu/weight_packing.h"
 
 #include "kiln/cpu.h"
+#include "kiln/plan.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -8,6 +8,7 @@
 #include "backends/cuda/index_errors.h"
 #include "backends/cuda/lazy_library.h"
 #include "kernels/cuda/launch.h"
+#include "kiln/plan.h"
 
 #include <algorithm>
 #include <cstring>
