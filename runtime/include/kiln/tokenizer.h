@@ -1,18 +1,23 @@
 // The runtime's tokenizer: reads a Hugging Face tokenizer.json with a byte-level
-// BPE model (as GPT-2, Llama-3 and Qwen2 ship) or a WordPiece model (BERT and
-// its family) and agrees with the HF `tokenizers` library id for id, so a plan
-// needs no Python to serve text.
+// BPE model (GPT-2, Llama-3, Qwen2), a SentencePiece-style BPE with byte
+// fallback (Llama 2, Mistral, Gemma, Phi-3, GGUF conversions), a Unigram model
+// (T5, XLM-R, ALBERT) or a WordPiece model (BERT and its family), and agrees
+// with the HF `tokenizers` library id for id, so a plan needs no Python to
+// serve text. docs/tokenizers.md lists what is supported.
 //
 // Supported components (anything else is rejected with kUnimplemented):
 //   normalizer      null, NFC, NFD, Lowercase, BertNormalizer (every option),
-//                   Sequence of those
+//                   Prepend, Replace (String or Regex), Strip, Sequence of those
 //   pre_tokenizer   ByteLevel, Split (Regex or String, every behavior, invert),
-//                   BertPreTokenizer, Sequence of those
-//   model           BPE (byte_fallback false, no subword prefix/suffix, no dropout),
-//                   ignore_merges, unk_token; WordPiece (every option)
+//                   BertPreTokenizer, Metaspace (every prepend_scheme, split),
+//                   WhitespaceSplit, Sequence of those
+//   model           BPE (byte_fallback, ignore_merges, unk_token, fuse_unk; no
+//                   subword prefix/suffix, no dropout); Unigram (unk_id,
+//                   byte_fallback); WordPiece (every option)
 //   post_processor  null, ByteLevel, TemplateProcessing, BertProcessing,
 //                   RobertaProcessing, Sequence of those (single sequences)
-//   decoder         null, ByteLevel, WordPiece
+//   decoder         null, ByteLevel, WordPiece, Replace, ByteFallback, Fuse,
+//                   Strip, Metaspace, Sequence of those
 //   added_tokens    special or not, lstrip, rstrip, single_word, normalized
 #pragma once
 
@@ -28,6 +33,7 @@ namespace kiln {
 
 namespace tokenizer {
 class TokenizerImpl;
+class DecodeStream;
 } // namespace tokenizer
 
 // Immutable after FromJson; Encode and Decode may be called from many threads.
@@ -63,12 +69,17 @@ private:
 };
 
 // Decodes a stream of ids, one at a time, into text that never ends inside a
-// UTF-8 character: bytes of an unfinished character wait for the next id.
+// UTF-8 character: bytes of an unfinished character wait for the next id, as
+// does text a later id can still change (a run of <0xXX> byte tokens, which
+// becomes U+FFFDs if it ends as invalid UTF-8).
 // The concatenation of every Add() and the final Flush() equals Decode(ids).
 // The tokenizer must outlive the decoder.
 class IncrementalDecoder {
 public:
   IncrementalDecoder(const Tokenizer &tokenizer, bool skip_special_tokens);
+  ~IncrementalDecoder();
+  IncrementalDecoder(const IncrementalDecoder &) = delete;
+  IncrementalDecoder &operator=(const IncrementalDecoder &) = delete;
   // Returns the text that `id` completes (often empty, for a partial character).
   std::string Add(int32_t id);
   // Ends the stream: a dangling partial character becomes U+FFFD.
@@ -77,7 +88,7 @@ public:
 private:
   const Tokenizer *tokenizer_;
   bool skip_special_tokens_;
-  bool first_ = true;
+  std::unique_ptr<tokenizer::DecodeStream> stream_; // the decoder's steps, mid-sequence
   std::string pending_; // bytes of a character still incomplete
 };
 

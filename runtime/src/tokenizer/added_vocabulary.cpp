@@ -4,20 +4,10 @@
 
 #include "tokenizer/normalizer.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/regex_tables.h"
 #include "tokenizer/utf8.h"
 
 namespace kiln::tokenizer {
 namespace {
-
-// Rust's char::is_whitespace (Unicode White_Space), which HF's lstrip/rstrip use.
-bool IsWhitespace(char32_t c) {
-  for (size_t i = 0; i < kWhitespaceCount; ++i) {
-    if (c >= kWhitespace[i].first && c <= kWhitespace[i].last)
-      return true;
-  }
-  return false;
-}
 
 // Rust's char::is_alphanumeric or '_': what single_word treats as a word character.
 bool IsWordChar(char32_t c) {
@@ -112,15 +102,16 @@ Status AddedVocabulary::Parse(const Json *added_tokens, const Normalizer &normal
     tokens_.push_back(std::move(t));
   }
   for (size_t i = 0; i < tokens_.size(); ++i) {
-    const AddedToken &t = tokens_[i];
+    AddedToken &t = tokens_[i];
     // Normalized tokens are looked for in normalized text, so normalize them too.
     if (t.normalized) {
       // A token that normalizes to nothing (e.g. only control characters under
       // BertNormalizer) can never match.
-      const std::string pattern = normalizer.Normalize(t.content);
-      if (!pattern.empty())
-        normalized_.Insert(pattern, static_cast<int>(i));
+      t.token = normalizer.Normalize(t.content);
+      if (!t.token.empty())
+        normalized_.Insert(t.token, static_cast<int>(i));
     } else {
+      t.token = t.content;
       raw_.Insert(t.content, static_cast<int>(i));
     }
   }
@@ -156,7 +147,7 @@ bool AddedVocabulary::Accept(const AddedToken &t, std::string_view text, size_t 
       while (prev > 0 && (static_cast<unsigned char>(text[prev]) & 0xC0) == 0x80)
         --prev;
       size_t k = prev;
-      if (!IsWhitespace(NextCodepoint(text, &k)))
+      if (!IsRustWhitespace(NextCodepoint(text, &k)))
         break;
       b = prev;
     }
@@ -166,7 +157,7 @@ bool AddedVocabulary::Accept(const AddedToken &t, std::string_view text, size_t 
     size_t e = *end;
     while (e < text.size()) {
       size_t k = e;
-      if (!IsWhitespace(NextCodepoint(text, &k)))
+      if (!IsRustWhitespace(NextCodepoint(text, &k)))
         break;
       e = k;
     }

@@ -18,6 +18,10 @@ class Normalizer;
 struct AddedToken {
   int32_t id = -1;
   std::string content;
+  // What HF's id_to_token (and so its decode) gives for the id: the content,
+  // normalized when `normalized` (a Prepend("▁") normalizer makes "café"
+  // "▁café").
+  std::string token;
   bool single_word = false; // match only where not inside a word
   bool lstrip = false;      // swallow whitespace on the left
   bool rstrip = false;      // swallow whitespace on the right

@@ -28,12 +28,6 @@ Status CheckUnsupported(const Json &model) {
                            " is not supported (byte-level BPE does not use it)");
     }
   }
-  bool byte_fallback;
-  KILN_RETURN_IF_ERROR(ReadBool(model, "byte_fallback", "model", false, &byte_fallback));
-  if (byte_fallback) {
-    return Unimplemented("tokenizer.json: model.byte_fallback is not supported "
-                         "(SentencePiece-style BPE); use a byte-level BPE");
-  }
   return Status::Ok();
 }
 
@@ -53,6 +47,10 @@ StatusOr<std::unique_ptr<BpeModel>> BpeModel::FromJson(const Json &model) {
   KILN_RETURN_IF_ERROR(bpe->ParseMerges(*merges));
   KILN_RETURN_IF_ERROR(ReadBool(model, "ignore_merges", "model", false, &bpe->ignore_merges_));
   KILN_RETURN_IF_ERROR(ReadBool(model, "fuse_unk", "model", false, &bpe->fuse_unk_));
+  KILN_RETURN_IF_ERROR(
+      ReadBool(model, "byte_fallback", "model", false, &bpe->byte_fallback_));
+  for (int b = 0; b < 256; ++b)
+    bpe->byte_ids_[b] = bpe->byte_fallback_ ? bpe->TokenToId(ByteFallbackToken(b)) : -1;
   if (const Json *unk = FindField(model, "unk_token")) {
     if (!unk->is_string())
       return FieldError("model.unk_token", "expected a string");
@@ -150,13 +148,28 @@ void BpeModel::MergeWord(const std::string &word, std::vector<int32_t> *ids) con
   while (i < word.size()) {
     const size_t len = CodepointLength(word, i);
     const int32_t id = TokenToId(std::string_view(word).substr(i, len));
+    const size_t begin = i;
     i += len;
     if (id >= 0) {
       if (pending_unk)
         push(unk_id_);
       pending_unk = false;
       push(id);
-    } else if (unk_id_ >= 0) { // without unk_token HF drops the character
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (size_t k = begin; k < i; ++k)
+        all = all && byte_ids_[static_cast<unsigned char>(word[k])] >= 0;
+      if (all) {
+        // HF pushes the byte tokens without first emitting a pending unk, so
+        // an unk before them lands after them; kept for bit-exactness.
+        for (size_t k = begin; k < i; ++k)
+          push(byte_ids_[static_cast<unsigned char>(word[k])]);
+        continue;
+      }
+    }
+    if (unk_id_ >= 0) { // without unk_token HF drops the character
       if (pending_unk && !fuse_unk_)
         push(unk_id_);
       pending_unk = true;

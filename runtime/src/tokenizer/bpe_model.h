@@ -20,8 +20,9 @@ public:
   static StatusOr<std::unique_ptr<BpeModel>> FromJson(const Json &model);
 
   // Appends the ids of `word` (one pre-tokenized word) to *ids. Characters
-  // missing from the vocabulary become unk_token, or are dropped without one,
-  // as in HF.
+  // missing from the vocabulary become their bytes' <0xXX> tokens when
+  // byte_fallback is set and the vocabulary has all of them (SentencePiece
+  // style), else unk_token, or are dropped without one, as in HF.
   Status Encode(const std::string &word, std::vector<int32_t> *ids) const override;
 
   int32_t TokenToId(std::string_view token) const override { return vocab_.TokenToId(token); }
@@ -43,6 +44,8 @@ private:
   std::unordered_map<uint64_t, Merge> merges_; // key: left id << 32 | right id
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false;
+  bool byte_fallback_ = false;
+  int32_t byte_ids_[256]; // the id of "<0xXX>" per byte, -1 where absent (byte_fallback only)
   bool ignore_merges_ = false;
 
   // Words recur constantly in text, so their ids are cached (bounded).

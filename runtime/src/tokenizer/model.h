@@ -1,5 +1,6 @@
 // The tokenizer.json "model": turns one pre-tokenized word into ids. BPE
-// (bpe_model.h) and WordPiece (wordpiece_model.h) implement it.
+// (bpe_model.h), Unigram (unigram_model.h) and WordPiece (wordpiece_model.h)
+// implement it.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,10 @@
 #include "tokenizer/json_util.h"
 
 namespace kiln::tokenizer {
+
+// "<0xXX>" (two upper-case hex digits): the SentencePiece token that stands for
+// one byte, which byte_fallback models use for characters they lack.
+std::string ByteFallbackToken(unsigned byte);
 
 class Model {
 public:

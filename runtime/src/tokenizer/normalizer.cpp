@@ -17,6 +17,21 @@ Status Normalizer::Collect(const Json &config, const std::string &path) {
   }
   if (type == "BertNormalizer")
     return AddBert(config, path);
+  if (type == "Prepend") {
+    Step step{Kind::kPrepend, {}};
+    KILN_RETURN_IF_ERROR(ReadString(config, "prepend", path, &step.text));
+    steps_.push_back(std::move(step));
+    return Status::Ok();
+  }
+  if (type == "Replace")
+    return AddReplace(config, path);
+  if (type == "Strip") {
+    Step step{Kind::kStrip, {}};
+    KILN_RETURN_IF_ERROR(ReadBool(config, "strip_left", path, true, &step.left));
+    KILN_RETURN_IF_ERROR(ReadBool(config, "strip_right", path, true, &step.right));
+    steps_.push_back(std::move(step));
+    return Status::Ok();
+  }
   if (type == "Sequence") {
     const Json *list = FindField(config, "normalizers");
     if (list == nullptr || !list->is_array()) {
@@ -29,7 +44,94 @@ Status Normalizer::Collect(const Json &config, const std::string &path) {
   }
   return Unimplemented(
       "tokenizer.json: " + path + ": normalizer type '" + type +
-      "' is not supported (supported: NFC, NFD, Lowercase, BertNormalizer, Sequence)");
+      "' is not supported (supported: NFC, NFD, Lowercase, BertNormalizer, Prepend, Replace, "
+      "Strip, Sequence)");
+}
+
+// {"pattern": {"String": s} or {"Regex": r}, "content": c}: every match of the
+// pattern becomes c, as HF's Replace (and the Replace decoder) read it.
+Status ReadReplacePattern(const Json &config, const std::string &path, std::string *literal,
+                          std::shared_ptr<const Regex> *regex) {
+  const Json *pattern = FindField(config, "pattern");
+  const Json *re = pattern ? FindField(*pattern, "Regex") : nullptr;
+  const Json *str = pattern ? FindField(*pattern, "String") : nullptr;
+  if (re != nullptr && re->is_string()) {
+    auto compiled = Regex::Compile(re->get<std::string>());
+    if (!compiled.ok())
+      return compiled.status().WithContext("tokenizer.json: " + path + ".pattern");
+    *regex = std::shared_ptr<const Regex>(std::move(compiled.value()));
+    return Status::Ok();
+  }
+  if (str != nullptr && str->is_string() && !str->get<std::string>().empty()) {
+    *literal = str->get<std::string>();
+    return Status::Ok();
+  }
+  return FieldError(path + ".pattern", "expected {\"String\": a non-empty string} or "
+                                       "{\"Regex\": a pattern}");
+}
+
+std::string ReplaceMatches(std::string_view text, const std::string &literal, const Regex *regex,
+                           const std::string &content) {
+  std::string out;
+  if (regex == nullptr) {
+    size_t pos = 0, hit;
+    while ((hit = text.find(literal, pos)) != std::string_view::npos) {
+      out.append(text.substr(pos, hit - pos)).append(content);
+      pos = hit + literal.size();
+    }
+    out.append(text.substr(pos));
+    return out;
+  }
+  std::vector<std::pair<size_t, size_t>> matches;
+  // FindAll fails only past PCRE2's match limits; the text is then left as it is.
+  if (!regex->FindAll(text, &matches).ok())
+    return std::string(text);
+  size_t pos = 0;
+  for (const auto &[begin, end] : matches) {
+    out.append(text.substr(pos, begin - pos)).append(content);
+    pos = end;
+  }
+  out.append(text.substr(pos));
+  return out;
+}
+
+Status Normalizer::AddReplace(const Json &config, const std::string &path) {
+  Step step{Kind::kReplace, {}};
+  KILN_RETURN_IF_ERROR(ReadReplacePattern(config, path, &step.literal, &step.regex));
+  KILN_RETURN_IF_ERROR(ReadString(config, "content", path, &step.text));
+  steps_.push_back(std::move(step));
+  return Status::Ok();
+}
+
+std::string Normalizer::ApplyTextStep(const Step &step, std::string text) {
+  switch (step.kind) {
+  case Kind::kPrepend:
+    // HF prepends only to a non-empty piece: there is no character to attach to.
+    return text.empty() ? text : step.text + text;
+  case Kind::kReplace:
+    return ReplaceMatches(text, step.literal, step.regex.get(), step.text);
+  case Kind::kStrip: {
+    size_t begin = 0, end = text.size();
+    if (step.left) {
+      for (size_t i = 0; i < text.size() && IsRustWhitespace(NextCodepoint(text, &i));)
+        begin = i;
+    }
+    if (step.right) {
+      while (end > begin) {
+        size_t start = end - 1;
+        while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
+          --start;
+        size_t k = start;
+        if (!IsRustWhitespace(NextCodepoint(text, &k)))
+          break;
+        end = start;
+      }
+    }
+    return text.substr(begin, end - begin);
+  }
+  default:
+    return text;
+  }
 }
 
 Status Normalizer::AddBert(const Json &config, const std::string &path) {
@@ -62,6 +164,10 @@ std::string Normalizer::Normalize(std::string_view text) const {
   for (const Step &step : steps_) {
     if (step.kind == Kind::kNfc) {
       current = NfcNormalize(current);
+      continue;
+    }
+    if (step.kind == Kind::kPrepend || step.kind == Kind::kReplace || step.kind == Kind::kStrip) {
+      current = ApplyTextStep(step, std::move(current));
       continue;
     }
     cps.clear();

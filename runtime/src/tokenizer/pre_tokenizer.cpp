@@ -4,6 +4,7 @@
 
 #include "tokenizer/bert_normalizer.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/utf8.h"
 
 namespace kiln::tokenizer {
@@ -117,12 +118,15 @@ Status PreTokenizer::AddSteps(const Json &config, const std::string &path) {
     return AddSplit(config, path);
   if (type == "ByteLevel")
     return AddByteLevel(config, path);
-  if (type == "BertPreTokenizer") {
+  if (type == "BertPreTokenizer" || type == "WhitespaceSplit") {
     Step step;
-    step.bert = true;
+    step.bert = type == "BertPreTokenizer";
+    step.whitespace_split = !step.bert;
     steps_.push_back(std::move(step));
     return Status::Ok();
   }
+  if (type == "Metaspace")
+    return AddMetaspace(config, path);
   if (type == "Sequence") {
     const Json *list = FindField(config, "pretokenizers");
     if (list == nullptr || !list->is_array()) {
@@ -136,7 +140,7 @@ Status PreTokenizer::AddSteps(const Json &config, const std::string &path) {
   }
   return Unimplemented("tokenizer.json: " + path + ": pre_tokenizer type '" + type +
                        "' is not supported (supported: ByteLevel, Split, BertPreTokenizer, "
-                       "Sequence)");
+                       "Metaspace, WhitespaceSplit, Sequence)");
 }
 
 Status PreTokenizer::AddSplit(const Json &config, const std::string &path) {
@@ -177,37 +181,109 @@ Status PreTokenizer::AddByteLevel(const Json &config, const std::string &path) {
   return Status::Ok();
 }
 
+// Metaspace {"replacement": "▁", "prepend_scheme": "always"|"first"|"never",
+// "split": true}; files from before prepend_scheme say "add_prefix_space".
+Status PreTokenizer::AddMetaspace(const Json &config, const std::string &path) {
+  Step step;
+  step.metaspace = true;
+  KILN_RETURN_IF_ERROR(ReadString(config, "replacement", path, &step.replacement));
+  if (step.replacement.empty() || CodepointLength(step.replacement, 0) != step.replacement.size())
+    return FieldError(path + ".replacement", "expected one character");
+  if (FindField(config, "prepend_scheme") != nullptr) {
+    std::string scheme;
+    KILN_RETURN_IF_ERROR(ReadString(config, "prepend_scheme", path, &scheme));
+    if (scheme == "always") {
+      step.prepend = Prepend::kAlways;
+    } else if (scheme == "first") {
+      step.prepend = Prepend::kFirst;
+    } else if (scheme == "never") {
+      step.prepend = Prepend::kNever;
+    } else {
+      return FieldError(path + ".prepend_scheme",
+                        "expected \"always\", \"first\" or \"never\", got '" + scheme + "'");
+    }
+  } else {
+    bool add_prefix_space;
+    KILN_RETURN_IF_ERROR(ReadBool(config, "add_prefix_space", path, true, &add_prefix_space));
+    step.prepend = add_prefix_space ? Prepend::kAlways : Prepend::kNever;
+  }
+  bool split;
+  KILN_RETURN_IF_ERROR(ReadBool(config, "split", path, true, &split));
+  if (split) {
+    // Each replacement character starts a word: HF splits on it, MergedWithNext.
+    auto compiled = Regex::Compile(step.replacement, /*literal=*/true);
+    if (!compiled.ok())
+      return compiled.status().WithContext("tokenizer.json: " + path);
+    step.regex = std::move(compiled.value());
+    step.behavior = SplitBehavior::kMergedWithNext;
+  }
+  steps_.push_back(std::move(step));
+  return Status::Ok();
+}
+
 // Whitespace ends a word and is dropped; each punctuation character is a word.
-void PreTokenizer::BertSplit(const std::string &piece, std::vector<std::string> *out) {
+void PreTokenizer::BertSplit(const Piece &piece, std::vector<Piece> *out) {
+  const std::string &text = piece.text;
   size_t word = 0, i = 0;
-  while (i < piece.size()) {
+  while (i < text.size()) {
     const size_t begin = i;
-    const char32_t cp = NextCodepoint(piece, &i);
+    const char32_t cp = NextCodepoint(text, &i);
     const bool space = IsBertWhitespace(cp);
     if (!space && !IsBertPunctuation(cp))
       continue;
     if (word < begin)
-      out->push_back(piece.substr(word, begin - word));
+      out->push_back({text.substr(word, begin - word), piece.at_start && word == 0});
     if (!space)
-      out->push_back(piece.substr(begin, i - begin));
+      out->push_back({text.substr(begin, i - begin), piece.at_start && begin == 0});
     word = i;
   }
-  if (word < piece.size())
-    out->push_back(piece.substr(word));
+  if (word < text.size())
+    out->push_back({text.substr(word), piece.at_start && word == 0});
 }
 
-Status PreTokenizer::RunStep(const Step &step, const std::string &piece,
-                             std::vector<std::string> *out) {
+// Words are the runs between whitespace (Rust's char::is_whitespace).
+void PreTokenizer::WhitespaceSplit(const Piece &piece, std::vector<Piece> *out) {
+  const std::string &text = piece.text;
+  size_t word = 0, i = 0;
+  while (i < text.size()) {
+    const size_t begin = i;
+    if (!IsRustWhitespace(NextCodepoint(text, &i)))
+      continue;
+    if (word < begin)
+      out->push_back({text.substr(word, begin - word), piece.at_start && word == 0});
+    word = i;
+  }
+  if (word < text.size())
+    out->push_back({text.substr(word), piece.at_start && word == 0});
+}
+
+Status PreTokenizer::RunStep(const Step &step, const Piece &piece, std::vector<Piece> *out) {
   if (step.bert) {
     BertSplit(piece, out);
     return Status::Ok();
   }
+  if (step.whitespace_split) {
+    WhitespaceSplit(piece, out);
+    return Status::Ok();
+  }
   std::string prefixed;
-  std::string_view text = piece;
+  std::string_view text = piece.text;
   // ByteLevel prefixes every piece it receives, not just the first of the text,
   // but never an empty one (HF's prepend needs a character to attach to).
-  if (step.byte_level && step.add_prefix_space && !piece.empty() && piece[0] != ' ') {
-    prefixed = " " + piece;
+  if (step.byte_level && step.add_prefix_space && !text.empty() && text[0] != ' ') {
+    prefixed = " " + piece.text;
+    text = prefixed;
+  }
+  if (step.metaspace) {
+    // Spaces become the replacement, then the piece is prefixed with it as
+    // prepend_scheme says (unless it already starts with one).
+    prefixed = ReplaceMatches(piece.text, " ", nullptr, step.replacement);
+    const bool prepend = step.prepend == Prepend::kAlways ||
+                         (step.prepend == Prepend::kFirst && piece.at_start);
+    if (prepend && !prefixed.empty() && prefixed.compare(0, step.replacement.size(),
+                                                         step.replacement) != 0) {
+      prefixed.insert(0, step.replacement);
+    }
     text = prefixed;
   }
   std::vector<Span> spans;
@@ -221,29 +297,31 @@ Status PreTokenizer::RunStep(const Step &step, const std::string &piece,
     if (s.flag || s.begin == s.end)
       continue;
     const std::string_view part = text.substr(s.begin, s.end - s.begin);
+    const bool at_start = piece.at_start && s.begin == 0;
     if (step.byte_level) {
       std::string mapped;
       ByteLevelEncode(part, &mapped);
-      out->push_back(std::move(mapped));
+      out->push_back({std::move(mapped), at_start});
     } else {
-      out->emplace_back(part);
+      out->push_back({std::string(part), at_start});
     }
   }
   return Status::Ok();
 }
 
-Status PreTokenizer::Split(std::string_view text, std::vector<std::string> *words) const {
-  std::vector<std::string> pieces{std::string(text)};
-  std::vector<std::string> next;
+Status PreTokenizer::Split(std::string_view text, bool at_text_start,
+                           std::vector<std::string> *words) const {
+  std::vector<Piece> pieces{{std::string(text), at_text_start}};
+  std::vector<Piece> next;
   for (const Step &step : steps_) {
     next.clear();
-    for (const std::string &piece : pieces)
+    for (const Piece &piece : pieces)
       KILN_RETURN_IF_ERROR(RunStep(step, piece, &next));
     pieces.swap(next);
   }
-  for (std::string &p : pieces) {
-    if (!p.empty())
-      words->push_back(std::move(p));
+  for (Piece &p : pieces) {
+    if (!p.text.empty())
+      words->push_back(std::move(p.text));
   }
   return Status::Ok();
 }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_set>
 
-#include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 
@@ -40,14 +40,21 @@ Status TokenizerImpl::Build(const Json &root) {
     size = std::max<int64_t>(size, int64_t{t.id} + 1);
   decoded_.resize(static_cast<size_t>(size));
   kind_.assign(decoded_.size(), Kind::kUnknown);
+  // HF skips a token when its string is a special token's content, whatever
+  // its id (so a special token whose normalized form differs is not skipped).
+  std::unordered_set<std::string_view> special;
+  for (const AddedToken &t : added_.tokens()) {
+    if (t.special)
+      special.insert(t.content);
+  }
   for (int32_t id = 0; id < size; ++id) {
     // Added tokens shadow vocabulary entries with the same id, as in HF.
     const AddedToken *added = added_.FindById(id);
-    const std::string *token = added ? &added->content : model_->IdToToken(id);
+    const std::string *token = added ? &added->token : model_->IdToToken(id);
     if (token == nullptr)
       continue;
-    decoded_[id] = decoder_.byte_level() ? ByteLevelDecodeToken(*token) : *token;
-    kind_[id] = added && added->special ? Kind::kSpecial : Kind::kNormal;
+    decoded_[id] = decoder_.PrepareToken(*token);
+    kind_[id] = special.count(*token) ? Kind::kSpecial : Kind::kNormal;
   }
   return post_processor_.CheckIds([this](int32_t id) {
     return id >= 0 && id < static_cast<int64_t>(kind_.size()) && kind_[id] != Kind::kUnknown;
@@ -87,8 +94,10 @@ Status TokenizerImpl::EncodeText(std::string_view text, std::vector<int32_t> *id
         continue;
       }
       words.clear();
+      // HF's "original offset 0": nothing of the input came before this piece.
+      const bool at_start = seg.begin == 0 && s.begin == 0;
       KILN_RETURN_IF_ERROR(pre_tokenizer_->Split(
-          std::string_view(normalized).substr(s.begin, s.end - s.begin), &words));
+          std::string_view(normalized).substr(s.begin, s.end - s.begin), at_start, &words));
       for (const std::string &w : words) {
         KILN_RETURN_IF_ERROR(model_->Encode(w, ids));
         if (ids->size() > max_tokens)
@@ -113,23 +122,21 @@ StatusOr<std::vector<int32_t>> TokenizerImpl::Encode(std::string_view text,
   return ids;
 }
 
-bool TokenizerImpl::AppendDecoded(int32_t id, bool skip_special_tokens, bool first,
-                                  std::string *out) const {
+void TokenizerImpl::PushDecoded(DecodeStream *stream, int32_t id, bool skip_special_tokens,
+                                std::string *out) const {
   if (id < 0 || id >= vocab_size() || kind_[id] == Kind::kUnknown)
-    return false;
+    return;
   if (skip_special_tokens && kind_[id] == Kind::kSpecial)
-    return false;
-  decoder_.Append(decoded_[id], first, out);
-  return true;
+    return;
+  stream->Push(decoded_[id], out);
 }
 
 std::string TokenizerImpl::Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const {
+  DecodeStream stream(decoder_);
   std::string bytes;
-  bool first = true;
-  for (int32_t id : ids) {
-    if (AppendDecoded(id, skip_special_tokens, first, &bytes))
-      first = false;
-  }
+  for (int32_t id : ids)
+    PushDecoded(&stream, id, skip_special_tokens, &bytes);
+  stream.Finish(&bytes);
   std::string text;
   DecodeUtf8Lossy(bytes, /*final=*/true, &text);
   return text;
@@ -142,7 +149,7 @@ int32_t TokenizerImpl::TokenToId(std::string_view token) const {
 
 std::string TokenizerImpl::IdToToken(int32_t id) const {
   if (const AddedToken *t = added_.FindById(id))
-    return t->content;
+    return t->token;
   const std::string *token = model_->IdToToken(id);
   return token ? *token : std::string();
 }

@@ -27,10 +27,12 @@ public:
   // a text far past it costs little more than max_tokens' worth).
   StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens,
                                         size_t max_tokens) const;
-  // Appends the bytes `id` decodes to, as the decoder joins it after earlier
-  // tokens (none when `first`). False (nothing appended) for an unknown id or a
-  // special token being skipped.
-  bool AppendDecoded(int32_t id, bool skip_special_tokens, bool first, std::string *out) const;
+  // Feeds `id`'s token to a decode stream of this tokenizer's decoder, which
+  // appends what text it can to *out. Unknown ids, and special tokens when
+  // skipped, are left out (as HF does before its decoder runs).
+  void PushDecoded(DecodeStream *stream, int32_t id, bool skip_special_tokens,
+                   std::string *out) const;
+  const Decoder &decoder() const { return decoder_; }
   std::string Decode(const std::vector<int32_t> &ids, bool skip_special_tokens) const;
 
   int32_t TokenToId(std::string_view token) const;
@@ -50,7 +52,7 @@ private:
   PostProcessor post_processor_;
   Decoder decoder_;
 
-  // Per id, what Decode emits, so decoding is a table lookup.
+  // Per id, the token as the decoder takes it (Decoder::PrepareToken).
   enum class Kind : uint8_t { kUnknown, kNormal, kSpecial };
   std::vector<std::string> decoded_;
   std::vector<Kind> kind_;

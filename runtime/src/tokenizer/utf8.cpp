@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "tokenizer/regex_tables.h"
+
 namespace kiln::tokenizer {
 namespace {
 
@@ -131,6 +133,14 @@ size_t DecodeUtf8Lossy(std::string_view bytes, bool final, std::string *out) {
     }
   }
   return i;
+}
+
+bool IsRustWhitespace(char32_t c) {
+  for (size_t i = 0; i < kWhitespaceCount; ++i) {
+    if (c >= kWhitespace[i].first && c <= kWhitespace[i].last)
+      return true;
+  }
+  return false;
 }
 
 } // namespace kiln::tokenizer

@@ -18,6 +18,10 @@ size_t CodepointLength(std::string_view s, size_t i);
 
 void AppendUtf8(char32_t cp, std::string *out);
 
+// Rust's char::is_whitespace (Unicode White_Space): what HF's lstrip/rstrip,
+// Strip and WhitespaceSplit treat as whitespace.
+bool IsRustWhitespace(char32_t c);
+
 // Rust's String::from_utf8_lossy, resumable: appends the text of `bytes` to *out,
 // with one U+FFFD per maximal invalid subpart, and returns how many bytes it used.
 // When `final` is false, an incomplete character at the end is left unconsumed so

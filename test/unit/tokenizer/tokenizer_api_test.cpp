@@ -183,13 +183,17 @@ TEST(TokenizerErrors, UnsupportedComponentsSayWhich) {
     const char *needle;
   };
   const Case cases[] = {
-      {"/model/type", "Unigram", "Unigram"},
-      {"/model/byte_fallback", true, "byte_fallback"},
+      {"/model/type", "WordLevel", "WordLevel"},
       {"/model/dropout", 0.1, "dropout"},
       {"/model/continuing_subword_prefix", "##", "continuing_subword_prefix"},
       {"/normalizer", json{{"type", "NFKC"}}, "NFKC"},
-      {"/pre_tokenizer", json{{"type", "Metaspace"}}, "Metaspace"},
-      {"/decoder", json{{"type", "Metaspace"}}, "Metaspace"},
+      {"/normalizer", json{{"type", "Precompiled"}}, "Precompiled"},
+      {"/pre_tokenizer", json{{"type", "Whitespace"}}, "Whitespace"},
+      {"/decoder", json{{"type", "CTC"}}, "CTC"},
+      // After Fuse the text is one token: a step that needs tokens is refused.
+      {"/decoder", json{{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}},
+                                                            {{"type", "ByteFallback"}}}}},
+       "ByteFallback' after Fuse"},
   };
   for (const Case &c : cases) {
     json config = Tiny();

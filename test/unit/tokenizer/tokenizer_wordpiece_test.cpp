@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "kiln/tokenizer.h"
+#include "reference_lines.h"
 #include "test_data.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -16,117 +17,16 @@ namespace kiln::tokenizer {
 namespace {
 
 using nlohmann::json;
-using testing::Describe;
-using testing::Escape;
-
-struct Case {
-  std::vector<int32_t> ids, ids_special;
-  std::string decode, decode_skip;
-};
-
-// The generator's nulls: in the base variant, ids_special = ids and decodes =
-// the text; in the others, the base variant's value.
-Case Resolve(const json &c, const Case *base, const std::string &text) {
-  Case r;
-  auto ids = [&](const char *k, const std::vector<int32_t> &usual) {
-    return c.at(k).is_null() ? usual : c.at(k).get<std::vector<int32_t>>();
-  };
-  auto str = [&](const char *k, const std::string &usual) {
-    return c.at(k).is_null() ? usual : c.at(k).get<std::string>();
-  };
-  r.ids = base ? ids("ids", base->ids) : c.at("ids").get<std::vector<int32_t>>();
-  r.ids_special = ids("ids_special", base ? base->ids_special : r.ids);
-  r.decode = str("decode", base ? base->decode : text);
-  r.decode_skip = str("decode_skip", base ? base->decode_skip : text);
-  return r;
-}
-
-// Empty if kiln agrees with HF on every field of the line, else what differs.
-std::string Differences(const Tokenizer &tok, const std::string &text, const Case &e) {
-  std::string diff;
-  auto ids = tok.Encode(text, /*add_special_tokens=*/false);
-  auto sp = tok.Encode(text, /*add_special_tokens=*/true);
-  if (!ids.ok() || !sp.ok())
-    return "Encode failed: " + (ids.ok() ? sp : ids).status().message();
-  if (*ids != e.ids)
-    diff += "\n  ids:         want " + Describe(e.ids) + "\n               got  " + Describe(*ids);
-  if (*sp != e.ids_special) {
-    diff += "\n  ids_special: want " + Describe(e.ids_special) + "\n               got  " +
-            Describe(*sp);
-  }
-  // Decodes start from HF's ids, so they test Decode on its own.
-  const std::string d = tok.Decode(e.ids, /*skip_special_tokens=*/false);
-  if (d != e.decode)
-    diff += "\n  decode:      want " + Escape(e.decode) + "\n               got  " + Escape(d);
-  const std::string ds = tok.Decode(e.ids_special, /*skip_special_tokens=*/true);
-  if (ds != e.decode_skip) {
-    diff +=
-        "\n  decode_skip: want " + Escape(e.decode_skip) + "\n               got  " + Escape(ds);
-  }
-  return diff;
-}
-
-std::vector<std::string> Lines(const json &refs) {
-  std::vector<std::string> lines = testing::ReadCorpus();
-  for (const json &l : refs.at("extra_lines"))
-    lines.push_back(l.get<std::string>());
-  return lines;
-}
 
 class WordPieceReferenceTest : public ::testing::TestWithParam<const char *> {};
 
 // Fails on any mismatch anywhere and prints the first differing line.
-TEST_P(WordPieceReferenceTest, EveryLineMatchesHf) {
-  const json refs = testing::ReadTestJson(std::string("refs_") + GetParam() + ".json");
-  const std::vector<std::string> lines = Lines(refs);
-  std::vector<Case> base;
-  for (const json &variant : refs.at("variants")) {
-    const std::string name =
-        std::string(GetParam()) + "/" + variant.at("variant").get<std::string>();
-    const json &cases = variant.at("cases");
-    ASSERT_EQ(cases.size(), lines.size()) << name << ": refs are stale; rerun the generator";
-    auto tok =
-        Tokenizer::FromJson(testing::PatchedFixture(refs.at("fixture"), variant.at("patch")));
-    ASSERT_TRUE(tok.ok()) << name << ": " << tok.status().message();
-    EXPECT_EQ((*tok)->vocab_size(), variant.at("vocab_size").get<int64_t>()) << name;
-    const bool is_base = base.empty();
-    size_t passed = 0;
-    std::string first_failure;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      const Case e = Resolve(cases[i], is_base ? nullptr : &base[i], lines[i]);
-      if (is_base)
-        base.push_back(e);
-      const std::string diff = Differences(**tok, lines[i], e);
-      if (diff.empty()) {
-        ++passed;
-      } else if (first_failure.empty()) {
-        first_failure = "line " + std::to_string(i + 1) + " " + Escape(lines[i]) + diff;
-      }
-    }
-    std::printf("[ tokenizer] %-28s %zu/%zu lines match HF\n", name.c_str(), passed, lines.size());
-    EXPECT_EQ(passed, lines.size()) << name << ": first differing " << first_failure;
-  }
-}
+TEST_P(WordPieceReferenceTest, EveryLineMatchesHf) { testing::ExpectEveryLineMatchesHf(GetParam()); }
 
 // The streaming decoder gives Decode's text for WordPiece too (its pieces
 // depend on whether a token came first).
 TEST_P(WordPieceReferenceTest, IncrementalDecoderMatchesDecode) {
-  const json refs = testing::ReadTestJson(std::string("refs_") + GetParam() + ".json");
-  const std::vector<std::string> lines = Lines(refs);
-  auto tok = Tokenizer::FromJson(testing::ReadTestFile(refs.at("fixture")));
-  ASSERT_TRUE(tok.ok()) << tok.status().message();
-  const json &cases = refs.at("variants").at(0).at("cases");
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const Case e = Resolve(cases.at(i), nullptr, lines[i]);
-    for (bool skip : {false, true}) {
-      IncrementalDecoder stream(**tok, skip);
-      std::string text;
-      for (int32_t id : e.ids_special)
-        text += stream.Add(id);
-      text += stream.Flush();
-      EXPECT_EQ(text, (*tok)->Decode(e.ids_special, skip)) << "line " << i + 1;
-    }
-  }
+  testing::ExpectStreamingMatchesDecode(GetParam(), /*all_variants=*/false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, WordPieceReferenceTest,
@@ -254,10 +154,10 @@ TEST(WordPieceErrorTest, MalformedFieldsAreInvalidArgument) {
 // Components kiln does not run are refused by name, not run wrongly.
 TEST(WordPieceErrorTest, UnsupportedComponentsAreNamed) {
   const std::vector<std::pair<std::string, json>> cases = {
-      {"model", {{"type", "Unigram"}, {"vocab", json::array()}}},
+      {"model", {{"type", "WordLevel"}, {"vocab", json::object()}}},
       {"normalizer", {{"type", "StripAccents"}}},
       {"pre_tokenizer", {{"type", "Whitespace"}}},
-      {"decoder", {{"type", "Metaspace"}}},
+      {"decoder", {{"type", "BPEDecoder"}}},
   };
   for (const auto &[key, value] : cases) {
     json config = UncasedFixture();
