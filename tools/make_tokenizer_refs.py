@@ -290,10 +290,16 @@ PUNCT = r" ?[,.!?;:]+"
 VARIANTS = {
     "gpt2": {
         "base": {},
-        # What transformers writes for a GGUF file's byte-level vocabulary: BPE
-        # with byte_fallback behind ByteLevel (the alphabet covers every byte,
-        # so the fallback never fires and the ids stay the base's).
-        "gguf": {"model": {"byte_fallback": True}},
+        # What transformers 5.17 writes for a GGUF file's byte-level vocabulary:
+        # BPE with byte_fallback behind ByteLevel (the alphabet covers every
+        # byte, so the fallback never fires and the ids stay the base's), and
+        # the decoder ByteFallback, Fuse, Replace, ByteLevel.
+        "gguf": {"model": {"byte_fallback": True}, "decoder": {
+            "type": "Sequence", "decoders": [
+                {"type": "ByteFallback"}, {"type": "Fuse"},
+                {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                 "use_regex": True}]}},
         "prefix_space": {"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True,
                                            "trim_offsets": True, "use_regex": True}},
         "eos_template": lambda base: {"post_processor": {

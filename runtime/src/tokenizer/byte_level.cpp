@@ -39,13 +39,17 @@ void ByteLevelEncode(std::string_view bytes, std::string *out) {
     AppendUtf8(a.byte_to_char[static_cast<uint8_t>(c)], out);
 }
 
-std::string ByteLevelDecodeToken(std::string_view token) {
+int ByteLevelByte(char32_t c) {
   const Alphabet &a = GetAlphabet();
+  return c < a.char_to_byte.size() ? a.char_to_byte[c] : -1;
+}
+
+std::string ByteLevelDecodeToken(std::string_view token) {
   std::string bytes;
   size_t i = 0;
   while (i < token.size()) {
     const char32_t c = NextCodepoint(token, &i);
-    const int b = c < a.char_to_byte.size() ? a.char_to_byte[c] : -1;
+    const int b = ByteLevelByte(c);
     if (b < 0)
       return std::string(token);
     bytes.push_back(static_cast<char>(b));

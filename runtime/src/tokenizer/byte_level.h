@@ -15,4 +15,7 @@ void ByteLevelEncode(std::string_view bytes, std::string *out);
 // alphabet (an added token such as "hello world") stands for its own UTF-8.
 std::string ByteLevelDecodeToken(std::string_view token);
 
+// The byte that alphabet character `c` stands for, or -1 if `c` is not one.
+int ByteLevelByte(char32_t c);
+
 } // namespace kiln::tokenizer

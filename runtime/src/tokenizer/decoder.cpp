@@ -1,5 +1,8 @@
 #include "tokenizer/decoder.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "tokenizer/byte_level.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/utf8.h"
@@ -141,7 +144,8 @@ Status Decoder::AddStep(const Json &config, const std::string &path, const std::
   // After the text is fused, only steps that make sense on the whole text.
   if (step.kind == Kind::kFuse)
     return Status::Ok(); // one token fused again is itself
-  if (step.kind == Kind::kReplace || step.kind == Kind::kStrip) {
+  if (step.kind == Kind::kReplace || step.kind == Kind::kStrip ||
+      step.kind == Kind::kByteLevel) {
     text_steps_.push_back(std::move(step));
     return Status::Ok();
   }
@@ -160,6 +164,76 @@ Status Decoder::AddStep(const Json &config, const std::string &path, const std::
 
 std::string Decoder::PrepareToken(const std::string &token) const {
   return leading_byte_level_ ? ByteLevelDecodeToken(token) : token;
+}
+
+namespace {
+
+// The characters a decode may hold at some step: the tokens' own, then what
+// each step can add. `any` when a step can produce arbitrary text.
+struct CharSet {
+  bool any = false;
+  std::unordered_set<char32_t> chars;
+  void Add(std::string_view s) {
+    for (size_t i = 0; i < s.size();)
+      chars.insert(NextCodepoint(s, &i));
+  }
+  bool MayHold(std::string_view s) const {
+    if (any)
+      return true;
+    for (size_t i = 0; i < s.size();) {
+      if (!chars.count(NextCodepoint(s, &i)))
+        return false;
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+void Decoder::Finalize(const std::vector<std::string> &tokens) {
+  CharSet possible;
+  bool byte_tokens = false;
+  for (const std::string &t : tokens) {
+    possible.Add(t);
+    byte_tokens = byte_tokens || ByteOfToken(t) >= 0;
+  }
+  auto apply = [&](const Step &step) {
+    switch (step.kind) {
+    case Kind::kByteFallback:
+      if (byte_tokens) {
+        possible.any = true; // a byte run can spell anything, or U+FFFDs
+        possible.chars.insert(0xFFFD);
+      }
+      break;
+    case Kind::kReplace:
+      // A literal pattern made of characters the text cannot hold never fires.
+      if (step.regex != nullptr || possible.MayHold(step.literal))
+        possible.Add(step.content);
+      break;
+    case Kind::kMetaspace:
+      if (possible.MayHold(step.replacement))
+        possible.chars.insert(' ');
+      break;
+    case Kind::kWordPiece:
+      possible.chars.insert(' ');
+      break;
+    case Kind::kByteLevel:
+      possible.any = true; // bytes from here on, not characters
+      break;
+    default:
+      break;
+    }
+  };
+  for (size_t i = leading_byte_level_ ? 1 : 0; i < token_steps_.size(); ++i)
+    apply(token_steps_[i]);
+  for (Step &step : text_steps_) {
+    if (step.kind == Kind::kByteLevel) {
+      step.streams = !possible.any;
+      for (char32_t c : possible.chars)
+        step.streams = step.streams && ByteLevelByte(c) >= 0;
+    }
+    apply(step);
+  }
 }
 
 DecodeStream::DecodeStream(const Decoder &decoder)
@@ -258,7 +332,26 @@ void DecodeStream::RunText(size_t i, std::string text, std::string *out) {
   const Decoder::Step &step = steps[i];
   TextState &state = text_state_[i];
   std::string emit;
-  if (step.kind == Decoder::Kind::kReplace) {
+  if (step.kind == Decoder::Kind::kByteLevel) {
+    state.held += text;
+    if (!step.streams)
+      return; // a later character outside the alphabet would keep all the text as it is
+    // Map the whole characters; an unfinished one waits for its other bytes.
+    size_t i = 0;
+    while (i < state.held.size()) {
+      const size_t len = std::max<size_t>(1, CodepointLength(state.held, i));
+      if (i + len > state.held.size())
+        break;
+      size_t k = i;
+      const int b = ByteLevelByte(NextCodepoint(state.held, &k));
+      if (b >= 0)
+        emit.push_back(static_cast<char>(b));
+      else
+        emit.append(state.held, i, len); // cannot happen when Finalize proved the alphabet
+      i += len;
+    }
+    state.held.erase(0, i);
+  } else if (step.kind == Decoder::Kind::kReplace) {
     state.held += text;
     if (step.regex != nullptr)
       return; // a regex match may reach any later text: replaced at the end
@@ -304,6 +397,8 @@ void DecodeStream::FinishText(size_t i, std::string *out) {
   held.swap(text_state_[i].held);
   if (step.kind == Decoder::Kind::kReplace)
     held = ReplaceMatches(held, step.literal, step.regex.get(), step.content);
+  else if (step.kind == Decoder::Kind::kByteLevel)
+    held = ByteLevelDecodeToken(held); // the whole text as one token, as HF maps it
   else
     held.clear(); // Strip: what is held is the trailing run it removes
   if (!held.empty())

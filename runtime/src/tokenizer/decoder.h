@@ -9,7 +9,11 @@
 // Metaspace and WordPiece (the last two treat the first token specially),
 // ByteFallback (a run of <0xXX> tokens becomes its UTF-8 text, or one U+FFFD
 // per byte when that is not valid UTF-8). After it, the text is one token
-// that grows: Replace, Metaspace and Strip then apply to the whole text.
+// that grows: Replace, Metaspace, Strip and ByteLevel then apply to the whole
+// text (transformers writes ByteFallback, Fuse, Replace, ByteLevel for GGUF
+// files). ByteLevel on the whole text keeps it as it is if any character is
+// outside its alphabet, so it streams only when Finalize proves that no token
+// can bring such a character; otherwise it waits for the end.
 // Without a fusing step the tokens are joined with nothing; without a decoder
 // at all, with spaces.
 #pragma once
@@ -34,6 +38,9 @@ public:
   // ByteLevel step already applied (so that it runs once per id, not per
   // decode).
   std::string PrepareToken(const std::string &token) const;
+  // Given every id's prepared token, decides whether a ByteLevel step after
+  // Fuse can stream (see above).
+  void Finalize(const std::vector<std::string> &tokens);
 
 private:
   friend class DecodeStream;
@@ -47,6 +54,7 @@ private:
     bool prepend = true;                      // kMetaspace: prepend_scheme is not "never"
     std::string prefix = "##";                // kWordPiece
     bool cleanup = true;                      // kWordPiece
+    bool streams = false;                     // kByteLevel after Fuse: see Finalize
   };
   Status AddSteps(const Json &config, const std::string &path);
   Status AddStep(const Json &config, const std::string &path, const std::string &type);

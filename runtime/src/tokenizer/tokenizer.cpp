@@ -56,6 +56,7 @@ Status TokenizerImpl::Build(const Json &root) {
     decoded_[id] = decoder_.PrepareToken(*token);
     kind_[id] = special.count(*token) ? Kind::kSpecial : Kind::kNormal;
   }
+  decoder_.Finalize(decoded_);
   return post_processor_.CheckIds([this](int32_t id) {
     return id >= 0 && id < static_cast<int64_t>(kind_.size()) && kind_[id] != Kind::kUnknown;
   });
