@@ -23,6 +23,8 @@ int BenchMain(const std::vector<std::string> &args);   // cmd_bench.cpp
 int BenchLatencyMain(const std::vector<std::string> &args);
 // `kiln bench serve` (cmd_bench_serve.cpp): a running server, over HTTP.
 int BenchServeMain(const std::vector<std::string> &args);
+// `kiln tokenize` (cmd_tokenize.cpp): a plan's tokenizer, text to ids and back.
+int TokenizeMain(const std::vector<std::string> &args);
 int EmbedMain(const std::vector<std::string> &args);   // cmd_embed.cpp
 int VerifyMain(const std::vector<std::string> &args);  // cmd_verify.cpp
 int ServeMain(const std::vector<std::string> &args);   // cmd_serve.cpp

@@ -69,8 +69,9 @@ const char kUsage[] =
     "usage: kiln serve PLAN [--host H] [--port P] [--config serve.json] [options]\n"
     "\n"
     "Serves the plan over HTTP with the OpenAI API: /v1/completions, /v1/chat/completions\n"
-    "(plans with a chat template), /v1/embeddings (encoder plans), /v1/models, and\n"
-    "/health, /ready, /metrics. Every route but /health needs an API key\n"
+    "(plans with a chat template), /v1/embeddings (encoder plans), /v1/models,\n"
+    "/tokenize and /detokenize (vLLM's: the plan's tokenizer), and /health, /ready,\n"
+    "/metrics. Every route but /health needs an API key\n"
     "(Authorization: Bearer KEY; `kiln keys new NAME` makes one). SIGTERM drains: no new\n"
     "requests, accepted ones finish (up to drain_timeout_s), exit 0. With --tp N, a plan\n"
     "built for N ranks is served by N processes (rank 0 serves HTTP and schedules; SIGTERM\n"
@@ -122,6 +123,7 @@ struct Loaded {
   std::unique_ptr<Pipeline> pipe;
   std::unique_ptr<serve::EngineLoop> engine;
   std::unique_ptr<PlanEmbedder> embedder;
+  std::unique_ptr<Tokenizer> tokenizer; // an encoder's, for /tokenize
   ~Loaded() {
     if (engine)
       engine->Stop();
@@ -157,6 +159,14 @@ OpenModel(const LoadContext &c, const std::string &path, std::unique_ptr<Plan> p
       return Status(StatusCode::kInternal, "the encoder failed its readiness embedding: " +
                                                out.status().message());
     m->embed = [e](const serve::EmbeddingJob &job) { return e->Embed(job); };
+    // /tokenize and /detokenize serve encoders too (the embedder keeps its
+    // tokenizer to itself; Create refused a plan without one).
+    const auto *tj = p.fb().tokenizer_json();
+    KILN_ASSIGN_OR_RETURN(owner->tokenizer,
+                          Tokenizer::FromJson(std::string_view(tj->c_str(), tj->size())));
+    m->tokenizer = owner->tokenizer.get();
+    if (const fb::ModelMetadata *md = p.fb().metadata())
+      m->context_length = std::max<int64_t>(0, md->context_length());
   } else {
     KILN_ASSIGN_OR_RETURN(owner->pipe, Pipeline::Create(p, options));
     m->tokenizer = owner->pipe->tokenizer();

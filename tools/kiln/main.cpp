@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"exec", "run a plan's graph once on TensorProto inputs", kiln::cli::ExecMain},
     {"embed", "embed texts with an encoder plan (one pooled vector each)", kiln::cli::EmbedMain},
     {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
+    {"tokenize", "encode text with a plan's tokenizer (or decode ids): what the model sees", kiln::cli::TokenizeMain},
     {"verify", "recheck a plan's checksums and, given the ONNX, its source", kiln::cli::VerifyMain},
     {"serve", "serve a plan over HTTP with the OpenAI API (docs/serve.md)", kiln::cli::ServeMain},
     {"keys", "`kiln keys new NAME`: a fresh API key for kiln serve", kiln::cli::KeysMain},

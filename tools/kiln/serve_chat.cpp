@@ -1,5 +1,6 @@
-// The chat template of `kiln serve`'s /v1/chat/completions: the plan's
-// stored Jinja template, compiled once at startup (kiln/chat_template.h).
+// The chat template of `kiln serve`'s /v1/chat/completions and /tokenize:
+// the plan's stored Jinja template, compiled once at startup
+// (kiln/chat_template.h).
 #include "embedder.h"
 #include "kiln/chat_template.h"
 
@@ -26,9 +27,10 @@ StatusOr<serve::ChatRenderer> ChatRendererFor(const Plan &plan, const Tokenizer 
       extra["eos_token"] = tokenizer->IdToToken(static_cast<int32_t>(m->eos_token_ids()->Get(0)));
   }
   auto shared = std::make_shared<ChatTemplate>(std::move(*compiled));
-  return serve::ChatRenderer([shared, extra](const nlohmann::json &messages) {
-    return shared->Render(messages, /*add_generation_prompt=*/true, extra);
-  });
+  return serve::ChatRenderer(
+      [shared, extra](const nlohmann::json &messages, bool add_generation_prompt) {
+        return shared->Render(messages, add_generation_prompt, extra);
+      });
 }
 
 } // namespace kiln::cli

@@ -149,7 +149,7 @@ void HttpServer::Completions(const httplib::Request &req, httplib::Response &res
                        BadRequest("the plan has no chat template; use /v1/completions", "messages"),
                        call.get());
     }
-    auto prompt = m->chat(job.messages);
+    auto prompt = m->chat(job.messages, /*add_generation_prompt=*/true);
     if (!prompt.ok()) {
       deps_.metrics->Add("kiln_rejections_total", 1, "bad_request");
       return SendError(res,

@@ -378,7 +378,11 @@ void FrontEnd::Routes() {
   http_->Get("/v1/models", [this](const Request &req, Response &res) { Forward(req, res, false); });
   http_->Get(R"(/v1/models/(.+))",
              [this](const Request &req, Response &res) { Forward(req, res, false); });
-  for (const char *route : {"/v1/completions", "/v1/chat/completions", "/v1/embeddings"})
+  // /tokenize and /detokenize go to a replica too, which has the plan's
+  // tokenizer and template; like embeddings, they are admitted under the
+  // key's rpm and concurrency here (no tokens are charged: no usage comes back).
+  for (const char *route :
+       {"/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/tokenize", "/detokenize"})
     http_->Post(route, [this](const Request &req, Response &res) { Forward(req, res, true); });
   http_->Post("/admin/reload", [this](const Request &req, Response &res) {
     CallLog call;

@@ -301,6 +301,9 @@ void HttpServer::Routes() {
   });
   http_->Post("/v1/embeddings",
               [this](const Request &req, Response &res) { EmbeddingsRoute(req, res); });
+  http_->Post("/tokenize", [this](const Request &req, Response &res) { TokenizeRoute(req, res); });
+  http_->Post("/detokenize",
+              [this](const Request &req, Response &res) { DetokenizeRoute(req, res); });
   http_->Post("/admin/reload", [this](const Request &req, Response &res) { ReloadRoute(req, res); });
   http_->Post("/admin/cancel", [this](const Request &req, Response &res) { CancelRoute(req, res); });
 }

@@ -30,8 +30,11 @@ struct Response;
 
 namespace kiln::serve {
 
-// Renders chat messages into a prompt with the plan's template.
-using ChatRenderer = std::function<StatusOr<std::string>(const nlohmann::json &messages)>;
+// Renders chat messages into a prompt with the plan's template;
+// add_generation_prompt opens the assistant's turn (chat completions always
+// do; /tokenize lets the client choose).
+using ChatRenderer = std::function<StatusOr<std::string>(const nlohmann::json &messages,
+                                                         bool add_generation_prompt)>;
 // Embeds texts (or token-id lists) with an encoder plan: one vector each,
 // and the tokens used.
 struct Embeddings {
@@ -49,6 +52,7 @@ struct ServedModel {
   std::string name;             // the model id of responses and /v1/models
   std::string plan_path;        // "" when not loaded from a file
   EngineLoop *engine = nullptr; // null for an encoder plan
+  // A decoder's, or an encoder's (for /tokenize); null: the plan has none.
   const Tokenizer *tokenizer = nullptr;
   RequestParams defaults;
   int64_t context_length = 0;
@@ -99,6 +103,10 @@ private:
   bool Authorize(const httplib::Request &req, httplib::Response &res, Call *call);
   void Completions(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
   void EmbeddingsRoute(const httplib::Request &req, httplib::Response &res);
+  // /tokenize and /detokenize (tokenize.cpp): the served plan's tokenizer,
+  // on the request thread; the engine is not involved.
+  void TokenizeRoute(const httplib::Request &req, httplib::Response &res);
+  void DetokenizeRoute(const httplib::Request &req, httplib::Response &res);
   void ReloadRoute(const httplib::Request &req, httplib::Response &res);
   // 403 not_admin (naming `what` it may not do) unless the caller's key is
   // an admin key or the server has no keys.

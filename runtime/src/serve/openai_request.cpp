@@ -459,4 +459,74 @@ std::optional<ApiError> ParseEmbeddingJob(const json &body, int max_inputs, Embe
   return std::nullopt;
 }
 
+std::optional<ApiError> ParseTokenizeJob(const json &body, TokenizeJob *job) {
+  *job = TokenizeJob();
+  if (!body.is_object())
+    return BadRequest("the request body must be a JSON object");
+  job->chat = body.contains("messages");
+  if (job->chat && body.contains("prompt"))
+    return Bad("messages", "and 'prompt' were both given: give one");
+  if (!job->chat && !body.contains("prompt"))
+    return Bad("prompt", "is required (or 'messages', for a chat)");
+  // The fields of each form; one of the other form is named, not ignored.
+  static const std::set<std::string> kPromptForm = {"model", "prompt", "add_special_tokens",
+                                                    "return_token_strs"};
+  static const std::set<std::string> kChatForm = {"model",
+                                                  "messages",
+                                                  "add_special_tokens",
+                                                  "add_generation_prompt",
+                                                  "continue_final_message",
+                                                  "return_token_strs"};
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if ((job->chat ? kChatForm : kPromptForm).count(it.key()))
+      continue;
+    if (kChatForm.count(it.key()))
+      return Bad(it.key(), "goes with 'messages', not 'prompt'");
+    return BadRequest("unknown field '" + it.key() + "'", it.key());
+  }
+  if (body.contains("model") && !body["model"].is_string())
+    return Bad("model", "must be a string");
+  job->model = body.value("model", "");
+  job->add_special_tokens = !job->chat;
+  if (auto e = GetBool(body, "add_special_tokens", &job->add_special_tokens))
+    return e;
+  if (auto e = GetBool(body, "return_token_strs", &job->return_token_strs))
+    return e;
+  if (!job->chat) {
+    if (!body["prompt"].is_string())
+      return Bad("prompt", "must be a string");
+    job->prompt = body["prompt"].get<std::string>();
+    return std::nullopt;
+  }
+  if (auto e = GetBool(body, "add_generation_prompt", &job->add_generation_prompt))
+    return e;
+  // Continuing the last message means cutting the rendered text after it,
+  // which no kiln route does; accepted only as its default.
+  bool continue_final = false;
+  if (auto e = GetBool(body, "continue_final_message", &continue_final))
+    return e;
+  if (continue_final)
+    return Bad("continue_final_message", "true is not supported by this server");
+  return CheckMessages(body["messages"], &job->messages);
+}
+
+std::optional<ApiError> ParseDetokenizeJob(const json &body, DetokenizeJob *job) {
+  *job = DetokenizeJob();
+  if (!body.is_object())
+    return BadRequest("the request body must be a JSON object");
+  for (auto it = body.begin(); it != body.end(); ++it)
+    if (it.key() != "model" && it.key() != "tokens")
+      return BadRequest("unknown field '" + it.key() + "'", it.key());
+  if (body.contains("model") && !body["model"].is_string())
+    return Bad("model", "must be a string");
+  job->model = body.value("model", "");
+  if (!body.contains("tokens"))
+    return Bad("tokens", "is required");
+  const json &t = body["tokens"];
+  // An empty list is text too: the empty string.
+  if (!t.is_array() || (!t.empty() && !IdList(t, &job->tokens)))
+    return Bad("tokens", "must be a list of token ids (integers >= 0)");
+  return std::nullopt;
+}
+
 } // namespace kiln::serve

@@ -68,4 +68,27 @@ struct EmbeddingJob {
 std::optional<ApiError> ParseEmbeddingJob(const nlohmann::json &body, int max_inputs,
                                           EmbeddingJob *job);
 
+// /tokenize, shaped as vLLM's: a "prompt" to encode, or chat "messages"
+// rendered with the plan's template first. add_special_tokens defaults as
+// vLLM's do: true for a prompt (as /v1/completions encodes one), false for
+// messages (the template writes its own, as /v1/chat/completions).
+// "return_token_strs" adds each id's vocabulary string.
+struct TokenizeJob {
+  std::string model;
+  bool chat = false;
+  std::string prompt;      // !chat
+  nlohmann::json messages; // chat: the checked messages
+  bool add_special_tokens = true;
+  bool add_generation_prompt = true; // chat: open the assistant's turn
+  bool return_token_strs = false;
+};
+std::optional<ApiError> ParseTokenizeJob(const nlohmann::json &body, TokenizeJob *job);
+
+// /detokenize: "tokens", a list of ids (it may be empty), and "model".
+struct DetokenizeJob {
+  std::string model;
+  std::vector<int32_t> tokens;
+};
+std::optional<ApiError> ParseDetokenizeJob(const nlohmann::json &body, DetokenizeJob *job);
+
 } // namespace kiln::serve

@@ -1,5 +1,5 @@
-// The kiln tool's run, exec and inspect mains, called in-process: results,
-// files written, and exit codes (2 for bad input).
+// The kiln tool's run, exec, inspect and tokenize mains, called in-process:
+// results, files written, and exit codes (2 for bad input).
 #include "backends/registry.h"
 #include "cli.h"
 #include "kiln/tensor_proto.h"
@@ -19,6 +19,7 @@ namespace {
 using cli::ExecMain;
 using cli::InspectMain;
 using cli::RunMain;
+using cli::TokenizeMain;
 using test::TempPath;
 
 std::string MlpPlan() {
@@ -368,6 +369,142 @@ TEST(Cli, InspectSaysWhichBackendsRunThePlan) {
     else
       EXPECT_NE(out.find("not on " + name + ": missing op"), std::string::npos) << out;
   }
+}
+
+RunOutput TokenizeCaptured(const std::vector<std::string> &args) {
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  int rc = TokenizeMain(args);
+  std::string out = testing::internal::GetCapturedStdout();
+  return {rc, out, testing::internal::GetCapturedStderr()};
+}
+
+std::string TokenizerFixture(const std::string &name) {
+  return std::string(KILN_TOKENIZER_TESTDATA) + "/" + name;
+}
+
+std::string WriteTemp(const std::string &name, const std::string &bytes) {
+  const std::string path = TempPath(name);
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// A plan carrying test/tokenizer/llama3.json (BOS from its post-processor).
+std::string Llama3TokenizerPlan() {
+  test::Mlp m;
+  test::TestPlan p = m.Build();
+  p.tokenizer_json = ReadFile(TokenizerFixture("llama3.json"));
+  const std::string path = TempPath("cli_tok.plan");
+  EXPECT_EQ(p.Write(path), "");
+  return path;
+}
+
+// The ids are Hugging Face tokenizers' for the same text
+// (test/tokenizer/refs_llama3.json, corpus lines 12 and 529), from a plan
+// and from the tokenizer.json alike; BOS only with special tokens added.
+TEST(Cli, TokenizeGivesHuggingFaceIds) {
+  const std::string plan = Llama3TokenizerPlan();
+  const std::string llama3 = TokenizerFixture("llama3.json");
+  const std::string text = WriteTemp("cli_tok_lines.txt", "new\n\nlines\n\n\n");
+  RunOutput r = TokenizeCaptured({plan, "--text-file", text});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "[2503,1767,282,1168,282,198]\n");
+  r = TokenizeCaptured(
+      {"--tokenizer", llama3, "--text-file", text, "--add-special-tokens", "false"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "[1767,282,1168,282,198]\n");
+  r = TokenizeCaptured({"--tokenizer", llama3, "--text-file", text, "--add-special-tokens=true"});
+  EXPECT_EQ(r.out, "[2503,1767,282,1168,282,198]\n");
+
+  r = TokenizeCaptured({plan, "--text", "new\n", "--tokens"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u) << r.out;
+  EXPECT_EQ(j[0],
+            nlohmann::json({{"id", 2503}, {"token", "<|begin_of_text|>"}, {"special", true}}));
+  EXPECT_EQ(j[2]["id"], 198);
+  EXPECT_EQ(j[2]["token"], "\u010a"); // byte-level BPE's newline, as convert_ids_to_tokens
+  EXPECT_EQ(j[2]["special"], false);
+
+  // 2510 is <|eot_id|>, a special token.
+  const std::string ids = "1708,366,68,136,223,138,102,2510,67,262,891,58,50,54,60";
+  r = TokenizeCaptured({plan, "--decode", ids});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "Helloe\u0301\u03a9<|eot_id|>don't[SW]\n"); // e and a combining acute
+  r = TokenizeCaptured(
+      {"--tokenizer", llama3, "--decode", "[" + ids + "]", "--skip-special-tokens"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "Helloe\u0301\u03a9don't[SW]\n");
+  r = TokenizeCaptured({plan, "--decode", " [2510, 1708] ", "--tokens"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j[0]["token"], "<|eot_id|>");
+  EXPECT_EQ(j[0]["special"], true);
+  EXPECT_EQ(j[1]["token"], "Hel");
+}
+
+// decode(encode(text)) == text through the command line, for a byte-level
+// BPE tokenizer: spaces, newlines, CJK, emoji, accents, a special token.
+TEST(Cli, TokenizeRoundTripsByteLevelText) {
+  const std::string gpt2 = TokenizerFixture("gpt2.json");
+  const std::vector<std::string> texts = {"Hello<|endoftext|>world",
+                                          "  two leading spaces, then\r\nCRLF\n\n\n",
+                                          "\u4e2d\u6587 and \xf0\x9f\x98\x80 emoji\ttab",
+                                          "caf\u00e9 na\u00efve \u00c5ngstr\u00f6m ", "x"};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string file = WriteTemp("cli_tok_rt" + std::to_string(i) + ".txt", texts[i]);
+    RunOutput enc = TokenizeCaptured({"--tokenizer", gpt2, "--text-file", file});
+    ASSERT_EQ(enc.rc, 0) << enc.err;
+    ASSERT_GT(nlohmann::json::parse(enc.out).size(), 0u);
+    RunOutput dec = TokenizeCaptured({"--tokenizer", gpt2, "--decode", enc.out});
+    ASSERT_EQ(dec.rc, 0) << dec.err;
+    EXPECT_EQ(dec.out, texts[i] + "\n") << "text " << i << " encoded as " << enc.out;
+  }
+}
+
+TEST(Cli, TokenizeBadInputExitsTwo) {
+  const std::string plan = Llama3TokenizerPlan();
+  const std::string llama3 = TokenizerFixture("llama3.json");
+  std::string corrupt_bytes = ReadFile(plan);
+  corrupt_bytes[100] ^= 1;
+  const std::string corrupt = WriteTemp("cli_tok_corrupt.plan", corrupt_bytes);
+  struct Case {
+    std::vector<std::string> args;
+    const char *message;
+  };
+  const std::vector<Case> cases = {
+      {{MlpPlan(), "--text", "hi"}, "has no tokenizer"},
+      {{TempPath("cli_tok_missing.plan"), "--text", "hi"}, "cli_tok_missing.plan"},
+      {{corrupt, "--text", "hi"}, "checksum"},
+      {{plan, "--decode", "1708,2511"}, "2511 is not an id of the tokenizer (its ids are 0..2510)"},
+      {{plan, "--decode", "1,x"}, "'x' is not a token id"},
+      {{plan, "--decode", "-3"}, "'-3' is not a token id"},
+      {{plan, "--decode", "[1,2"}, "does not close it"},
+      {{plan, "--decode", ""}, "at least one token id"},
+      {{plan, "--text", "bad \xff byte"}, "UTF-8"},
+      {{plan, "--text-file", TempPath("cli_tok_no_such.txt")}, "cannot open --text-file"},
+      {{"--tokenizer", KILN_TOKENIZER_TESTDATA, "--text", "a"}, "cannot read --tokenizer"},
+      {{"--tokenizer", TokenizerFixture("corpus.jsonl"), "--text", "a"}, "--tokenizer '"},
+      {{plan, "--tokenizer", llama3, "--text", "a"}, "not both"},
+      {{"--text", "a"}, "expected one plan file"},
+      {{plan, "--text", "a", "--decode", "1"}, "exactly one of"},
+      {{plan}, "exactly one of"},
+      {{plan, "--text", "a", "--add-special-tokens", "yes"}, "true or false"},
+      {{plan, "--decode", "1", "--add-special-tokens", "true"}, "goes with encoding"},
+      {{plan, "--text", "a", "--skip-special-tokens"}, "goes with --decode"},
+      {{plan, "--text", "a", "--bogus"}, "unknown option --bogus"},
+  };
+  for (const Case &c : cases) {
+    RunOutput r = TokenizeCaptured(c.args);
+    EXPECT_EQ(r.rc, 2) << c.message << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << c.message; // nothing half-printed
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  RunOutput help = TokenizeCaptured({"--help"});
+  EXPECT_EQ(help.rc, 0);
+  for (const char *option : {"--tokenizer FILE", "--text-file FILE", "--add-special-tokens BOOL",
+                             "--tokens", "--decode IDS", "--skip-special-tokens"})
+    EXPECT_NE(help.out.find(option), std::string::npos) << option;
 }
 
 } // namespace
