@@ -9,6 +9,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
+
 namespace kiln::plan {
 namespace {
 
@@ -154,26 +156,35 @@ llvm::Error readGenerationConfig(const json &j, const std::string &file, ModelIn
   return readFloat(j, "top_p", file, info.topP);
 }
 
-/// chat_template is a string, or a list of {name, template} of which the one
-/// named "default" (else the first) applies.
+/// Adds `t`, replacing a template of the same name: transformers keeps named
+/// templates in a dict, so the last one of a name wins.
+void setTemplate(std::vector<NamedChatTemplate> &templates, NamedChatTemplate t) {
+  for (NamedChatTemplate &old : templates)
+    if (old.name == t.name) {
+      old = std::move(t);
+      return;
+    }
+  templates.push_back(std::move(t));
+}
+
+/// chat_template is a string (the default template) or a list of
+/// {"name": ..., "template": ...}.
 llvm::Error readTokenizerConfig(const json &j, const std::string &file, ModelInfo &info) {
   if (!j.contains("chat_template") || j["chat_template"].is_null())
     return llvm::Error::success();
   const json &t = j["chat_template"];
   if (t.is_string()) {
-    info.chatTemplate = t.get<std::string>();
+    info.chatTemplates.push_back({"default", t.get<std::string>(), file});
     return llvm::Error::success();
   }
   if (!t.is_array())
     return err(file + ": \"chat_template\" must be a string or a list");
   for (const json &e : t) {
-    if (!e.is_object() || !e.contains("template") || !e["template"].is_string())
-      return err(file + ": \"chat_template\" entries need a \"template\" string");
-    bool isDefault = e.contains("name") && e["name"] == "default";
-    if (info.chatTemplate.empty() || isDefault)
-      info.chatTemplate = e["template"];
-    if (isDefault)
-      break;
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() ||
+        !e.contains("template") || !e["template"].is_string())
+      return err(file + ": \"chat_template\" entries need a \"name\" and a \"template\" string");
+    setTemplate(info.chatTemplates,
+                {e["name"].get<std::string>(), e["template"].get<std::string>(), file});
   }
   return llvm::Error::success();
 }
@@ -261,6 +272,97 @@ llvm::Error readModules(const std::string &modelDir, ModelInfo &info) {
   return readPoolingConfig(**j, config, info);
 }
 
+/// transformers' own template files in `dir` (where tokenizer_config.json
+/// is): chat_template.jinja, the default template, and
+/// additional_chat_templates/NAME.jinja, named ones (sorted by name, so the
+/// build does not depend on the directory's order). An empty list when there
+/// are none.
+llvm::Expected<std::vector<NamedChatTemplate>> readTemplateFiles(const std::string &dir,
+                                                                 ModelInfo &info) {
+  std::vector<NamedChatTemplate> found;
+  const std::string main = join(dir, "chat_template.jinja");
+  auto text = readIfExists(main);
+  if (!text)
+    return text.takeError();
+  if (*text) {
+    found.push_back({"default", std::move(**text), main});
+    info.filesUsed.push_back(main);
+  }
+  const std::string extraDir = join(dir, "additional_chat_templates");
+  if (!llvm::sys::fs::is_directory(extraDir))
+    return found;
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(extraDir, ec), end; it != end && !ec; it.increment(ec))
+    if (llvm::sys::path::extension(it->path()) == ".jinja" &&
+        llvm::sys::fs::is_regular_file(it->path()))
+      paths.push_back(it->path());
+  if (ec)
+    return err(extraDir + ": cannot list: " + ec.message());
+  std::sort(paths.begin(), paths.end());
+  for (const std::string &path : paths) {
+    auto extra = readIfExists(path);
+    if (!extra)
+      return extra.takeError();
+    if (!*extra)
+      continue; // removed while listing
+    setTemplate(found, {std::string(llvm::sys::path::stem(path)), std::move(**extra), path});
+    info.filesUsed.push_back(path);
+  }
+  return found;
+}
+
+/// Picks the template the plan stores and compiles every template with the
+/// runtime's own renderer, so a construct it lacks fails the build (exit 2)
+/// naming the file, the template and the construct, not the first chat
+/// request. Named templates the plan does not store are checked too: they
+/// are part of the model, and a build that passes should mean every one of
+/// its templates renders.
+llvm::Error checkChatTemplates(bool allowUnsupported, ModelInfo &info) {
+  if (info.chatTemplates.empty())
+    return llvm::Error::success();
+  const NamedChatTemplate *stored = &info.chatTemplates.front();
+  for (const NamedChatTemplate &t : info.chatTemplates)
+    if (t.name == "default")
+      stored = &t;
+  info.chatTemplate = stored->source;
+  std::string others;
+  for (const NamedChatTemplate &t : info.chatTemplates) {
+    if (&t != stored)
+      others += (others.empty() ? "'" : ", '") + t.name + "'";
+    auto compiled = kiln::ChatTemplate::Compile(t.source);
+    if (compiled.ok())
+      continue;
+    // The renderer's message starts with "chat template: "; the name goes
+    // in its place.
+    std::string message = compiled.status().message();
+    const std::string prefix = "chat template: ";
+    if (message.compare(0, prefix.size(), prefix) == 0)
+      message.erase(0, prefix.size());
+    std::string what = t.file + ": chat template '" + t.name + "': " + message;
+    if (!allowUnsupported)
+      return err(what + (&t == stored
+                             ? " (see docs/chat-templates.md; --allow-unsupported-template stores "
+                               "it anyway, and chat requests on the plan then fail)"
+                             : " (see docs/chat-templates.md; --allow-unsupported-template builds "
+                               "anyway, without this template)"));
+    info.warnings.push_back(what + (&t == stored ? "; stored because of "
+                                                   "--allow-unsupported-template, but kiln "
+                                                   "cannot render it"
+                                                 : "; ignored because of "
+                                                   "--allow-unsupported-template"));
+  }
+  // A plan holds one template (schemas/plan.fbs), so the others are only
+  // checked; say so, because transformers renders 'tool_use' for requests
+  // that pass tools and kiln renders the stored one for every request.
+  if (!others.empty())
+    info.warnings.push_back(stored->file + ": the plan stores chat template '" + stored->name +
+                            "'; the model's other templates (" + others +
+                            ") compile but are not stored, and every request renders '" +
+                            stored->name + "'");
+  return llvm::Error::success();
+}
+
 /// A tokenizer the runtime cannot load is still stored (another runtime may
 /// use it), but the build says so, naming what is unsupported.
 void checkTokenizerRuns(const std::string &file, ModelInfo &info) {
@@ -316,22 +418,20 @@ llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
     info.filesUsed.push_back(tokFile);
     checkTokenizerRuns(tokFile, info);
   }
-  std::string tokConfig = join(tokDir.empty() ? "." : tokDir, "tokenizer_config.json");
-  if (auto e = apply(tokConfig, readTokenizerConfig))
+  if (tokDir.empty())
+    tokDir = ".";
+  if (auto e = apply(join(tokDir, "tokenizer_config.json"), readTokenizerConfig))
     return std::move(e);
-  // The template is compiled by the runtime's own renderer, so a feature it
-  // lacks fails here and not at the first chat request.
-  if (!info.chatTemplate.empty()) {
-    auto compiled = kiln::ChatTemplate::Compile(info.chatTemplate);
-    if (!compiled.ok()) {
-      std::string what = tokConfig + ": " + compiled.status().message();
-      if (!allowUnsupportedTemplate)
-        return err(what + " (see docs/chat-templates.md; --allow-unsupported-template stores it "
-                          "anyway, and chat requests on the plan then fail)");
-      info.warnings.push_back(what + "; stored because of --allow-unsupported-template, but "
-                                     "kiln cannot render it");
-    }
-  }
+  // Template files take precedence over tokenizer_config.json's key, as in
+  // transformers, whose recent versions save the template to
+  // chat_template.jinja instead of the key.
+  auto files = readTemplateFiles(tokDir, info);
+  if (!files)
+    return files.takeError();
+  if (!files->empty())
+    info.chatTemplates = std::move(*files);
+  if (auto e = checkChatTemplates(allowUnsupportedTemplate, info))
+    return std::move(e);
   if (auto e = readModules(modelDir, info))
     return std::move(e);
   return info;

@@ -1,7 +1,8 @@
 //===- ModelFiles.h - Hugging Face files next to a model ---------*- C++ -*-===//
 //
 // A model exported from Hugging Face usually sits beside config.json,
-// generation_config.json, tokenizer.json and tokenizer_config.json. The plan
+// generation_config.json, tokenizer.json, tokenizer_config.json and (from
+// recent transformers) chat_template.jinja. The plan
 // embeds what the runtime needs from them (metadata, generation defaults,
 // tokenizer, chat template) so that a deployment host needs only the plan.
 // Every file is optional; a file that exists but does not parse is an error,
@@ -21,6 +22,13 @@
 #include <vector>
 
 namespace kiln::plan {
+
+/// One chat template of a model folder and the file it came from.
+struct NamedChatTemplate {
+  std::string name; // "default" for a single template or chat_template.jinja
+  std::string source;
+  std::string file;
+};
 
 /// What the plan records about the model beyond its graph. Fields stay at
 /// their defaults when no file provides them.
@@ -48,7 +56,13 @@ struct ModelInfo {
   float repetitionPenalty = 1.0f;
 
   std::string tokenizerJson; // tokenizer.json contents
-  std::string chatTemplate;  // tokenizer_config.json chat_template
+  // The template the plan stores: the one named "default", else the first.
+  std::string chatTemplate;
+  // Every template found, the stored one included, each compiled by the
+  // build: chat_template.jinja and additional_chat_templates/NAME.jinja when
+  // either exists (as in transformers, they take precedence), else
+  // tokenizer_config.json's chat_template (a string, or named templates).
+  std::vector<NamedChatTemplate> chatTemplates;
 
   // sentence-transformers pooling (modules.json, <Pooling path>/config.json):
   // "mean", "cls", another of its modes, or empty without a config.
@@ -67,8 +81,9 @@ struct ModelInfo {
 /// empty, overrides where the tokenizer comes from: a tokenizer.json file or
 /// a directory holding tokenizer.json (and optionally tokenizer_config.json);
 /// unlike the files found by looking beside the model, it must exist.
-/// A chat template outside the runtime's Jinja subset is an error naming the
-/// construct, or with allowUnsupportedTemplate a warning (it is stored).
+/// A chat template outside the runtime's Jinja subset (any of them, named
+/// ones too) is an error naming its file, its name and the construct, or with
+/// allowUnsupportedTemplate a warning (it is stored).
 llvm::Expected<ModelInfo> readModelFiles(const std::string &modelDir,
                                          const std::string &tokenizerPath,
                                          bool allowUnsupportedTemplate = false);

@@ -46,7 +46,7 @@ public:
 
   // Limits that keep a hostile template from exhausting the process.
   static constexpr size_t kMaxOutputBytes = 16u << 20;
-  static constexpr int kMaxDepth = 200;           // nesting of calls and expressions
+  static constexpr int kMaxDepth = 200;           // nesting of calls, expressions and values
   static constexpr long kMaxLoopIterations = 200000;  // all loops of one render
 
 private:

@@ -30,11 +30,14 @@ StatusOr<ChatTemplate> ChatTemplate::Compile(std::string_view source) {
 
 namespace {
 
-// JSON to template values; depth is bounded because the renderer's
-// recursion over values (repr, tojson) is.
+// JSON to template values; containers nest at most kMaxDepth levels, the
+// renderer's limit for every value (its recursion over values, repr, tojson
+// and freeing, is bounded by it).
 template <typename Json> StatusOr<chat::Value> FromJson(const Json &j, int depth) {
   using chat::Value;
-  if (depth > ChatTemplate::kMaxDepth) return InvalidArgument("chat template input nested too deeply");
+  if (depth >= ChatTemplate::kMaxDepth && j.is_structured())
+    return InvalidArgument("chat template input nested too deeply (more than " +
+                           std::to_string(ChatTemplate::kMaxDepth) + " levels)");
   switch (j.type()) {
   case nlohmann::detail::value_t::null: return Value::None();
   case nlohmann::detail::value_t::boolean: return Value::Bool(j.template get<bool>());

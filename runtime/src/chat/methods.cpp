@@ -137,7 +137,9 @@ StatusOr<Value> GetAttr(const Value &obj, const std::string &name) {
   }
   if (obj.kind() == Value::Kind::kDict && In(kDictMethods, name)) {
     Value self = obj;
-    return Value::Fn("dict." + name, [self, name](Renderer &, CallArgs &a) { return DictMethod(self.AsDict(), name, a); });
+    return Value::Fn(
+        "dict." + name, [self, name](Renderer &, CallArgs &a) { return DictMethod(self.AsDict(), name, a); },
+        self.Depth());
   }
   if (obj.IsDict()) {
     if (const Value *v = obj.AsDict().Find(name)) return *v;
@@ -199,14 +201,14 @@ Dict Globals() {
           }
           return Value::MakeList(std::move(out));
         }));
-  g.Set("namespace", Value::Fn("namespace", [](Renderer &, CallArgs &a) -> StatusOr<Value> {
+  g.Set("namespace", Value::Fn("namespace", [](Renderer &r, CallArgs &a) -> StatusOr<Value> {
           Dict d;
           for (const Value &p : a.positional) {
             if (!p.IsDict()) return InvalidArgument("namespace() takes keyword arguments or a dict");
             for (const auto &[k, v] : p.AsDict().items) d.Set(k, v);
           }
           for (const auto &[k, v] : a.keyword) d.Set(k, v);
-          return Value::MakeNamespace(std::move(d));
+          return r.NewNamespace(std::move(d));
         }));
   g.Set("dict", Value::Fn("dict", [](Renderer &, CallArgs &a) -> StatusOr<Value> {
           Dict d;

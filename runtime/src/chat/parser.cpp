@@ -19,13 +19,21 @@ const std::set<std::string> kUnsupportedTags = {
     "autoescape", "do", "trans", "pluralize", "endraw", "endfilter", "endcall", "endblock",
     "endwith", "endautoescape", "endtrans", "print"};
 
+// Globals jinja2 has that the subset leaves out. A call to one fails when the
+// template is compiled, not at the first request that reaches it, unless the
+// template defines the name itself.
+const std::set<std::string> kUnsupportedGlobals = {"cycler", "joiner", "lipsum"};
+
 class Parser {
 public:
   explicit Parser(std::vector<Token> t) : t_(std::move(t)) {}
 
   StatusOr<Body> Template() {
     std::string end;
-    auto body = ParseBody({}, &end, t_[0]);
+    KILN_ASSIGN_OR_RETURN(Body body, ParseBody({}, &end, t_[0]));
+    for (const Token &call : globalCalls_)
+      if (!defined_.count(call.value))
+        return Err(call, "unsupported global '" + call.value + "()' (outside kiln's chat template subset)");
     return body;
   }
 
@@ -174,6 +182,7 @@ private:
     bool paren = SkipOp("(");
     do {
       KILN_ASSIGN_OR_RETURN(std::string name, ExpectName());
+      defined_.insert(name);
       node->names.push_back(name);
     } while (SkipOp(","));
     if (paren) KILN_RETURN_IF_ERROR(ExpectOp(")"));
@@ -205,6 +214,7 @@ private:
   StatusOr<NodePtr> Set() {
     Token opener = Next();
     KILN_ASSIGN_OR_RETURN(std::string name, ExpectName());
+    defined_.insert(name);
     if (Peek().type == Tok::kBlockEnd) {  // {% set x %}...{% endset %}
       Next();
       auto node = Make(K::kSetBlock, opener);
@@ -223,6 +233,7 @@ private:
     } else {
       while (SkipOp(",")) {
         KILN_ASSIGN_OR_RETURN(std::string more, ExpectName());
+        defined_.insert(more);
         node->names.push_back(more);
       }
     }
@@ -237,9 +248,11 @@ private:
     Token opener = Next();
     auto node = Make(K::kMacro, opener);
     KILN_ASSIGN_OR_RETURN(node->name, ExpectName());
+    defined_.insert(node->name);
     KILN_RETURN_IF_ERROR(ExpectOp("("));
     while (!IsOp(")")) {
       KILN_ASSIGN_OR_RETURN(std::string param, ExpectName());
+      defined_.insert(param);
       node->names.push_back(param);
       NodePtr def;
       if (SkipOp("=")) {
@@ -393,6 +406,11 @@ private:
     KILN_ASSIGN_OR_RETURN(NodePtr e, Pow());
     while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
       const Token &at = Next();
+      // Python's printf-style formatting, which the renderer lacks; with a
+      // variable on the left it is found only when rendered.
+      if (at.value == "%" && e->kind == K::kLiteral && e->literal.IsString())
+        return Err(at, "unsupported string formatting 'str % values' (outside kiln's chat template subset; "
+                       "use '~' to join strings)");
       KILN_ASSIGN_OR_RETURN(NodePtr r, Pow());
       e = Binary(at, at.value, std::move(e), std::move(r));
     }
@@ -596,6 +614,13 @@ private:
     const Token &at = Peek();
     if (callee->kind == K::kAttr && !IsKnownMethod(callee->name))
       return Err(at, "unsupported method '" + callee->name + "()' (outside kiln's chat template subset)");
+    if (callee->kind == K::kName && kUnsupportedGlobals.count(callee->name)) {
+      Token call = at;
+      call.value = callee->name;
+      call.line = callee->line;
+      call.col = callee->col;
+      globalCalls_.push_back(call);
+    }
     auto n = Make(K::kCall, at);
     n->kids.push_back(std::move(callee));
     KILN_RETURN_IF_ERROR(Args(*n));
@@ -646,6 +671,10 @@ private:
   }
 
   std::vector<Token> t_;
+  // Names the template assigns (set, for, macro and its parameters), and its
+  // calls of jinja2 globals kiln lacks, checked against them at the end.
+  std::set<std::string> defined_;
+  std::vector<Token> globalCalls_;
   size_t p_ = 0;
   int depth_ = 0;
   int loops_ = 0;

@@ -1,5 +1,6 @@
 #include "chat/render.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "chat/builtins.h"
@@ -51,6 +52,29 @@ Renderer::Renderer(const Body &body, Dict vars) : body_(body) {
   for (auto &[k, v] : vars.items) (*globals)[k] = v;
   chain_.push_back(globals);
   chain_.push_back(std::make_shared<Frame>());
+}
+
+Renderer::~Renderer() {
+  // The attributes are moved out before they are destroyed: destroying one
+  // may release another namespace, which namespaces_ still keeps alive, so
+  // nothing is freed while its owner is being cleared.
+  for (const auto &ns : namespaces_) {
+    std::vector<std::pair<std::string, Value>> attrs;
+    attrs.swap(ns->items);
+  }
+}
+
+Value Renderer::NewNamespace(Dict attrs) {
+  if (namespaces_.size() >= compactAt_) {
+    // Only this list holds these: nothing can reach them, so no cycle can.
+    namespaces_.erase(std::remove_if(namespaces_.begin(), namespaces_.end(),
+                                     [](const std::shared_ptr<Dict> &ns) { return ns.use_count() == 1; }),
+                      namespaces_.end());
+    compactAt_ = std::max<size_t>(64, 2 * namespaces_.size());
+  }
+  Value ns = Value::MakeNamespace(std::move(attrs));
+  namespaces_.push_back(ns.SharedDict());
+  return ns;
 }
 
 StatusOr<std::string> Renderer::Run() {
@@ -160,7 +184,7 @@ Status Renderer::ExecFor(const Node &n, std::string &out) {
              if (a.positional.empty()) return InvalidArgument("no items for cycling given");
              return a.positional[static_cast<size_t>(*index) % a.positional.size()];
            }));
-  Value loopValue = Value::MakeDict(std::move(init));
+  Value loopValue = Value::MakeDict(std::move(init), seq.Depth());
   auto &slot = loopValue.MutableNamespace().items;
   (*chain_.back())["loop"] = loopValue;
   for (int64_t i = 0; i < len; ++i) {
@@ -301,6 +325,17 @@ StatusOr<Value> Renderer::EvalCall(const Node &n) {
 StatusOr<Value> Renderer::Eval(const Node &n) {
   Depth d(*this);
   KILN_RETURN_IF_ERROR(CheckDepth());
+  // Every value a template stores or nests passes here, so one check keeps
+  // them all within a bounded depth: past it, printing, comparing or freeing
+  // a value ({% set ns.l = [ns.l] %} in a long loop) would overflow the stack.
+  StatusOr<Value> v = EvalNode(n);
+  if (v.ok() && v->Depth() > ChatTemplate::kMaxDepth)
+    return InvalidArgument("value nested too deeply (more than " + std::to_string(ChatTemplate::kMaxDepth) +
+                           " levels of lists and dicts)");
+  return v;
+}
+
+StatusOr<Value> Renderer::EvalNode(const Node &n) {
   switch (n.kind) {
   case K::kLiteral: return n.literal;
   case K::kName: return Lookup(n.name);

@@ -16,7 +16,14 @@ class Renderer {
 public:
   // vars: the render's variables, on top of Globals().
   Renderer(const Body &body, Dict vars);
+  // Breaks the reference cycles the render's namespaces may hold.
+  ~Renderer();
+  Renderer(const Renderer &) = delete;
+  Renderer &operator=(const Renderer &) = delete;
   StatusOr<std::string> Run();
+
+  // A namespace() owned by this render (see namespaces_).
+  Value NewNamespace(Dict attrs);
 
   StatusOr<Value> Eval(const Node &n);
   // Calls a callable value (a global, a method or a macro).
@@ -38,6 +45,7 @@ private:
   Value DefineMacro(const Node &n);
   Status Assign(const std::vector<std::string> &names, const Value &v);
   Value Lookup(const std::string &name) const;
+  StatusOr<Value> EvalNode(const Node &n);
   StatusOr<Value> EvalBinary(const Node &n);
   StatusOr<Value> EvalCompare(const Node &n);
   StatusOr<Value> EvalSlice(const Node &n);
@@ -53,6 +61,17 @@ private:
 
   const Body &body_;
   Chain chain_;
+  // Every namespace this render made and still refers to. A namespace is the
+  // one mutable value (a loop object is updated in place, but only with
+  // values older than itself), so every reference cycle a template can build
+  // ({% set ns.x = ns %}, ns.l = [ns], {'k': ns}, a bound dict method that
+  // holds ns, ...) runs through one. Clearing their attributes when the
+  // render ends frees the cycles; weak references could not, since a
+  // namespace held only by another's attribute must stay alive. Namespaces
+  // that nothing else holds are dropped as the list grows, so a loop that
+  // makes one per iteration does not pile them up.
+  std::vector<std::shared_ptr<Dict>> namespaces_;
+  size_t compactAt_ = 64;
   Flow flow_ = Flow::kNormal;
   int depth_ = 0;
   long iterations_ = 0;

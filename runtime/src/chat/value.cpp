@@ -39,13 +39,19 @@ Value Value::Str(std::string s) {
 Value Value::MakeList(List items) {
   Value v;
   v.kind_ = Kind::kList;
+  int deepest = 0;
+  for (const Value &x : items) deepest = std::max(deepest, x.depth_);
+  v.depth_ = deepest + 1;
   v.list_ = std::make_shared<const List>(std::move(items));
   return v;
 }
 
-Value Value::MakeDict(Dict d) {
+Value Value::MakeDict(Dict d, int itemDepth) {
   Value v;
   v.kind_ = Kind::kDict;
+  int deepest = itemDepth;
+  for (const auto &kv : d.items) deepest = std::max(deepest, kv.second.depth_);
+  v.depth_ = deepest + 1;
   v.dict_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
@@ -53,12 +59,14 @@ Value Value::MakeDict(Dict d) {
 Value Value::MakeNamespace(Dict d) {
   Value v = MakeDict(std::move(d));
   v.kind_ = Kind::kNamespace;
+  v.depth_ = 1;
   return v;
 }
 
-Value Value::Fn(std::string name, NativeFn fn) {
+Value Value::Fn(std::string name, NativeFn fn, int holdsDepth) {
   Value v;
   v.kind_ = Kind::kCallable;
+  v.depth_ = holdsDepth + 1;
   v.fn_ = std::make_shared<const Callable>(Callable{std::move(name), std::move(fn)});
   return v;
 }
@@ -260,6 +268,7 @@ bool Equal(const Value &a, const Value &b) {
     }
     return true;
   }
+  case Value::Kind::kNamespace: return a.SharedDict() == b.SharedDict();  // identity, as in Python
   default: return &a.AsCallable() == &b.AsCallable();
   }
 }

@@ -50,13 +50,24 @@ public:
   static Value Float(double f) { Value v; v.kind_ = Kind::kFloat; v.f_ = f; return v; }
   static Value Str(std::string s);
   static Value MakeList(List items);
-  static Value MakeDict(Dict d);
+  // itemDepth: the Depth() of values the dict will be given later (the loop
+  // object, updated in place with the items it walks).
+  static Value MakeDict(Dict d, int itemDepth = 0);
   static Value MakeNamespace(Dict d);
-  static Value Fn(std::string name, NativeFn fn);
+  // holdsDepth: the Depth() of the value fn holds (a bound method's object),
+  // or -1 when it holds none.
+  static Value Fn(std::string name, NativeFn fn, int holdsDepth = -1);
   // Undefined that remembers what was looked up, for error messages.
   static Value Undef(std::string hint) { Value v; v.s_ = std::make_shared<std::string>(std::move(hint)); return v; }
 
   Kind kind() const { return kind_; }
+  // How deeply lists and dicts nest in this value: 0 for a scalar, 1 + the
+  // deepest item for a container. Printing, comparing and freeing a value
+  // recurse this deep, so the renderer refuses values past its depth limit.
+  // A namespace counts 1 whatever it holds: its attributes change after it
+  // is made, repr and tojson do not look inside, == compares identity, and
+  // the renderer frees namespaces one at a time (render.h).
+  int Depth() const { return depth_; }
   bool IsUndefined() const { return kind_ == Kind::kUndefined; }
   bool IsNone() const { return kind_ == Kind::kNone; }
   bool IsString() const { return kind_ == Kind::kString; }
@@ -72,6 +83,9 @@ public:
   const List &AsList() const { return *list_; }
   const Dict &AsDict() const { return *dict_; }
   Dict &MutableNamespace() const { return *dict_; }
+  // The heap state of a dict or namespace, shared by every copy of the
+  // value; the renderer keeps the namespaces it made by it (render.h).
+  const std::shared_ptr<Dict> &SharedDict() const { return dict_; }
   const Callable &AsCallable() const { return *fn_; }
   const std::string &UndefinedHint() const;
 
@@ -82,6 +96,7 @@ public:
 
 private:
   Kind kind_ = Kind::kUndefined;
+  int depth_ = 0;
   int64_t i_ = 0;
   double f_ = 0;
   std::shared_ptr<const std::string> s_;

@@ -113,6 +113,26 @@ TEST(ChatTemplate, UnsupportedFeaturesFailToCompileWithPosition) {
   EXPECT_TRUE(ChatTemplate::Compile("{{ x | trim }}{{ x is string }}{{ 'a'.strip() }}{% for x in y %}{% break %}{% endfor %}").ok());
 }
 
+// Constructs jinja2 has that the renderer would only have failed on when a
+// request reached them; kiln build compiles the template, so they fail there.
+TEST(ChatTemplate, UnsupportedGlobalsAndFormattingFailToCompile) {
+  std::string e = CompileError("{% set sep = 1 %}\n  {{ joiner(', ') }}");
+  EXPECT_NE(e.find("2:6"), std::string::npos) << e;
+  EXPECT_NE(e.find("unsupported global 'joiner()'"), std::string::npos) << e;
+  EXPECT_NE(CompileError("{% set c = cycler('a', 'b') %}{{ c }}").find("global 'cycler()'"), std::string::npos);
+  EXPECT_NE(CompileError("{{ lipsum(2) }}").find("global 'lipsum()'"), std::string::npos);
+  e = CompileError("{{ 'role: %s' % m.role }}");
+  EXPECT_NE(e.find("1:15"), std::string::npos) << e;
+  EXPECT_NE(e.find("string formatting"), std::string::npos) << e;
+  e = CompileError("{{ ('%d items' % 3) }}");
+  EXPECT_NE(e.find("string formatting"), std::string::npos) << e;
+  // Near misses: the template defines the name itself, or '%' is a modulo.
+  EXPECT_EQ(RenderOk("{% macro joiner(s) %}[{{ s }}]{% endmacro %}{{ joiner('x') }}"), "[x]");
+  EXPECT_EQ(RenderOk("{% for cycler in [1] %}{{ cycler }}{% endfor %}"), "1");
+  EXPECT_EQ(RenderOk("{{ 7 % 3 }}{{ joiner }}"), "1");  // named, not called: undefined
+  EXPECT_EQ(RenderOk("{% set n = 5 %}{{ n % 2 }}"), "1");
+}
+
 TEST(ChatTemplate, DeepNestingIsAnErrorNotACrash) {
   std::string deep = "{{ " + std::string(20000, '(') + "1" + std::string(20000, ')') + " }}";
   EXPECT_NE(CompileError(deep).find("nested too deeply"), std::string::npos);
@@ -128,6 +148,42 @@ TEST(ChatTemplate, DeepNestingIsAnErrorNotACrash) {
   auto t = ChatTemplate::Compile("{{ messages }}");
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(t->Render(nestedInput, false).ok());
+  // The limit on input is the limit on values: 200 levels print, 201 do not.
+  json input = json::array();
+  for (int i = 1; i < ChatTemplate::kMaxDepth; ++i) input = json::array({input});
+  auto out = t->Render(input, false);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(out->size(), 2u * ChatTemplate::kMaxDepth);
+  EXPECT_FALSE(t->Render(json::array({input}), false).ok());
+}
+
+// Values a template nests in a loop: printing, comparing or freeing one
+// thousands of levels deep overflowed the stack, so a value past the depth
+// limit is an error when it is made.
+TEST(ChatTemplate, DeepValuesAreAnErrorNotACrash) {
+  const char *loop = "{% set ns = namespace(l=none) %}{% for i in range(100000) %}";
+  for (const char *step : {"{% set ns.l = [ns.l] %}", "{% set ns.l = dict(a=ns.l) %}",
+                           "{% set ns.l = {'a': ns.l}.items %}", "{% set ns.l = {'a': ns.l} | items %}",
+                           "{% set ns.l = [ns.l, ns.l] | list %}"}) {
+    std::string e = RenderError(std::string(loop) + step + "{% endfor %}{{ ns.l }}{{ ns.l == ns.l }}");
+    EXPECT_NE(e.find("nested too deeply"), std::string::npos) << step << ": " << e;
+  }
+  // Namespaces do not add to the depth (their attributes are freed one
+  // namespace at a time), so a long chain of them renders.
+  EXPECT_EQ(RenderOk(std::string(loop) + "{% set ns.l = namespace(prev=ns.l, i=i) %}{% endfor %}"
+                                         "{{ ns.l.i }} {{ ns.l.prev.i }} {{ ns.l.prev }}"),
+            "99999 99998 <Namespace>");
+  // Below the limit, nesting renders.
+  EXPECT_EQ(RenderOk("{% set ns = namespace(l=0) %}{% for i in range(150) %}{% set ns.l = [ns.l] %}{% endfor %}"
+                     "{{ ns.l | string | length }}"),
+            "301");
+}
+
+// A namespace equals only itself, as Python objects without __eq__ do.
+TEST(ChatTemplate, NamespacesCompareByIdentity) {
+  EXPECT_EQ(RenderOk("{% set a = namespace() %}{% set b = namespace() %}{% set c = a %}"
+                     "{{ a == b }} {{ a == c }} {{ a != b }} {{ [a] == [a] }} {{ a in [b, c] }}"),
+            "False True True True True");
 }
 
 TEST(ChatTemplate, HugeLoopsAndOutputsHitLimits) {
