@@ -116,6 +116,34 @@ TEST(IncrementalDecoder, HoldsPartialCharactersUntilComplete) {
                                              "A");
 }
 
+// ByteLevel after Fuse maps the whole text, or keeps all of it as it is when
+// any character is outside its alphabet (HF's rule, per token, on the one
+// fused token): with a token that holds a space, the stream must wait for the
+// end. Expected texts are HF tokenizers 0.23's decodes of the same ids.
+TEST(IncrementalDecoder, ByteLevelAfterFuseWaitsWhenATokenLeavesTheAlphabet) {
+  const json config = {
+      {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"\xC4\xA0" "b", 1}, {"c", 2}}},
+                 {"merges", json::array()}}},
+      {"added_tokens", {{{"id", 3}, {"content", "x y"}, {"special", false}, {"normalized", false}}}},
+      {"decoder", {{"type", "Sequence"},
+                   {"decoders", {{{"type", "Fuse"}}, {{"type", "ByteLevel"}}}}}}};
+  auto tok = Tokenizer::FromJson(config.dump()); // "\xC4\xA0" is U+0120, byte-level's space
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  const std::pair<std::vector<int32_t>, std::string> cases[] = {
+      {{0, 1}, "a b"}, {{0, 3}, "ax y"}, {{1, 3}, "\xC4\xA0" "bx y"}, {{1, 2}, " bc"}, {{3}, "x y"}};
+  for (const auto &[ids, want] : cases) {
+    EXPECT_EQ((*tok)->Decode(ids, false), want);
+    IncrementalDecoder stream(**tok, false);
+    std::string streamed, first;
+    for (int32_t id : ids)
+      streamed += stream.Add(id);
+    first = streamed;
+    streamed += stream.Flush();
+    EXPECT_EQ(streamed, want);
+    EXPECT_EQ(first, "") << "a later token could still keep the text raw";
+  }
+}
+
 TEST(IncrementalDecoder, SkipsSpecialTokensWhenAsked) {
   auto tok = Load("qwen2.json");
   ASSERT_NE(tok, nullptr);
