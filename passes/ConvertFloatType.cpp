@@ -69,12 +69,18 @@ bool readsF32(Operation *op, unsigned operand) {
 }
 
 /// Ops whose float results only copy, move or select their float operands'
-/// elements (or an attribute's), computing nothing: they add no rounding.
+/// elements (or an attribute's, or zero), computing nothing: they add no
+/// rounding. Trilu and ScatterND are how older exports (OPT, Falcon,
+/// StableLM) build the causal mask from a finfo(float32).min fill: counted
+/// here, that mask stays f32 with the integer data it is combined with.
 bool movesElements(Operation *op) {
   if (auto c = dyn_cast<CastOp>(op))
     return isFloatTensor(c.getInput().getType());
+  if (auto scatter = dyn_cast<ScatterNDOp>(op))
+    return scatter.getReduction() == "none";
   return isa<ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherNDOp, UnsqueezeOp,
-             SqueezeOp, ExpandOp, TileOp, FlattenOp, IdentityOp, WhereOp, ConstantOfShapeOp>(op);
+             SqueezeOp, ExpandOp, TileOp, FlattenOp, IdentityOp, WhereOp, ConstantOfShapeOp,
+             TriluOp>(op);
 }
 
 class Converter {
@@ -224,8 +230,8 @@ private:
   llvm::DenseMap<std::pair<Value, Type>, Value> casts;
 };
 
-/// The constant's f32 values, rounded, in place of the f32 ones. A weight
-/// mapped from the model gets a new heap blob of half the size.
+/// The constant's f32 values, saturated and rounded, in place of the f32
+/// ones. A weight mapped from the model gets a new heap blob of half the size.
 LogicalResult Converter::convertConstant(ConstantOp c) {
   auto type = dyn_cast<RankedTensorType>(c.getOutput().getType());
   if (!type || !type.getElementType().isF32())
@@ -236,12 +242,14 @@ LogicalResult Converter::convertConstant(ConstantOp c) {
   if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
     std::vector<uint16_t> bits;
     if (dense.isSplat()) {
-      float f = dense.getSplatValue<float>();
+      float f = saturateToHalf(dense.getSplatValue<float>(), bf16);
       bits.resize(1);
       convertFloats(&f, bits.data(), 1, bf16);
     } else {
-      for (float f : dense.getValues<float>())
+      for (float f : dense.getValues<float>()) {
+        f = saturateToHalf(f, bf16);
         bits.push_back(bf16 ? floatToBFloat16Bits(f) : floatToHalfBits(f));
+      }
     }
     ArrayRef<char> raw(reinterpret_cast<const char *>(bits.data()), bits.size() * 2);
     c.setValueAttr(DenseElementsAttr::getFromRawBuffer(newType, raw));
@@ -260,6 +268,8 @@ LogicalResult Converter::convertConstant(ConstantOp c) {
     for (uint64_t i = 0; i < n; i += 4096) {
       uint64_t m = std::min<uint64_t>(4096, n - i);
       std::memcpy(chunk, src + i * sizeof(float), m * sizeof(float));
+      for (uint64_t j = 0; j < m; ++j)
+        chunk[j] = saturateToHalf(chunk[j], bf16);
       convertFloats(chunk, dst + i, static_cast<int64_t>(m), bf16);
     }
     std::string key = (resource.getRawHandle().getKey() + (bf16 ? ".bf16" : ".f16")).str();
@@ -285,6 +295,11 @@ LogicalResult Converter::convertOp(Operation *op) {
     castOp.getOutput().setType(halfOf(castOp.getOutput().getType()));
     return success();
   }
+  // A half fill is saturated as a constant is (the runtime converts the f32
+  // attribute like a Cast, which would make finfo(float32).min -inf).
+  if (auto fill = dyn_cast<ConstantOfShapeOp>(op); fill && isF32Tensor(fill.getOutput().getType()))
+    fill.setValueAttr(
+        b.getF32FloatAttr(saturateToHalf(fill.getValue().convertToFloat(), half.isBF16())));
   // rotary's cos and sin share one type: f32 only when both are.
   auto rotary = dyn_cast<RotaryOp>(op);
   bool mixedTables =

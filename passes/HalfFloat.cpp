@@ -3,6 +3,7 @@
 #include "passes/HalfFloat.h"
 
 #include <cstring>
+#include <limits>
 
 namespace kiln {
 namespace {
@@ -69,6 +70,22 @@ uint16_t floatToBFloat16Bits(float f) {
 void convertFloats(const float *src, uint16_t *dst, int64_t n, bool bfloat16) {
   for (int64_t i = 0; i < n; ++i)
     dst[i] = bfloat16 ? floatToBFloat16Bits(src[i]) : floatToHalfBits(src[i]);
+}
+
+float halfMax(bool bfloat16) {
+  const uint32_t bits = bfloat16 ? 0x7f7f0000u : 0x477fe000u; // 65504 = 0x477fe000 in f32
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float saturateToHalf(float f, bool bfloat16) {
+  const float max = halfMax(bfloat16);
+  if (f > max && f <= std::numeric_limits<float>::max())
+    return max;
+  if (f < -max && f >= -std::numeric_limits<float>::max())
+    return -max;
+  return f; // in range, inf or NaN (every comparison with NaN is false)
 }
 
 } // namespace kiln

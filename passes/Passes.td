@@ -261,9 +261,15 @@ def KilnConvertFloatType : Pass<"kiln-convert-float-type", "mlir::ModuleOp"> {
   let description = [{
     What `model.half()` (or `.to(torch.bfloat16)`) does to a PyTorch model,
     on the kiln graph: f32 weights are rounded to `to` (nearest, ties to
-    even; NaN stays NaN, overflow becomes inf), f32 graph inputs (the KV
+    even; NaN stays NaN, inf stays inf), f32 graph inputs (the KV
     cache: `past_key_values.*`, `kv_cache.*`) take that type, and ops
     compute in it. Integer and bool tensors are untouched.
+
+    A finite constant never becomes inf: one past the type's largest finite
+    value (a ConstantOfShape fill too) saturates to it, keeping its sign.
+    That is what a mask's `finfo(float32).min` needs: rounded, it would be
+    -inf in both types, and `0 * -inf` is NaN; saturated it is the type's
+    own `finfo.min`, the value an export made in that type holds.
 
     These stay f32:
     - values computed from integer data: a Cast of an integer tensor to f32
@@ -271,7 +277,8 @@ def KilnConvertFloatType : Pass<"kiln-convert-float-type", "mlir::ModuleOp"> {
       only, such as rotary angles and cos/sin. Half has 11 significant bits
       and bfloat16 8, so positions past 2048 (256) would round, and so
       would the angles. Constants that integer data only moves or selects
-      (an Expand of inv_freq to the batch, an embedding Gather) count as
+      (an Expand of inv_freq to the batch, an embedding Gather, the Trilu
+      and ScatterND that older exports build a causal mask with) count as
       constants here: they take their readers' type. Where such a value
       meets a half op, a Cast to `to` joins them;
     - the operands that the fused ops read in their own dtype: a norm's

@@ -8,19 +8,30 @@ For each decoder fixture, over one fixed token sequence (the fixture's
   2. kiln inspect: the half plan's float weights and its KV cache are in the
      half type, and it has the fp32 plan's ops (injection fired the same) but
      for Casts;
-  3. teacher-forced logits for every position from one kiln exec over the
-     whole sequence: a dense plan gets the model's own inputs (past length
-     0); a ragged plan gets one sequence in fresh paged caches (block size
-     16), kv_slots 0..T-1 and logits for every token;
-  4. per position p, rel_p = max_v |half[p, v] - fp32[p, v]| / max_v |fp32[p, v]|
+  3. teacher-forced logits for every position from kiln exec: the fp32
+     dense plan gets the model's own inputs over the whole sequence (past
+     length 0); a half dense plan with a KV cache gets its first half so,
+     then the rest with the first half's present.* as its past (the
+     decode path: every causal mask is built with past > 0); a ragged plan
+     gets one sequence in fresh paged caches (block size 16), kv_slots
+     0..T-1 and logits for every token;
+  4. every half logit is finite, and per position p,
+     rel_p = max_v |half[p, v] - fp32[p, v]| / max_v |fp32[p, v]|
      (the max-norm of the difference over the max-norm of the fp32 logits);
      every rel_p must be <= 2e-2 for fp16 (4e-2 for bf16, see REL_TOL), and
      argmax(half[p]) == argmax(fp32[p]) on at least 95% of positions.
 The fp32 ragged and dense logits must also agree to 1e-4 (the exec harness
-drives the ragged interface right), and `kiln run` on each half plan (the
-engine, with the KV cache it allocates) gives last-position logits after half
-the sequence within the same bound of the fp32 plan's. Prints one line per check and a summary
-line per plan: `half <fixture> <interface> <dtype> max_rel <x> top1 <y>`.
+drives the ragged interface right). `kiln run` on each plan (the engine,
+with the KV cache it allocates) decodes DECODE_STEPS greedy tokens after
+half the sequence: every step's logits are finite, the first step's are
+within the same bound of the fp32 teacher-forced ones, and each later
+step's of the fp32 plan's own run while both generated the same tokens.
+Prints one line per check and a summary line per plan:
+`half <fixture> <interface> <dtype> max_rel <x> top1 <y>`.
+
+--older-mask-model adds a decoder that the script writes itself
+(older_mask_model.py: the causal mask from Trilu, ScatterND and
+finfo(float32).min, as OPT, Falcon and StableLM exports build it).
 """
 import argparse
 import json
@@ -34,6 +45,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from checks import Checks
+from older_mask_model import HEAD_DIM, HEADS, VOCAB
+from older_mask_model import make_model as make_older_mask_model
 
 # fp16 keeps 11 significant bits, bfloat16 8: its rounding error is 8x
 # fp16's. On these fixtures bf16 plans measure up to 2.8e-2 (fp16 at most
@@ -43,6 +56,7 @@ from checks import Checks
 REL_TOL = {"fp16": 2e-2, "bf16": 4e-2}
 TOP1_MIN = 0.95
 BLOCK = 16
+DECODE_STEPS = 4
 HALF_TYPES = {"fp16": "f16", "bf16": "bf16"}
 
 
@@ -66,9 +80,14 @@ def int_proto(name, values):
 
 
 class Fixture:
-    def __init__(self, args, folder, tmp, check):
+    def __init__(self, args, folder, tmp, check, ids=None):
+        """`ids`: the token sequence, for a folder with no reference.json."""
         self.kiln, self.builder, self.dir, self.tmp = args.kiln, args.builder, folder, tmp
         self.check = check
+        self.runs32 = {}  # interface -> the fp32 plan's kiln run (tokens, logits)
+        if ids is not None:
+            self.ids = list(ids)
+            return
         ref = json.loads((folder / "reference.json").read_text())
         npz = folder / "reference.npz"
         arrays = np.load(npz) if npz.exists() else {}
@@ -106,17 +125,21 @@ class Fixture:
         self.check(info["kv_cache_dtype"] in (want, None),
                    f"{where}: KV cache is {info['kv_cache_dtype']}, want {want}")
 
-    def exec_inputs(self, info, ragged):
-        t = len(self.ids)
+    def exec_inputs(self, info, ragged, ids=None, past=None):
+        """kiln exec's inputs for `ids` (default: the whole sequence); `past`:
+        a dense plan's present.* outputs of the tokens before `ids`."""
+        ids = self.ids if ids is None else ids
+        start = 0 if past is None else past["past_length"]
+        t = len(ids)
         protos = []
         for spec in info["inputs"]:
             name, dtype, shape = spec["name"], spec["dtype"], spec["shape"]
             if name in ("input_ids",):
-                protos.append(int_proto(name, [self.ids]))
+                protos.append(int_proto(name, [ids]))
             elif name == "position_ids":
-                protos.append(int_proto(name, [list(range(t))]))
+                protos.append(int_proto(name, [list(range(start, start + t))]))
             elif name == "attention_mask":
-                protos.append(int_proto(name, [[1] * t]))
+                protos.append(int_proto(name, [[1] * (start + t)]))
             elif name in ("kv_slots", "logits_indices"):
                 protos.append(int_proto(name, list(range(t))))
             elif name == "query_start":
@@ -128,6 +151,10 @@ class Fixture:
             elif name.startswith("kv_cache."):
                 blocks = (t + BLOCK - 1) // BLOCK
                 protos.append(zeros_proto(name, dtype, [blocks, shape[1], BLOCK, shape[3]]))
+            elif name.startswith("past_key_values.") and past is not None:
+                present = past["dir"] / (name.replace("past_key_values.", "present.") + ".pb")
+                protos.append(onnx.load_tensor(str(present)))
+                protos[-1].name = name
             elif name.startswith("past_key_values."):
                 dims = [1, shape[1], 0, shape[3]]
                 protos.append(zeros_proto(name, dtype, dims))
@@ -135,11 +162,14 @@ class Fixture:
                 raise ValueError(f"{self.dir.name}: unknown input {name}")
         return protos
 
-    def logits(self, plan, info, ragged):
-        work = self.tmp / (plan.stem + "-exec")
+    def logits(self, plan, info, ragged, ids=None, past=None, tag="exec"):
+        """Logits [len(ids), vocab] from one kiln exec (exec_inputs' ids and
+        past); with past=None the outputs' folder is kept as self.last_out."""
+        ids = self.ids if ids is None else ids
+        work = self.tmp / (plan.stem + "-" + tag)
         (work / "out").mkdir(parents=True)
         args = ["exec", str(plan), "--output-dir", str(work / "out")]
-        for proto in self.exec_inputs(info, ragged):
+        for proto in self.exec_inputs(info, ragged, ids, past):
             path = work / f"{proto.name}.pb"
             path.write_bytes(proto.SerializeToString())
             args += ["--input", f"{proto.name}={path}"]
@@ -147,26 +177,68 @@ class Fixture:
         if not self.check(r.returncode == 0,
                           f"{plan.name}: kiln exec (exit {r.returncode}) {r.stderr[-300:]}"):
             return None
+        self.last_out = work / "out"
         got = numpy_helper.to_array(onnx.load_tensor(str(work / "out" / "logits.pb")))
         self.check(got.dtype == np.float32, f"{plan.name}: logits are f32 (got {got.dtype})")
-        return got.reshape(len(self.ids), -1)
+        return got.reshape(len(ids), -1)
 
-    def engine_logits(self, plan, where, dtype, full):
-        """kiln run (the engine, with its own KV cache) on the first half of
-        the sequence: the logits of its last position, as the sampler reads
-        them, match the fp32 plan's teacher-forced ones."""
+    def decode_logits(self, plan, info):
+        """Teacher-forced logits of a dense plan in two kiln execs: the first
+        half of the sequence from an empty cache, then the rest with its
+        present.* as the past, as the engine decodes. A plan with no KV
+        cache inputs gets one exec over the whole sequence."""
+        if not any(t["name"].startswith("past_key_values.") for t in info["inputs"]):
+            return self.logits(plan, info, False)
         n = len(self.ids) // 2
-        dump = self.tmp / (plan.stem + "-run.npy")
+        first = self.logits(plan, info, False, self.ids[:n], tag="prefill")
+        if first is None:
+            return None
+        rest = self.logits(plan, info, False, self.ids[n:],
+                           {"dir": self.last_out, "past_length": n}, tag="decode")
+        return None if rest is None else np.concatenate([first, rest])
+
+    def engine_run(self, plan, where):
+        """kiln run (the engine, with its own KV cache): DECODE_STEPS greedy
+        tokens after the first half of the sequence. (tokens, logits of
+        every step as the sampler reads them), or None."""
+        n = len(self.ids) // 2
+        dump, out = self.tmp / (plan.stem + "-run.npy"), self.tmp / (plan.stem + "-run.json")
         r = self.run(self.kiln, ["run", str(plan), "--prompt-ids", ",".join(map(str, self.ids[:n])),
-                                 "--max-new-tokens", "1", "--temperature", "0", "--no-stream",
-                                 "--dump-logits", str(dump)])
+                                 "--max-new-tokens", str(DECODE_STEPS), "--temperature", "0",
+                                 "--no-stream", "--ignore-eos", "--dump-logits", str(dump),
+                                 "--output-ids", str(out)])
         if not self.check(r.returncode == 0,
                           f"{where}: kiln run (exit {r.returncode}) {r.stderr.strip()[-300:]}"):
+            return None
+        return json.loads(out.read_text()), np.load(dump)
+
+    def engine_logits(self, plan, where, dtype, full, interface):
+        """The half plan's kiln run: every step's logits are finite; the
+        first (after the prompt) match the fp32 plan's teacher-forced ones,
+        and each decode step's the fp32 plan's own run while the two have
+        generated the same tokens."""
+        run = self.engine_run(plan, where)
+        if run is None:
             return
-        got = np.load(dump)
+        tokens, got = run
+        n = len(self.ids) // 2
+        bad = [s for s in range(got.shape[0]) if not np.isfinite(got[s]).all()]
+        self.check(got.shape[0] == DECODE_STEPS and not bad,
+                   f"{where}: kiln run's {got.shape[0]} steps have finite logits "
+                   f"(not at steps {bad})")
         rel = float(rel_per_position(got[:1], full[n - 1:n])[0]) if got.shape[0] >= 1 else 1.0
         self.check(rel <= REL_TOL[dtype], f"{where}: kiln run's logits after {n} prompt tokens, "
                    f"rel {rel:.2e} to the fp32 plan's")
+        tokens32, logits32 = self.runs32.get(interface, (None, None))
+        if tokens32 is None:
+            return
+        same = next((s for s in range(1, len(tokens)) if tokens[:s] != tokens32[:s]),
+                    min(len(tokens), len(tokens32), got.shape[0], logits32.shape[0]))
+        if same > 1:
+            rel = rel_per_position(got[1:same], logits32[1:same])
+            self.check(float(rel.max()) <= REL_TOL[dtype],
+                       f"{where}: kiln run's decode steps 1..{same - 1} (tokens as the fp32 "
+                       f"plan's), max rel {rel.max():.2e} to the fp32 plan's run")
 
     def compare(self, interface, dtype, half, full):
         rel = rel_per_position(half, full)
@@ -191,6 +263,9 @@ class Fixture:
             if not dense and interface != "ragged":
                 continue  # this model keeps the dense interface: tested below
             fp32[interface] = self.logits(plan, info, interface == "ragged")
+            run32 = self.engine_run(plan, f"{self.dir.name} {interface} fp32")
+            if run32 is not None:
+                self.runs32[interface] = run32
             for dtype in HALF_TYPES:
                 hplan, hinfo = self.build(dtype, dense)
                 if hplan is None:
@@ -208,31 +283,71 @@ class Fixture:
                         if ops16.get(k, 0) != ops32.get(k, 0)}
                 self.check(not diff, f"{where}: the same ops as the fp32 plan besides casts "
                            f"(differ, half vs fp32: {diff})")
-                half = self.logits(hplan, hinfo, interface == "ragged")
+                if interface == "ragged":
+                    half = self.logits(hplan, hinfo, True)
+                else:
+                    half = self.decode_logits(hplan, hinfo)
+                if half is not None:
+                    bad = np.flatnonzero(~np.isfinite(half).all(axis=-1)).tolist()
+                    self.check(not bad, f"{where}: finite logits at every position "
+                               f"(not at {bad[:8]}{'...' if len(bad) > 8 else ''})")
                 if half is not None and fp32[interface] is not None:
                     self.compare(interface, dtype, half, fp32[interface])
-                    self.engine_logits(hplan, where, dtype, fp32[interface])
+                    self.engine_logits(hplan, where, dtype, fp32[interface], interface)
         if fp32.get("ragged") is not None and fp32.get("dense") is not None:
             err = float(rel_per_position(fp32["ragged"], fp32["dense"]).max())
             self.check(err <= 1e-4, f"{self.dir.name}: fp32 ragged and dense logits agree "
                        f"(rel {err:.2e})")
+        self.fp32 = fp32
 
 
 def run_fixtures(doc, fixture_class, prefix):
     """The command line of this script and int8_plans.py: `fixture_class(args,
-    folder, tmp, check).test()` on each fixture folder; the exit code."""
+    folder, tmp, check).test()` on each fixture folder (and on the older-mask
+    model with --older-mask-model); the exit code."""
     ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kiln", required=True, help="the kiln that runs plans")
     ap.add_argument("--builder", help="the kiln that builds plans (default: --kiln)")
-    ap.add_argument("fixtures", nargs="+", help="decoder fixture folders")
+    ap.add_argument("--older-mask-model", action="store_true",
+                    help="also test older_mask_model.py's decoder, written to a temporary folder")
+    ap.add_argument("fixtures", nargs="*", help="decoder fixture folders")
     args = ap.parse_args()
     args.builder = args.builder or args.kiln
+    if not args.fixtures and not args.older_mask_model:
+        ap.error("give fixture folders, --older-mask-model or both")
     check = Checks()
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        tmp = Path(tmp)
         for folder in map(Path, args.fixtures):
-            fixture_class(args, folder, Path(tmp), check).test()
+            fixture_class(args, folder, tmp, check).test()
+        if args.older_mask_model:
+            test_older_mask_model(args, fixture_class, tmp / "older-mask", check)
     return check.exit_code()
+
+
+def test_older_mask_model(args, fixture_class, folder, check):
+    """The fixture tests on older_mask_model.py's decoder, over 48 random
+    tokens; its fp32 dense logits must also match ONNX's reference
+    evaluator's (numpy), so that the fp32 plan they are held to is right."""
+    folder.mkdir()
+    model = make_older_mask_model()
+    onnx.save(model, str(folder / "model.onnx"))
+    ids = np.random.default_rng(1).integers(4, VOCAB, 48).tolist()
+    fixture = fixture_class(args, folder, folder.parent, check, ids)
+    fixture.test()
+    got = getattr(fixture, "fp32", {}).get("dense")
+    if got is None:
+        return
+    feeds = {"input_ids": np.array([ids]), "attention_mask": np.ones((1, len(ids)), np.int64),
+             "position_ids": np.arange(len(ids))[None]}
+    for t in model.graph.input:
+        if t.name.startswith("past_key_values."):
+            feeds[t.name] = np.zeros((1, HEADS, 0, HEAD_DIM), np.float32)
+    from onnx.reference import ReferenceEvaluator  # here: fixtures_on_device imports this file
+    want = ReferenceEvaluator(model).run(["logits"], feeds)[0][0]
+    err = float(rel_per_position(got, want).max())
+    check(err <= 1e-4, f"older-mask: fp32 dense logits match onnx.reference's (rel {err:.2e})")
 
 
 if __name__ == "__main__":

@@ -156,3 +156,72 @@ func.func @f32_params(%x: tensor<?x8xf32> {kiln.name = "x"}, %pos: tensor<?x1xi6
   %y = kiln.rotary %l, %cos, %cos {interleaved = 0 : i64, rotary_dim = 8 : i64} : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// -----
+
+// The causal mask as older exports (OPT, Falcon, StableLM) build it: a
+// finfo(float32).min fill, Trilu, times (key > query position). Trilu and a
+// ScatterND only select elements, so the whole mask stays f32 with the
+// positions it is computed from (in half, the fill rounds to -inf and 0 * -inf
+// is NaN), and one Cast joins it to the half scores. Near-miss: a Trilu of
+// an activation and a ScatterND that adds compute on half values: half.
+// CHECK-LABEL: func.func @older_mask
+// CHECK: %[[FILL:.*]] = kiln.constant_of_shape %{{.*}} {value = -3.40282347E+38 : f32} : (tensor<2xi64>) -> tensor<?x?xf32>
+// CHECK: %[[TRI:.*]] = kiln.trilu %[[FILL]], %{{.*}} {upper = 1 : i64} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+// CHECK: %[[KEEP:.*]] = kiln.cast %{{.*}} {to = 1 : i64} : (tensor<?x?xi1>) -> tensor<?x?xf32>
+// CHECK: %[[MASK:.*]] = kiln.mul %[[TRI]], %[[KEEP]] : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK: %[[SET:.*]] = kiln.scatter_nd %[[MASK]], %arg3, %[[MASK]] {reduction = "none"} : (tensor<?x?xf32>, tensor<1x1x2xi64>, tensor<?x?xf32>) -> tensor<?x?xf32>
+// CHECK: %[[MASK16:.*]] = kiln.cast %[[SET]] {to = 2 : i64} : (tensor<?x?xf32>) -> tensor<?x?xf16>
+// CHECK: %[[S:.*]] = kiln.add %arg0, %[[MASK16]] : (tensor<?x?xf16>, tensor<?x?xf16>) -> tensor<?x?xf16>
+// CHECK: kiln.trilu %[[S]] {upper = 0 : i64} : (tensor<?x?xf16>) -> tensor<?x?xf16>
+// CHECK: kiln.scatter_nd %{{.*}}, %arg3, %{{.*}} {reduction = "add"} : (tensor<?x?xf16>, tensor<1x1x2xi64>, tensor<?x?xf16>) -> tensor<?x?xf16>
+func.func @older_mask(%scores: tensor<?x?xf32> {kiln.name = "scores"}, %q: tensor<?xi64> {kiln.name = "query_pos"},
+                      %k: tensor<?xi64> {kiln.name = "key_pos"}, %idx: tensor<1x1x2xi64> {kiln.name = "idx"})
+    -> (tensor<?x?xf32> {kiln.name = "y"}) {
+  %one = kiln.constant dense<1> : tensor<i64>
+  %col = kiln.constant dense<[-1, 1]> : tensor<2xi64>
+  %sq = kiln.shape %q {end = 1 : i64, start = 0 : i64} : (tensor<?xi64>) -> tensor<1xi64>
+  %sk = kiln.shape %k {end = 1 : i64, start = 0 : i64} : (tensor<?xi64>) -> tensor<1xi64>
+  %shape = kiln.concat %sq, %sk {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %fill = kiln.constant_of_shape %shape {value = -3.40282347E+38 : f32} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %tri = kiln.trilu %fill, %one {upper = 1 : i64} : (tensor<?x?xf32>, tensor<i64>) -> tensor<?x?xf32>
+  %qc = kiln.reshape %q, %col {allowzero = 0 : i64} : (tensor<?xi64>, tensor<2xi64>) -> tensor<?x1xi64>
+  %later = kiln.greater %k, %qc : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = kiln.cast %later {to = 1 : i64} : (tensor<?x?xi1>) -> tensor<?x?xf32>
+  %mask = kiln.mul %tri, %keep : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %set = kiln.scatter_nd %mask, %idx, %mask {reduction = "none"} : (tensor<?x?xf32>, tensor<1x1x2xi64>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %s = kiln.add %scores, %set : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %low = kiln.trilu %s {upper = 0 : i64} : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %acc = kiln.scatter_nd %low, %idx, %s {reduction = "add"} : (tensor<?x?xf32>, tensor<1x1x2xi64>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %acc : tensor<?x?xf32>
+}
+
+// -----
+
+// A finite constant past the half type's range saturates to its largest
+// finite value instead of becoming inf: finfo(float32).min becomes -65504 in
+// f16 and -3.3895e38 in bf16 (what finfo.min is in each), in a constant and
+// in a ConstantOfShape fill that half ops read. Near-miss: -inf stays -inf,
+// and 60000, in f16's range, is only rounded (exact in f16, 59904 in bf16).
+// CHECK-LABEL: func.func @saturate
+// CHECK-DAG: kiln.constant dense<-6.550400e+04> : tensor<f16>
+// CHECK-DAG: kiln.constant dense<0xFC00> : tensor<f16>
+// CHECK-DAG: kiln.constant dense<6.000000e+04> : tensor<f16>
+// CHECK: kiln.constant_of_shape %{{.*}} {value = -6.550400e+04 : f32} : (tensor<2xi64>) -> tensor<?x?xf16>
+// BF16-LABEL: func.func @saturate
+// BF16-DAG: kiln.constant dense<-3.389530e+38> : tensor<bf16>
+// BF16-DAG: kiln.constant dense<0xFF80> : tensor<bf16>
+// BF16-DAG: kiln.constant dense<5.990400e+04> : tensor<bf16>
+// BF16: kiln.constant_of_shape %{{.*}} {value = -3.38953139E+38 : f32} : (tensor<2xi64>) -> tensor<?x?xbf16>
+func.func @saturate(%x: tensor<?x?xf32> {kiln.name = "x"}) -> (tensor<?x?xf32> {kiln.name = "y"}) {
+  %min = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %inf = kiln.constant dense<0xFF800000> : tensor<f32>
+  %big = kiln.constant dense<6.0e+04> : tensor<f32>
+  %shape = kiln.shape %x {end = 2 : i64, start = 0 : i64} : (tensor<?x?xf32>) -> tensor<2xi64>
+  %fill = kiln.constant_of_shape %shape {value = -3.40282347E+38 : f32} : (tensor<2xi64>) -> tensor<?x?xf32>
+  %a = kiln.add %x, %min : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
+  %b = kiln.add %a, %inf : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
+  %c = kiln.add %b, %big : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xf32>
+  %d = kiln.add %c, %fill : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %d : tensor<?x?xf32>
+}

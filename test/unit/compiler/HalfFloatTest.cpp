@@ -91,6 +91,30 @@ TEST(HalfFloat, MatchesApFloatOnASweep) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// A finite value past the type's range saturates to its largest finite
+// value (finfo(float32).min becomes finfo(half).min); inf, NaN and values in
+// range pass through, so converting after saturating is the plain conversion
+// everywhere but where it would have made inf of a finite value.
+TEST(HalfFloat, SaturateKeepsFiniteValuesFinite) {
+  const float fmax = FromBits(0x7f7fffffu), inf = FromBits(0x7f800000u);
+  EXPECT_EQ(kiln::halfMax(false), 65504.0f);
+  EXPECT_EQ(kiln::floatToBFloat16Bits(kiln::halfMax(true)), 0x7f7f);
+  for (bool bf16 : {false, true}) {
+    const float max = kiln::halfMax(bf16);
+    EXPECT_EQ(kiln::saturateToHalf(fmax, bf16), max);
+    EXPECT_EQ(kiln::saturateToHalf(-fmax, bf16), -max);
+    EXPECT_EQ(kiln::saturateToHalf(max, bf16), max);
+    EXPECT_EQ(kiln::saturateToHalf(-1.5f, bf16), -1.5f);
+    EXPECT_EQ(kiln::saturateToHalf(inf, bf16), inf);
+    EXPECT_EQ(kiln::saturateToHalf(-inf, bf16), -inf);
+    EXPECT_TRUE(std::isnan(kiln::saturateToHalf(FromBits(0x7fc00000u), bf16)));
+  }
+  EXPECT_EQ(kiln::floatToHalfBits(kiln::saturateToHalf(-fmax, false)), 0xfbff);
+  EXPECT_EQ(kiln::floatToHalfBits(kiln::saturateToHalf(65520.0f, false)), 0x7bff);
+  EXPECT_EQ(kiln::floatToBFloat16Bits(kiln::saturateToHalf(-fmax, true)), 0xff7f);
+  EXPECT_EQ(kiln::floatToBFloat16Bits(kiln::saturateToHalf(65520.0f, true)), 0x4780);
+}
+
 TEST(HalfFloat, ConvertFloatsPicksTheType) {
   const float src[3] = {1.0f, -2.5f, 65520.0f};
   uint16_t half[3], bf[3];
