@@ -26,6 +26,8 @@ int BenchServeMain(const std::vector<std::string> &args);
 // `kiln tokenize` (cmd_tokenize.cpp): a plan's tokenizer, text to ids and back.
 int TokenizeMain(const std::vector<std::string> &args);
 int EmbedMain(const std::vector<std::string> &args);   // cmd_embed.cpp
+// `kiln eval ppl` (cmd_eval.cpp): perplexity over a text (kiln/perplexity.h).
+int EvalMain(const std::vector<std::string> &args);
 int VerifyMain(const std::vector<std::string> &args);  // cmd_verify.cpp
 int ServeMain(const std::vector<std::string> &args);   // cmd_serve.cpp
 int KeysMain(const std::vector<std::string> &args);    // cmd_serve.cpp

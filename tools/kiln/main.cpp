@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"run", "generate text from a plan", kiln::cli::RunMain},
     {"exec", "run a plan's graph once on TensorProto inputs", kiln::cli::ExecMain},
     {"embed", "embed texts with an encoder plan (one pooled vector each)", kiln::cli::EmbedMain},
+    {"eval", "`kiln eval ppl`: a plan's perplexity over a text, by sliding windows", kiln::cli::EvalMain},
     {"inspect", "print a plan's metadata, ops, shapes and memory", kiln::cli::InspectMain},
     {"tokenize", "encode text with a plan's tokenizer (or decode ids): what the model sees", kiln::cli::TokenizeMain},
     {"verify", "recheck a plan's checksums and, given the ONNX, its source", kiln::cli::VerifyMain},

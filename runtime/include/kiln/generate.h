@@ -85,6 +85,13 @@ public:
                                              const GenerateOptions &options,
                                              const StepCallback &on_step);
 
+  // Runs `tokens` as one prefill from an empty past and puts the logits of
+  // every position in `logits`: tokens.size() rows of the vocabulary,
+  // row-major (scoring a text: kiln eval ppl). InvalidArgument for no
+  // tokens, more than the context length, or a plan whose logits hold only
+  // some positions' rows.
+  Status AllLogits(const std::vector<int32_t> &tokens, std::vector<float> &logits);
+
   int64_t context_length() const { return context_length_; } // 0: unknown
 
 private:
@@ -101,6 +108,10 @@ private:
   // One model step over tokens[past_len, end); leaves logits of the last
   // position in `last_logits_`.
   Status Step(const std::vector<int32_t> &tokens, int64_t past_len);
+  // Binds and runs tokens[past_len, end) over the current past.
+  Status RunModel(const std::vector<int32_t> &tokens, int64_t past_len);
+  // Empties the past: the next step starts a sequence.
+  void ResetPast();
 
   const Plan &plan_;
   std::unique_ptr<Executor> executor_;

@@ -159,6 +159,10 @@ Status PlanModelRunner::RunAndSample(const Step &step, const std::vector<RowSamp
   if (!device_sampler_)
     return Unimplemented("the " + std::string(backend_.name()) +
                          " backend samples on the host (or KILN_DEVICE_SAMPLING=0)");
+  for (const ScheduledChunk &c : step.chunks)
+    if (c.all_logits)
+      return InvalidArgument("a chunk that returns every position's logits cannot be sampled "
+                             "on the device; use Run");
   int64_t sampled = 0;
   KILN_RETURN_IF_ERROR(Execute(step, &sampled));
   out.clear();

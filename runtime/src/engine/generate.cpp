@@ -122,7 +122,7 @@ Status DecoderSession::Init() {
   return Status::Ok();
 }
 
-Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len) {
+Status DecoderSession::RunModel(const std::vector<int32_t> &tokens, int64_t past_len) {
   const auto &tensors = plan_.tensors();
   const auto &in_ids = plan_.inputs();
   int64_t total = static_cast<int64_t>(tokens.size());
@@ -145,8 +145,19 @@ Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len
     v.data = kv.buffers[kv.current].data();
   }
   KILN_RETURN_IF_ERROR(executor_->Bind(inputs));
-  KILN_RETURN_IF_ERROR(executor_->Run());
+  return executor_->Run();
+}
 
+void DecoderSession::ResetPast() {
+  for (KV &kv : kv_) {
+    kv.shape = kv.initial_shape;
+    kv.current = 0;
+    kv.buffers[0].clear();
+  }
+}
+
+Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len) {
+  KILN_RETURN_IF_ERROR(RunModel(tokens, past_len));
   const TensorView &logits = executor_->output(logits_);
   int64_t vocab = logits.shape.empty() ? 0 : logits.shape.back();
   if (vocab <= 0 || logits.numel() < vocab)
@@ -165,6 +176,25 @@ Status DecoderSession::Step(const std::vector<int32_t> &tokens, int64_t past_len
     kv.shape = present.shape;
     kv.current = 1 - kv.current;
   }
+  return Status::Ok();
+}
+
+Status DecoderSession::AllLogits(const std::vector<int32_t> &tokens, std::vector<float> &logits) {
+  logits.clear();
+  if (tokens.empty())
+    return InvalidArgument("no tokens to run");
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  KILN_RETURN_IF_ERROR(CheckPromptLength(n, context_length_));
+  ResetPast();
+  KILN_RETURN_IF_ERROR(RunModel(tokens, 0));
+  const TensorView &out = executor_->output(logits_);
+  const int64_t vocab = out.shape.empty() ? 0 : out.shape.back();
+  if (vocab <= 0 || out.numel() != n * vocab)
+    return InvalidArgument("the plan's logits are " + ShapeToString(out.shape) + " for " +
+                           std::to_string(n) +
+                           " tokens; scoring needs a row for every position (the model was "
+                           "exported to return only the last position's)");
+  logits.assign(out.as<float>(), out.as<float>() + out.numel());
   return Status::Ok();
 }
 
@@ -195,11 +225,7 @@ StatusOr<GenerateResult> DecoderSession::GenerateStreaming(const std::vector<int
   result.prompt_tokens = static_cast<int>(prompt.size());
   if (options.max_new_tokens == 0)
     return result;
-  for (KV &kv : kv_) {
-    kv.shape = kv.initial_shape;
-    kv.current = 0;
-    kv.buffers[0].clear();
-  }
+  ResetPast();
   std::vector<int32_t> tokens = prompt;
   int64_t past_len = 0;
   auto start = std::chrono::steady_clock::now();

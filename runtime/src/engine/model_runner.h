@@ -40,7 +40,8 @@ public:
   // the KV at positions [0, c.start) already in c.seq->block_table's blocks
   // and write their own KV there. Resizes `logits` to NumSampling() rows of
   // vocab_size(), one per chunk with `samples`, in step order, taken at the
-  // chunk's last position. Never writes a block another sequence holds.
+  // chunk's last position; a chunk with `all_logits` gives a row for each of
+  // its positions there instead. Never writes a block another sequence holds.
   virtual Status Run(const Step &step, std::vector<float> &logits) = 0;
 
   // Whether RunAndSample works: the runner samples where the logits are

@@ -334,8 +334,12 @@ Status PlanModelRunner::BuildIndices(const Step &step) {
     const int64_t used = (end + block_size_ - 1) / block_size_;
     for (int64_t j = 0; j < used; ++j)
       tables_buf_[s * max_blocks + j] = seq.block_table[j];
-    if (c.samples)
+    if (c.all_logits) {
+      for (int64_t row = qstart_buf_[s]; row < qstart_buf_[s + 1]; ++row)
+        rows_buf_.push_back(row);
+    } else if (c.samples) {
       rows_buf_.push_back(static_cast<int64_t>(ids_buf_.size()) - 1);
+    }
   }
   max_blocks_ = max_blocks;
   return Status::Ok();

@@ -35,6 +35,10 @@ struct ScheduledChunk {
   // The chunk ends at the sequence's last token, so the model's logits at
   // its last position yield the sequence's next token.
   bool samples = false;
+  // Every position of the chunk returns its logits row, in order, instead
+  // of the one sampling row: scoring a text (kiln eval ppl), never the
+  // scheduler's chunks. A step with such a chunk cannot sample on the device.
+  bool all_logits = false;
 };
 
 struct Step {

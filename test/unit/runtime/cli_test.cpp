@@ -2,12 +2,15 @@
 // results, files written, and exit codes (2 for bad input).
 #include "backends/registry.h"
 #include "cli.h"
+#include "kiln/perplexity.h"
+#include "kiln/plan.h"
 #include "kiln/tensor_proto.h"
 #include "test_models.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -16,6 +19,7 @@
 namespace kiln {
 namespace {
 
+using cli::EvalMain;
 using cli::ExecMain;
 using cli::InspectMain;
 using cli::RunMain;
@@ -504,6 +508,105 @@ TEST(Cli, TokenizeBadInputExitsTwo) {
   EXPECT_EQ(help.rc, 0);
   for (const char *option : {"--tokenizer FILE", "--text-file FILE", "--add-special-tokens BOOL",
                              "--tokens", "--decode IDS", "--skip-special-tokens"})
+    EXPECT_NE(help.out.find(option), std::string::npos) << option;
+}
+
+RunOutput EvalCaptured(const std::vector<std::string> &args) {
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  int rc = EvalMain(args);
+  std::string out = testing::internal::GetCapturedStdout();
+  return {rc, out, testing::internal::GetCapturedStderr()};
+}
+
+// A bigram decoder over the letters a..g, with their tokenizer (no BOS).
+std::string LetterBigramPlan() {
+  constexpr int kVocab = 7;
+  std::vector<float> table(kVocab * kVocab);
+  for (int i = 0; i < kVocab * kVocab; ++i)
+    table[i] = std::sin(1.3f * i) * 2.0f;
+  test::TestPlan p = test::BuildBigramDecoder(table, kVocab);
+  p.tokenizer_json = test::LetterTokenizerJson(kVocab);
+  p.context_length = 16;
+  const std::string path = TempPath("cli_eval_bigram.plan");
+  EXPECT_EQ(p.Write(path), "");
+  return path;
+}
+
+// kiln eval ppl prints what TextPerplexity computes (perplexity_test.cpp
+// checks that against the closed form), as JSON or as a line.
+TEST(Cli, EvalPplPrintsThePerplexity) {
+  const std::string plan = LetterBigramPlan();
+  const std::string text = "abcdefgfedcbaabbccddeeffggcafebead"; // 34 letters, 34 tokens
+  const std::string file = WriteTemp("cli_eval.txt", text);
+  RunOutput r = EvalCaptured({"ppl", plan, "--text", file, "--stride", "5", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, ""); // no progress line: stderr is not a terminal
+  auto j = nlohmann::json::parse(r.out);
+  auto loaded = LoadPlan(plan);
+  ASSERT_TRUE(loaded.ok());
+  PerplexityOptions o;
+  o.stride = 5;
+  auto want = TextPerplexity(**loaded, text, o);
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  EXPECT_EQ(j["perplexity"].get<double>(), want->perplexity);
+  EXPECT_EQ(j["nll_per_token"].get<double>(), want->nll_per_token);
+  EXPECT_EQ(j["tokens"], 34);
+  EXPECT_EQ(j["scored"], 33);
+  EXPECT_EQ(j["window"], 16); // the plan's context length
+  EXPECT_EQ(j["stride"], 5);
+  EXPECT_EQ(j["windows"], 5); // [0,16) [5,21) [10,26) [15,31) [20,34)
+  EXPECT_GE(j["seconds"].get<double>(), 0);
+  EXPECT_GT(want->perplexity, 1);
+
+  r = EvalCaptured({"ppl", plan, "--text", file, "--window", "4", "--max-tokens", "9"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("over 8 scored of 9 tokens; 4 windows of 4, stride 2"), std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, EvalPplBadInputExitsTwo) {
+  const std::string plan = LetterBigramPlan();
+  const std::string text = WriteTemp("cli_eval_ok.txt", "abcabc");
+  struct Case {
+    std::vector<std::string> args;
+    const char *message;
+  };
+  const std::vector<Case> cases = {
+      {{"ppl", MlpPlan(), "--text", text}, "has no tokenizer"},
+      {{"ppl", Llama3TokenizerPlan(), "--text", text}, "no logits output (an encoder"},
+      {{"ppl", plan}, "--text FILE is required"},
+      {{"ppl", plan, "--text", WriteTemp("cli_eval_empty.txt", "")}, "the text is empty"},
+      {{"ppl", plan, "--text", WriteTemp("cli_eval_one.txt", "a")}, "the text is 1 token(s)"},
+      {{"ppl", plan, "--text", WriteTemp("cli_eval_bad.txt", "ab\xff")}, "UTF-8"},
+      {{"ppl", plan, "--text", TempPath("cli_eval_no_such.txt")}, "cannot open --text"},
+      {{"ppl", plan, "--text", text, "--window", "1"}, "--window expects an integer in [2,"},
+      {{"ppl", plan, "--text", text, "--window", "17"},
+       "longer than the plan's context length, 16"},
+      {{"ppl", plan, "--text", text, "--stride", "0"}, "--stride expects an integer in [1,"},
+      {{"ppl", plan, "--text", text, "--window", "8", "--stride", "9"}, "longer than --window 8"},
+      {{"ppl", plan, "--text", text, "--stride", "17"}, "stride must be in [1, window = 16]"},
+      {{"ppl", plan, "--text", text, "--max-tokens", "1"}, "--max-tokens expects"},
+      {{"ppl", plan, "--text", text, "--device", "tpu"}, "unknown backend 'tpu'"},
+      {{"ppl", plan, "--text", text, "--bogus"}, "unknown option --bogus"},
+      {{"ppl", TempPath("cli_eval_missing.plan"), "--text", text}, "cli_eval_missing.plan"},
+      {{"ppl"}, "expected one plan file"},
+      {{"perplexity", plan}, "unknown evaluation 'perplexity'"},
+      {{}, "expected an evaluation: ppl"},
+  };
+  for (const Case &c : cases) {
+    RunOutput r = EvalCaptured(c.args);
+    EXPECT_EQ(r.rc, 2) << c.message << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << c.message;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  RunOutput help = EvalCaptured({"--help"});
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("ppl"), std::string::npos);
+  help = EvalCaptured({"ppl", "--help"});
+  EXPECT_EQ(help.rc, 0);
+  for (const char *option : {"--text FILE", "--window N", "--stride N", "--max-tokens N",
+                             "--threads N", "--device DEV", "--json"})
     EXPECT_NE(help.out.find(option), std::string::npos) << option;
 }
 

@@ -183,4 +183,30 @@ inline std::string AngleTokenizerJson(int vocab) {
             "decoder": {"type": "ByteLevel"}})";
 }
 
+// A bigram decoder: the logits at each position are row ids[t] of `table`
+// ([vocab, vocab], row-major), whatever came before. Dense interface with
+// input_ids only; logits [batch, sequence, vocab] (perplexity's closed form).
+inline TestPlan BuildBigramDecoder(const std::vector<float> &table, int vocab) {
+  TestPlan p;
+  int ids = p.Input("input_ids", DType::kI64, {"batch", "sequence"});
+  int e = p.Weight("E", DType::kF32, {vocab, vocab}, table);
+  int logits = p.Act("logits", DType::kF32, {"batch", "sequence", vocab});
+  p.Op("gather", {e, ids}, {logits}, {AInt("axis", 0)});
+  p.Output(logits);
+  p.input_ids = ids;
+  p.logits = logits;
+  return p;
+}
+
+// A byte-level BPE tokenizer.json whose tokens are the letters a, b, ...
+// (`vocab` of them, ids in order) and no merges: "cab" is [2, 0, 1].
+inline std::string LetterTokenizerJson(int vocab) {
+  std::string v;
+  for (int i = 0; i < vocab; ++i)
+    v += std::string(i ? ", \"" : "\"") + static_cast<char>('a' + i) + "\": " + std::to_string(i);
+  return R"({"model": {"type": "BPE", "merges": [], "vocab": {)" + v +
+         R"(}}, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},
+            "decoder": {"type": "ByteLevel"}})";
+}
+
 } // namespace kiln::test
