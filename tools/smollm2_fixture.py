@@ -9,7 +9,8 @@ SmolLM2-135M-Instruct as a Q4_1 GGUF file. Steps:
               by tools/gguf_to_onnx.py, beside the committed tokenizer folder
               test/fixtures/smollm2/ (tokenizer.json, tokenizer_config.json,
               chat_template.jinja, config.json, generation_config.json as
-              transformers wrote them). Skipped when DIR/STAMP names the same
+              transformers wrote them; tokenizer.json is stored xz-compressed
+              and written back byte for byte). Skipped when DIR/STAMP names the same
               GGUF and converter.
   trim DIR    writes DIR/meta.gguf (the GGUF's metadata, no tensors) and
               DIR/parity.gguf (the first layer and the first 2048 vocabulary
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import lzma
 import shutil
 import sys
 from pathlib import Path
@@ -84,7 +86,9 @@ def cmd_build(out: Path, gguf_path: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cfg = gguf_to_onnx.convert(gguf_path, out)
     for p in COMMITTED.iterdir():
-        if p.name != "SOURCE.md":
+        if p.suffix == ".xz":  # tokenizer.json, compressed to keep the tree small
+            (out / p.stem).write_bytes(lzma.decompress(p.read_bytes()))
+        elif p.name != "SOURCE.md":
             shutil.copy(p, out / p.name)
     stamp_file.write_text(json.dumps(stamp, indent=1))
     print(f"{out}: SmolLM2-135M-Instruct, {cfg['layers']} layers, vocab {cfg['vocab']}")

@@ -14,6 +14,8 @@ as the peer:
   - `kiln eval ppl` of the fp32, bf16 and fp16 plans on a licence text Debian
     ships (not what the model was tuned on) is within 0.5% of ONNX Runtime's
     fp32 perplexity over the same tokens and windows.
+  - the tokenizer (as transformers wrote it for the GGUF file) encodes and
+    decodes the tokenizer corpus and the licence text as HF tokenizers does.
 Each plan is built by KILN_WITH_COMPILER (kiln build, default options: ragged,
 fused), run by KILN (the runtime-only build in make test).
 """
@@ -151,6 +153,29 @@ def main():
                 "--chat", "--temperature", "0", "--max-new-tokens", "24", "--no-stream"])
     check(r.returncode == 0 and "Paris" in r.stdout,
           f"chat: 'What is the capital of France?' answers {r.stdout.strip()!r} ({s:.1f} s)")
+
+    # The tokenizer transformers wrote for the GGUF file (byte-level BPE with
+    # byte_fallback; decoder ByteFallback, Fuse, Replace, ByteLevel) against
+    # HF tokenizers on the tokenizer corpus and the licence text, both ways.
+    from tokenizers import Tokenizer
+    hf = Tokenizer.from_file(str(fixture / "tokenizer.json"))
+    corpus = [json.loads(l) for l in (REPO / "test" / "tokenizer" / "corpus.jsonl")
+              .read_text(encoding="utf-8").split("\n") if l]
+    for name, text in (("the tokenizer corpus", "\n".join(corpus)),
+                       ("the licence text", args.text.read_text(encoding="utf-8"))):
+        path = args.work / "smollm2-text.txt"
+        path.write_text(text, encoding="utf-8")
+        r, _ = run([args.kiln, "tokenize", "--tokenizer", str(fixture / "tokenizer.json"),
+                    "--text-file", str(path)])
+        got = json.loads(r.stdout) if r.returncode == 0 else None
+        want = hf.encode(text).ids
+        check(got == want, f"kiln tokenize of {name} equals HF tokenizers' {len(want)} ids")
+        # Bytes, not text mode: text mode would turn the corpus's \r\n into \n.
+        r = subprocess.run([args.kiln, "tokenize", "--tokenizer", str(fixture / "tokenizer.json"),
+                            "--decode", ",".join(map(str, want))], capture_output=True)
+        decoded = r.stdout.decode("utf-8")[:-1] if r.returncode == 0 else None
+        check(decoded == hf.decode(want, skip_special_tokens=False),
+              f"kiln tokenize --decode of {name} equals HF tokenizers' text")
 
     # Perplexity on a text the model was not tuned on, against ONNX Runtime's.
     r, _ = run([args.kiln, "tokenize", "--tokenizer", str(fixture / "tokenizer.json"),
