@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -126,6 +127,26 @@ inline bool ParseFloat(const std::string &s, double *out) {
     return false;
   *out = v;
   return true;
+}
+
+// The bytes of file `path` ('-': stdin), named by `flag` in errors. With
+// stdio, not streams: libstdc++'s stream iterators throw on a read error
+// (a directory), and the message must say what failed instead.
+inline StatusOr<std::string> ReadInputFile(const std::string &path, const std::string &flag) {
+  FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    return InvalidArgument("cannot open " + flag + " '" + path + "': " + std::strerror(errno));
+  std::string data;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    data.append(buf, n);
+  const int err = std::ferror(f) ? errno : 0;
+  if (f != stdin)
+    std::fclose(f);
+  if (err != 0)
+    return InvalidArgument("cannot read " + flag + " '" + path + "': " + std::strerror(err));
+  return data;
 }
 
 } // namespace kiln::cli

@@ -63,25 +63,6 @@ const char kUsage[] =
     "(empty, fewer than 2 tokens, not UTF-8), 1 internal error (e.g. logits that are\n"
     "not finite).\n";
 
-// The bytes of file `path` ('-': stdin). With stdio, not streams, so a read
-// error (a directory) becomes a message.
-StatusOr<std::string> ReadText(const std::string &path) {
-  FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    return InvalidArgument("cannot open --text '" + path + "': " + std::strerror(errno));
-  std::string data;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    data.append(buf, n);
-  const int err = std::ferror(f) ? errno : 0;
-  if (f != stdin)
-    std::fclose(f);
-  if (err != 0)
-    return InvalidArgument("cannot read --text '" + path + "': " + std::strerror(err));
-  return data;
-}
-
 // Option `name` as an integer in [lo, hi]; `out` is left alone when absent.
 Status IntOption(const ParsedArgs &a, const char *name, long long lo, long long hi, int64_t *out) {
   if (!a.Has(name))
@@ -139,7 +120,7 @@ Status Eval(const ParsedArgs &a) {
   // As kiln run: a dense plan runs on the cpu unless a device is named.
   if (!a.Has("--device") && !a.Has("--backend") && plan->graph().ragged() == nullptr)
     o.device = "cpu";
-  KILN_ASSIGN_OR_RETURN(const std::string text, ReadText(a.Get("--text")));
+  KILN_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(a.Get("--text"), "--text"));
 
   ProgressLine line;
   PerplexityCallback progress;

@@ -53,31 +53,11 @@ const char kUsage[] =
 
 using Json = nlohmann::ordered_json;
 
-// The bytes of file `path` ('-': stdin), named by `flag` in errors. With
-// stdio, not streams: libstdc++'s stream iterators throw on a read error
-// (a directory), and the message must say what failed instead.
-StatusOr<std::string> ReadWhole(const std::string &path, const std::string &flag) {
-  FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    return InvalidArgument("cannot open " + flag + " '" + path + "': " + std::strerror(errno));
-  std::string data;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-    data.append(buf, n);
-  const int err = std::ferror(f) ? errno : 0;
-  if (f != stdin)
-    std::fclose(f);
-  if (err != 0)
-    return InvalidArgument("cannot read " + flag + " '" + path + "': " + std::strerror(err));
-  return data;
-}
-
 // The tokenizer of the plan named on the command line, or of --tokenizer.
 StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const ParsedArgs &a) {
   if (a.Has("--tokenizer")) {
     const std::string path = a.Get("--tokenizer");
-    KILN_ASSIGN_OR_RETURN(std::string json, ReadWhole(path, "--tokenizer"));
+    KILN_ASSIGN_OR_RETURN(std::string json, ReadInputFile(path, "--tokenizer"));
     auto tok = Tokenizer::FromJson(json);
     if (!tok.ok())
       return tok.status().WithContext("--tokenizer '" + path + "'");
@@ -100,7 +80,7 @@ StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const ParsedArgs &a) {
 StatusOr<std::string> ReadText(const ParsedArgs &a) {
   if (a.Has("--text"))
     return a.Get("--text");
-  return ReadWhole(a.Get("--text-file"), "--text-file");
+  return ReadInputFile(a.Get("--text-file"), "--text-file");
 }
 
 // "1,2,3" or "[1, 2, 3]": at least one id, each in [0, 2^31).

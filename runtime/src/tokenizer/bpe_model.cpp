@@ -7,9 +7,6 @@
 namespace kiln::tokenizer {
 namespace {
 
-constexpr size_t kCacheCapacity = 1 << 16;
-constexpr size_t kMaxCachedWordBytes = 256; // long words are rare; do not let them fill the cache
-
 uint64_t PairKey(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
@@ -110,24 +107,12 @@ Status BpeModel::Encode(const std::string &word, std::vector<int32_t> *ids) cons
       return Status::Ok();
     }
   }
-  const bool cacheable = word.size() <= kMaxCachedWordBytes;
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    const auto it = cache_.find(word);
-    if (it != cache_.end()) {
-      ids->insert(ids->end(), it->second.begin(), it->second.end());
-      return Status::Ok();
-    }
-  }
+  if (cache_.Lookup(word, ids))
+    return Status::Ok();
   std::vector<int32_t> result;
   MergeWord(word, &result);
   ids->insert(ids->end(), result.begin(), result.end());
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() >= kCacheCapacity)
-      cache_.clear();
-    cache_.emplace(word, std::move(result));
-  }
+  cache_.Insert(word, std::move(result));
   return Status::Ok();
 }
 

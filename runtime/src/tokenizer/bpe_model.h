@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12,6 +11,7 @@
 
 #include "tokenizer/model.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/word_cache.h"
 
 namespace kiln::tokenizer {
 
@@ -48,9 +48,7 @@ private:
   int32_t byte_ids_[256]; // the id of "<0xXX>" per byte, -1 where absent (byte_fallback only)
   bool ignore_merges_ = false;
 
-  // Words recur constantly in text, so their ids are cached (bounded).
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  WordCache cache_;
 };
 
 } // namespace kiln::tokenizer

@@ -10,8 +10,6 @@ namespace {
 
 constexpr double kUnknownPenalty = 10.0; // below the lowest piece score, as HF and SentencePiece
 constexpr size_t kMaxPieces = size_t{1} << 24; // keeps per-id tables small, as Vocab does
-constexpr size_t kCacheCapacity = 1 << 16;
-constexpr size_t kMaxCachedWordBytes = 256;
 
 } // namespace
 
@@ -97,17 +95,8 @@ const std::string *UnigramModel::IdToToken(int32_t id) const {
 }
 
 Status UnigramModel::Encode(const std::string &word, std::vector<int32_t> *ids) const {
-  if (word.empty())
+  if (word.empty() || cache_.Lookup(word, ids))
     return Status::Ok();
-  const bool cacheable = word.size() <= kMaxCachedWordBytes;
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    const auto it = cache_.find(word);
-    if (it != cache_.end()) {
-      ids->insert(ids->end(), it->second.begin(), it->second.end());
-      return Status::Ok();
-    }
-  }
   std::vector<int32_t> result;
   bool missing_unk = false;
   EncodeWord(word, &result, &missing_unk);
@@ -116,12 +105,7 @@ Status UnigramModel::Encode(const std::string &word, std::vector<int32_t> *ids) 
                            "and the model has no unk_id");
   }
   ids->insert(ids->end(), result.begin(), result.end());
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() >= kCacheCapacity)
-      cache_.clear();
-    cache_.emplace(word, std::move(result));
-  }
+  cache_.Insert(word, std::move(result));
   return Status::Ok();
 }
 

@@ -5,13 +5,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "tokenizer/model.h"
+#include "tokenizer/word_cache.h"
 
 namespace kiln::tokenizer {
 
@@ -55,8 +55,7 @@ private:
   int32_t byte_ids_[256]; // "<0xXX>" per byte, -1 where absent (byte_fallback only)
   double unk_score_ = 0;
 
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  WordCache cache_;
 };
 
 } // namespace kiln::tokenizer
