@@ -192,9 +192,12 @@ struct CharSet {
 
 void Decoder::Finalize(const std::vector<std::string> &tokens) {
   CharSet possible;
+  // After a leading ByteLevel the tokens are bytes, not characters.
+  possible.any = leading_byte_level_;
   bool byte_tokens = false;
   for (const std::string &t : tokens) {
-    possible.Add(t);
+    if (!possible.any)
+      possible.Add(t);
     byte_tokens = byte_tokens || ByteOfToken(t) >= 0;
   }
   auto apply = [&](const Step &step) {
