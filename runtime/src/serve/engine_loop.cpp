@@ -274,7 +274,19 @@ void EngineLoop::Route(Response &r) {
       metrics_->Observe("kiln_time_per_output_token_seconds",
                         (r.total_seconds - r.ttft_seconds) / (r.generated_length - 1));
   }
+  // The request's place in the queue is freed before its last response is
+  // published: a client that has read the end of one response and sends the
+  // next must find the place free (only this thread lowers pending_).
   bool done;
+  {
+    std::lock_guard<std::mutex> l(s->mu_);
+    done = s->pending_ == 1;
+  }
+  if (done) {
+    for (int64_t id : s->engine_ids_)
+      routes_.erase(id);
+    Finished(*s);
+  }
   {
     std::lock_guard<std::mutex> l(s->mu_);
     ChoiceEvent ev;
@@ -282,14 +294,9 @@ void EngineLoop::Route(Response &r) {
     ev.final = true;
     ev.response = std::move(r);
     s->events_.push_back(std::move(ev));
-    done = --s->pending_ == 0;
+    --s->pending_;
   }
   s->cv_.notify_all();
-  if (done) {
-    for (int64_t id : s->engine_ids_)
-      routes_.erase(id);
-    Finished(*s);
-  }
 }
 
 void EngineLoop::Finished(RequestStream &s) {

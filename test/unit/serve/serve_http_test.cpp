@@ -253,6 +253,34 @@ TEST_F(ServeHttp, KeysAndQuotas) {
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "rate_limit_rpm");
 }
 
+// A request's place in the queue is free by the time its last response can
+// be read: a client that reads one answer and sends the next at once is
+// never refused as queue_full (the engine used to publish the final event
+// first and free the place after, a window a loaded machine hit).
+TEST_F(ServeHttp, QueuePlaceFreeWhenLastResponseIsRead) {
+  ServeSettings s;
+  s.max_queue = 1;
+  Start(s);
+  for (int i = 0; i < 200; ++i) {
+    Request r;
+    r.prompt_ids = {1, 2};
+    r.params.max_new_tokens = 1 + i % 3;
+    r.params.sampling.temperature = 0;
+    std::vector<Request> prompts;
+    prompts.push_back(r);
+    auto stream = engine_->Submit(std::move(prompts), nullptr);
+    ASSERT_TRUE(stream.ok()) << "request " << i << ": " << stream.status().message();
+    ChoiceEvent ev;
+    RequestStream::Next next;
+    while ((next = (*stream)->Pop(Clock::now() + std::chrono::seconds(30), &ev)) ==
+           RequestStream::Next::kEvent) {
+      if (ev.final)
+        ASSERT_EQ(engine_->in_flight(), 0) << "request " << i << ": final event read";
+    }
+    ASSERT_EQ(next, RequestStream::Next::kDone) << "request " << i;
+  }
+}
+
 TEST_F(ServeHttp, QueueFullAndDisconnect) {
   ServeSettings s = Open();
   s.max_queue = 1;
