@@ -5,8 +5,9 @@
 #   tools/time_make_test.sh cold  DIR   a fresh clone in DIR/cold-N, an empty ccache (DIR/ccache)
 #   tools/time_make_test.sh warm  DIR   a fresh clone, in the folder of the last run (deleted
 #                                       first: CI clones to one path), with a one-line change
-#                                       to runtime/include/kiln/plan.h (included by 74 files
-#                                       of each build), and the ccache the last run left
+#                                       to runtime/include/kiln/plan.h (included by 49 files
+#                                       of the sanitizer build), the ccache the last run left
+#                                       and the last clone's .venv
 #   tools/time_make_test.sh check DIR   in the last run's clone: a one-line change to a
 #                                       runtime source file, then make check
 #
@@ -46,8 +47,18 @@ else
       exit 2
     fi
   fi
+  # A warm run keeps the last clone's .venv, as a developer's checkout
+  # keeps it (setup then only checks it); a cold run makes its own.
+  venv_keep=$dir/venv-keep
+  rm -rf "$venv_keep"
+  if [[ $kind == warm && -d $clone/.venv ]]; then
+    mv "$clone/.venv" "$venv_keep"
+  fi
   rm -rf "$clone"
   git clone -q "$src" "$clone"
+  if [[ -d $venv_keep ]]; then
+    mv "$venv_keep" "$clone/.venv"
+  fi
   echo "$clone" >"$dir/last-clone"
   if [[ $kind == cold ]]; then
     rm -rf "$CCACHE_DIR"

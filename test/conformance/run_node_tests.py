@@ -119,7 +119,7 @@ def refused_op(name):
     return next((op for prefix, op in REFUSED.items() if name.startswith(prefix)), None)
 
 
-def run_test(kiln, test_dir, work):
+def run_test(kiln, runner, test_dir, work):
     """None on success, "old-opset" when kiln refuses an opset below 13 (outside its
     documented range), else the failure."""
     plan = work / "model.plan"
@@ -143,7 +143,7 @@ def run_test(kiln, test_dir, work):
     for ds in sorted(test_dir.glob("test_data_set_*")):
         out_dir = work / ds.name
         out_dir.mkdir()
-        cmd = [kiln, "exec", str(plan), "--output-dir", str(out_dir)]
+        cmd = [runner, "exec", str(plan), "--output-dir", str(out_dir)]
         inputs = sorted(ds.glob("input_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
         for i, path in enumerate(inputs):
             cmd += ["--input", f"{in_names[i]}={path}"]
@@ -165,7 +165,9 @@ def run_test(kiln, test_dir, work):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--kiln", required=True, help="path to the kiln tool")
+    ap.add_argument("--kiln", required=True, help="path to the kiln tool (it builds the plans)")
+    ap.add_argument("--runner", help="the kiln that runs them (default: --kiln), e.g. a "
+                    "runtime-only one")
     ap.add_argument("--data", default="/usr/share/libonnx-testdata/data/node")
     ap.add_argument("--filter", default="", help="only tests whose name contains this")
     ap.add_argument("--verbose", action="store_true")
@@ -201,7 +203,7 @@ def main():
         for i, test_dir in enumerate(selected):
             work = Path(tmp) / test_dir.name
             work.mkdir()
-            err = run_test(args.kiln, test_dir, work)
+            err = run_test(args.kiln, args.runner or args.kiln, test_dir, work)
             if err == "old-opset":
                 scope.setdefault(f"opset below {MIN_OPSET}, refused by kiln", []).append(test_dir.name)
             elif err:
