@@ -21,7 +21,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class Kiln_CollectiveOp<string mnemonic>
     : Op<Kiln_Dialect, mnemonic,
-         [DeclareOpInterfaceMethods<Kiln_ShapeInferenceOpInterface>, MemoryEffects<[MemWrite]>]> {
+         [DeclareOpInterfaceMethods<Kiln_ShapeInferenceOpInterface>, MemoryEffects<[MemWrite]>]>,
+    Kiln_OpTable<"collective"> {
   let hasVerifier = 1;
 }
 

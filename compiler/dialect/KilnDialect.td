@@ -28,6 +28,26 @@ def Kiln_Dialect : Dialect {
 }
 
 //===----------------------------------------------------------------------===//
+// The runtime's op table. Every op of the dialect derives from Kiln_OpTable
+// once; tools/gen_op_list.py reads these records and writes
+// runtime/src/core/ops.def, the one list of ops a plan can hold, which the
+// runtime's shape table and every backend's kernel table are checked
+// against (the runtime itself never reads .td files).
+//   family: the op family whose files hold its shape rule and kernels:
+//           pointwise, movement, gather, reduce, norm, products, attention,
+//           collective; "" for an op that never reaches a plan (constant:
+//           a weight).
+//   half:   "f32" when f16/bf16 operands are computed in f32 (the shape rule
+//           is written for f32 and gives the operands' half type), "native"
+//           when the kernels read and write half as it is.
+//===----------------------------------------------------------------------===//
+
+class Kiln_OpTable<string family, string half = "native"> {
+  string opTableFamily = family;
+  string opTableHalf = half;
+}
+
+//===----------------------------------------------------------------------===//
 // Type constraints. Element types are those of the plan's DType
 // (schemas/plan.fbs): f32, f16, bf16, f64, i8, ui8, i32, i64 and i1 (bool).
 // Tensors may be unranked only where the importer could not derive a rank.

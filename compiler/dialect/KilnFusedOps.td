@@ -15,7 +15,7 @@ class Kiln_FusedOp<string mnemonic, list<Trait> traits = []> : Kiln_Op<mnemonic,
   let hasVerifier = 1;
 }
 
-def Kiln_RmsNormOp : Kiln_FusedOp<"rms_norm"> {
+def Kiln_RmsNormOp : Kiln_FusedOp<"rms_norm">, Kiln_OpTable<"norm", "f32"> {
   let summary = "fused RMSNorm over the last dim";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale`, the mean over the last dim,
@@ -34,7 +34,7 @@ def Kiln_RmsNormOp : Kiln_FusedOp<"rms_norm"> {
   let assemblyFormat = "$x `,` $scale attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_AddRmsNormOp : Kiln_FusedOp<"add_rms_norm"> {
+def Kiln_AddRmsNormOp : Kiln_FusedOp<"add_rms_norm">, Kiln_OpTable<"norm", "f32"> {
   let summary = "fused residual add + RMSNorm";
   let description = [{
     `sum = a + b` (same shapes: the residual stream and a block's output),
@@ -54,7 +54,7 @@ def Kiln_AddRmsNormOp : Kiln_FusedOp<"add_rms_norm"> {
   let assemblyFormat = "$a `,` $b `,` $scale attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_AddLayerNormOp : Kiln_FusedOp<"add_layer_norm"> {
+def Kiln_AddLayerNormOp : Kiln_FusedOp<"add_layer_norm">, Kiln_OpTable<"norm", "f32"> {
   let summary = "fused residual add + LayerNorm over the last dim";
   let description = [{
     `sum = a + b` (same shapes) and `y = layer_normalization(sum)` over the
@@ -75,7 +75,7 @@ def Kiln_AddLayerNormOp : Kiln_FusedOp<"add_layer_norm"> {
       "$a `,` $b `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_GeluOp : Kiln_FusedOp<"gelu"> {
+def Kiln_GeluOp : Kiln_FusedOp<"gelu">, Kiln_OpTable<"pointwise", "f32"> {
   let summary = "GELU, exact (erf) or tanh-approximated";
   let description = [{
     `approximate = "none"`: `0.5 x (1 + erf(x / sqrt(2)))`;
@@ -92,7 +92,7 @@ def Kiln_GeluOp : Kiln_FusedOp<"gelu"> {
   let assemblyFormat = "$x attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_LinearOp : Kiln_FusedOp<"linear"> {
+def Kiln_LinearOp : Kiln_FusedOp<"linear">, Kiln_OpTable<"products", "f32"> {
   let summary = "x @ w + bias with a fused activation";
   let description = [{
     `activation(x @ w + bias)` for `x` of shape `[..., K]`, a 2-D weight `w`
@@ -113,7 +113,7 @@ def Kiln_LinearOp : Kiln_FusedOp<"linear"> {
   let assemblyFormat = "$x `,` $w (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_GatedMlpOp : Kiln_FusedOp<"gated_mlp"> {
+def Kiln_GatedMlpOp : Kiln_FusedOp<"gated_mlp">, Kiln_OpTable<"products", "f32"> {
   let summary = "gated MLP: (act(x @ Wg) * (x @ Wu)) @ Wd";
   let description = [{
     `w_gate_up` is `[K, 2F]`: the gate projection's columns, then the up
@@ -133,7 +133,7 @@ def Kiln_GatedMlpOp : Kiln_FusedOp<"gated_mlp"> {
   let assemblyFormat = "$x `,` $w_gate_up `,` $w_down attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_LinearQ8Op : Kiln_FusedOp<"linear_q8"> {
+def Kiln_LinearQ8Op : Kiln_FusedOp<"linear_q8">, Kiln_OpTable<"products"> {
   let summary = "linear with an int8 weight and one f32 scale per column";
   let description = [{
     `linear` whose weight is stored as int8: `activation(x @ (w * scale) +
@@ -161,7 +161,7 @@ def Kiln_LinearQ8Op : Kiln_FusedOp<"linear_q8"> {
       "$x `,` $w `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_GatedMlpQ8Op : Kiln_FusedOp<"gated_mlp_q8"> {
+def Kiln_GatedMlpQ8Op : Kiln_FusedOp<"gated_mlp_q8">, Kiln_OpTable<"products"> {
   let summary = "gated MLP with int8 weights and one f32 scale per column";
   let description = [{
     `gated_mlp` whose two weights are stored as int8, each with an `[N]` f32
@@ -188,7 +188,7 @@ def Kiln_GatedMlpQ8Op : Kiln_FusedOp<"gated_mlp_q8"> {
                        "attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_RotaryOp : Kiln_FusedOp<"rotary"> {
+def Kiln_RotaryOp : Kiln_FusedOp<"rotary">, Kiln_OpTable<"attention", "f32"> {
   let summary = "rotary position embedding (rotate-half or interleaved)";
   let description = [{
     Rotates the first `rotary_dim` elements of `x`'s last dim:
@@ -212,7 +212,7 @@ def Kiln_RotaryOp : Kiln_FusedOp<"rotary"> {
   let assemblyFormat = "$x `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_AttentionOp : Kiln_FusedOp<"attention"> {
+def Kiln_AttentionOp : Kiln_FusedOp<"attention">, Kiln_OpTable<"attention", "f32"> {
   let summary = "scaled dot-product attention with MHA/GQA/MQA heads";
   let description = [{
     `softmax(scale * q @ k^T + mask) @ v` per head, for q `[B, Hq, Sq, D]`,
@@ -238,7 +238,8 @@ def Kiln_AttentionOp : Kiln_FusedOp<"attention"> {
 }
 
 def Kiln_PagedAttentionOp : Op<Kiln_Dialect, "paged_attention",
-    [DeclareOpInterfaceMethods<Kiln_ShapeInferenceOpInterface>, MemoryEffects<[MemWrite]>]> {
+    [DeclareOpInterfaceMethods<Kiln_ShapeInferenceOpInterface>, MemoryEffects<[MemWrite]>]>,
+    Kiln_OpTable<"attention"> {
   let summary = "attention over a runtime-owned paged KV cache, for a ragged batch";
   let description = [{
     The ragged form of `attention` (docs/fused-ops.md): T tokens of N

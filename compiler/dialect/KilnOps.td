@@ -63,13 +63,13 @@ defvar Kiln_LogicExample = "(tensor<?x8xi1>, tensor<1x8xi1>) -> tensor<?x8xi1>";
 
 class Kiln_ArithOp<string mnemonic, string onnxName, string what>
     : Kiln_BinaryOp<mnemonic, onnxName, what, Kiln_NumericTensor, Kiln_NumericTensor,
-                    "SameAsOperands", Kiln_ArithExample>;
+                    "SameAsOperands", Kiln_ArithExample>, Kiln_OpTable<"pointwise", "f32">;
 class Kiln_CompareOp<string mnemonic, string onnxName, string what>
     : Kiln_BinaryOp<mnemonic, onnxName, what, Kiln_Tensor, Kiln_BoolTensor, "Bool",
-                    Kiln_CompareExample>;
+                    Kiln_CompareExample>, Kiln_OpTable<"pointwise", "f32">;
 class Kiln_LogicOp<string mnemonic, string onnxName, string what>
     : Kiln_BinaryOp<mnemonic, onnxName, what, Kiln_BoolTensor, Kiln_BoolTensor, "Bool",
-                    Kiln_LogicExample>;
+                    Kiln_LogicExample>, Kiln_OpTable<"pointwise">;
 
 def Kiln_AddOp : Kiln_ArithOp<"add", "Add", "a + b">;
 def Kiln_SubOp : Kiln_ArithOp<"sub", "Sub", "a - b">;
@@ -77,7 +77,8 @@ def Kiln_MulOp : Kiln_ArithOp<"mul", "Mul", "a * b">;
 def Kiln_DivOp : Kiln_ArithOp<"div", "Div", "a / b (integers truncate toward zero)">;
 def Kiln_PowOp : Kiln_BinaryOp<"pow", "Pow", "a ^ b (the result has a's element type)",
                                Kiln_NumericTensor, Kiln_NumericTensor, "FirstOperand",
-                               "(tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>">;
+                               "(tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>">,
+    Kiln_OpTable<"pointwise", "f32">;
 def Kiln_MaxOp : Kiln_ArithOp<"max", "Max", "max(a, b)">;
 def Kiln_MinOp : Kiln_ArithOp<"min", "Min", "min(a, b)">;
 
@@ -91,7 +92,7 @@ def Kiln_AndOp : Kiln_LogicOp<"and", "And", "a and b">;
 def Kiln_OrOp : Kiln_LogicOp<"or", "Or", "a or b">;
 def Kiln_XorOp : Kiln_LogicOp<"xor", "Xor", "a xor b">;
 
-def Kiln_WhereOp : Kiln_Op<"where"> {
+def Kiln_WhereOp : Kiln_Op<"where">, Kiln_OpTable<"pointwise"> {
   let summary = "ONNX Where: select x where condition holds, else y";
   let description = [{
     Broadcasts `condition`, `x` and `y` together (numpy rules) and picks
@@ -141,24 +142,40 @@ class Kiln_UnaryOp<string mnemonic, string onnxName, string what, Type type,
   }];
 }
 
-def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "Sqrt", "sqrt(x)", Kiln_FloatTensor>;
-def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "Reciprocal", "1 / x", Kiln_FloatTensor>;
-def Kiln_NegOp : Kiln_UnaryOp<"neg", "Neg", "-x", Kiln_SignedTensor>;
-def Kiln_ExpOp : Kiln_UnaryOp<"exp", "Exp", "exp(x)", Kiln_FloatTensor>;
-def Kiln_LogOp : Kiln_UnaryOp<"log", "Log", "log(x)", Kiln_FloatTensor>;
-def Kiln_ErfOp : Kiln_UnaryOp<"erf", "Erf", "erf(x)", Kiln_FloatTensor>;
-def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "Tanh", "tanh(x)", Kiln_FloatTensor>;
-def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))", Kiln_FloatTensor>;
-def Kiln_ReluOp : Kiln_UnaryOp<"relu", "Relu", "max(x, 0)", Kiln_SignedTensor>;
-def Kiln_AbsOp : Kiln_UnaryOp<"abs", "Abs", "|x|", Kiln_NumericTensor>;
-def Kiln_NotOp : Kiln_UnaryOp<"not", "Not", "not x", Kiln_BoolTensor, "tensor<?x8xi1>">;
-def Kiln_IdentityOp : Kiln_UnaryOp<"identity", "Identity", "x", Kiln_Tensor>;
-def Kiln_FloorOp : Kiln_UnaryOp<"floor", "Floor", "floor(x)", Kiln_FloatTensor>;
-def Kiln_CosOp : Kiln_UnaryOp<"cos", "Cos", "cos(x)", Kiln_FloatTensor>;
-def Kiln_SinOp : Kiln_UnaryOp<"sin", "Sin", "sin(x)", Kiln_FloatTensor>;
-def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "Ceil", "ceil(x)", Kiln_FloatTensor>;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "Sqrt", "sqrt(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "Reciprocal", "1 / x", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "Neg", "-x", Kiln_SignedTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", "Exp", "exp(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "Log", "log(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "Erf", "erf(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "Tanh", "tanh(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", "Relu", "max(x, 0)", Kiln_SignedTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "Abs", "|x|", Kiln_NumericTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "Not", "not x", Kiln_BoolTensor, "tensor<?x8xi1>">,
+    Kiln_OpTable<"pointwise">;
+def Kiln_IdentityOp : Kiln_UnaryOp<"identity", "Identity", "x", Kiln_Tensor>,
+    Kiln_OpTable<"pointwise">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "Floor", "floor(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "Cos", "cos(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "Sin", "sin(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "Ceil", "ceil(x)", Kiln_FloatTensor>,
+    Kiln_OpTable<"pointwise", "f32">;
 
-def Kiln_IsNaNOp : Kiln_Op<"is_nan"> {
+def Kiln_IsNaNOp : Kiln_Op<"is_nan">, Kiln_OpTable<"pointwise"> {
   let summary = "ONNX IsNaN: true where x is NaN";
   let description = [{
     Elementwise NaN test; the result is i1 with x's shape. Exporters of
@@ -180,7 +197,8 @@ def Kiln_IsNaNOp : Kiln_Op<"is_nan"> {
 // Softmax family and reductions.
 //===----------------------------------------------------------------------===//
 
-class Kiln_SoftmaxLikeOp<string mnemonic, string onnxName, string what> : Kiln_Op<mnemonic> {
+class Kiln_SoftmaxLikeOp<string mnemonic, string onnxName, string what> : Kiln_Op<mnemonic>,
+    Kiln_OpTable<"reduce", "f32"> {
   let summary = "ONNX " # onnxName # ": " # what # " along one axis";
   let description = "Computes " # what # " along `axis` (negative counts from the back; "
     # "ONNX default -1).\n\nExample:\n\n```mlir\n%y = kiln." # mnemonic
@@ -202,7 +220,8 @@ class Kiln_SoftmaxLikeOp<string mnemonic, string onnxName, string what> : Kiln_O
 def Kiln_SoftmaxOp : Kiln_SoftmaxLikeOp<"softmax", "Softmax", "softmax">;
 def Kiln_LogSoftmaxOp : Kiln_SoftmaxLikeOp<"log_softmax", "LogSoftmax", "log(softmax)">;
 
-class Kiln_ReduceOp<string mnemonic, string onnxName, string what> : Kiln_Op<mnemonic> {
+class Kiln_ReduceOp<string mnemonic, string onnxName, string what> : Kiln_Op<mnemonic>,
+    Kiln_OpTable<"reduce", "f32"> {
   let summary = "ONNX " # onnxName # ": " # what # " over axes";
   let description = "Reduces `data` with " # what # " over the dims listed in the 1-D `axes` "
     # "operand (opset 18 form; the importer turns older `axes` attributes into this operand). "

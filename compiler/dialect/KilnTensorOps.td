@@ -13,7 +13,7 @@
 // Linear algebra and normalization.
 //===----------------------------------------------------------------------===//
 
-def Kiln_MatMulOp : Kiln_Op<"matmul"> {
+def Kiln_MatMulOp : Kiln_Op<"matmul">, Kiln_OpTable<"products", "f32"> {
   let summary = "ONNX MatMul: numpy matmul";
   let description = [{
     Matrix product with numpy semantics: 1-D operands are promoted to
@@ -32,7 +32,7 @@ def Kiln_MatMulOp : Kiln_Op<"matmul"> {
   let hasVerifier = 1;
 }
 
-def Kiln_GemmOp : Kiln_Op<"gemm"> {
+def Kiln_GemmOp : Kiln_Op<"gemm">, Kiln_OpTable<"products", "f32"> {
   let summary = "ONNX Gemm: alpha * op(A) * op(B) + beta * C";
   let description = [{
     General matrix multiply of 2-D `a` and `b` (transposed first when
@@ -54,7 +54,7 @@ def Kiln_GemmOp : Kiln_Op<"gemm"> {
   let hasVerifier = 1;
 }
 
-def Kiln_LayerNormalizationOp : Kiln_Op<"layer_normalization"> {
+def Kiln_LayerNormalizationOp : Kiln_Op<"layer_normalization">, Kiln_OpTable<"norm", "f32"> {
   let summary = "ONNX LayerNormalization (output Y only)";
   let description = [{
     Normalizes `x` over the dims from `axis` to the last to zero mean and
@@ -81,7 +81,7 @@ def Kiln_LayerNormalizationOp : Kiln_Op<"layer_normalization"> {
 // Element type and layout.
 //===----------------------------------------------------------------------===//
 
-def Kiln_CastOp : Kiln_Op<"cast"> {
+def Kiln_CastOp : Kiln_Op<"cast">, Kiln_OpTable<"pointwise"> {
   let summary = "ONNX Cast: convert elements to another type";
   let description = [{
     Converts every element to the type named by `to`, a kiln DType number
@@ -102,7 +102,7 @@ def Kiln_CastOp : Kiln_Op<"cast"> {
   let hasFolder = 1;
 }
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Reshape: same elements, new shape";
   let description = [{
     Gives `data` the shape held by the 1-D `shape` operand. A -1 entry is
@@ -123,7 +123,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_TransposeOp : Kiln_Op<"transpose"> {
+def Kiln_TransposeOp : Kiln_Op<"transpose">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Transpose: permute dims";
   let description = [{
     Result dim i is input dim `perm[i]`. The importer sets `perm` (ONNX's
@@ -142,7 +142,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose"> {
   let hasFolder = 1;
 }
 
-def Kiln_ConcatOp : Kiln_Op<"concat"> {
+def Kiln_ConcatOp : Kiln_Op<"concat">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Concat: join tensors along an axis";
   let description = [{
     Joins one or more tensors of equal rank and element type along `axis`;
@@ -163,7 +163,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat"> {
   let hasFolder = 1;
 }
 
-def Kiln_SplitOp : Kiln_Op<"split"> {
+def Kiln_SplitOp : Kiln_Op<"split">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Split: cut a tensor into pieces along an axis";
   let description = [{
     Cuts `input` along `axis` into the sizes listed by the optional 1-D
@@ -185,7 +185,7 @@ def Kiln_SplitOp : Kiln_Op<"split"> {
   let hasVerifier = 1;
 }
 
-def Kiln_SliceOp : Kiln_Op<"slice", [AttrSizedOperandSegments]> {
+def Kiln_SliceOp : Kiln_Op<"slice", [AttrSizedOperandSegments]>, Kiln_OpTable<"movement"> {
   let summary = "ONNX Slice: strided slice along some axes";
   let description = [{
     Takes `data[starts:ends:steps]` along `axes` (default: the first
@@ -208,7 +208,7 @@ def Kiln_SliceOp : Kiln_Op<"slice", [AttrSizedOperandSegments]> {
   let hasFolder = 1;
 }
 
-def Kiln_GatherOp : Kiln_Op<"gather"> {
+def Kiln_GatherOp : Kiln_Op<"gather">, Kiln_OpTable<"gather"> {
   let summary = "ONNX Gather: index along one axis";
   let description = [{
     Picks entries of `data` along `axis` at `indices` (negative indices count
@@ -227,7 +227,7 @@ def Kiln_GatherOp : Kiln_Op<"gather"> {
   let hasFolder = 1;
 }
 
-def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd">, Kiln_OpTable<"gather"> {
   let summary = "ONNX GatherND: pick slices of data at index tuples";
   let description = [{
     The last dim of `indices` (m) holds tuples that address the dims
@@ -249,7 +249,7 @@ def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
   let hasVerifier = 1;
 }
 
-def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd">, Kiln_OpTable<"gather"> {
   let summary = "ONNX ScatterND: write slices of updates at index tuples";
   let description = [{
     The result is a copy of `data` in which, for each tuple in the last dim
@@ -274,7 +274,7 @@ def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
   let hasVerifier = 1;
 }
 
-def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze"> {
+def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Unsqueeze: insert dims of size 1";
   let description = [{
     Inserts size-1 dims at the positions (in the result) listed by the 1-D
@@ -293,7 +293,7 @@ def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze"> {
   let hasFolder = 1;
 }
 
-def Kiln_SqueezeOp : Kiln_Op<"squeeze"> {
+def Kiln_SqueezeOp : Kiln_Op<"squeeze">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Squeeze: remove dims of size 1";
   let description = [{
     Removes the size-1 dims listed by the optional 1-D `axes` operand, or
@@ -312,7 +312,7 @@ def Kiln_SqueezeOp : Kiln_Op<"squeeze"> {
   let hasFolder = 1;
 }
 
-def Kiln_ExpandOp : Kiln_Op<"expand"> {
+def Kiln_ExpandOp : Kiln_Op<"expand">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Expand: broadcast to a shape";
   let description = [{
     Broadcasts `input` with the 1-D `shape` operand (numpy rules, so the
@@ -331,7 +331,7 @@ def Kiln_ExpandOp : Kiln_Op<"expand"> {
   let hasFolder = 1;
 }
 
-def Kiln_TileOp : Kiln_Op<"tile"> {
+def Kiln_TileOp : Kiln_Op<"tile">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Tile: repeat a tensor along every dim";
   let description = [{
     Repeats `input` `repeats[i]` times along dim i; `repeats` is 1-D with
@@ -349,7 +349,7 @@ def Kiln_TileOp : Kiln_Op<"tile"> {
   let hasVerifier = 1;
 }
 
-def Kiln_FlattenOp : Kiln_Op<"flatten"> {
+def Kiln_FlattenOp : Kiln_Op<"flatten">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Flatten: collapse to a matrix";
   let description = [{
     Collapses dims [0, axis) into the result's first dim and [axis, rank)
@@ -367,7 +367,7 @@ def Kiln_FlattenOp : Kiln_Op<"flatten"> {
   let hasVerifier = 1;
 }
 
-def Kiln_ClipOp : Kiln_Op<"clip", [AttrSizedOperandSegments]> {
+def Kiln_ClipOp : Kiln_Op<"clip", [AttrSizedOperandSegments]>, Kiln_OpTable<"pointwise", "f32"> {
   let summary = "ONNX Clip: clamp to [min, max]";
   let description = [{
     Clamps `input` to the optional scalar bounds `min` and `max`.
@@ -385,7 +385,7 @@ def Kiln_ClipOp : Kiln_Op<"clip", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Kiln_TriluOp : Kiln_Op<"trilu"> {
+def Kiln_TriluOp : Kiln_Op<"trilu">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Trilu: keep the upper or lower triangle";
   let description = [{
     Zeroes the elements of the last two dims outside the upper (`upper` = 1)
@@ -408,7 +408,7 @@ def Kiln_TriluOp : Kiln_Op<"trilu"> {
 // Shape computation and constants.
 //===----------------------------------------------------------------------===//
 
-def Kiln_ShapeOp : Kiln_Op<"shape"> {
+def Kiln_ShapeOp : Kiln_Op<"shape">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Shape: the dims of a tensor as a 1-D i64 tensor";
   let description = [{
     Returns dims [start, end) of `data`'s shape; both are clamped to
@@ -430,7 +430,7 @@ def Kiln_ShapeOp : Kiln_Op<"shape"> {
   let hasFolder = 1;
 }
 
-def Kiln_SizeOp : Kiln_Op<"size"> {
+def Kiln_SizeOp : Kiln_Op<"size">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Size: the element count of a tensor as an i64 scalar";
   let description = [{
     Returns the number of elements of `data` as a 0-D i64 tensor. Like
@@ -450,7 +450,7 @@ def Kiln_SizeOp : Kiln_Op<"size"> {
   let hasFolder = 1;
 }
 
-def Kiln_ConstantOfShapeOp : Kiln_Op<"constant_of_shape"> {
+def Kiln_ConstantOfShapeOp : Kiln_Op<"constant_of_shape">, Kiln_OpTable<"movement"> {
   let summary = "ONNX ConstantOfShape: a tensor filled with one value";
   let description = [{
     Makes a tensor of the shape held by the 1-D `input` filled with `value`;
@@ -469,7 +469,7 @@ def Kiln_ConstantOfShapeOp : Kiln_Op<"constant_of_shape"> {
   let hasFolder = 1;
 }
 
-def Kiln_RangeOp : Kiln_Op<"range"> {
+def Kiln_RangeOp : Kiln_Op<"range">, Kiln_OpTable<"movement"> {
   let summary = "ONNX Range: start, start + delta, ... below limit";
   let description = [{
     Makes the 1-D sequence from scalar `start` stepping by `delta` while
@@ -490,7 +490,8 @@ def Kiln_RangeOp : Kiln_Op<"range"> {
   let hasFolder = 1;
 }
 
-def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, AllTypesMatch<["value", "output"]>]> {
+def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, AllTypesMatch<["value", "output"]>]>,
+    Kiln_OpTable<""> {
   let summary = "A constant tensor: a weight, an initializer or an ONNX Constant";
   let description = [{
     Holds `value`: a DenseElementsAttr for small tensors (so folders can read

@@ -1,6 +1,7 @@
 // The shape table, built once from every op family's rules.
 #include "core/shape_table.h"
 
+#include "core/op_list.h"
 #include "core/shapes/shape_rules.h"
 
 #include <algorithm>
@@ -8,55 +9,6 @@
 
 namespace kiln {
 namespace {
-
-// Ops that compute in f32 for f16/bf16 operands on every backend: their
-// rules are written for f32 and give half results for half operands.
-constexpr std::string_view kHalfAsF32Ops[] = {
-    "abs",
-    "add",
-    "ceil",
-    "clip",
-    "cos",
-    "div",
-    "equal",
-    "erf",
-    "exp",
-    "floor",
-    "gemm",
-    "greater",
-    "greater_or_equal",
-    "layer_normalization",
-    "less",
-    "less_or_equal",
-    "log",
-    "log_softmax",
-    "matmul",
-    "max",
-    "min",
-    "mul",
-    "neg",
-    "pow",
-    "reciprocal",
-    "reduce_max",
-    "reduce_mean",
-    "reduce_min",
-    "reduce_sum",
-    "relu",
-    "sigmoid",
-    "sin",
-    "softmax",
-    "sqrt",
-    "sub",
-    "tanh",
-    "add_layer_norm",
-    "add_rms_norm",
-    "attention",
-    "gated_mlp",
-    "gelu",
-    "linear",
-    "rms_norm",
-    "rotary",
-};
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
@@ -125,8 +77,8 @@ const std::vector<ShapeRule> &Table() {
 } // namespace
 
 bool ComputesInF32ForHalf(std::string_view type) {
-  return std::find(std::begin(kHalfAsF32Ops), std::end(kHalfAsF32Ops), type) !=
-         std::end(kHalfAsF32Ops);
+  const OpInfo *op = FindOp(type);
+  return op && op->half == HalfRule::kF32;
 }
 
 const ShapeRule *FindShapeRule(std::string_view type) {

@@ -26,11 +26,12 @@ struct ShapeRule {
   InferFn infer;
 };
 
-// True for the arithmetic, math, reduction, normalization and matrix ops
-// that compute in f32 for f16/bf16 operands and return the operands' half
-// type: their rules are written for f32, and a backend without a native
-// half kernel may widen around its f32 one. Byte-moving ops (reshape,
-// gather, concat, ...) and paged_attention handle every dtype themselves.
+// True for the ops that compute in f32 for f16/bf16 operands and return the
+// operands' half type (HalfRule::kF32 in core/ops.def: arithmetic, math,
+// reductions, norms, products, attention): their rules are written for f32,
+// and a backend without a native half kernel may widen around its f32 one.
+// Byte-moving ops (reshape, gather, concat, ...) and paged_attention handle
+// every dtype themselves.
 bool ComputesInF32ForHalf(std::string_view type);
 
 // nullptr when no rule exists for `type`: the op is unknown to this runtime.
