@@ -57,4 +57,8 @@ std::string_view OpFamilyName(OpFamily family) {
   return "?";
 }
 
+bool IsEngineKernel(std::string_view type) {
+  return type.size() > 5 && type.substr(0, 5) == "kiln." && !FindOp(type);
+}
+
 } // namespace kiln

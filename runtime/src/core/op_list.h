@@ -52,4 +52,9 @@ const OpInfo &GetOp(OpId id);
 // "pointwise", "movement", ...: the family's file-name part.
 std::string_view OpFamilyName(OpFamily family);
 
+// Besides the plan's ops, a backend's kernel table may hold the engine's own
+// kernels, named "kiln.<name>" (plan op names have no dot, so no plan can
+// reach them): today kiln.sample, the device sampler (engine/device_sampler.h).
+bool IsEngineKernel(std::string_view type);
+
 } // namespace kiln
