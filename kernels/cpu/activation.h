@@ -2,12 +2,13 @@
 // gated MLP and gelu ops.
 #pragma once
 
+#include "kernels/op_kinds.h"
+
 #include <cstdint>
 
 namespace kiln::kernels {
 
-// kGelu is the exact (erf) form, kGeluTanh the tanh approximation.
-enum class Activation { kNone, kRelu, kGelu, kGeluTanh, kSilu };
+// Activation: kernels/op_kinds.h.
 
 // y = act(x); y may equal x (in place). Relu passes NaN through like Relu.
 void Activate(Activation act, const float *x, float *y, int64_t n);

@@ -143,33 +143,33 @@ template <typename From, typename To> void ConvertAll(const void *src, void *dst
     d[i] = ConvertOne<From, To>(s[i]);
 }
 
-template <typename From> bool CastFrom(const void *src, ScalarKind to, void *dst, int64_t n) {
+template <typename From> bool CastFrom(const void *src, ElemType to, void *dst, int64_t n) {
   switch (to) {
-  case ScalarKind::kF32:
+  case ElemType::kF32:
     ConvertAll<From, float>(src, dst, n);
     return true;
-  case ScalarKind::kF16:
+  case ElemType::kF16:
     ConvertAll<From, Half>(src, dst, n);
     return true;
-  case ScalarKind::kBF16:
+  case ElemType::kBF16:
     ConvertAll<From, BF16>(src, dst, n);
     return true;
-  case ScalarKind::kF64:
+  case ElemType::kF64:
     ConvertAll<From, double>(src, dst, n);
     return true;
-  case ScalarKind::kI8:
+  case ElemType::kI8:
     ConvertAll<From, int8_t>(src, dst, n);
     return true;
-  case ScalarKind::kU8:
+  case ElemType::kU8:
     ConvertAll<From, uint8_t>(src, dst, n);
     return true;
-  case ScalarKind::kI32:
+  case ElemType::kI32:
     ConvertAll<From, int32_t>(src, dst, n);
     return true;
-  case ScalarKind::kI64:
+  case ElemType::kI64:
     ConvertAll<From, int64_t>(src, dst, n);
     return true;
-  case ScalarKind::kBool:
+  case ElemType::kBool:
     ConvertAll<From, Bool>(src, dst, n);
     return true;
   }
@@ -178,25 +178,25 @@ template <typename From> bool CastFrom(const void *src, ScalarKind to, void *dst
 
 } // namespace
 
-bool CastElements(ScalarKind from, const void *src, ScalarKind to, void *dst, int64_t n) {
+bool CastElements(ElemType from, const void *src, ElemType to, void *dst, int64_t n) {
   switch (from) {
-  case ScalarKind::kF32:
+  case ElemType::kF32:
     return CastFrom<float>(src, to, dst, n);
-  case ScalarKind::kF16:
+  case ElemType::kF16:
     return CastFrom<Half>(src, to, dst, n);
-  case ScalarKind::kBF16:
+  case ElemType::kBF16:
     return CastFrom<BF16>(src, to, dst, n);
-  case ScalarKind::kF64:
+  case ElemType::kF64:
     return CastFrom<double>(src, to, dst, n);
-  case ScalarKind::kI8:
+  case ElemType::kI8:
     return CastFrom<int8_t>(src, to, dst, n);
-  case ScalarKind::kU8:
+  case ElemType::kU8:
     return CastFrom<uint8_t>(src, to, dst, n);
-  case ScalarKind::kI32:
+  case ElemType::kI32:
     return CastFrom<int32_t>(src, to, dst, n);
-  case ScalarKind::kI64:
+  case ElemType::kI64:
     return CastFrom<int64_t>(src, to, dst, n);
-  case ScalarKind::kBool:
+  case ElemType::kBool:
     return CastFrom<Bool>(src, to, dst, n);
   }
   return false;

@@ -2,13 +2,12 @@
 // including IEEE half and bfloat16 bit patterns.
 #pragma once
 
+#include "kernels/op_kinds.h"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace kiln::kernels {
-
-// Element types as the kernels see them; the runtime maps its DType here.
-enum class ScalarKind { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool };
 
 // Round-to-nearest-even conversions; NaN stays NaN, overflow becomes inf.
 uint16_t FloatToHalf(float f);
@@ -19,7 +18,7 @@ float BFloat16ToFloat(uint16_t b);
 // Converts n elements. Float to integer truncates toward zero, saturates at
 // the integer range and maps NaN to 0; anything to bool is "!= 0" (NaN is
 // true); bool to anything is 0 or 1. Returns false for an unknown kind.
-bool CastElements(ScalarKind from, const void *src, ScalarKind to, void *dst, int64_t n);
+bool CastElements(ElemType from, const void *src, ElemType to, void *dst, int64_t n);
 
 // out[r, j] = q[r, j] * scale[j] for a row-major int8 [rows, cols] with one
 // scale per column (an int8 weight of the quantize phase, widened).

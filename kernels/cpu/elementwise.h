@@ -9,32 +9,14 @@
 #pragma once
 
 #include "kernels/cpu/broadcast.h"
+#include "kernels/op_kinds.h"
 
 #include <cstddef>
 #include <cstdint>
 
 namespace kiln::kernels {
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
-enum class CompareOp { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual };
-// kEqual compares truth values, which is Equal on booleans.
-enum class LogicOp { kAnd, kOr, kXor, kEqual };
-enum class UnaryOp {
-  kSqrt,
-  kReciprocal,
-  kNeg,
-  kExp,
-  kLog,
-  kErf,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kAbs,
-  kFloor,
-  kCeil,
-  kSin,
-  kCos
-};
+// BinaryOp, CompareOp, LogicOp and UnaryOp: kernels/op_kinds.h.
 
 // out = a <op> b; layout has two inputs (a, b). Max and Min propagate NaN.
 template <typename T>

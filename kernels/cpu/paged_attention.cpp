@@ -253,12 +253,12 @@ struct HalfScratch {
 
 // The first `len` positions of KV head g widened to f32, dense as [len,
 // width]: only the rows the sequence reads are converted, block by block.
-void WidenContext(ScalarKind kind, const uint16_t *cache, const int64_t *table, int64_t g,
+void WidenContext(ElemType kind, const uint16_t *cache, const int64_t *table, int64_t g,
                   int64_t len, int64_t width, const PagedAttentionDims &d, float *dst) {
   for (int64_t b = 0; b * d.block_size < len; ++b) {
     const int64_t rows = std::min(d.block_size, len - b * d.block_size);
     const uint16_t *src = cache + (table[b] * d.kv_heads + g) * d.block_size * width;
-    CastElements(kind, src, ScalarKind::kF32, dst + b * d.block_size * width, rows * width);
+    CastElements(kind, src, ElemType::kF32, dst + b * d.block_size * width, rows * width);
   }
 }
 
@@ -266,7 +266,7 @@ void WidenContext(ScalarKind kind, const uint16_t *cache, const int64_t *table, 
 // KV head by KV head: each head's group of query heads and its context are
 // a batch of one sequence with one KV head, its cache the widened context
 // (block b at rows b * BS, read through an identity table).
-void AttendHalf(ScalarKind kind, const uint16_t *q, const uint16_t *k_cache,
+void AttendHalf(ElemType kind, const uint16_t *q, const uint16_t *k_cache,
                 const uint16_t *v_cache, const int64_t *table, int64_t t0, int64_t n, int64_t ctx,
                 uint16_t *out, const PagedAttentionDims &d, float scale, HalfScratch &w) {
   const int64_t D = d.head_dim, Dv = d.v_dim, BS = d.block_size;
@@ -292,10 +292,10 @@ void AttendHalf(ScalarKind kind, const uint16_t *q, const uint16_t *k_cache,
     for (int64_t r = 0; r < group; ++r) {
       const uint16_t *src = q + ((g * group + r) * hs + t0 * ts) * D;
       if (ts == 1)
-        CastElements(kind, src, ScalarKind::kF32, qw + r * n * D, n * D);
+        CastElements(kind, src, ElemType::kF32, qw + r * n * D, n * D);
       else
         for (int64_t i = 0; i < n; ++i)
-          CastElements(kind, src + i * ts * D, ScalarKind::kF32, qw + (r * n + i) * D, D);
+          CastElements(kind, src + i * ts * D, ElemType::kF32, qw + (r * n + i) * D, D);
     }
     WidenContext(kind, k_cache, table, g, ctx, D, d, kw);
     WidenContext(kind, v_cache, table, g, ctx, Dv, d, vw);
@@ -303,10 +303,10 @@ void AttendHalf(ScalarKind kind, const uint16_t *q, const uint16_t *k_cache,
     for (int64_t r = 0; r < group; ++r) {
       uint16_t *dst = out + ((g * group + r) * hs + t0 * ts) * Dv;
       if (ts == 1)
-        CastElements(ScalarKind::kF32, ow + r * n * Dv, kind, dst, n * Dv);
+        CastElements(ElemType::kF32, ow + r * n * Dv, kind, dst, n * Dv);
       else
         for (int64_t i = 0; i < n; ++i)
-          CastElements(ScalarKind::kF32, ow + (r * n + i) * Dv, kind, dst + i * ts * Dv, Dv);
+          CastElements(ElemType::kF32, ow + (r * n + i) * Dv, kind, dst + i * ts * Dv, Dv);
     }
   }
 }
@@ -331,11 +331,11 @@ void PagedAttention(const float *q, const float *k_new, const float *v_new, floa
       });
 }
 
-bool PagedAttention(ScalarKind kind, const uint16_t *q, const uint16_t *k_new,
+bool PagedAttention(ElemType kind, const uint16_t *q, const uint16_t *k_new,
                     const uint16_t *v_new, uint16_t *k_cache, uint16_t *v_cache,
                     const PagedBatch &batch, uint16_t *out, const PagedAttentionDims &dims,
                     float scale) {
-  if (kind != ScalarKind::kF16 && kind != ScalarKind::kBF16)
+  if (kind != ElemType::kF16 && kind != ElemType::kBF16)
     return false;
   StoreThenAttend<uint16_t, HalfScratch>(
       k_new, v_new, k_cache, v_cache, batch, dims, [&](int64_t s, HalfScratch &w) {

@@ -51,7 +51,7 @@ void PagedAttention(const float *q, const float *k_new, const float *v_new, floa
 // and the context rows it reads are widened one KV head at a time (never a
 // whole cache), and out is rounded to nearest even. Returns false, doing
 // nothing, for a kind other than kF16 or kBF16.
-bool PagedAttention(ScalarKind kind, const uint16_t *q, const uint16_t *k_new,
+bool PagedAttention(ElemType kind, const uint16_t *q, const uint16_t *k_new,
                     const uint16_t *v_new, uint16_t *k_cache, uint16_t *v_cache,
                     const PagedBatch &batch, uint16_t *out, const PagedAttentionDims &dims,
                     float scale);

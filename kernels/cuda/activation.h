@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kernels/cuda/float_elem.h"
+#include "kernels/op_kinds.h"
 
 #include <cuda_runtime_api.h>
 
@@ -15,7 +16,7 @@
 
 namespace kiln::kernels::cuda {
 
-enum class Activation { kNone, kRelu, kGelu, kGeluTanh, kSilu };
+using kernels::Activation; // kernels/op_kinds.h
 
 // out[r, c] = act(acc[r, c] + bias[c]) for r < rows, c < cols. out and bias
 // have type `t` (f32, f16 or bf16); bias may be null (no bias). acc may be

@@ -41,22 +41,7 @@ bool MakeBroadcast(const std::vector<std::vector<int64_t>> &inputs, const std::v
 
 // ---- Unary --------------------------------------------------------------------
 
-enum class UnaryOp {
-  kSqrt,
-  kReciprocal,
-  kNeg,
-  kExp,
-  kLog,
-  kErf,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kAbs,
-  kFloor,
-  kCeil,
-  kSin,
-  kCos
-};
+using kernels::UnaryOp; // kernels/op_kinds.h
 
 // Float types take every op; integer types take kNeg, kAbs and kRelu.
 bool UnaryDefined(UnaryOp op, ElemType t);
@@ -82,10 +67,9 @@ cudaError_t Cast(ElemType from, const void *x, ElemType to, void *y, int64_t n,
 
 // ---- Binary over a Broadcast of (a, b) ---------------------------------------
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
-enum class CompareOp { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual };
-// kEqual compares truth values (Equal on booleans).
-enum class LogicOp { kAnd, kOr, kXor, kEqual };
+using kernels::BinaryOp; // kernels/op_kinds.h, as CompareOp and LogicOp
+using kernels::CompareOp;
+using kernels::LogicOp;
 
 // out = a op b, all of numeric type t. Max/Min propagate NaN. Integer Pow
 // is pow over doubles, truncated and saturated to t (computed exactly).

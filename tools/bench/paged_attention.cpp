@@ -132,11 +132,11 @@ int main(int argc, char **argv) {
         },
         &cpu);
     std::printf("| %s | %.4f | %.4f |", c.name, best, cpu);
-    for (ScalarKind kind : {ScalarKind::kF16, ScalarKind::kBF16}) {
+    for (ElemType kind : {ElemType::kF16, ElemType::kBF16}) {
       const std::vector<float> *f32[] = {&s.q, &s.k_new, &s.v_new, &s.k_cache, &s.v_cache, &s.out};
       for (int i = 0; i < 6; ++i) {
         s.half[i].resize(f32[i]->size());
-        CastElements(ScalarKind::kF32, f32[i]->data(), kind, s.half[i].data(),
+        CastElements(ElemType::kF32, f32[i]->data(), kind, s.half[i].data(),
                      static_cast<int64_t>(f32[i]->size()));
       }
       const double half_best = TimeMs(

@@ -41,9 +41,9 @@ inline void ExpectClose(const Tensor &got, const std::vector<double> &want,
 // The f32 tensor rounded to f16 or bf16.
 inline Tensor ToHalf(const Tensor &t, DType half) {
   Tensor h(half, t.shape);
-  kernels::CastElements(kernels::ScalarKind::kF32, t.data<float>(),
-                        half == DType::kF16 ? kernels::ScalarKind::kF16
-                                            : kernels::ScalarKind::kBF16,
+  kernels::CastElements(kernels::ElemType::kF32, t.data<float>(),
+                        half == DType::kF16 ? kernels::ElemType::kF16
+                                            : kernels::ElemType::kBF16,
                         h.bytes.data(), t.numel());
   return h;
 }
@@ -51,9 +51,9 @@ inline Tensor ToHalf(const Tensor &t, DType half) {
 // A half tensor widened back to f32.
 inline Tensor ToF32(const Tensor &h) {
   Tensor t(DType::kF32, h.shape);
-  kernels::CastElements(h.dtype == DType::kF16 ? kernels::ScalarKind::kF16
-                                               : kernels::ScalarKind::kBF16,
-                        h.bytes.data(), kernels::ScalarKind::kF32, t.data<float>(), h.numel());
+  kernels::CastElements(h.dtype == DType::kF16 ? kernels::ElemType::kF16
+                                               : kernels::ElemType::kBF16,
+                        h.bytes.data(), kernels::ElemType::kF32, t.data<float>(), h.numel());
   return t;
 }
 

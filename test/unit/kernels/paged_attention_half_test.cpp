@@ -130,14 +130,14 @@ TEST(PagedAttentionHalf, KernelRefusesOtherKinds) {
   d.q_heads = 2, d.kv_heads = 1, d.tokens = 1, d.head_dim = 4, d.v_dim = 4;
   d.num_blocks = h.nb, d.block_size = 4, d.num_seqs = 1, d.max_blocks = h.mb;
   kernels::SetPagedStrides(d, /*token_major=*/false);
-  for (kernels::ScalarKind kind : {kernels::ScalarKind::kF32, kernels::ScalarKind::kI32})
+  for (kernels::ElemType kind : {kernels::ElemType::kF32, kernels::ElemType::kI32})
     EXPECT_FALSE(kernels::PagedAttention(kind, h.q.data<uint16_t>(), h.k_new.data<uint16_t>(),
                                          h.v_new.data<uint16_t>(), h.k_cache.data<uint16_t>(),
                                          h.v_cache.data<uint16_t>(), b, out.data(), d, 1.0f));
   EXPECT_EQ(h.k_cache.bytes, k);
   EXPECT_EQ(h.v_cache.bytes, v);
   EXPECT_EQ(out, std::vector<uint16_t>(8, 0x1234));
-  EXPECT_TRUE(kernels::PagedAttention(kernels::ScalarKind::kF16, h.q.data<uint16_t>(),
+  EXPECT_TRUE(kernels::PagedAttention(kernels::ElemType::kF16, h.q.data<uint16_t>(),
                                       h.k_new.data<uint16_t>(), h.v_new.data<uint16_t>(),
                                       h.k_cache.data<uint16_t>(), h.v_cache.data<uint16_t>(), b,
                                       out.data(), d, 1.0f));

@@ -19,7 +19,7 @@
 namespace kiln::kernels::cuda {
 namespace {
 
-using kernels::ScalarKind;
+using kernels::ElemType;
 
 // Doubles that probe every conversion's edges: signs of zero, halves (ties
 // to even), integer range limits, float and half overflow, subnormals,
@@ -56,22 +56,22 @@ std::vector<int64_t> IntProbeValues() {
 
 // Storage type and CPU kind of each ElemType, for the tables below.
 template <typename T> struct Kind;
-template <> struct Kind<float> { static constexpr ScalarKind value = ScalarKind::kF32; };
-template <> struct Kind<__half> { static constexpr ScalarKind value = ScalarKind::kF16; };
-template <> struct Kind<__nv_bfloat16> { static constexpr ScalarKind value = ScalarKind::kBF16; };
-template <> struct Kind<double> { static constexpr ScalarKind value = ScalarKind::kF64; };
-template <> struct Kind<int8_t> { static constexpr ScalarKind value = ScalarKind::kI8; };
-template <> struct Kind<uint8_t> { static constexpr ScalarKind value = ScalarKind::kU8; };
-template <> struct Kind<int32_t> { static constexpr ScalarKind value = ScalarKind::kI32; };
-template <> struct Kind<int64_t> { static constexpr ScalarKind value = ScalarKind::kI64; };
-template <> struct Kind<BoolByte> { static constexpr ScalarKind value = ScalarKind::kBool; };
+template <> struct Kind<float> { static constexpr ElemType value = ElemType::kF32; };
+template <> struct Kind<__half> { static constexpr ElemType value = ElemType::kF16; };
+template <> struct Kind<__nv_bfloat16> { static constexpr ElemType value = ElemType::kBF16; };
+template <> struct Kind<double> { static constexpr ElemType value = ElemType::kF64; };
+template <> struct Kind<int8_t> { static constexpr ElemType value = ElemType::kI8; };
+template <> struct Kind<uint8_t> { static constexpr ElemType value = ElemType::kU8; };
+template <> struct Kind<int32_t> { static constexpr ElemType value = ElemType::kI32; };
+template <> struct Kind<int64_t> { static constexpr ElemType value = ElemType::kI64; };
+template <> struct Kind<BoolByte> { static constexpr ElemType value = ElemType::kBool; };
 
 // Source elements of type From: the probe doubles (through the CPU's own
 // f64 -> From cast) and the integer probes wrapped into From.
 template <typename From> std::vector<From> Sources() {
   const std::vector<double> d = ProbeValues();
   std::vector<From> out(d.size());
-  EXPECT_TRUE(CastElements(ScalarKind::kF64, d.data(), Kind<From>::value, out.data(),
+  EXPECT_TRUE(CastElements(ElemType::kF64, d.data(), Kind<From>::value, out.data(),
                            static_cast<int64_t>(d.size())));
   for (int64_t v : IntProbeValues()) {
     if constexpr (std::is_integral_v<From>) {

@@ -12,8 +12,8 @@ namespace {
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
-kernels::ScalarKind KindOf(DType t) {
-  return t == DType::kF16 ? kernels::ScalarKind::kF16 : kernels::ScalarKind::kBF16;
+kernels::ElemType KindOf(DType t) {
+  return t == DType::kF16 ? kernels::ElemType::kF16 : kernels::ElemType::kBF16;
 }
 
 // The half dtype of the first half operand, or kUndefined.
@@ -59,7 +59,7 @@ void WidenInputs(const std::vector<const TensorView *> &in, const std::vector<si
       if (t->data && !pass) {
         int64_t n = t->numel();
         buffers.emplace_back(new float[std::max<int64_t>(n, 1)]);
-        kernels::CastElements(KindOf(t->dtype), t->data, kernels::ScalarKind::kF32,
+        kernels::CastElements(KindOf(t->dtype), t->data, kernels::ElemType::kF32,
                               buffers.back().get(), n);
         v.data = buffers.back().get();
       }
@@ -95,7 +95,7 @@ KernelFn WithHalfViaF32(KernelFn run, std::vector<size_t> packed_weights) {
     KILN_RETURN_IF_ERROR(run(ctx, attrs, ptrs, wide_out));
     for (size_t i = 0; i < out.size(); ++i)
       if (out_buffers[i])
-        kernels::CastElements(kernels::ScalarKind::kF32, out_buffers[i].get(), KindOf(out[i].dtype),
+        kernels::CastElements(kernels::ElemType::kF32, out_buffers[i].get(), KindOf(out[i].dtype),
                               out[i].data, out[i].numel());
     return Status::Ok();
   };

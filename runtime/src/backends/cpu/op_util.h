@@ -7,6 +7,7 @@
 #include "core/kernel.h"
 #include "core/op_attrs.h"
 #include "core/shapes/operand_checks.h"
+#include "backends/kernel_kinds.h"
 #include "kernels/cpu/cast.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
@@ -19,8 +20,6 @@ namespace kiln::cpu {
 
 // Copies in's bytes to out unless they already share memory (in-place plans).
 void CopyBytes(const TensorView &in, TensorView &out);
-
-bool ToScalarKind(DType t, kernels::ScalarKind *kind);
 
 // Calls f(T{}) with T the C++ type of `t`, for the arithmetic types the
 // kernels instantiate; other dtypes give Unimplemented naming the op.

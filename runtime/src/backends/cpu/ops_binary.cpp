@@ -43,8 +43,8 @@ Status RunArith(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) 
   std::vector<uint8_t> converted;
   if (in[1]->dtype != in[0]->dtype) {
     // Mixed-type Pow: bring the exponent to the base type once.
-    kernels::ScalarKind from, to;
-    if (!ToScalarKind(in[1]->dtype, &from) || !ToScalarKind(in[0]->dtype, &to))
+    kernels::ElemType from, to;
+    if (!ToElemType(in[1]->dtype, &from) || !ToElemType(in[0]->dtype, &to))
       return OpError(def.name, "unsupported operand dtypes");
     converted.resize(static_cast<size_t>(in[1]->numel()) * DTypeSize(in[0]->dtype));
     kernels::CastElements(from, in[1]->data, to, converted.data(), in[1]->numel());

@@ -59,7 +59,7 @@ Status RunPaged(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
   // f16 or bf16 (the shape rule admits nothing else): caches updated in
   // their own type, attention in f32.
   const auto kind =
-      in[kQ]->dtype == DType::kF16 ? kernels::ScalarKind::kF16 : kernels::ScalarKind::kBF16;
+      in[kQ]->dtype == DType::kF16 ? kernels::ElemType::kF16 : kernels::ElemType::kBF16;
   kernels::PagedAttention(kind, in[kQ]->as<const uint16_t>(), in[kKNew]->as<const uint16_t>(),
                           in[kVNew]->as<const uint16_t>(), in[kKCache]->as<uint16_t>(),
                           in[kVCache]->as<uint16_t>(), b, out[0].as<uint16_t>(), d, scale);

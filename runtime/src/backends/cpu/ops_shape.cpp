@@ -36,8 +36,8 @@ Status RunSize(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
 // ---- ConstantOfShape ----------------------------------------------------
 
 Status RunConstantOfShape(ExecContext &, const OpAttrs &attrs, const Inputs &, Outputs &out) {
-  kernels::ScalarKind to;
-  if (!ToScalarKind(out[0].dtype, &to))
+  kernels::ElemType to;
+  if (!ToElemType(out[0].dtype, &to))
     return OpError("constant_of_shape",
                    std::string("unsupported dtype ") + DTypeName(out[0].dtype));
   uint8_t value[8] = {};
@@ -45,10 +45,10 @@ Status RunConstantOfShape(ExecContext &, const OpAttrs &attrs, const Inputs &, O
   auto it = attrs.all().find("value");
   if (it != attrs.all().end() && it->second.kind == AttrValue::Kind::kInt) {
     const int64_t v = it->second.i;
-    kernels::CastElements(kernels::ScalarKind::kI64, &v, to, value, 1);
+    kernels::CastElements(kernels::ElemType::kI64, &v, to, value, 1);
   } else {
     const float v = attrs.Float("value", 0.0f);
-    kernels::CastElements(kernels::ScalarKind::kF32, &v, to, value, 1);
+    kernels::CastElements(kernels::ElemType::kF32, &v, to, value, 1);
   }
   kernels::FillBytes(DTypeSize(out[0].dtype), value, out[0].data, out[0].numel());
   return Status::Ok();

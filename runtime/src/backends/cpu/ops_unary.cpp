@@ -90,8 +90,8 @@ Status RunClip(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
 // ---- Cast: `to` is a kiln DType number ---------------------------------
 
 Status RunCast(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
-  kernels::ScalarKind from, to;
-  if (!ToScalarKind(in[0]->dtype, &from) || !ToScalarKind(out[0].dtype, &to))
+  kernels::ElemType from, to;
+  if (!ToElemType(in[0]->dtype, &from) || !ToElemType(out[0].dtype, &to))
     return OpError("cast", std::string("cannot cast ") + DTypeName(in[0]->dtype) + " to " +
                                DTypeName(out[0].dtype));
   if (in[0]->dtype == out[0].dtype) {

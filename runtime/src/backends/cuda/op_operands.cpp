@@ -1,6 +1,6 @@
 #include "backends/cuda/op_operands.h"
 
-#include "backends/cuda/elem_type.h"
+#include "backends/kernel_kinds.h"
 #include "kernels/cuda/pointwise.h"
 
 #include <string>

@@ -4,7 +4,7 @@
 // operands and sized the results; the kernels are kernels/cuda/pointwise.h.
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
-#include "backends/cuda/elem_type.h"
+#include "backends/kernel_kinds.h"
 #include "backends/cuda/op_operands.h"
 #include "core/shapes/operand_checks.h"
 #include "kernels/cuda/pointwise.h"

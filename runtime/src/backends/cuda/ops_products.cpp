@@ -21,6 +21,7 @@
 // rounded once to the operand type, then down), when KILN_CUDA_GEMV=1 is in
 // the environment. It is off by default: on the H200 cuBLASLt, with its plan
 // cached, measured faster at most decode shapes (docs/gpu.md).
+#include "backends/kernel_kinds.h"
 #include "core/shapes/fused_mlp.h"
 #include "core/shapes/matmul.h"
 #include "core/shapes/operand_checks.h"
@@ -61,22 +62,6 @@ FloatElem ElemOf(DType t) {
   default:
     return FloatElem::kF32;
   }
-}
-
-Activation KernelActivation(FusedActivation act) {
-  switch (act) {
-  case FusedActivation::kRelu:
-    return Activation::kRelu;
-  case FusedActivation::kGelu:
-    return Activation::kGelu;
-  case FusedActivation::kGeluTanh:
-    return Activation::kGeluTanh;
-  case FusedActivation::kSilu:
-    return Activation::kSilu;
-  case FusedActivation::kNone:
-    break;
-  }
-  return Activation::kNone;
 }
 
 // The present operands all have the first one's dtype, which is f32, f16,
@@ -311,13 +296,13 @@ Status RunLinear(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outpu
     return Status::Ok();
   if (d.k == 0) { // act(bias), or act(0)
     KILN_CUDA_RETURN_IF_ERROR(kernels::cuda::BiasActivation(
-        KernelActivation(act), nullptr, bias, y.data, ElemOf(t), d.rows, n, Stream(ctx)));
+        ToKernelActivation(act), nullptr, bias, y.data, ElemOf(t), d.rows, n, Stream(ctx)));
     return Status::Ok();
   }
   if (UseGemv(t, d.rows)) {
     GemvArgs g = GemvOf(t, d.rows, d.k, n, x.data, w.data, n, y.data);
     g.bias = bias;
-    g.act = KernelActivation(act);
+    g.act = ToKernelActivation(act);
     return RunGemv(ctx, g);
   }
   LtGemmShape s;
@@ -342,7 +327,7 @@ Status RunLinear(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outpu
   s.epilogue = LtEpilogue::kNone;
   KILN_RETURN_IF_ERROR(LtGemm(ctx, s, args));
   KILN_CUDA_RETURN_IF_ERROR(
-      kernels::cuda::BiasActivation(KernelActivation(act), static_cast<const float *>(acc), bias,
+      kernels::cuda::BiasActivation(ToKernelActivation(act), static_cast<const float *>(acc), bias,
                                     y.data, ElemOf(t), d.rows, n, Stream(ctx)));
   return Status::Ok();
 }
@@ -370,7 +355,7 @@ Status RunGatedMlp(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Out
                           OpScratch(ctx, static_cast<uint64_t>(d.rows * f) * DTypeSize(t)));
     GemvArgs up = GemvOf(t, d.rows, d.k, f, x.data, w_gate_up.data, 2 * f, g);
     up.gated = true;
-    up.act = KernelActivation(act);
+    up.act = ToKernelActivation(act);
     KILN_RETURN_IF_ERROR(RunGemv(ctx, up));
     return RunGemv(ctx, GemvOf(t, d.rows, f, n, g, w_down.data, n, y.data));
   }
@@ -390,7 +375,7 @@ Status RunGatedMlp(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Out
   up.lda = d.k;
   up.ldb = up.ldd = 2 * f;
   KILN_RETURN_IF_ERROR(LtGemm(ctx, up, {x.data, w_gate_up.data, h}));
-  KILN_CUDA_RETURN_IF_ERROR(kernels::cuda::GatedActivation(KernelActivation(act), h, g, ElemOf(t),
+  KILN_CUDA_RETURN_IF_ERROR(kernels::cuda::GatedActivation(ToKernelActivation(act), h, g, ElemOf(t),
                                                            d.rows, f, Stream(ctx)));
   LtGemmShape down;
   down.ab = down.d = t;

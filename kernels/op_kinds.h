@@ -1,0 +1,66 @@
+// The op and element kinds that every backend's kernels take as plain
+// arguments, in one place: the CPU kernels (kernels/cpu/) and the CUDA ones
+// (kernels/cuda/, which see them through namespace kiln::kernels::cuda) use
+// these enums, and the backends map a plan's DType to ElemType once
+// (runtime/src/backends/elem_type.h). No plan or runtime type here: kernels
+// stay plain functions over pointers and sizes.
+#pragma once
+
+#include <cstddef>
+
+namespace kiln::kernels {
+
+// Element types. Booleans are one byte; any non-zero byte is true and
+// results are always 0 or 1.
+enum class ElemType { kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool };
+
+inline size_t ElemSize(ElemType t) {
+  switch (t) {
+  case ElemType::kF64:
+  case ElemType::kI64:
+    return 8;
+  case ElemType::kF32:
+  case ElemType::kI32:
+    return 4;
+  case ElemType::kF16:
+  case ElemType::kBF16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
+inline bool IsFloatType(ElemType t) {
+  return t == ElemType::kF32 || t == ElemType::kF16 || t == ElemType::kBF16 || t == ElemType::kF64;
+}
+
+// Elementwise math (the unary ops of core/ops.def that compute).
+enum class UnaryOp {
+  kSqrt,
+  kReciprocal,
+  kNeg,
+  kExp,
+  kLog,
+  kErf,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kAbs,
+  kFloor,
+  kCeil,
+  kSin,
+  kCos
+};
+
+// Broadcasting arithmetic; Max and Min propagate NaN.
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+// Comparisons to bool; NaN compares false (and unequal).
+enum class CompareOp { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual };
+// Logic on bools; kEqual compares truth values (Equal on booleans).
+enum class LogicOp { kAnd, kOr, kXor, kEqual };
+
+// The activations of the fused linear and gated MLP ops: kGelu is the exact
+// (erf) form, kGeluTanh the tanh approximation.
+enum class Activation { kNone, kRelu, kGelu, kGeluTanh, kSilu };
+
+} // namespace kiln::kernels
