@@ -3,9 +3,16 @@
 // each, for every backend's op wrappers.
 #pragma once
 
+#include "core/kernel.h"
 #include "core/shapes/fused_mlp.h"
 #include "kernels/op_kinds.h"
 #include "kiln/tensor.h"
+
+#include <cstddef>
+#include <iterator>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace kiln {
 
@@ -61,6 +68,52 @@ inline kernels::Activation ToKernelActivation(FusedActivation act) {
     break;
   }
   return Activation::kNone;
+}
+
+// The plan ops that are one kernel enum each, named once for every backend.
+// A backend's op wrapper is a template over the entry's index (its name and
+// kind are constants there), registered by AddEach.
+template <class Kind> struct NamedKind {
+  const char *name;
+  Kind kind;
+};
+inline constexpr NamedKind<kernels::UnaryOp> kUnaryOps[] = {
+    {"sqrt", kernels::UnaryOp::kSqrt},   {"reciprocal", kernels::UnaryOp::kReciprocal},
+    {"neg", kernels::UnaryOp::kNeg},     {"exp", kernels::UnaryOp::kExp},
+    {"log", kernels::UnaryOp::kLog},     {"erf", kernels::UnaryOp::kErf},
+    {"tanh", kernels::UnaryOp::kTanh},   {"sigmoid", kernels::UnaryOp::kSigmoid},
+    {"relu", kernels::UnaryOp::kRelu},   {"abs", kernels::UnaryOp::kAbs},
+    {"floor", kernels::UnaryOp::kFloor}, {"ceil", kernels::UnaryOp::kCeil},
+    {"sin", kernels::UnaryOp::kSin},     {"cos", kernels::UnaryOp::kCos}};
+// Broadcasting arithmetic of two operands (max and min take any number:
+// each backend registers them apart).
+inline constexpr NamedKind<kernels::BinaryOp> kArithOps[] = {{"add", kernels::BinaryOp::kAdd},
+                                                             {"sub", kernels::BinaryOp::kSub},
+                                                             {"mul", kernels::BinaryOp::kMul},
+                                                             {"div", kernels::BinaryOp::kDiv},
+                                                             {"pow", kernels::BinaryOp::kPow}};
+inline constexpr NamedKind<kernels::CompareOp> kCompareOps[] = {
+    {"equal", kernels::CompareOp::kEqual},
+    {"less", kernels::CompareOp::kLess},
+    {"greater", kernels::CompareOp::kGreater},
+    {"less_or_equal", kernels::CompareOp::kLessOrEqual},
+    {"greater_or_equal", kernels::CompareOp::kGreaterOrEqual}};
+inline constexpr NamedKind<kernels::LogicOp> kLogicOps[] = {
+    {"and", kernels::LogicOp::kAnd}, {"or", kernels::LogicOp::kOr}, {"xor", kernels::LogicOp::kXor}};
+
+namespace internal {
+template <const auto &kOps, class Make, size_t... I>
+void AddEach(std::vector<KernelDef> &table, Make make, std::index_sequence<I...>) {
+  (table.push_back({kOps[I].name, make(std::integral_constant<size_t, I>{})}), ...);
+}
+} // namespace internal
+
+// table += {kOps[i].name, make(std::integral_constant<size_t, i>{})} for
+// every entry i; make returns the kernel, e.g. [](auto i) { return
+// KernelFn(RunUnary<decltype(i)::value>); } with RunUnary<I> reading
+// kUnaryOps[I].
+template <const auto &kOps, class Make> void AddEach(std::vector<KernelDef> &table, Make make) {
+  internal::AddEach<kOps>(table, make, std::make_index_sequence<std::size(kOps)>{});
 }
 
 } // namespace kiln

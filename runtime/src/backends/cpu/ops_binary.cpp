@@ -1,6 +1,7 @@
 // CPU kernels of the broadcasting binary ops (arithmetic, comparisons,
 // logic), variadic Max/Min and Where; their shape rules are in
 // core/shapes/binary.cpp.
+#include "backends/kernel_kinds.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/cast.h"
@@ -24,19 +25,9 @@ Status MakeLayout(std::string_view op, const std::vector<Shape> &in, const Shape
 
 // ---- Arithmetic: add, sub, mul, div, pow --------------------------------
 
-struct ArithDef {
-  const char *name;
-  BinaryOp op;
-};
-constexpr ArithDef kArith[] = {{"add", BinaryOp::kAdd},
-                               {"sub", BinaryOp::kSub},
-                               {"mul", BinaryOp::kMul},
-                               {"div", BinaryOp::kDiv},
-                               {"pow", BinaryOp::kPow}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunArith(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr ArithDef def = kArith[kIndex];
+  constexpr auto def = kArithOps[kIndex];
   BroadcastLayout layout;
   KILN_RETURN_IF_ERROR(MakeLayout(def.name, {in[0]->shape, in[1]->shape}, out[0].shape, &layout));
   const void *b = in[1]->data;
@@ -52,7 +43,7 @@ Status RunArith(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) 
   }
   return DispatchNumeric(def.name, in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
-    kernels::Binary<T>(def.op, layout, in[0]->as<const T>(), static_cast<const T *>(b),
+    kernels::Binary<T>(def.kind, layout, in[0]->as<const T>(), static_cast<const T *>(b),
                        out[0].as<T>());
     return Status::Ok();
   });
@@ -88,19 +79,9 @@ Status RunMaxMin(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out)
 
 // ---- Comparisons --------------------------------------------------------
 
-struct CompareDef {
-  const char *name;
-  CompareOp op;
-};
-constexpr CompareDef kCompare[] = {{"equal", CompareOp::kEqual},
-                                   {"less", CompareOp::kLess},
-                                   {"greater", CompareOp::kGreater},
-                                   {"less_or_equal", CompareOp::kLessOrEqual},
-                                   {"greater_or_equal", CompareOp::kGreaterOrEqual}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunCompare(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr CompareDef def = kCompare[kIndex];
+  constexpr auto def = kCompareOps[kIndex];
   BroadcastLayout layout;
   KILN_RETURN_IF_ERROR(MakeLayout(def.name, {in[0]->shape, in[1]->shape}, out[0].shape, &layout));
   if (in[0]->dtype == DType::kBool) {
@@ -110,7 +91,7 @@ Status RunCompare(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out
   }
   return DispatchNumeric(def.name, in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
-    kernels::Compare<T>(def.op, layout, in[0]->as<const T>(), in[1]->as<const T>(),
+    kernels::Compare<T>(def.kind, layout, in[0]->as<const T>(), in[1]->as<const T>(),
                         out[0].as<uint8_t>());
     return Status::Ok();
   });
@@ -118,19 +99,12 @@ Status RunCompare(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out
 
 // ---- Logic: and, or, xor ------------------------------------------------
 
-struct LogicDef {
-  const char *name;
-  LogicOp op;
-};
-constexpr LogicDef kLogic[] = {
-    {"and", LogicOp::kAnd}, {"or", LogicOp::kOr}, {"xor", LogicOp::kXor}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunLogic(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr LogicDef def = kLogic[kIndex];
+  constexpr auto def = kLogicOps[kIndex];
   BroadcastLayout layout;
   KILN_RETURN_IF_ERROR(MakeLayout(def.name, {in[0]->shape, in[1]->shape}, out[0].shape, &layout));
-  kernels::Logic(def.op, layout, in[0]->as<const uint8_t>(), in[1]->as<const uint8_t>(),
+  kernels::Logic(def.kind, layout, in[0]->as<const uint8_t>(), in[1]->as<const uint8_t>(),
                  out[0].as<uint8_t>());
   return Status::Ok();
 }
@@ -150,21 +124,11 @@ Status RunWhere(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) 
 } // namespace
 
 void AddBinaryKernels(std::vector<KernelDef> &table) {
-  table.push_back({"add", RunArith<0>});
-  table.push_back({"sub", RunArith<1>});
-  table.push_back({"mul", RunArith<2>});
-  table.push_back({"div", RunArith<3>});
-  table.push_back({"pow", RunArith<4>});
+  AddEach<kArithOps>(table, [](auto i) { return KernelFn(RunArith<decltype(i)::value>); });
   table.push_back({"max", RunMaxMin<true>});
   table.push_back({"min", RunMaxMin<false>});
-  table.push_back({"equal", RunCompare<0>});
-  table.push_back({"less", RunCompare<1>});
-  table.push_back({"greater", RunCompare<2>});
-  table.push_back({"less_or_equal", RunCompare<3>});
-  table.push_back({"greater_or_equal", RunCompare<4>});
-  table.push_back({"and", RunLogic<0>});
-  table.push_back({"or", RunLogic<1>});
-  table.push_back({"xor", RunLogic<2>});
+  AddEach<kCompareOps>(table, [](auto i) { return KernelFn(RunCompare<decltype(i)::value>); });
+  AddEach<kLogicOps>(table, [](auto i) { return KernelFn(RunLogic<decltype(i)::value>); });
   table.push_back({"where", RunWhere});
 }
 

@@ -1,5 +1,6 @@
 // CPU kernels of the same-shape ops of one tensor: unary math, Not, IsNaN,
 // Identity, Clip and Cast; their shape rules are in core/shapes/unary.cpp.
+#include "backends/kernel_kinds.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/elementwise.h"
@@ -12,24 +13,12 @@ namespace {
 
 using kernels::UnaryOp;
 
-struct UnaryDef {
-  const char *name;
-  UnaryOp op;
-};
-constexpr UnaryDef kUnary[] = {{"sqrt", UnaryOp::kSqrt},   {"reciprocal", UnaryOp::kReciprocal},
-                               {"neg", UnaryOp::kNeg},     {"exp", UnaryOp::kExp},
-                               {"log", UnaryOp::kLog},     {"erf", UnaryOp::kErf},
-                               {"tanh", UnaryOp::kTanh},   {"sigmoid", UnaryOp::kSigmoid},
-                               {"relu", UnaryOp::kRelu},   {"abs", UnaryOp::kAbs},
-                               {"floor", UnaryOp::kFloor}, {"ceil", UnaryOp::kCeil},
-                               {"sin", UnaryOp::kSin},     {"cos", UnaryOp::kCos}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunUnary(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr UnaryDef def = kUnary[kIndex];
+  constexpr auto def = kUnaryOps[kIndex];
   return DispatchNumeric(def.name, in[0]->dtype, [&](auto tag) {
     using T = decltype(tag);
-    if (!kernels::Unary<T>(def.op, in[0]->as<const T>(), out[0].as<T>(), in[0]->numel()))
+    if (!kernels::Unary<T>(def.kind, in[0]->as<const T>(), out[0].as<T>(), in[0]->numel()))
       return OpError(def.name, std::string("not defined for dtype ") + DTypeName(in[0]->dtype));
     return Status::Ok();
   });
@@ -105,20 +94,7 @@ Status RunCast(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
 } // namespace
 
 void AddUnaryKernels(std::vector<KernelDef> &table) {
-  table.push_back({"sqrt", RunUnary<0>});
-  table.push_back({"reciprocal", RunUnary<1>});
-  table.push_back({"neg", RunUnary<2>});
-  table.push_back({"exp", RunUnary<3>});
-  table.push_back({"log", RunUnary<4>});
-  table.push_back({"erf", RunUnary<5>});
-  table.push_back({"tanh", RunUnary<6>});
-  table.push_back({"sigmoid", RunUnary<7>});
-  table.push_back({"relu", RunUnary<8>});
-  table.push_back({"abs", RunUnary<9>});
-  table.push_back({"floor", RunUnary<10>});
-  table.push_back({"ceil", RunUnary<11>});
-  table.push_back({"sin", RunUnary<12>});
-  table.push_back({"cos", RunUnary<13>});
+  AddEach<kUnaryOps>(table, [](auto i) { return KernelFn(RunUnary<decltype(i)::value>); });
   table.push_back({"not", RunNot});
   table.push_back({"is_nan", RunIsNaN});
   table.push_back({"identity", RunIdentity});

@@ -4,8 +4,8 @@
 // operands and sized the results; the kernels are kernels/cuda/pointwise.h.
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
-#include "backends/kernel_kinds.h"
 #include "backends/cuda/op_operands.h"
+#include "backends/kernel_kinds.h"
 #include "core/shapes/operand_checks.h"
 #include "kernels/cuda/pointwise.h"
 
@@ -19,28 +19,15 @@ using kc::ElemType;
 
 // ---- Unary math -----------------------------------------------------------
 
-struct UnaryDef {
-  const char *name;
-  kc::UnaryOp op;
-};
-constexpr UnaryDef kUnary[] = {
-    {"sqrt", kc::UnaryOp::kSqrt},   {"reciprocal", kc::UnaryOp::kReciprocal},
-    {"neg", kc::UnaryOp::kNeg},     {"exp", kc::UnaryOp::kExp},
-    {"log", kc::UnaryOp::kLog},     {"erf", kc::UnaryOp::kErf},
-    {"tanh", kc::UnaryOp::kTanh},   {"sigmoid", kc::UnaryOp::kSigmoid},
-    {"relu", kc::UnaryOp::kRelu},   {"abs", kc::UnaryOp::kAbs},
-    {"floor", kc::UnaryOp::kFloor}, {"ceil", kc::UnaryOp::kCeil},
-    {"sin", kc::UnaryOp::kSin},     {"cos", kc::UnaryOp::kCos}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunUnary(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr UnaryDef def = kUnary[kIndex];
+  constexpr auto def = kUnaryOps[kIndex];
   KILN_ASSIGN_OR_RETURN(ElemType t, ElemTypeOf(def.name, *in[0]));
-  if (!kc::UnaryDefined(def.op, t))
+  if (!kc::UnaryDefined(def.kind, t))
     return OpError(def.name, std::string("not defined for dtype ") + DTypeName(in[0]->dtype));
   KILN_ASSIGN_OR_RETURN(StagedOperands x, StagedOperands::Stage(def.name, ctx, in));
   KILN_CUDA_RETURN_IF_ERROR(
-      kc::Unary(def.op, t, x.data(0), out[0].data, in[0]->numel(), Stream(ctx)));
+      kc::Unary(def.kind, t, x.data(0), out[0].data, in[0]->numel(), Stream(ctx)));
   return Status::Ok();
 }
 
@@ -116,20 +103,7 @@ Status RunCast(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out
 } // namespace
 
 void AddPointwiseKernels(std::vector<KernelDef> &table) {
-  table.push_back({"sqrt", RunUnary<0>});
-  table.push_back({"reciprocal", RunUnary<1>});
-  table.push_back({"neg", RunUnary<2>});
-  table.push_back({"exp", RunUnary<3>});
-  table.push_back({"log", RunUnary<4>});
-  table.push_back({"erf", RunUnary<5>});
-  table.push_back({"tanh", RunUnary<6>});
-  table.push_back({"sigmoid", RunUnary<7>});
-  table.push_back({"relu", RunUnary<8>});
-  table.push_back({"abs", RunUnary<9>});
-  table.push_back({"floor", RunUnary<10>});
-  table.push_back({"ceil", RunUnary<11>});
-  table.push_back({"sin", RunUnary<12>});
-  table.push_back({"cos", RunUnary<13>});
+  AddEach<kUnaryOps>(table, [](auto i) { return KernelFn(RunUnary<decltype(i)::value>); });
   table.push_back({"not", RunNot});
   table.push_back({"is_nan", RunIsNaN});
   table.push_back({"identity", RunIdentity});

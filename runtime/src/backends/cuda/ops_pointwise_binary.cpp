@@ -5,6 +5,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/op_operands.h"
+#include "backends/kernel_kinds.h"
 #include "core/shapes/operand_checks.h"
 #include "kernels/cuda/pointwise.h"
 
@@ -55,22 +56,12 @@ uint64_t F32Bytes(const TensorView &t) { return static_cast<uint64_t>(t.numel())
 
 // ---- Arithmetic: add, sub, mul, div, pow --------------------------------
 
-struct ArithDef {
-  const char *name;
-  kc::BinaryOp op;
-};
-constexpr ArithDef kArith[] = {{"add", kc::BinaryOp::kAdd},
-                               {"sub", kc::BinaryOp::kSub},
-                               {"mul", kc::BinaryOp::kMul},
-                               {"div", kc::BinaryOp::kDiv},
-                               {"pow", kc::BinaryOp::kPow}};
-
 // Pow's exponent may have its own dtype; as on the CPU it is converted to
 // the base's (compute) type first, by Cast's rules, so a float exponent of
 // an integer base truncates.
-template <int kIndex>
+template <size_t kIndex>
 Status RunArith(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr ArithDef def = kArith[kIndex];
+  constexpr auto def = kArithOps[kIndex];
   KILN_ASSIGN_OR_RETURN(kc::Broadcast b,
                         LayoutOf(def.name, {in[0]->shape, in[1]->shape}, out[0].shape));
   // A half base with an exponent of another type computes in f32 too.
@@ -84,7 +75,7 @@ Status RunArith(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &ou
   }
   if (base == ElemType::kBool || exp == ElemType::kBool)
     return NoKernel(def.name, DType::kBool);
-  if (exp != base && def.op != kc::BinaryOp::kPow)
+  if (exp != base && def.kind != kc::BinaryOp::kPow)
     return OpError(def.name, std::string("operands differ in dtype: ") + DTypeName(in[0]->dtype) +
                                  " and " + DTypeName(in[1]->dtype));
   const uint64_t conv_bytes =
@@ -98,7 +89,7 @@ Status RunArith(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &ou
     e = x.extra(0);
   }
   const Result r = ResultOf(out[0], base, widen, x.extra(1));
-  KILN_CUDA_RETURN_IF_ERROR(kc::Binary(def.op, base, b, x.data(0), e, r.data, Stream(ctx)));
+  KILN_CUDA_RETURN_IF_ERROR(kc::Binary(def.kind, base, b, x.data(0), e, r.data, Stream(ctx)));
   return FinishResult(ctx, def.name, r, out[0]);
 }
 
@@ -142,19 +133,9 @@ Status RunMaxMin(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &o
 
 // ---- Comparisons --------------------------------------------------------
 
-struct CompareDef {
-  const char *name;
-  kc::CompareOp op;
-};
-constexpr CompareDef kCompare[] = {{"equal", kc::CompareOp::kEqual},
-                                   {"less", kc::CompareOp::kLess},
-                                   {"greater", kc::CompareOp::kGreater},
-                                   {"less_or_equal", kc::CompareOp::kLessOrEqual},
-                                   {"greater_or_equal", kc::CompareOp::kGreaterOrEqual}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunCompare(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr CompareDef def = kCompare[kIndex];
+  constexpr auto def = kCompareOps[kIndex];
   KILN_ASSIGN_OR_RETURN(kc::Broadcast b,
                         LayoutOf(def.name, {in[0]->shape, in[1]->shape}, out[0].shape));
   KILN_ASSIGN_OR_RETURN(StagedOperands x,
@@ -163,29 +144,22 @@ Status RunCompare(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &
   if (x.type(1) != t)
     return OpError(def.name, std::string("operands differ in dtype: ") + DTypeName(in[0]->dtype) +
                                  " and " + DTypeName(in[1]->dtype));
-  if (t == ElemType::kBool && def.op != kc::CompareOp::kEqual)
+  if (t == ElemType::kBool && def.kind != kc::CompareOp::kEqual)
     return NoKernel(def.name, in[0]->dtype);
   KILN_CUDA_RETURN_IF_ERROR(
-      kc::Compare(def.op, t, b, x.data(0), x.data(1), out[0].as<uint8_t>(), Stream(ctx)));
+      kc::Compare(def.kind, t, b, x.data(0), x.data(1), out[0].as<uint8_t>(), Stream(ctx)));
   return Status::Ok();
 }
 
 // ---- Logic: and, or, xor ------------------------------------------------
 
-struct LogicDef {
-  const char *name;
-  kc::LogicOp op;
-};
-constexpr LogicDef kLogic[] = {
-    {"and", kc::LogicOp::kAnd}, {"or", kc::LogicOp::kOr}, {"xor", kc::LogicOp::kXor}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunLogic(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out) {
-  constexpr LogicDef def = kLogic[kIndex];
+  constexpr auto def = kLogicOps[kIndex];
   KILN_ASSIGN_OR_RETURN(kc::Broadcast b,
                         LayoutOf(def.name, {in[0]->shape, in[1]->shape}, out[0].shape));
   KILN_ASSIGN_OR_RETURN(StagedOperands x, StagedOperands::Stage(def.name, ctx, in));
-  KILN_CUDA_RETURN_IF_ERROR(kc::Logic(def.op, b, static_cast<const uint8_t *>(x.data(0)),
+  KILN_CUDA_RETURN_IF_ERROR(kc::Logic(def.kind, b, static_cast<const uint8_t *>(x.data(0)),
                                       static_cast<const uint8_t *>(x.data(1)), out[0].as<uint8_t>(),
                                       Stream(ctx)));
   return Status::Ok();
@@ -208,21 +182,11 @@ Status RunWhere(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &ou
 } // namespace
 
 void AddBroadcastKernels(std::vector<KernelDef> &table) {
-  table.push_back({"add", RunArith<0>});
-  table.push_back({"sub", RunArith<1>});
-  table.push_back({"mul", RunArith<2>});
-  table.push_back({"div", RunArith<3>});
-  table.push_back({"pow", RunArith<4>});
+  AddEach<kArithOps>(table, [](auto i) { return KernelFn(RunArith<decltype(i)::value>); });
   table.push_back({"max", RunMaxMin<true>});
   table.push_back({"min", RunMaxMin<false>});
-  table.push_back({"equal", RunCompare<0>});
-  table.push_back({"less", RunCompare<1>});
-  table.push_back({"greater", RunCompare<2>});
-  table.push_back({"less_or_equal", RunCompare<3>});
-  table.push_back({"greater_or_equal", RunCompare<4>});
-  table.push_back({"and", RunLogic<0>});
-  table.push_back({"or", RunLogic<1>});
-  table.push_back({"xor", RunLogic<2>});
+  AddEach<kCompareOps>(table, [](auto i) { return KernelFn(RunCompare<decltype(i)::value>); });
+  AddEach<kLogicOps>(table, [](auto i) { return KernelFn(RunLogic<decltype(i)::value>); });
   table.push_back({"where", RunWhere});
 }
 
