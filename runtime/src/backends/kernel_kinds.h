@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/kernel.h"
-#include "core/shapes/fused_mlp.h"
+#include "core/shapes/products_mlp.h"
 #include "kernels/op_kinds.h"
 #include "kiln/tensor.h"
 
@@ -52,7 +52,7 @@ inline bool ToElemType(DType t, kernels::ElemType *e) {
   }
 }
 
-// The fused ops' activation (core/shapes/fused_mlp.h) as the kernels' enum.
+// The fused ops' activation (core/shapes/products_mlp.h) as the kernels' enum.
 inline kernels::Activation ToKernelActivation(FusedActivation act) {
   using kernels::Activation;
   switch (act) {

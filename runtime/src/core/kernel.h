@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/op_attrs.h"
+#include "core/op_list.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
@@ -61,6 +62,14 @@ using KernelFn =
 struct KernelDef {
   const char *type;
   KernelFn run;
+};
+
+// One op family's kernels in a backend (one of its files): a backend builds
+// its table from a list of these, and a test checks that each adds only ops
+// of its family (core/ops.def), so an op's kernels are where its family says.
+struct KernelFamily {
+  OpFamily family;
+  void (*add)(std::vector<KernelDef> &table);
 };
 
 // A sorted table of kernels, searched by op type.

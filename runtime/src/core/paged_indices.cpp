@@ -1,6 +1,6 @@
 #include "core/paged_indices.h"
 
-#include "core/shapes/paged_attention.h"
+#include "core/shapes/attention_paged.h"
 #include "kiln_schema/plan_generated.h"
 
 #include <string>

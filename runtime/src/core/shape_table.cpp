@@ -50,19 +50,8 @@ InferFn HalfAsF32(InferFn infer) {
 const std::vector<ShapeRule> &Table() {
   static const std::vector<ShapeRule> table = [] {
     std::vector<ShapeRule> t;
-    AddBinaryShapeRules(t);
-    AddUnaryShapeRules(t);
-    AddMatMulShapeRules(t);
-    AddReduceShapeRules(t);
-    AddNormShapeRules(t);
-    AddShapeOpShapeRules(t);
-    AddLayoutShapeRules(t);
-    AddIndexShapeRules(t);
-    AddFusedNormShapeRules(t);
-    AddFusedMlpShapeRules(t);
-    AddFusedAttentionShapeRules(t);
-    AddPagedAttentionShapeRules(t);
-    AddCollectiveShapeRules(t);
+    for (const ShapeRuleFamily &f : ShapeRuleFamilies())
+      f.add(t);
     for (ShapeRule &r : t)
       if (ComputesInF32ForHalf(r.type))
         r.infer = HalfAsF32(r.infer);
@@ -75,6 +64,25 @@ const std::vector<ShapeRule> &Table() {
 }
 
 } // namespace
+
+const std::vector<ShapeRuleFamily> &ShapeRuleFamilies() {
+  static const std::vector<ShapeRuleFamily> families = {
+      {OpFamily::kPointwise, AddPointwiseShapeRules},
+      {OpFamily::kPointwise, AddPointwiseBinaryShapeRules},
+      {OpFamily::kMovement, AddMovementShapeRules},
+      {OpFamily::kMovement, AddMovementShapeOpRules},
+      {OpFamily::kGather, AddGatherShapeRules},
+      {OpFamily::kReduce, AddReduceShapeRules},
+      {OpFamily::kNorm, AddNormShapeRules},
+      {OpFamily::kNorm, AddNormFusedShapeRules},
+      {OpFamily::kProducts, AddProductsShapeRules},
+      {OpFamily::kProducts, AddProductsMlpShapeRules},
+      {OpFamily::kAttention, AddAttentionShapeRules},
+      {OpFamily::kAttention, AddAttentionPagedShapeRules},
+      {OpFamily::kCollective, AddCollectiveShapeRules},
+  };
+  return families;
+}
 
 bool ComputesInF32ForHalf(std::string_view type) {
   const OpInfo *op = FindOp(type);

@@ -3,9 +3,11 @@
 // kernel (the CPU is the reference backend and runs everything), and no
 // table holds an op outside the list. A failure names the op.
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/registry.h"
 #include "core/op_list.h"
 #include "core/shape_table.h"
+#include "core/shapes/shape_rules.h"
 
 #include <gtest/gtest.h>
 
@@ -70,6 +72,38 @@ TEST(OpTable, NoTableHoldsAnOpOutsideTheList) {
           << "backend " << backend << " has a kernel for an op no plan can hold: " << type;
   }
   EXPECT_EQ(cpu::CpuKernels().Types(), ListedNames());
+}
+
+// An op's shape rule and CPU kernel are registered by its family's files
+// (core/shapes/<family>*.cpp, backends/cpu/ops_<family>*.cpp), as its line
+// in core/ops.def says.
+TEST(OpTable, EveryRuleAndCpuKernelIsWhereItsFamilySays) {
+  auto check = [](const char *what, const char *type, OpFamily family) {
+    const OpInfo *op = FindOp(type);
+    ASSERT_NE(op, nullptr) << what << " for an unlisted op: " << type;
+    EXPECT_EQ(op->family, family) << what << " of '" << type << "' registered by the "
+                                  << OpFamilyName(family) << " family's files; core/ops.def says "
+                                  << OpFamilyName(op->family);
+  };
+  size_t rules = 0, kernels = 0;
+  for (const ShapeRuleFamily &f : ShapeRuleFamilies()) {
+    std::vector<ShapeRule> added;
+    f.add(added);
+    EXPECT_FALSE(added.empty()) << OpFamilyName(f.family);
+    for (const ShapeRule &r : added)
+      check("shape rule", r.type, f.family);
+    rules += added.size();
+  }
+  for (const KernelFamily &f : cpu::CpuKernelFamilies()) {
+    std::vector<KernelDef> added;
+    f.add(added);
+    EXPECT_FALSE(added.empty()) << OpFamilyName(f.family);
+    for (const KernelDef &k : added)
+      check("CPU kernel", k.type, f.family);
+    kernels += added.size();
+  }
+  EXPECT_EQ(rules, AllOps().size());
+  EXPECT_EQ(kernels, AllOps().size());
 }
 
 } // namespace

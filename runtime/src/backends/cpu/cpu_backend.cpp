@@ -80,20 +80,8 @@ private:
 // kernels compute in f32 (the shape table gives those ops half results).
 KernelTable BuildTable() {
   std::vector<KernelDef> defs;
-  AddBinaryKernels(defs);
-  AddUnaryKernels(defs);
-  AddMatMulKernels(defs);
-  AddReduceKernels(defs);
-  AddNormKernels(defs);
-  AddShapeOpKernels(defs);
-  AddLayoutKernels(defs);
-  AddIndexKernels(defs);
-  AddFusedNormKernels(defs);
-  AddFusedMlpKernels(defs);
-  AddFusedMlpQ8Kernels(defs);
-  AddFusedAttentionKernels(defs);
-  AddPagedAttentionKernels(defs);
-  AddCollectiveKernels(defs);
+  for (const KernelFamily &f : CpuKernelFamilies())
+    f.add(defs);
   for (KernelDef &d : defs)
     if (ComputesInF32ForHalf(d.type))
       d.run = WithHalfViaF32(std::move(d.run), HalfProductOperands(d.type));
@@ -101,6 +89,26 @@ KernelTable BuildTable() {
 }
 
 } // namespace
+
+const std::vector<KernelFamily> &CpuKernelFamilies() {
+  static const std::vector<KernelFamily> families = {
+      {OpFamily::kPointwise, AddPointwiseKernels},
+      {OpFamily::kPointwise, AddPointwiseBinaryKernels},
+      {OpFamily::kMovement, AddMovementKernels},
+      {OpFamily::kMovement, AddMovementShapeOpKernels},
+      {OpFamily::kGather, AddGatherKernels},
+      {OpFamily::kReduce, AddReduceKernels},
+      {OpFamily::kNorm, AddNormKernels},
+      {OpFamily::kNorm, AddNormFusedKernels},
+      {OpFamily::kProducts, AddProductsKernels},
+      {OpFamily::kProducts, AddProductsMlpKernels},
+      {OpFamily::kProducts, AddProductsQ8Kernels},
+      {OpFamily::kAttention, AddAttentionKernels},
+      {OpFamily::kAttention, AddAttentionPagedKernels},
+      {OpFamily::kCollective, AddCollectiveKernels},
+  };
+  return families;
+}
 
 const KernelTable &CpuKernels() {
   static const KernelTable table = BuildTable();

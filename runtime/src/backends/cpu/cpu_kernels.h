@@ -10,21 +10,25 @@
 
 namespace kiln::cpu {
 
-void AddBinaryKernels(std::vector<KernelDef> &table);
-void AddUnaryKernels(std::vector<KernelDef> &table);
-void AddMatMulKernels(std::vector<KernelDef> &table);
+// Every family's kernels (core/kernel.h KernelFamily): CpuKernels() is built
+// from this list.
+const std::vector<KernelFamily> &CpuKernelFamilies();
+
+void AddPointwiseBinaryKernels(std::vector<KernelDef> &table);
+void AddPointwiseKernels(std::vector<KernelDef> &table);
+void AddProductsKernels(std::vector<KernelDef> &table);
 void AddReduceKernels(std::vector<KernelDef> &table);
 void AddNormKernels(std::vector<KernelDef> &table);
-void AddShapeOpKernels(std::vector<KernelDef> &table);
-void AddLayoutKernels(std::vector<KernelDef> &table);
-void AddIndexKernels(std::vector<KernelDef> &table);
+void AddMovementShapeOpKernels(std::vector<KernelDef> &table);
+void AddMovementKernels(std::vector<KernelDef> &table);
+void AddGatherKernels(std::vector<KernelDef> &table);
 // The fused transformer ops of docs/fused-ops.md.
-void AddFusedNormKernels(std::vector<KernelDef> &table);
-void AddFusedMlpKernels(std::vector<KernelDef> &table);
-void AddFusedMlpQ8Kernels(std::vector<KernelDef> &table);
-void AddFusedAttentionKernels(std::vector<KernelDef> &table);
+void AddNormFusedKernels(std::vector<KernelDef> &table);
+void AddProductsMlpKernels(std::vector<KernelDef> &table);
+void AddProductsQ8Kernels(std::vector<KernelDef> &table);
+void AddAttentionKernels(std::vector<KernelDef> &table);
 // paged_attention: attention over the runtime-owned paged KV cache.
-void AddPagedAttentionKernels(std::vector<KernelDef> &table);
+void AddAttentionPagedKernels(std::vector<KernelDef> &table);
 void AddCollectiveKernels(std::vector<KernelDef> &table);
 
 } // namespace kiln::cpu

@@ -1,9 +1,9 @@
-// The fused MLP ops' activation (core/shapes/fused_mlp.h) as the CPU
+// The fused MLP ops' activation (core/shapes/products_mlp.h) as the CPU
 // kernels' enum, shared by the f32 and int8 projections' kernels.
 #pragma once
 
 #include "backends/kernel_kinds.h"
-#include "core/shapes/fused_mlp.h"
+#include "core/shapes/products_mlp.h"
 #include "kernels/cpu/activation.h"
 #include "kiln/status.h"
 

@@ -415,18 +415,30 @@ namespace {
 
 KernelTable BuildTable() {
   std::vector<KernelDef> defs;
-  AddPointwiseKernels(defs);
-  AddReduceKernels(defs);
-  AddMovementKernels(defs);
-  AddProductKernels(defs);
-  AddNormKernels(defs);
-  AddAttentionKernels(defs);
-  AddSamplingKernels(defs);
-  AddCollectiveKernels(defs);
+  for (const KernelFamily &f : CudaKernelFamilies())
+    f.add(defs);
+  AddSamplingKernels(defs); // the engine's own kernel, no plan op
   return KernelTable(std::move(defs));
 }
 
 } // namespace
+
+const std::vector<KernelFamily> &CudaKernelFamilies() {
+  static const std::vector<KernelFamily> families = {
+      {OpFamily::kPointwise, AddPointwiseKernels},
+      {OpFamily::kPointwise, AddPointwiseBinaryKernels},
+      {OpFamily::kPointwise, AddGeluKernels},
+      {OpFamily::kMovement, AddMovementKernels},
+      {OpFamily::kGather, AddGatherKernels},
+      {OpFamily::kReduce, AddReduceKernels},
+      {OpFamily::kNorm, AddNormKernels},
+      {OpFamily::kProducts, AddProductsKernels},
+      {OpFamily::kAttention, AddAttentionKernels},
+      {OpFamily::kAttention, AddRotaryKernels},
+      {OpFamily::kCollective, AddCollectiveKernels},
+  };
+  return families;
+}
 
 const KernelTable &CudaKernels() {
   static const KernelTable table = BuildTable();

@@ -15,19 +15,30 @@
 
 namespace kiln::cuda {
 
-// Unary, binary (numpy broadcasting), comparison, logical, where, clip, cast.
+// Every family's kernels (core/kernel.h KernelFamily): CudaKernels() is built
+// from this list and the engine's own kernels (kiln.sample).
+const std::vector<KernelFamily> &CudaKernelFamilies();
+
+// Unary math, not, is_nan, identity, clip, cast.
 void AddPointwiseKernels(std::vector<KernelDef> &table);
-// Its broadcasting half (ops_pointwise_binary.cpp); AddPointwiseKernels calls it.
-void AddBroadcastKernels(std::vector<KernelDef> &table);
+// The broadcasting ones (ops_pointwise_binary.cpp): arithmetic, comparisons,
+// logic, where.
+void AddPointwiseBinaryKernels(std::vector<KernelDef> &table);
+// gelu (ops_norm.cpp).
+void AddGeluKernels(std::vector<KernelDef> &table);
 // reduce_*, softmax, log_softmax.
 void AddReduceKernels(std::vector<KernelDef> &table);
 // Data movement: reshape family, transpose, concat, split, slice, expand,
-// tile, trilu, gather, gather_nd, scatter_nd, range, constant_of_shape.
+// tile, trilu, range, constant_of_shape.
 void AddMovementKernels(std::vector<KernelDef> &table);
+// gather, gather_nd, scatter_nd (ops_gather.cpp).
+void AddGatherKernels(std::vector<KernelDef> &table);
 // matmul, gemm, linear, gated_mlp through cuBLASLt, and kiln's GEMV for few rows.
-void AddProductKernels(std::vector<KernelDef> &table);
-// layer_normalization, rms_norm, add_rms_norm, add_layer_norm, rotary, gelu.
+void AddProductsKernels(std::vector<KernelDef> &table);
+// layer_normalization, rms_norm, add_rms_norm, add_layer_norm.
 void AddNormKernels(std::vector<KernelDef> &table);
+// rotary (ops_norm.cpp).
+void AddRotaryKernels(std::vector<KernelDef> &table);
 // attention and paged_attention.
 void AddAttentionKernels(std::vector<KernelDef> &table);
 // kiln.sample: the engine's on-device sampler (no plan op; ops_sampling.cpp).

@@ -46,7 +46,4 @@ cudaMemcpyKind CopyKindFrom(const TensorView &t);
 // unless they are empty or already the same memory (an in-place plan).
 Status CopyTensor(ExecContext &ctx, const TensorView &src, TensorView &dst);
 
-// The index ops of ops_gather.cpp: gather, gather_nd, scatter_nd.
-void AddGatherKernels(std::vector<KernelDef> &table);
-
 } // namespace kiln::cuda

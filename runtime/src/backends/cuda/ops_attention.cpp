@@ -4,9 +4,9 @@
 // shape rules are in core/shapes/{fused_attention,paged_attention}.cpp; the
 // device code is in kernels/cuda/{attention,paged_attention,attention_mma,
 // decode_attention}.cu.
-#include "core/shapes/fused_attention.h"
+#include "core/shapes/attention.h"
 #include "core/shapes/fused_checks.h"
-#include "core/shapes/paged_attention.h"
+#include "core/shapes/attention_paged.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "fused_operands.h"

@@ -1,13 +1,14 @@
 // CUDA kernels of the ops that read or write a tensor at index values:
-// Gather (core/shapes/layout.cpp), GatherND and ScatterND
-// (core/shapes/index.cpp).
+// Gather (core/shapes/movement.cpp), GatherND and ScatterND
+// (core/shapes/gather.cpp).
 //
 // Index operands in device memory are checked by the kernels as they read
 // them (index_errors.h): a bad index is reported at the backend's next
 // synchronization. Index operands that are host tensors are checked here
 // first, with the CPU's messages, and nothing is enqueued when one is bad.
-#include "core/shapes/index.h"
+#include "core/shapes/gather.h"
 #include "core/shapes/operand_checks.h"
+#include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "index_errors.h"
 #include "kernels/cuda/gather.h"

@@ -1,16 +1,16 @@
 // CUDA kernels of the data movement ops that reorder, select, replicate or
 // generate elements of any dtype (by element size): the reshape family and
-// the generators of core/shapes/shape_ops.cpp, and Transpose, Slice, Expand,
-// Tile, Concat, Split and Trilu of core/shapes/layout.cpp. The index ops are
+// the generators of core/shapes/movement_shape.cpp, and Transpose, Slice, Expand,
+// Tile, Concat, Split and Trilu of core/shapes/movement.cpp. The index ops are
 // in ops_gather.cpp.
 //
 // Operands whose values the shape rule read (slice bounds, Trilu's k,
 // Range's start and delta) may be device tensors at run time (a weight, a
 // staged graph input): their kernels then read them on the device, so no op
 // here waits for the host.
-#include "core/shapes/layout.h"
+#include "core/shapes/movement.h"
 #include "core/shapes/operand_checks.h"
-#include "core/shapes/shape_ops.h"
+#include "core/shapes/movement_shape.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "kernels/cuda/movement.h"
@@ -363,7 +363,6 @@ void AddMovementKernels(std::vector<KernelDef> &table) {
   table.push_back({"concat", RunConcat});
   table.push_back({"split", RunSplit});
   table.push_back({"trilu", RunTrilu});
-  AddGatherKernels(table);
 }
 
 } // namespace kiln::cuda

@@ -4,9 +4,9 @@
 // (docs/fused-ops.md). Their shape rules are in core/shapes/{norm,
 // fused_norm,fused_attention,fused_mlp}.cpp; the device code is in
 // kernels/cuda/{norm,rotary,gelu}.cu.
-#include "core/shapes/fused_attention.h"
+#include "core/shapes/attention.h"
 #include "core/shapes/fused_checks.h"
-#include "core/shapes/fused_mlp.h"
+#include "core/shapes/products_mlp.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "fused_operands.h"
@@ -243,7 +243,13 @@ void AddNormKernels(std::vector<KernelDef> &table) {
   table.push_back({kRmsNorm, RunRmsNorm});
   table.push_back({kAddRmsNorm, RunAddRmsNorm});
   table.push_back({kAddLayerNorm, RunAddLayerNorm});
-  table.push_back({kRotary, RunRotary});
+}
+
+// rotary (family attention) and gelu (family pointwise) share this file's
+// dims merging with the norms; each is registered under its own family.
+void AddRotaryKernels(std::vector<KernelDef> &table) { table.push_back({kRotary, RunRotary}); }
+
+void AddGeluKernels(std::vector<KernelDef> &table) {
   table.push_back({kGelu, RunGelu});
 }
 

@@ -1,6 +1,6 @@
 // CUDA wrappers of the elementwise ops: unary math, Not, IsNaN, Identity,
 // Clip, Cast, the broadcasting binary ops, comparisons, logic and Where.
-// The shape rules (core/shapes/unary.cpp, binary.cpp) already accepted the
+// The shape rules (core/shapes/pointwise.cpp, pointwise_binary.cpp) already accepted the
 // operands and sized the results; the kernels are kernels/cuda/pointwise.h.
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
@@ -109,7 +109,6 @@ void AddPointwiseKernels(std::vector<KernelDef> &table) {
   table.push_back({"identity", RunIdentity});
   table.push_back({"clip", RunClip});
   table.push_back({"cast", RunCast});
-  AddBroadcastKernels(table);
 }
 
 } // namespace kiln::cuda

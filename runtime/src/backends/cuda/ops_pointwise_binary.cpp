@@ -1,6 +1,6 @@
 // CUDA wrappers of the broadcasting ops: arithmetic (add, sub, mul, div,
 // pow), variadic Max/Min, comparisons, logic and Where. The shape rules
-// (core/shapes/binary.cpp) already accepted the operands and sized the
+// (core/shapes/pointwise_binary.cpp) already accepted the operands and sized the
 // result; the kernels are kernels/cuda/pointwise.h.
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
@@ -181,7 +181,7 @@ Status RunWhere(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &ou
 
 } // namespace
 
-void AddBroadcastKernels(std::vector<KernelDef> &table) {
+void AddPointwiseBinaryKernels(std::vector<KernelDef> &table) {
   AddEach<kArithOps>(table, [](auto i) { return KernelFn(RunArith<decltype(i)::value>); });
   table.push_back({"max", RunMaxMin<true>});
   table.push_back({"min", RunMaxMin<false>});

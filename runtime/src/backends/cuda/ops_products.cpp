@@ -1,6 +1,6 @@
 // CUDA kernels of the matrix products: matmul (numpy semantics), gemm (ONNX
 // Gemm), linear and gated_mlp (docs/fused-ops.md), all on cuBLASLt through
-// gemm_lt.h; their shape rules are core/shapes/matmul.cpp and fused_mlp.cpp.
+// gemm_lt.h; their shape rules are core/shapes/products.cpp and products_mlp.cpp.
 //
 // Bias and activation go in cuBLASLt's epilogue where it computes what the
 // CPU does: bias, ReLU, and the tanh GELU for f16/bf16 results. The erf
@@ -22,8 +22,8 @@
 // the environment. It is off by default: on the H200 cuBLASLt, with its plan
 // cached, measured faster at most decode shapes (docs/gpu.md).
 #include "backends/kernel_kinds.h"
-#include "core/shapes/fused_mlp.h"
-#include "core/shapes/matmul.h"
+#include "core/shapes/products_mlp.h"
+#include "core/shapes/products.h"
 #include "core/shapes/operand_checks.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
@@ -389,7 +389,7 @@ Status RunGatedMlp(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Out
 
 } // namespace
 
-void AddProductKernels(std::vector<KernelDef> &table) {
+void AddProductsKernels(std::vector<KernelDef> &table) {
   table.push_back({kMatMul, RunMatMul});
   table.push_back({kGemm, RunGemm});
   table.push_back({kLinear, RunLinear});

@@ -5,26 +5,37 @@
 // checks beside them (core/shapes/*.h) are what those kernels share.
 #pragma once
 
+#include "core/op_list.h"
 #include "core/shape_table.h"
 
 #include <vector>
 
 namespace kiln {
 
-void AddBinaryShapeRules(std::vector<ShapeRule> &rules);
-void AddUnaryShapeRules(std::vector<ShapeRule> &rules);
-void AddMatMulShapeRules(std::vector<ShapeRule> &rules);
+// One op family's rules (one of its files).
+struct ShapeRuleFamily {
+  OpFamily family;
+  void (*add)(std::vector<ShapeRule> &rules);
+};
+// Every family's rules: the shape table is built from this list, and
+// OpTable.EveryRuleAndCpuKernelIsWhereItsFamilySays checks that each adds
+// only ops of its family (core/ops.def).
+const std::vector<ShapeRuleFamily> &ShapeRuleFamilies();
+
+void AddPointwiseBinaryShapeRules(std::vector<ShapeRule> &rules);
+void AddPointwiseShapeRules(std::vector<ShapeRule> &rules);
+void AddProductsShapeRules(std::vector<ShapeRule> &rules);
 void AddReduceShapeRules(std::vector<ShapeRule> &rules);
 void AddNormShapeRules(std::vector<ShapeRule> &rules);
-void AddShapeOpShapeRules(std::vector<ShapeRule> &rules);
-void AddLayoutShapeRules(std::vector<ShapeRule> &rules);
-void AddIndexShapeRules(std::vector<ShapeRule> &rules);
+void AddMovementShapeOpRules(std::vector<ShapeRule> &rules);
+void AddMovementShapeRules(std::vector<ShapeRule> &rules);
+void AddGatherShapeRules(std::vector<ShapeRule> &rules);
 // The fused transformer ops of docs/fused-ops.md.
-void AddFusedNormShapeRules(std::vector<ShapeRule> &rules);
-void AddFusedMlpShapeRules(std::vector<ShapeRule> &rules);
-void AddFusedAttentionShapeRules(std::vector<ShapeRule> &rules);
+void AddNormFusedShapeRules(std::vector<ShapeRule> &rules);
+void AddProductsMlpShapeRules(std::vector<ShapeRule> &rules);
+void AddAttentionShapeRules(std::vector<ShapeRule> &rules);
 // paged_attention: attention over the runtime-owned paged KV cache.
-void AddPagedAttentionShapeRules(std::vector<ShapeRule> &rules);
+void AddAttentionPagedShapeRules(std::vector<ShapeRule> &rules);
 // all_reduce, all_gather: tensor parallelism's collectives.
 void AddCollectiveShapeRules(std::vector<ShapeRule> &rules);
 

@@ -1,7 +1,7 @@
 // Shape rule of paged_attention (docs/fused-ops.md): a continuous batch's new
 // tokens stored into the runtime-owned paged KV cache, then attending
 // causally to their own sequence's context through its block table.
-#include "core/shapes/paged_attention.h"
+#include "core/shapes/attention_paged.h"
 
 #include "core/shapes/fused_checks.h"
 #include "core/shapes/shape_rules.h"
@@ -236,7 +236,7 @@ Status InferPaged(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddPagedAttentionShapeRules(std::vector<ShapeRule> &rules) {
+void AddAttentionPagedShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({"paged_attention", InferPaged});
 }
 

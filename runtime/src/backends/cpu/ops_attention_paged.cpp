@@ -1,12 +1,12 @@
 // CPU kernel of paged_attention (docs/fused-ops.md): a continuous batch's new
 // tokens stored into the runtime-owned paged KV cache, then attending
 // causally to their own sequence's context through its block table. Its
-// shape rule, dims and index checks are in core/shapes/paged_attention.cpp.
+// shape rule, dims and index checks are in core/shapes/attention_paged.cpp.
 //
 // Every shape and index is checked before anything is written, so a
 // rejected call leaves the caches as they were.
 #include "core/shapes/fused_checks.h"
-#include "core/shapes/paged_attention.h"
+#include "core/shapes/attention_paged.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/paged_attention.h"
 #include "op_util.h"
@@ -68,7 +68,7 @@ Status RunPaged(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
 
 } // namespace
 
-void AddPagedAttentionKernels(std::vector<KernelDef> &table) {
+void AddAttentionPagedKernels(std::vector<KernelDef> &table) {
   table.push_back({kPaged, RunPaged});
 }
 

@@ -3,8 +3,8 @@
 // f32 activations (the default) the f32 products read the int8 weight
 // widened; with `activations = "int8"` each activation row is quantized
 // too and multiplied int8 x int8 (kernels/cpu/int8_gemm.h). Their shape
-// rules are in core/shapes/fused_mlp.cpp.
-#include "core/shapes/fused_mlp.h"
+// rules are in core/shapes/products_mlp.cpp.
+#include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
 #include "fused_activation.h"
 #include "kernels/cpu/activation.h"
@@ -149,7 +149,7 @@ Status RunGatedMlpQ8(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outp
 
 } // namespace
 
-void AddFusedMlpQ8Kernels(std::vector<KernelDef> &table) {
+void AddProductsQ8Kernels(std::vector<KernelDef> &table) {
   table.push_back({kLinearQ8, RunLinearQ8});
   table.push_back({kGatedMlpQ8, RunGatedMlpQ8});
 }

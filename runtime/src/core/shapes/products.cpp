@@ -1,6 +1,6 @@
 // Shape rules of MatMul (numpy semantics, batched with broadcasting) and
 // Gemm.
-#include "core/shapes/matmul.h"
+#include "core/shapes/products.h"
 
 #include "core/shapes/operand_checks.h"
 #include "core/shapes/shape_rules.h"
@@ -91,7 +91,7 @@ Status InferGemm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddMatMulShapeRules(std::vector<ShapeRule> &rules) {
+void AddProductsShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({"matmul", InferMatMul});
   rules.push_back({"gemm", InferGemm});
 }

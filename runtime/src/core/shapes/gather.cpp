@@ -1,7 +1,7 @@
-// Shape rules of the ops that address a tensor with tuples of indices:
-// GatherND and ScatterND. The indices' values are checked by the kernels,
+// Shape rules of the ops that address a tensor with indices: Gather (along
+// one axis), GatherND and ScatterND. The indices' values are checked by the kernels,
 // before anything is written.
-#include "core/shapes/index.h"
+#include "core/shapes/gather.h"
 
 #include "core/shapes/operand_checks.h"
 #include "core/shapes/shape_rules.h"
@@ -84,9 +84,25 @@ Status InferScatterND(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
+// ---- Gather -------------------------------------------------------------
+
+Status InferGather(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("gather", in, 2, 2, out, 1, 1));
+  KILN_RETURN_IF_ERROR(CheckDType("gather", "indices", *in[1], {DType::kI64, DType::kI32}));
+  const Shape &s = in[0]->shape;
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
+  Shape shape(s.begin(), s.begin() + axis);
+  shape.insert(shape.end(), in[1]->shape.begin(), in[1]->shape.end());
+  shape.insert(shape.end(), s.begin() + axis + 1, s.end());
+  out[0] = {in[0]->dtype, shape, nullptr};
+  return Status::Ok();
+}
+
 } // namespace
 
-void AddIndexShapeRules(std::vector<ShapeRule> &rules) {
+void AddGatherShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({"gather", InferGather});
   rules.push_back({"gather_nd", InferGatherND});
   rules.push_back({"scatter_nd", InferScatterND});
 }

@@ -1,5 +1,5 @@
 // Transpose's permutation and Slice's view of its operand, shared by their
-// shape rules (core/shapes/layout.cpp) and every backend's kernels.
+// shape rules (core/shapes/movement.cpp) and every backend's kernels.
 #pragma once
 
 #include "core/kernel.h"

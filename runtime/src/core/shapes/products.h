@@ -1,5 +1,5 @@
 // MatMul and Gemm operands resolved to the dims of their products, shared by
-// the shape rules (core/shapes/matmul.cpp) and every backend's kernels, so
+// the shape rules (core/shapes/products.cpp) and every backend's kernels, so
 // both check the operands the same way.
 #pragma once
 

@@ -2,7 +2,7 @@
 // Reshape, Flatten, Squeeze, Unsqueeze, Shape, Size, plus the generators
 // ConstantOfShape and Range. Their result shapes often depend on operand
 // values, which the executor provides for host-evaluated shape tensors.
-#include "core/shapes/shape_ops.h"
+#include "core/shapes/movement_shape.h"
 
 #include "core/shapes/operand_checks.h"
 #include "core/shapes/shape_rules.h"
@@ -261,7 +261,7 @@ Status InferRange(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddShapeOpShapeRules(std::vector<ShapeRule> &rules) {
+void AddMovementShapeOpRules(std::vector<ShapeRule> &rules) {
   rules.push_back({"reshape", InferReshape});
   rules.push_back({"flatten", InferFlatten});
   rules.push_back({"squeeze", InferSqueeze});

@@ -1,5 +1,5 @@
 // What the fused MLP ops' kernels need from their attributes and operands,
-// shared by their shape rules (core/shapes/fused_mlp.cpp) and every
+// shared by their shape rules (core/shapes/products_mlp.cpp) and every
 // backend's kernels (docs/fused-ops.md).
 #pragma once
 

@@ -1,7 +1,7 @@
 // CPU kernels of the fused normalizations (docs/fused-ops.md): rms_norm, and
 // the residual add fused with RMS norm or layer norm (add_rms_norm,
 // add_layer_norm), whose two results are the sum and its normalization;
-// their shape rules are in core/shapes/fused_norm.cpp.
+// their shape rules are in core/shapes/norm_fused.cpp.
 #include "core/shapes/fused_checks.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/rms_norm.h"
@@ -58,7 +58,7 @@ Status RunAddLayerNorm(ExecContext &, const OpAttrs &attrs, const Inputs &in, Ou
 
 } // namespace
 
-void AddFusedNormKernels(std::vector<KernelDef> &table) {
+void AddNormFusedKernels(std::vector<KernelDef> &table) {
   table.push_back({kRmsNorm, RunRmsNorm});
   table.push_back({kAddRmsNorm, RunAddRmsNorm});
   table.push_back({kAddLayerNorm, RunAddLayerNorm});

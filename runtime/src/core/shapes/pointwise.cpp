@@ -1,10 +1,26 @@
 // Shape rules of the same-shape ops of one tensor: unary math, Not, IsNaN,
-// Identity, Clip and Cast.
+// Identity, Clip, Cast and Gelu (the broadcasting ones: pointwise_binary.cpp).
+#include "core/shapes/fused_checks.h"
 #include "core/shapes/operand_checks.h"
+#include "core/shapes/products_mlp.h"
 #include "core/shapes/shape_rules.h"
 
 namespace kiln {
 namespace {
+
+constexpr const char *kGelu = "gelu";
+
+// ---- gelu ----------------------------------------------------------------
+
+// Pointwise: y has x's shape and dtype.
+Status InferGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity(kGelu, in, 1, 1, out, 1, 1));
+  KILN_RETURN_IF_ERROR(CheckFloatOperand(kGelu, "x", *in[0]));
+  KILN_RETURN_IF_ERROR(GeluActivation(attrs).status());
+  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
 
 struct UnaryRule {
   const char *name;
@@ -93,7 +109,8 @@ Status InferCast(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddUnaryShapeRules(std::vector<ShapeRule> &rules) {
+void AddPointwiseShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({kGelu, InferGelu});
   rules.push_back({"sqrt", InferUnary<0>});
   rules.push_back({"reciprocal", InferUnary<1>});
   rules.push_back({"neg", InferUnary<2>});

@@ -1,5 +1,5 @@
 // ScatterND's `reduction` attribute, shared by its shape rule
-// (core/shapes/index.cpp) and every backend's kernel.
+// (core/shapes/gather.cpp) and every backend's kernel.
 #pragma once
 
 #include "core/op_attrs.h"

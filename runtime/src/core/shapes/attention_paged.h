@@ -1,5 +1,5 @@
 // paged_attention's operand order, dims and index checks, shared by its
-// shape rule (core/shapes/paged_attention.cpp) and every backend's kernel
+// shape rule (core/shapes/attention_paged.cpp) and every backend's kernel
 // (docs/fused-ops.md). Every shape and index is checked before anything is
 // written, so a rejected call leaves the caches as they were.
 #pragma once

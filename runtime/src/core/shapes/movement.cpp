@@ -1,7 +1,7 @@
 // Shape rules of the data movement ops that reorder, select or replicate
-// elements of any dtype: Transpose, Slice, Expand, Tile, Concat, Split,
-// Gather and Trilu.
-#include "core/shapes/layout.h"
+// elements of any dtype: Transpose, Slice, Expand, Tile, Concat, Split and
+// Trilu (Gather: gather.cpp).
+#include "core/shapes/movement.h"
 
 #include "core/shapes/operand_checks.h"
 #include "core/shapes/shape_rules.h"
@@ -227,21 +227,6 @@ Status InferSplit(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
-// ---- Gather -------------------------------------------------------------
-
-Status InferGather(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity("gather", in, 2, 2, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckDType("gather", "indices", *in[1], {DType::kI64, DType::kI32}));
-  const Shape &s = in[0]->shape;
-  KILN_ASSIGN_OR_RETURN(
-      int64_t axis, NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
-  Shape shape(s.begin(), s.begin() + axis);
-  shape.insert(shape.end(), in[1]->shape.begin(), in[1]->shape.end());
-  shape.insert(shape.end(), s.begin() + axis + 1, s.end());
-  out[0] = {in[0]->dtype, shape, nullptr};
-  return Status::Ok();
-}
-
 // ---- Trilu --------------------------------------------------------------
 
 Status InferTrilu(const OpAttrs &, const Inputs &in, Outputs &out) {
@@ -259,14 +244,13 @@ Status InferTrilu(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddLayoutShapeRules(std::vector<ShapeRule> &rules) {
+void AddMovementShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({"transpose", InferTranspose});
   rules.push_back({"slice", InferSlice});
   rules.push_back({"expand", InferExpand});
   rules.push_back({"tile", InferTile});
   rules.push_back({"concat", InferConcat});
   rules.push_back({"split", InferSplit});
-  rules.push_back({"gather", InferGather});
   rules.push_back({"trilu", InferTrilu});
 }
 

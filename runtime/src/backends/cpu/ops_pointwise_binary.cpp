@@ -1,6 +1,6 @@
 // CPU kernels of the broadcasting binary ops (arithmetic, comparisons,
 // logic), variadic Max/Min and Where; their shape rules are in
-// core/shapes/binary.cpp.
+// core/shapes/pointwise_binary.cpp.
 #include "backends/kernel_kinds.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/broadcast.h"
@@ -123,7 +123,7 @@ Status RunWhere(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) 
 
 } // namespace
 
-void AddBinaryKernels(std::vector<KernelDef> &table) {
+void AddPointwiseBinaryKernels(std::vector<KernelDef> &table) {
   AddEach<kArithOps>(table, [](auto i) { return KernelFn(RunArith<decltype(i)::value>); });
   table.push_back({"max", RunMaxMin<true>});
   table.push_back({"min", RunMaxMin<false>});

@@ -103,7 +103,7 @@ Status InferWhere(const OpAttrs &, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddBinaryShapeRules(std::vector<ShapeRule> &rules) {
+void AddPointwiseBinaryShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({"add", InferArith<0>});
   rules.push_back({"sub", InferArith<1>});
   rules.push_back({"mul", InferArith<2>});

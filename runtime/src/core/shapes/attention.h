@@ -1,5 +1,5 @@
 // The dims of the fused attention ops, shared by their shape rules
-// (core/shapes/fused_attention.cpp) and every backend's kernels
+// (core/shapes/attention.cpp) and every backend's kernels
 // (docs/fused-ops.md).
 #pragma once
 

@@ -1,8 +1,8 @@
 // CPU kernels of the fused attention ops (docs/fused-ops.md): rotary (RoPE
 // with cos/sin tables that broadcast over x) and attention (scaled
 // dot-product with GQA heads, an optional broadcast mask and a causal
-// limit); their shape rules are in core/shapes/fused_attention.cpp.
-#include "core/shapes/fused_attention.h"
+// limit); their shape rules are in core/shapes/attention.cpp.
+#include "core/shapes/attention.h"
 #include "core/shapes/fused_checks.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/attention.h"
@@ -67,7 +67,7 @@ Status RunAttention(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outpu
 
 } // namespace
 
-void AddFusedAttentionKernels(std::vector<KernelDef> &table) {
+void AddAttentionKernels(std::vector<KernelDef> &table) {
   table.push_back({kRotary, RunRotary});
   table.push_back({kAttention, RunAttention});
 }

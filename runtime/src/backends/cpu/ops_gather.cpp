@@ -1,10 +1,12 @@
-// CPU kernels of the ops that address a tensor with tuples of indices:
-// GatherND and ScatterND; their shape rules are in core/shapes/index.cpp.
+// CPU kernels of the ops that address a tensor with indices: Gather (along
+// one axis), GatherND and ScatterND; their shape rules are in
+// core/shapes/gather.cpp.
 // Out-of-range indices are an error naming the index and its position; they
 // are checked before anything is written.
-#include "core/shapes/index.h"
+#include "core/shapes/gather.h"
 #include "cpu_kernels.h"
 #include "half_via_f32.h"
+#include "kernels/cpu/copy.h"
 #include "kernels/cpu/index_nd.h"
 #include "op_util.h"
 
@@ -108,9 +110,41 @@ Status RunScatterND(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
   });
 }
 
+// ---- Gather -------------------------------------------------------------
+
+Status RunGather(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  const Shape &s = in[0]->shape;
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
+    inner *= s[d];
+  const size_t elem = DTypeSize(in[0]->dtype);
+  const int64_t count = in[1]->numel();
+  int64_t bad;
+  int64_t value;
+  if (in[1]->dtype == DType::kI64) {
+    bad = kernels::Gather<int64_t>(elem, in[0]->data, outer, s[axis], inner,
+                                   in[1]->as<const int64_t>(), count, out[0].data);
+    value = bad >= 0 ? in[1]->as<const int64_t>()[bad] : 0;
+  } else {
+    bad = kernels::Gather<int32_t>(elem, in[0]->data, outer, s[axis], inner,
+                                   in[1]->as<const int32_t>(), count, out[0].data);
+    value = bad >= 0 ? in[1]->as<const int32_t>()[bad] : 0;
+  }
+  if (bad >= 0)
+    return OpError("gather", "index " + std::to_string(value) + " (at position " +
+                                 std::to_string(bad) + ") is out of range for axis " +
+                                 std::to_string(axis) + " of size " + std::to_string(s[axis]));
+  return Status::Ok();
+}
+
 } // namespace
 
-void AddIndexKernels(std::vector<KernelDef> &table) {
+void AddGatherKernels(std::vector<KernelDef> &table) {
+  table.push_back({"gather", RunGather});
   table.push_back({"gather_nd", RunGatherND});
   table.push_back({"scatter_nd", RunScatterND});
 }

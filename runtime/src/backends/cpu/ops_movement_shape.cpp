@@ -1,8 +1,8 @@
 // CPU kernels of the ops that compute shapes or views of one buffer:
 // Reshape, Flatten, Squeeze, Unsqueeze (a copy, or nothing in place), Shape,
 // Size, plus the generators ConstantOfShape and Range; their shape rules are
-// in core/shapes/shape_ops.cpp.
-#include "core/shapes/shape_ops.h"
+// in core/shapes/movement_shape.cpp.
+#include "core/shapes/movement_shape.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/fill.h"
@@ -83,7 +83,7 @@ Status RunRange(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) 
 
 } // namespace
 
-void AddShapeOpKernels(std::vector<KernelDef> &table) {
+void AddMovementShapeOpKernels(std::vector<KernelDef> &table) {
   table.push_back({"reshape", RunCopy});
   table.push_back({"flatten", RunCopy});
   table.push_back({"squeeze", RunCopy});

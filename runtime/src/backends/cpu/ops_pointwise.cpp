@@ -1,7 +1,11 @@
 // CPU kernels of the same-shape ops of one tensor: unary math, Not, IsNaN,
-// Identity, Clip and Cast; their shape rules are in core/shapes/unary.cpp.
+// Identity, Clip, Cast and Gelu; their shape rules are in
+// core/shapes/pointwise.cpp (the broadcasting ones: ops_pointwise_binary.cpp).
 #include "backends/kernel_kinds.h"
+#include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
+#include "fused_activation.h"
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/elementwise.h"
 #include "op_util.h"
@@ -91,9 +95,19 @@ Status RunCast(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
+// ---- gelu ----------------------------------------------------------------
+
+// x and y are f32 and contiguous, so the whole tensor is one array.
+Status RunGelu(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(kernels::Activation act, KernelActivation(GeluActivation(attrs)));
+  kernels::Activate(act, in[0]->as<const float>(), out[0].as<float>(), in[0]->numel());
+  return Status::Ok();
+}
+
 } // namespace
 
-void AddUnaryKernels(std::vector<KernelDef> &table) {
+void AddPointwiseKernels(std::vector<KernelDef> &table) {
+  table.push_back({"gelu", RunGelu});
   AddEach<kUnaryOps>(table, [](auto i) { return KernelFn(RunUnary<decltype(i)::value>); });
   table.push_back({"not", RunNot});
   table.push_back({"is_nan", RunIsNaN});

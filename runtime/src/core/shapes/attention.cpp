@@ -1,7 +1,7 @@
 // Shape rules of the fused attention ops (docs/fused-ops.md): rotary (RoPE
 // with cos/sin tables that broadcast over x) and attention (scaled
 // dot-product with GQA heads, an optional broadcast mask and a causal limit).
-#include "core/shapes/fused_attention.h"
+#include "core/shapes/attention.h"
 
 #include "core/shapes/fused_checks.h"
 #include "core/shapes/shape_rules.h"
@@ -133,7 +133,7 @@ Status InferAttention(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddFusedAttentionShapeRules(std::vector<ShapeRule> &rules) {
+void AddAttentionShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({kRotary, InferRotary});
   rules.push_back({kAttention, InferAttention});
 }

@@ -64,7 +64,7 @@ Status InferAddLayerNorm(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddFusedNormShapeRules(std::vector<ShapeRule> &rules) {
+void AddNormFusedShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({kRmsNorm, InferRmsNorm});
   rules.push_back({kAddRmsNorm, InferAddRmsNorm});
   rules.push_back({kAddLayerNorm, InferAddLayerNorm});

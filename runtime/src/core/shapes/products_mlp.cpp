@@ -1,7 +1,7 @@
 // Shape rules of the fused MLP ops (docs/fused-ops.md): gelu, linear
 // (matmul + bias + activation) and gated_mlp (SwiGLU/GeGLU up, gate and down
 // projections).
-#include "core/shapes/fused_mlp.h"
+#include "core/shapes/products_mlp.h"
 
 #include "core/shapes/fused_checks.h"
 #include "core/shapes/shape_rules.h"
@@ -100,17 +100,6 @@ LinearDims LinearDimsOf(const TensorView &x, int64_t n) {
 }
 
 namespace {
-
-// ---- gelu ----------------------------------------------------------------
-
-// Pointwise: y has x's shape and dtype.
-Status InferGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_RETURN_IF_ERROR(CheckArity(kGelu, in, 1, 1, out, 1, 1));
-  KILN_RETURN_IF_ERROR(CheckFloatOperand(kGelu, "x", *in[0]));
-  KILN_RETURN_IF_ERROR(GeluActivation(attrs).status());
-  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
-  return Status::Ok();
-}
 
 // ---- linear and gated_mlp ------------------------------------------------
 
@@ -232,10 +221,9 @@ Status InferGatedMlpQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 } // namespace
 
-void AddFusedMlpShapeRules(std::vector<ShapeRule> &rules) {
+void AddProductsMlpShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({kLinearQ8, InferLinearQ8});
   rules.push_back({kGatedMlpQ8, InferGatedMlpQ8});
-  rules.push_back({kGelu, InferGelu});
   rules.push_back({kLinear, InferLinear});
   rules.push_back({kGatedMlp, InferGatedMlp});
 }

@@ -1,7 +1,7 @@
 // CPU kernels of MatMul (numpy semantics, batched with broadcasting) and
 // Gemm, both on OpenBLAS through kernels/cpu/gemm.h; their shape rules are in
-// core/shapes/matmul.cpp.
-#include "core/shapes/matmul.h"
+// core/shapes/products.cpp.
+#include "core/shapes/products.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/gemm.h"
@@ -51,7 +51,7 @@ Status RunGemm(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &o
 
 } // namespace
 
-void AddMatMulKernels(std::vector<KernelDef> &table) {
+void AddProductsKernels(std::vector<KernelDef> &table) {
   table.push_back({"matmul", RunMatMul});
   table.push_back({"gemm", RunGemm});
 }

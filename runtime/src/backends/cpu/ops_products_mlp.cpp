@@ -1,7 +1,7 @@
-// CPU kernels of the fused MLP ops (docs/fused-ops.md): gelu, linear (matmul
+// CPU kernels of the fused MLP ops (docs/fused-ops.md): linear (matmul
 // + bias + activation) and gated_mlp (SwiGLU/GeGLU up, gate and down
-// projections); their shape rules are in core/shapes/fused_mlp.cpp.
-#include "core/shapes/fused_mlp.h"
+// projections); their shape rules are in core/shapes/products_mlp.cpp.
+#include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
 #include "fused_activation.h"
 #include "kernels/cpu/mlp.h"
@@ -12,20 +12,10 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr const char *kGelu = "gelu";
 constexpr const char *kLinear = "linear";
 constexpr const char *kGatedMlp = "gated_mlp";
 
 using kernels::Activation;
-
-// ---- gelu ----------------------------------------------------------------
-
-// x and y are f32 and contiguous, so the whole tensor is one array.
-Status RunGelu(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  KILN_ASSIGN_OR_RETURN(Activation act, KernelActivation(GeluActivation(attrs)));
-  kernels::Activate(act, in[0]->as<const float>(), out[0].as<float>(), in[0]->numel());
-  return Status::Ok();
-}
 
 // ---- linear and gated_mlp ------------------------------------------------
 
@@ -53,8 +43,7 @@ Status RunGatedMlp(ExecContext &, const OpAttrs &attrs, const Inputs &in, Output
 
 } // namespace
 
-void AddFusedMlpKernels(std::vector<KernelDef> &table) {
-  table.push_back({kGelu, RunGelu});
+void AddProductsMlpKernels(std::vector<KernelDef> &table) {
   table.push_back({kLinear, RunLinear});
   table.push_back({kGatedMlp, RunGatedMlp});
 }

@@ -1,5 +1,5 @@
 // The dims a Shape op reports, shared by its shape rule
-// (core/shapes/shape_ops.cpp) and every backend's kernel.
+// (core/shapes/movement_shape.cpp) and every backend's kernel.
 #pragma once
 
 #include "core/op_attrs.h"

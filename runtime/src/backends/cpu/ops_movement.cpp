@@ -1,8 +1,8 @@
 // CPU kernels of the data movement ops that reorder, select or replicate
 // elements of any dtype: Transpose, Slice, Expand, Tile (all through a
-// strided copy), Concat, Split, Gather and Trilu; their shape rules are in
-// core/shapes/layout.cpp.
-#include "core/shapes/layout.h"
+// strided copy), Concat, Split and Trilu; their shape rules are in
+// core/shapes/movement.cpp.
+#include "core/shapes/movement.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/copy.h"
 #include "op_util.h"
@@ -114,37 +114,6 @@ Status RunSplit(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
   return Status::Ok();
 }
 
-// ---- Gather -------------------------------------------------------------
-
-Status RunGather(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  const Shape &s = in[0]->shape;
-  KILN_ASSIGN_OR_RETURN(
-      int64_t axis, NormalizeAxis("gather", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
-    inner *= s[d];
-  const size_t elem = DTypeSize(in[0]->dtype);
-  const int64_t count = in[1]->numel();
-  int64_t bad;
-  int64_t value;
-  if (in[1]->dtype == DType::kI64) {
-    bad = kernels::Gather<int64_t>(elem, in[0]->data, outer, s[axis], inner,
-                                   in[1]->as<const int64_t>(), count, out[0].data);
-    value = bad >= 0 ? in[1]->as<const int64_t>()[bad] : 0;
-  } else {
-    bad = kernels::Gather<int32_t>(elem, in[0]->data, outer, s[axis], inner,
-                                   in[1]->as<const int32_t>(), count, out[0].data);
-    value = bad >= 0 ? in[1]->as<const int32_t>()[bad] : 0;
-  }
-  if (bad >= 0)
-    return OpError("gather", "index " + std::to_string(value) + " (at position " +
-                                 std::to_string(bad) + ") is out of range for axis " +
-                                 std::to_string(axis) + " of size " + std::to_string(s[axis]));
-  return Status::Ok();
-}
-
 // ---- Trilu --------------------------------------------------------------
 
 Status RunTrilu(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
@@ -161,14 +130,13 @@ Status RunTrilu(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
 
 } // namespace
 
-void AddLayoutKernels(std::vector<KernelDef> &table) {
+void AddMovementKernels(std::vector<KernelDef> &table) {
   table.push_back({"transpose", RunTranspose});
   table.push_back({"slice", RunSlice});
   table.push_back({"expand", RunExpand});
   table.push_back({"tile", RunTile});
   table.push_back({"concat", RunConcat});
   table.push_back({"split", RunSplit});
-  table.push_back({"gather", RunGather});
   table.push_back({"trilu", RunTrilu});
 }
 
