@@ -7,18 +7,19 @@
 
 #include "compiler/support/BuildError.h"
 #include "kiln/plan.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/device.h"
+#include "kiln/plan_info.h"
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <vector>
 
 namespace kiln::cli {
 
-llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
-                              const std::string &target) {
+llvm::Error CheckPlanOnTarget(const std::string &path, const std::string &target) {
   // A tensor-parallel plan is checked rank program by rank program; a rank
   // file of kiln reshard --split holds only its own.
   StatusOr<std::unique_ptr<Plan>> first =
@@ -27,9 +28,8 @@ llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
     return compiler::internalError("the plan just written does not load: " +
                                    first.status().message());
   std::vector<int> ranks = {(*first)->rank()};
-  if (const fb::TensorParallel *tp = (*first)->fb().tensor_parallel(); tp && tp->ranks())
-    for (uint32_t i = 1; i < tp->ranks()->size(); ++i)
-      ranks.push_back(tp->ranks()->Get(i)->rank());
+  const std::vector<int> held = DescribePlan(**first).tp_ranks;
+  ranks.insert(ranks.end(), held.begin() + std::min<size_t>(1, held.size()), held.end());
   const int tp_size = (*first)->tp_size();
   for (size_t i = 0; i < ranks.size(); ++i) {
     StatusOr<std::unique_ptr<Plan>> plan =
@@ -37,7 +37,7 @@ llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
     if (!plan.ok())
       return compiler::internalError("the plan just written does not load: " +
                                      plan.status().message());
-    Status runs = CheckPlanRunsOn(**plan, table, target);
+    Status runs = CheckPlanRunsOn(**plan, target);
     if (!runs.ok())
       return compiler::inputError("--target " + target + ": " +
                                   (tp_size > 1 ? "rank " + std::to_string(ranks[i]) + ": " : "") +
@@ -52,16 +52,17 @@ int RunCompilerDriver(compiler::BuildRequest &request, const char *command) {
     return code;
   };
   const std::string target = request.config.target;
-  const KernelTable *table = BackendKernels(target);
-  if (!table) {
+  const std::vector<std::string> names = BackendNames();
+  StatusOr<DeviceSpec> spec = ParseDevice(target); // "cuda:N" counts as "cuda"
+  if (!spec.ok() || std::find(names.begin(), names.end(), spec->backend) == names.end()) {
     std::string known;
-    for (const std::string &name : BackendNames())
+    for (const std::string &name : names)
       known += (known.empty() ? "" : ", ") + name;
     return error("unknown target backend '" + target + "' (this kiln knows: " + known + ")",
                  kExitBadInput);
   }
-  request.checkPlan = [table, target](const std::string &path) {
-    return CheckPlanOnTarget(path, *table, target);
+  request.checkPlan = [target](const std::string &path) {
+    return CheckPlanOnTarget(path, target);
   };
   // The driver finds kiln's passes by name (compiler/CMakeLists.txt).
   registerKilnPasses();

@@ -5,7 +5,6 @@
 // Compiler builds only.
 #pragma once
 
-#include "backends/registry.h"
 #include "compiler/driver/Pipeline.h"
 
 #include "llvm/Support/Error.h"
@@ -17,8 +16,7 @@ namespace kiln::cli {
 // A plan kiln just wrote that does not load is kiln's fault (an
 // InternalError); an op the backend lacks is the build's input (model and
 // target). A rank file of kiln reshard --split is checked on its own rank.
-llvm::Error CheckPlanOnTarget(const std::string &path, const KernelTable &table,
-                              const std::string &target);
+llvm::Error CheckPlanOnTarget(const std::string &path, const std::string &target);
 
 // Sets `request.checkPlan` to CheckPlanOnTarget for the config's target,
 // registers kiln's passes, runs the driver and prints its error as

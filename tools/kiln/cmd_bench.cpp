@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cmd_run_batch.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/plan_info.h"
 #include "png_chart.h"
 #include "run_options.h"
 #include "tp_launch.h"
@@ -118,19 +118,16 @@ Status Bench(const ParsedArgs &a, const std::string &command) {
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   // The communicator and the plan outlive every pipeline of the run.
-  KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
-  if (!tp.backend.empty())
-    options.backend = tp.backend;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1], tp.load));
-  KILN_RETURN_IF_ERROR(ConnectRank(tp));
-  KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
-  DenseDefaultsToCpu(a, *plan, &options);
-  options.comm = tp.comm.get();
-  if (tp.follower())
-    return RunFollower(*plan, options);
-  Status st = BenchLevels(a, command, *plan, options);
+  KILN_ASSIGN_OR_RETURN(RankOptions rank_options, RankFlags(a, options.backend));
+  KILN_ASSIGN_OR_RETURN(OpenedRank rank, OpenRank(a.positional[1], rank_options));
+  options.backend = rank.device();
+  DenseDefaultsToCpu(a, rank.plan(), &options);
+  options.comm = rank.comm();
+  if (rank.follower())
+    return RunFollower(rank.plan(), options);
+  Status st = BenchLevels(a, command, rank.plan(), options);
   KILN_RETURN_IF_ERROR(st);
-  return EndFollowers(tp.comm.get());
+  return EndFollowers(rank.comm());
 }
 
 Status BenchLevels(const ParsedArgs &a, const std::string &command, const Plan &plan_ref,
@@ -169,8 +166,7 @@ Status BenchLevels(const ParsedArgs &a, const std::string &command, const Plan &
   if (a.Has("--requests")) {
     KILN_ASSIGN_OR_RETURN(requests, ReadRequestsFile(a.Get("--requests"), params));
   } else {
-    const fb::Plan &f = plan->fb();
-    int64_t vocab = f.metadata() ? f.metadata()->vocab_size() : 0;
+    const int64_t vocab = DescribePlan(*plan).model.vocab_size;
     if (vocab <= 0)
       return InvalidArgument("the plan does not say its vocabulary size; give --requests");
     std::mt19937_64 rng(static_cast<uint64_t>(seed));
@@ -255,7 +251,7 @@ Status BenchLevels(const ParsedArgs &a, const std::string &command, const Plan &
   if (a.Has("--json")) {
     nlohmann::ordered_json doc = {{"command", command},
                                   {"plan", a.positional[1]},
-                                  {"batched", plan->graph().ragged() != nullptr},
+                                  {"batched", GraphInterface(*plan) == PlanInterface::kRagged},
                                   {"num_prompts", static_cast<int64_t>(requests.size())},
                                   {"input_len", a.Has("--requests") ? -1 : in_len},
                                   {"output_len", a.Has("--requests") ? -1 : out_len},
@@ -300,7 +296,7 @@ int BenchMain(const std::vector<std::string> &args) {
   if (LaunchRanks(a, "bench", &launched))
     return launched;
   Status st = Bench(a, command);
-  return st.ok() ? kExitOk : Fail("bench", RankContext(st));
+  return st.ok() ? kExitOk : Fail("bench", InRankContext(st));
 }
 
 } // namespace kiln::cli

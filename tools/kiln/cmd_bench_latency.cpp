@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "kiln/plan.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/plan_info.h"
 #include "run_options.h"
 
 #include <nlohmann/json.hpp>
@@ -89,8 +89,7 @@ Status Latency(const ParsedArgs &a, const std::string &command) {
     options.max_batched_tokens = std::max<int64_t>(options.max_batched_tokens, s.prompt_len);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1]));
   DenseDefaultsToCpu(a, *plan, &options);
-  const fb::Plan &f = plan->fb();
-  const int64_t vocab = f.metadata() ? f.metadata()->vocab_size() : 0;
+  const int64_t vocab = DescribePlan(*plan).model.vocab_size;
   if (vocab <= 0)
     return InvalidArgument("the plan does not say its vocabulary size, so no random prompt "
                            "can be made for it");

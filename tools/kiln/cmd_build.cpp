@@ -10,7 +10,6 @@
 #include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
 
-#include "backends/registry.h"
 #include "kiln/plan.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -6,7 +6,7 @@
 
 #include "kiln/perplexity.h"
 #include "kiln/plan.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/plan_info.h"
 
 #include <nlohmann/json.hpp>
 
@@ -118,7 +118,7 @@ Status Eval(const ParsedArgs &a) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[1]));
   KILN_ASSIGN_OR_RETURN(o.device, DeviceFlag(a));
   // As kiln run: a dense plan runs on the cpu unless a device is named.
-  if (!a.Has("--device") && !a.Has("--backend") && plan->graph().ragged() == nullptr)
+  if (!a.Has("--device") && !a.Has("--backend") && GraphInterface(*plan) != PlanInterface::kRagged)
     o.device = "cpu";
   KILN_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(a.Get("--text"), "--text"));
 

@@ -4,8 +4,7 @@
 #include "cli_args.h"
 #include "run_options.h"
 
-#include "backends/registry.h"
-#include "core/paged_indices.h"
+#include "kiln/device.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
 #include "kiln/tensor_proto.h"
@@ -95,7 +94,7 @@ StatusOr<std::vector<std::string>> InputFiles(const Plan &plan, const ParsedArgs
 
 Status Exec(const ParsedArgs &a) {
   // Outlives the executor that runs on it.
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, BackendFromFlag(a));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Device> device, DeviceFromFlag(a));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0]));
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> files, InputFiles(*plan, a));
   std::vector<Tensor> tensors;
@@ -107,14 +106,12 @@ Status Exec(const ParsedArgs &a) {
   for (const Tensor &t : tensors)
     views.push_back(t.view());
 
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan, *backend));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(*plan, device->backend()));
+  // The user gave the inputs, paged attention's indices included.
+  exec->SetCheckPagedInputs(true);
   KILN_RETURN_IF_ERROR(exec->Bind(views));
-  // A device's paged attention reads its index arrays unchecked (the
-  // engine checks them once per step); here the user gave them.
-  if (backend->memory_space() != MemorySpace::kHost)
-    KILN_RETURN_IF_ERROR(CheckPagedInputs(*plan, views));
   KILN_RETURN_IF_ERROR(exec->Run());
-  KILN_RETURN_IF_ERROR(backend->Synchronize());
+  KILN_RETURN_IF_ERROR(exec->Wait());
 
   std::string dir = a.Get("--output-dir");
   if (!dir.empty()) {

@@ -16,11 +16,12 @@
 
 #include "kiln/plan.h"
 #include "kiln/tensor.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/plan_info.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -90,9 +91,9 @@ Status OpenInputs(const std::vector<std::string> &paths, Inputs *in) {
                              std::to_string(in->tp_size) + ", " + in->build_id + ")");
     }
     std::vector<int> ranks = {(*first)->rank()};
-    if (const fb::TensorParallel *tp = (*first)->fb().tensor_parallel(); tp && tp->ranks())
-      for (uint32_t i = 1; i < tp->ranks()->size(); ++i)
-        ranks.push_back(tp->ranks()->Get(i)->rank());
+    const std::vector<int> held_ranks = DescribePlan(**first).tp_ranks;
+    ranks.insert(ranks.end(), held_ranks.begin() + std::min<size_t>(1, held_ranks.size()),
+                 held_ranks.end());
     for (size_t i = 0; i < ranks.size(); ++i) {
       std::unique_ptr<Plan> plan;
       if (i == 0) {
@@ -130,21 +131,18 @@ Status OpenInputs(const std::vector<std::string> &paths, Inputs *in) {
 // unsplit weight (zero-extent shards, of a rank without heads, add nothing).
 void CollectWeights(const Inputs &in, plan::WeightAssembler &weights) {
   for (const std::unique_ptr<Plan> &p : in.ranks) {
-    const auto *tensors = p->graph().tensors();
-    for (size_t i = 0; i < p->tensors().size(); ++i) {
-      const PlanTensor &t = p->tensors()[i];
+    for (const PlanTensor &t : p->tensors()) {
       if (t.kind != TensorKind::kWeight)
         continue;
-      const fb::ShardSpec *shard = tensors->Get(static_cast<uint32_t>(i))->shard();
-      if (!shard || !shard->full_name()) {
+      if (!t.sharded) {
         weights.addWhole(t.name, t.data, t.size);
         continue;
       }
       if (t.size == 0)
         continue;
-      weights.addShard(shard->full_name()->str(), p->rank(), t.data, t.StaticShape(),
-                       static_cast<int64_t>(DTypeSize(t.dtype)), shard->axis(), shard->offset(),
-                       shard->full_dim());
+      weights.addShard(t.shard.full_name, p->rank(), t.data, t.StaticShape(),
+                       static_cast<int64_t>(DTypeSize(t.dtype)), t.shard.axis, t.shard.offset,
+                       t.shard.full_dim);
     }
   }
 }

@@ -7,7 +7,7 @@
 #include "kiln/chat_template.h"
 #include "kiln/plan.h"
 #include "kiln/tokenizer.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/plan_info.h"
 #include "run_options.h"
 #include "tp_launch.h"
 
@@ -144,8 +144,7 @@ Status RunOne(const ParsedArgs &a, Pipeline &pipe, Request request) {
 // A plan without logits (a BERT-family encoder) cannot generate; say where
 // its use is instead of failing on the missing decoder interface.
 Status RefuseEncoder(const Plan &plan, const std::string &path) {
-  const fb::Plan &f = plan.graph();
-  if (f.ragged() != nullptr || (f.decoder() != nullptr && f.decoder()->logits() >= 0))
+  if (GraphInterface(plan) != PlanInterface::kEncoder)
     return Status::Ok();
   return InvalidArgument(path +
                          " is an encoder plan: it outputs token states, not logits, so "
@@ -160,10 +159,9 @@ Status Generate(const ParsedArgs &a, const Plan &plan, Pipeline *pipe);
 // writes them), as transformers' apply_chat_template does. bos_token and
 // eos_token are the plan's BOS and first EOS token.
 Status ChatPrompt(const ParsedArgs &a, const Plan &plan, const Tokenizer &tok, Request *request) {
-  const fb::Plan &f = plan.fb();
-  if (!f.chat_template() || f.chat_template()->size() == 0)
+  KILN_ASSIGN_OR_RETURN(PlanChatTemplate tmpl, PlanChatTemplate::ForPlan(plan, &tok));
+  if (tmpl.empty())
     return InvalidArgument(a.positional[0] + " has no chat template (tokenizer_config.json had none)");
-  KILN_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::Compile(f.chat_template()->str()));
   nlohmann::ordered_json messages, extra = nlohmann::ordered_json::object();
   if (a.Has("--messages")) {
     std::ifstream in(a.Get("--messages"));
@@ -183,11 +181,6 @@ Status ChatPrompt(const ParsedArgs &a, const Plan &plan, const Tokenizer &tok, R
   } else {
     messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", a.Get("--prompt")}}});
   }
-  if (f.metadata() && !extra.contains("bos_token"))
-    extra["bos_token"] = tok.IdToToken(static_cast<int32_t>(f.metadata()->bos_token_id()));
-  if (f.metadata() && f.metadata()->eos_token_ids() && f.metadata()->eos_token_ids()->size() > 0 &&
-      !extra.contains("eos_token"))
-    extra["eos_token"] = tok.IdToToken(static_cast<int32_t>(f.metadata()->eos_token_ids()->Get(0)));
   KILN_ASSIGN_OR_RETURN(std::string text, tmpl.Render(messages, true, extra));
   if (a.Has("--show-prompt"))
     std::fprintf(stderr, "%s\n", text.c_str());
@@ -210,22 +203,20 @@ Status Run(const ParsedArgs &a) {
   PipelineOptions options;
   KILN_RETURN_IF_ERROR(ApplyEngineFlags(a, &options));
   // The communicator and the plan outlive the pipeline that uses them.
-  KILN_ASSIGN_OR_RETURN(TpRank tp, JoinRanks(a, options.backend));
-  if (!tp.backend.empty())
-    options.backend = tp.backend;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, LoadPlan(a.positional[0], tp.load));
-  KILN_RETURN_IF_ERROR(ConnectRank(tp));
-  KILN_RETURN_IF_ERROR(CheckSameBuild(tp, *plan));
-  DenseDefaultsToCpu(a, *plan, &options);
-  KILN_RETURN_IF_ERROR(RefuseEncoder(*plan, a.positional[0]));
-  options.comm = tp.comm.get();
-  if (tp.follower())
-    return RunFollower(*plan, options);
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Create(*plan, options));
-  Status st = Generate(a, *plan, pipe.get());
+  KILN_ASSIGN_OR_RETURN(RankOptions rank_options, RankFlags(a, options.backend));
+  KILN_ASSIGN_OR_RETURN(OpenedRank rank, OpenRank(a.positional[0], rank_options));
+  const Plan &plan = rank.plan();
+  options.backend = rank.device();
+  DenseDefaultsToCpu(a, plan, &options);
+  KILN_RETURN_IF_ERROR(RefuseEncoder(plan, a.positional[0]));
+  options.comm = rank.comm();
+  if (rank.follower())
+    return RunFollower(plan, options);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipe, Pipeline::Create(plan, options));
+  Status st = Generate(a, plan, pipe.get());
   pipe.reset(); // its steps end before the run does
   KILN_RETURN_IF_ERROR(st);
-  return EndFollowers(tp.comm.get());
+  return EndFollowers(rank.comm());
 }
 
 // One prompt or a prompts file through `pipe`.
@@ -277,7 +268,7 @@ int RunMain(const std::vector<std::string> &args) {
   if (LaunchRanks(a, "run", &launched))
     return launched;
   Status st = Run(a);
-  return st.ok() ? kExitOk : Fail("run", RankContext(st));
+  return st.ok() ? kExitOk : Fail("run", InRankContext(st));
 }
 
 } // namespace kiln::cli

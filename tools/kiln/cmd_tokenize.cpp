@@ -5,7 +5,7 @@
 #include "cli_args.h"
 #include "kiln/plan.h"
 #include "kiln/tokenizer.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/plan_info.h"
 
 #include <nlohmann/json.hpp>
 
@@ -67,11 +67,11 @@ StatusOr<std::unique_ptr<Tokenizer>> OpenTokenizer(const ParsedArgs &a) {
   // As built: a tensor-parallel plan's tokenizer is the same for every rank.
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
                         LoadPlan(path, PlanLoadOptions{PlanLoadOptions::kAsBuilt, 0}));
-  const auto *tj = plan->fb().tokenizer_json();
-  if (tj == nullptr || tj->size() == 0)
+  const std::string_view tj = DescribePlan(*plan).tokenizer_json;
+  if (tj.empty())
     return InvalidArgument(path + " has no tokenizer (its model folder had no tokenizer.json "
                                   "when it was built); give one with --tokenizer FILE");
-  auto tok = Tokenizer::FromJson(std::string_view(tj->c_str(), tj->size()));
+  auto tok = Tokenizer::FromJson(tj);
   if (!tok.ok())
     return tok.status().WithContext("the plan's tokenizer");
   return tok;

@@ -7,8 +7,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "kiln/plan.h"
-#include "kiln_schema/plan_generated.h"
-#include "sha256.h"
+#include "kiln/plan_info.h"
 
 #include <cstdio>
 #include <string>
@@ -42,54 +41,22 @@ const char kUsage[] =
     "  3  the plan is intact but model.onnx or one of its external-data files is\n"
     "     not the plan's source (the message names the file)\n";
 
-std::string DirOf(const std::string &path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
-// "" when `path` hashes to `recorded`, else why not.
-std::string Compare(const std::string &path, const PlanSourceFile &recorded, bool *unreadable) {
-  std::string sha;
-  uint64_t size = 0;
-  std::string err = Sha256File(path, &sha, &size);
-  if (!err.empty()) {
-    *unreadable = true;
-    return err;
-  }
-  if (sha == recorded.sha256 && size == recorded.size)
-    return "";
-  return "'" + path + "' is not the plan's source: its SHA-256 is " + sha + " (" +
-         std::to_string(size) + " bytes), but the plan was built from '" + recorded.path +
-         "' with SHA-256 " + recorded.sha256 + " (" + std::to_string(recorded.size) + " bytes)";
-}
-
 int CheckSource(const Plan &plan, const std::string &onnx) {
-  PlanProvenance p;
-  if (!plan.provenance(&p)) {
-    std::fprintf(stderr, "kiln verify: the plan records no provenance (it was built by a kiln "
-                         "older than plan format 1.3); rebuild it to check its source\n");
-    return kExitBadInput;
+  const SourceCheck check = CheckPlanSource(plan, onnx);
+  switch (check.result) {
+  case SourceCheck::kMatch:
+    std::printf("source OK: %s and its %zu external-data file%s are the plan's source (SHA-256)\n",
+                onnx.c_str(), check.external_files, check.external_files == 1 ? "" : "s");
+    return kExitOk;
+  case SourceCheck::kMismatch:
+    std::fprintf(stderr, "kiln verify: %s\n", check.message.c_str());
+    return kExitMismatch;
+  case SourceCheck::kUnreadable:
+  case SourceCheck::kNoProvenance:
+    break;
   }
-  bool unreadable = false;
-  std::string why = Compare(onnx, p.model, &unreadable);
-  if (!why.empty()) {
-    std::fprintf(stderr, "kiln verify: %s\n", why.c_str());
-    return unreadable ? kExitBadInput : kExitMismatch;
-  }
-  for (const PlanSourceFile &f : p.external_data) {
-    std::string path = DirOf(onnx) + f.path;
-    unreadable = false;
-    why = Compare(path, f, &unreadable);
-    if (!why.empty()) {
-      // The ONNX file matched, so it names this file: a missing or changed
-      // one means the model's data is not what the plan was built from.
-      std::fprintf(stderr, "kiln verify: external data: %s\n", why.c_str());
-      return kExitMismatch;
-    }
-  }
-  std::printf("source OK: %s and its %zu external-data file%s are the plan's source (SHA-256)\n",
-              onnx.c_str(), p.external_data.size(), p.external_data.size() == 1 ? "" : "s");
-  return kExitOk;
+  std::fprintf(stderr, "kiln verify: %s\n", check.message.c_str());
+  return kExitBadInput;
 }
 
 } // namespace
@@ -125,10 +92,11 @@ int VerifyMain(const std::vector<std::string> &args) {
     }
   }
   const Plan &p = **plan;
-  size_t sections = p.fb().sections() ? p.fb().sections()->size() : 0;
+  const PlanInfo info = DescribePlan(p);
+  const size_t sections = info.sections.size();
   uint64_t section_bytes = 0;
-  for (size_t i = 0; i < sections; ++i)
-    section_bytes += p.fb().sections()->Get(static_cast<flatbuffers::uoffset_t>(i))->size();
+  for (const SectionInfo &s : info.sections)
+    section_bytes += s.size;
   std::printf("plan OK: %s: header, graph and %zu weight section%s (%llu bytes) match their "
               "checksums\n",
               path.c_str(), sections, sections == 1 ? "" : "s",

@@ -1,10 +1,10 @@
 // Request and engine options of `kiln run` / `kiln bench`.
 #include "run_options.h"
 
-#include "backends/registry.h"
+#include "kiln/device.h"
 #include "kiln/cpu.h"
 #include "kiln/plan.h"
-#include "kiln_schema/plan_generated.h"
+#include "kiln/plan_info.h"
 
 #include <cmath>
 #include <cstdio>
@@ -228,28 +228,19 @@ StatusOr<std::string> DeviceFlag(const ParsedArgs &a) {
   if (!a.Has(flag))
     return DefaultDevice();
   const std::string device = a.Get(flag);
-  StatusOr<DeviceSpec> spec = ParseDevice(device);
-  if (!spec.ok())
-    return InvalidArgument(flag + ": " + spec.status().message());
-  std::string known;
-  for (const std::string &n : BackendNames()) {
-    if (n == spec->backend)
-      return device;
-    known += (known.empty() ? "" : ", ") + n;
-  }
-  return InvalidArgument(flag + ": unknown backend '" + spec->backend +
-                         "'; this kiln was built with: " + known);
+  KILN_RETURN_IF_ERROR(CheckDeviceName(device, flag));
+  return device;
 }
 
 void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *o) {
   if (!a.Has("--device") && !a.Has("--backend") && o->gpu_memory_utilization == 0 &&
-      plan.graph().ragged() == nullptr)
+      GraphInterface(plan) != PlanInterface::kRagged)
     o->backend = "cpu";
 }
 
-StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a) {
+StatusOr<std::unique_ptr<Device>> DeviceFromFlag(const ParsedArgs &a) {
   KILN_ASSIGN_OR_RETURN(std::string device, DeviceFlag(a));
-  return CreateBackend(device);
+  return Device::Open(device);
 }
 
 Status ApplyThreads(const ParsedArgs &a) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cli_args.h"
+#include "kiln/device.h"
 #include "kiln/pipeline.h"
 
 #include <memory>
@@ -11,10 +12,6 @@
 
 #include <string>
 #include <vector>
-
-namespace kiln {
-class Backend; // runtime/src/core/backend.h
-}
 
 namespace kiln::cli {
 
@@ -44,9 +41,9 @@ StatusOr<std::string> DeviceFlag(const ParsedArgs &a);
 // ragged interface runs on the cpu (the engine drives dense plans only
 // there) whatever the default device is.
 void DenseDefaultsToCpu(const ParsedArgs &a, const Plan &plan, PipelineOptions *options);
-// A backend instance for --device, for the commands that run an executor
-// directly (exec, embed).
-StatusOr<std::unique_ptr<Backend>> BackendFromFlag(const ParsedArgs &a);
+// The device --device names, open, for the commands that run an executor
+// directly (exec).
+StatusOr<std::unique_ptr<Device>> DeviceFromFlag(const ParsedArgs &a);
 
 // One JSONL request: "prompt" (text) or "prompt_ids", plus any of the
 // request keys (max_new_tokens, temperature, top_k, top_p, min_p, seed,

@@ -1,27 +1,10 @@
-// The tensor-parallel launcher and a rank's join (tp_launch.h). The
-// launcher passes each rank its place through the environment, as torchrun
-// does, so a rank started by hand (another host) joins the same way:
-//   KILN_RANK, KILN_WORLD_SIZE, KILN_RENDEZVOUS (a directory or tcp://HOST:PORT),
-//   KILN_TP_HOST (the address this rank's transport listens on),
-//   KILN_LOCAL_RANK (the rank's place on its host: its GPU under --device cuda).
+// The tensor-parallel flags of kiln run, bench and serve (tp_launch.h); the
+// launcher and a rank's join are the runtime's (kiln/rank.h).
 #include "tp_launch.h"
 
 #include "cli.h"
-#include "dist/store.h"
 
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <thread>
-#include <unistd.h>
 
 namespace kiln::cli {
 
@@ -47,265 +30,37 @@ const char kTpUsage[] =
 
 namespace {
 
-std::string Env(const char *name) {
-  const char *v = std::getenv(name);
-  return v ? v : "";
-}
-
-StatusOr<int> IntArg(const std::string &text, const std::string &what, int lo, int hi) {
+StatusOr<int> IntFlag(const ParsedArgs &a, const std::string &flag, int fallback, int lo, int hi) {
+  if (!a.Has(flag))
+    return fallback;
+  const std::string text = a.Get(flag);
   char *end = nullptr;
   long v = std::strtol(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v < lo || v > hi)
-    return InvalidArgument(what + " must be an integer in [" + std::to_string(lo) + ", " +
+    return InvalidArgument(flag + " must be an integer in [" + std::to_string(lo) + ", " +
                            std::to_string(hi) + "], got '" + text + "'");
   return static_cast<int>(v);
 }
 
-// Rank 0's pid, for the launcher's SIGTERM/SIGINT handler: the signal goes
-// to rank 0 (kiln serve drains, then ends the others; run and bench stop),
-// instead of killing the launcher and, through PDEATHSIG, every rank at once.
-volatile sig_atomic_t g_rank0_pid = 0;
-
-void ForwardToRank0(int sig) {
-  if (g_rank0_pid > 0)
-    ::kill(static_cast<pid_t>(g_rank0_pid), sig); // async-signal-safe
-}
-
-int TpSize(const ParsedArgs &a) {
-  StatusOr<int> n = IntArg(a.Get("--tp", "0"), "--tp", 0, 4096);
-  return n.ok() ? *n : -1;
-}
-
-bool HasRank(const ParsedArgs &a) { return a.Has("--rank") || !Env("KILN_RANK").empty(); }
-
-// This process's arguments, as the launcher re-runs them for each rank.
-std::vector<std::string> SelfArgs() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  std::string cur;
-  for (char c : all) {
-    if (c == '\0') {
-      args.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return args;
-}
-
-std::string Describe(int status) {
-  if (WIFSIGNALED(status))
-    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) + " (" +
-           strsignal(WTERMSIG(status)) + ")";
-  return "exited with status " + std::to_string(WEXITSTATUS(status));
-}
-
 } // namespace
 
+StatusOr<RankOptions> RankFlags(const ParsedArgs &a, const std::string &device) {
+  RankOptions o;
+  KILN_ASSIGN_OR_RETURN(o.tp_size, IntFlag(a, "--tp", 0, 1, 4096));
+  KILN_ASSIGN_OR_RETURN(o.rank, IntFlag(a, "--rank", -1, 0, 4095));
+  KILN_ASSIGN_OR_RETURN(o.timeout_seconds, IntFlag(a, "--tp-timeout", 60, 1, 86400));
+  o.rendezvous = a.Get("--rendezvous");
+  o.comm = a.Get("--comm");
+  o.device = device;
+  return o;
+}
+
 bool LaunchRanks(const ParsedArgs &a, const char *command, int *exit_code) {
-  const int n = TpSize(a);
-  if (n <= 1 || HasRank(a))
-    return false; // one rank (perhaps through --comm), or a rank joining
-  std::string dir = a.Get("--rendezvous", Env("KILN_RENDEZVOUS"));
-  bool own_dir = false;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/kiln-tp-XXXXXX";
-    if (!::mkdtemp(tmpl)) {
-      *exit_code = Fail(command, Internal(std::string("cannot create a rendezvous directory: ") +
-                                          std::strerror(errno)));
-      return true;
-    }
-    dir = tmpl;
-    own_dir = true;
-  }
-  const std::vector<std::string> args = SelfArgs();
-  std::vector<pid_t> pids(static_cast<size_t>(n), -1);
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      // A rank dies with its launcher, so a killed launcher leaves nothing.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      ::setenv("KILN_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("KILN_LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("KILN_WORLD_SIZE", std::to_string(n).c_str(), 1);
-      ::setenv("KILN_RENDEZVOUS", dir.c_str(), 1);
-      if (r != 0) // only rank 0 writes the command's output
-        std::freopen("/dev/null", "w", stdout);
-      std::vector<char *> argv;
-      for (const std::string &s : args)
-        argv.push_back(const_cast<char *>(s.c_str()));
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      std::fprintf(stderr, "kiln %s: rank %d: cannot exec: %s\n", command, r, std::strerror(errno));
-      std::_Exit(kExitFailure);
-    }
-    pids[static_cast<size_t>(r)] = pid;
-  }
-  g_rank0_pid = pids[0];
-  struct sigaction forward = {};
-  forward.sa_handler = ForwardToRank0;
-  sigemptyset(&forward.sa_mask);
-  forward.sa_flags = SA_RESTART;
-  ::sigaction(SIGTERM, &forward, nullptr);
-  ::sigaction(SIGINT, &forward, nullptr);
-  // The first rank to fail decides the outcome; the others are stopped
-  // (they would fail on their own once their collectives see the dead peer,
-  // but a rank blocked outside one would not).
-  int running = n, code = kExitOk, rank0_code = kExitOk;
-  std::string failure;
-  while (running > 0) {
-    int status = 0;
-    pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR)
-        continue;
-      break;
-    }
-    int r = -1;
-    for (int i = 0; i < n; ++i)
-      if (pids[static_cast<size_t>(i)] == pid)
-        r = i;
-    if (r < 0)
-      continue;
-    pids[static_cast<size_t>(r)] = -1;
-    if (r == 0)
-      g_rank0_pid = 0; // its pid may be reused from now on
-    --running;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (r == 0 && WIFEXITED(status))
-      rank0_code = WEXITSTATUS(status);
-    if (!ok && failure.empty()) {
-      failure = "rank " + std::to_string(r) + " of " + std::to_string(n) + " " + Describe(status);
-      code = WIFEXITED(status) ? WEXITSTATUS(status) : kExitFailure;
-      for (pid_t other : pids)
-        if (other > 0)
-          ::kill(other, SIGTERM);
-      // A rank that ignores SIGTERM for 5 s is killed.
-      std::thread([pids] {
-        std::this_thread::sleep_for(std::chrono::seconds(5));
-        for (pid_t other : pids)
-          if (other > 0)
-            ::kill(other, SIGKILL);
-      }).detach();
-    }
-  }
-  if (own_dir) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-  if (!failure.empty()) {
-    std::fprintf(stderr, "kiln %s: tensor parallel: %s; stopped the other ranks\n", command,
-                 failure.c_str());
-    *exit_code = code == kExitOk ? kExitFailure : code;
-    return true;
-  }
-  *exit_code = rank0_code;
+  StatusOr<RankOptions> o = RankFlags(a, "cpu");
+  if (!o.ok() || !IsRankLauncher(*o))
+    return false; // one rank, a rank joining, or bad flags the command reports
+  *exit_code = kiln::LaunchRanks(*o, std::string("kiln ") + command);
   return true;
-}
-
-Status CheckSameBuild(const TpRank &tp, const Plan &plan) {
-  if (!tp.comm || tp.comm->size() == 1)
-    return Status::Ok();
-  // Rank 0's build id against each rank's; every rank learns the verdict,
-  // so rank 0 reports a mismatch instead of waiting on a peer that quit.
-  char id[256] = {};
-  if (tp.comm->rank() == 0)
-    std::snprintf(id, sizeof(id), "%s", plan.build_id().c_str());
-  KILN_RETURN_IF_ERROR(tp.comm->Broadcast(id, sizeof(id), 0));
-  const int64_t same = plan.build_id().substr(0, sizeof(id) - 1) == id ? 1 : 0;
-  std::vector<int64_t> all(static_cast<size_t>(tp.comm->size()));
-  KILN_RETURN_IF_ERROR(
-      tp.comm->AllGather(&same, all.data(), std::vector<int64_t>(all.size(), 1), DType::kI64));
-  for (size_t r = 0; r < all.size(); ++r)
-    if (!all[r])
-      return InvalidArgument("rank " + std::to_string(r) +
-                             "'s plan comes from another build than rank 0's (build id '" +
-                             std::string(id) + "'): every rank must run files of one build");
-  return Status::Ok();
-}
-
-Status RankContext(const Status &st) {
-  const std::string rank = Env("KILN_RANK");
-  return st.ok() || rank.empty() ? st : st.WithContext("rank " + rank);
-}
-
-StatusOr<TpRank> JoinRanks(const ParsedArgs &a, const std::string &backend) {
-  TpRank out;
-  const std::string tp_text = a.Get("--tp", Env("KILN_WORLD_SIZE"));
-  if (tp_text.empty() && !a.Has("--comm"))
-    return out; // no tensor parallelism asked for
-  KILN_ASSIGN_OR_RETURN(int n, IntArg(tp_text.empty() ? "1" : tp_text, "--tp", 1, 4096));
-  const std::string world = Env("KILN_WORLD_SIZE");
-  if (!world.empty() && world != std::to_string(n))
-    return InvalidArgument("--tp " + std::to_string(n) + " but KILN_WORLD_SIZE is " + world);
-  KILN_ASSIGN_OR_RETURN(int rank,
-                        IntArg(a.Get("--rank", Env("KILN_RANK").empty() ? "0" : Env("KILN_RANK")),
-                               "--rank", 0, n - 1));
-  out.load.tp_size = n;
-  out.load.rank = rank;
-  const bool cuda = backend.rfind("cuda", 0) == 0;
-  const std::string kind = a.Get("--comm", cuda ? "nccl" : "gloo");
-  if (n == 1 && !a.Has("--comm"))
-    return out; // one rank needs no collectives
-  RendezvousConfig config;
-  config.rank = rank;
-  config.world_size = n;
-  config.store_dir = a.Get("--rendezvous", Env("KILN_RENDEZVOUS"));
-  if (dist::IsTcpAddress(config.store_dir)) { // a bad address fails before any wait
-    std::string host;
-    int port = 0;
-    KILN_RETURN_IF_ERROR(dist::ParseTcpAddress(config.store_dir, &host, &port));
-  }
-  if (!Env("KILN_TP_HOST").empty())
-    config.host = Env("KILN_TP_HOST");
-  KILN_ASSIGN_OR_RETURN(int seconds, IntArg(a.Get("--tp-timeout", "60"), "--tp-timeout", 1, 86400));
-  config.timeout = std::chrono::seconds(seconds);
-  if (cuda) {
-    // cuda:N names the device; plain cuda takes the rank's place on its
-    // host (KILN_LOCAL_RANK, set by the launcher), one GPU per rank.
-    const size_t colon = backend.find(':');
-    const std::string local = Env("KILN_LOCAL_RANK");
-    KILN_ASSIGN_OR_RETURN(config.device,
-                          IntArg(colon != std::string::npos ? backend.substr(colon + 1)
-                                 : local.empty()            ? std::to_string(rank)
-                                                            : local,
-                                 "the CUDA device", 0, 1024));
-    out.backend = "cuda:" + std::to_string(config.device);
-  }
-  out.needs_comm = true;
-  out.comm_kind = kind;
-  out.rendezvous = config;
-  return out;
-}
-
-Status ConnectRank(TpRank &tp) {
-  if (!tp.needs_comm)
-    return Status::Ok();
-  RendezvousConfig config = tp.rendezvous;
-  const int n = config.world_size, rank = config.rank;
-  bool own_dir = false;
-  if (config.store_dir.empty()) {
-    if (n > 1)
-      return InvalidArgument("rank " + std::to_string(rank) +
-                             " needs --rendezvous DIR or tcp://HOST:PORT (or KILN_RENDEZVOUS) "
-                             "to find its peers");
-    char tmpl[] = "/tmp/kiln-tp-XXXXXX"; // one rank meets only itself
-    if (!::mkdtemp(tmpl))
-      return Internal("cannot create a rendezvous directory");
-    config.store_dir = tmpl;
-    own_dir = true;
-  }
-  auto comm = CreateCommunicator(tp.comm_kind, config, nullptr);
-  if (own_dir) {
-    std::error_code ignored; // the rendezvous is over: one rank's own dir goes
-    std::filesystem::remove_all(config.store_dir, ignored);
-  }
-  if (!comm.ok())
-    return comm.status().WithContext("rank " + std::to_string(rank));
-  tp.comm = std::move(*comm);
-  return Status::Ok();
 }
 
 } // namespace kiln::cli

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@
 #include "kiln/status.h"
 
 namespace kiln {
+
+class Plan;      // kiln/plan.h
+class Tokenizer; // kiln/tokenizer.h
 
 // A compiled HF chat template (Jinja subset). Compile() rejects, with line:col
 // and the construct named, any feature outside the subset. Copies share the
@@ -52,6 +56,31 @@ public:
 private:
   struct Impl;
   std::shared_ptr<const Impl> impl_;
+};
+
+// The chat template a plan carries (its tokenizer_config.json's, checked by
+// kiln build), compiled once, with the plan's bos_token and eos_token (its
+// BOS and first EOS token, as the tokenizer spells them) as the variables
+// transformers' apply_chat_template passes. What kiln run --chat and kiln
+// serve's /v1/chat/completions render. Defined in the runtime library
+// (kiln_runtime), not the template library: it reads a Plan.
+class PlanChatTemplate {
+public:
+  // empty() when the plan has no template; InvalidArgument when its
+  // template does not compile (a plan from another or an older kiln).
+  // `tokenizer` may be null: then neither variable is set.
+  static StatusOr<PlanChatTemplate> ForPlan(const Plan &plan, const Tokenizer *tokenizer);
+
+  bool empty() const { return !template_.has_value(); }
+  // As ChatTemplate::Render, with bos_token and eos_token added to `extra`
+  // where it has none of its own. InvalidArgument when empty().
+  StatusOr<std::string> Render(const nlohmann::ordered_json &messages, bool add_generation_prompt,
+                               const nlohmann::ordered_json &extra) const;
+  StatusOr<std::string> Render(const nlohmann::json &messages, bool add_generation_prompt) const;
+
+private:
+  std::optional<ChatTemplate> template_;
+  std::optional<std::string> bos_token_, eos_token_;
 };
 
 }  // namespace kiln

@@ -65,6 +65,15 @@ public:
   void SetGraphs(bool on);
   bool graphs() const;
 
+  // Inputs from an untrusted caller (kiln exec): on a device backend, whose
+  // paged attention reads its index arrays unchecked (the engine checks
+  // them once per step), Bind checks them first (CheckPagedIndices'
+  // errors). The CPU kernels check their own; off by default.
+  void SetCheckPagedInputs(bool on);
+  // Waits until the last Run() has finished on the backend; an error a
+  // device kernel raised surfaces here.
+  Status Wait();
+
   // Graph outputs of the last Run(), in plan.outputs() order. The views
   // point into the arena, the inputs or the weights, in the memory space
   // their `space` says, and stay valid until the next Bind().

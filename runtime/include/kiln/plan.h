@@ -44,6 +44,15 @@ struct PlanDim {
   std::string symbol;
 };
 
+// A weight of a tensor-parallel rank program that is a slice of a whole
+// weight (Tensor.shard in schemas/plan.fbs): what kiln reshard reassembles.
+struct PlanShard {
+  std::string full_name; // the unsplit weight's name
+  int axis = 0;          // the axis it was cut along
+  int64_t offset = 0;    // where this slice starts on that axis
+  int64_t full_dim = 0;  // the axis's extent in the unsplit weight
+};
+
 struct PlanTensor {
   std::string name;
   DType dtype = DType::kUndefined;
@@ -55,6 +64,8 @@ struct PlanTensor {
                               // weight in a plan without that section
   const void *data = nullptr; // weights: bytes inside the mapped section
   uint64_t size = 0;          // weights: byte size
+  bool sharded = false;       // weights of a rank program: a slice, described by `shard`
+  PlanShard shard;
 
   bool IsStatic() const;
   Shape StaticShape() const; // dynamic dims as -1

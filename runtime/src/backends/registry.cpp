@@ -81,6 +81,54 @@ std::string DefaultDevice() {
 
 // Executor::Create without a backend: the executor owns a CPU backend. It
 // lives here, beside the factories, because core never names a backend.
+Status CheckDeviceName(std::string_view device, std::string_view what) {
+  StatusOr<DeviceSpec> spec = ParseDevice(device);
+  if (!spec.ok())
+    return InvalidArgument(std::string(what) + ": " + spec.status().message());
+  std::string known;
+  for (const std::string &n : BackendNames()) {
+    if (n == spec->backend)
+      return Status::Ok();
+    known += (known.empty() ? "" : ", ") + n;
+  }
+  return InvalidArgument(std::string(what) + ": unknown backend '" + spec->backend +
+                         "'; this kiln was built with: " + known);
+}
+
+namespace {
+
+StatusOr<const KernelTable *> KernelsOf(std::string_view backend) {
+  const KernelTable *table = BackendKernels(backend);
+  if (table != nullptr)
+    return table;
+  std::string known;
+  for (const std::string &name : BackendNames())
+    known += (known.empty() ? "" : ", ") + name;
+  return NotFound("unknown backend '" + std::string(backend) + "' (this kiln knows: " + known +
+                  ")");
+}
+
+} // namespace
+
+StatusOr<std::vector<std::string>> MissingKernels(const Plan &plan, std::string_view backend) {
+  KILN_ASSIGN_OR_RETURN(const KernelTable *table, KernelsOf(backend));
+  return MissingKernels(plan, *table);
+}
+
+Status CheckPlanRunsOn(const Plan &plan, std::string_view backend) {
+  KILN_ASSIGN_OR_RETURN(const KernelTable *table, KernelsOf(backend));
+  return CheckPlanRunsOn(plan, *table, backend);
+}
+
+Device::Device(std::string name, std::unique_ptr<Backend> backend)
+    : name_(std::move(name)), backend_(std::move(backend)) {}
+Device::~Device() = default;
+
+StatusOr<std::unique_ptr<Device>> Device::Open(std::string_view device) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, CreateBackend(device));
+  return std::unique_ptr<Device>(new Device(std::string(device), std::move(backend)));
+}
+
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
   std::unique_ptr<Backend> cpu = cpu::CreateCpuBackend();
   Backend &backend = *cpu;

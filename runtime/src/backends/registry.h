@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/backend.h"
+#include "kiln/device.h"
 
 #include <memory>
 #include <string>
@@ -11,19 +12,7 @@
 
 namespace kiln {
 
-// The backends this runtime was built with, by name ("cpu" first, then
-// "cuda" when built with -DKILN_CUDA).
-std::vector<std::string> BackendNames();
-
-// A device spelling split: "cpu" -> {"cpu", 0}, "cuda" -> {"cuda", 0},
-// "cuda:1" -> {"cuda", 1}. InvalidArgument for an empty name, a bad index
-// ("cuda:", "cuda:x", "cuda:-1") or an index on a backend that has none
-// ("cpu:0"); the name itself is not checked against BackendNames().
-struct DeviceSpec {
-  std::string backend;
-  int index = 0;
-};
-StatusOr<DeviceSpec> ParseDevice(std::string_view device);
+// BackendNames, ParseDevice, DefaultDevice and CheckDeviceName: kiln/device.h.
 
 // A backend instance for a device spelling ("cpu", "cuda", "cuda:N");
 // NotFound listing BackendNames() for an unknown or unbuilt backend, or the
@@ -33,8 +22,5 @@ StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view device);
 // creating it (so a build machine without the hardware can check a plan);
 // nullptr for an unknown name.
 const KernelTable *BackendKernels(std::string_view name);
-// "cuda" when this runtime was built with it and a CUDA device is visible,
-// else "cpu": the default of --device.
-std::string DefaultDevice();
 
 } // namespace kiln

@@ -186,6 +186,8 @@ Status Executor::Impl::RunOps() {
 }
 
 void Executor::SetGraphs(bool on) { impl_->graphs = on; }
+void Executor::SetCheckPagedInputs(bool on) { impl_->check_paged_inputs = on; }
+Status Executor::Wait() { return impl_->backend->Synchronize(); }
 bool Executor::graphs() const { return impl_->graphs; }
 
 Status Executor::CopyOutputToHost(int index, void *dst) const {

@@ -1,6 +1,7 @@
 // Executor::Bind: input checks, the shape pass (shape inference plus host
 // ops), the arena layout, and the cache of both per input signature.
 #include "core/executor_impl.h"
+#include "core/paged_indices.h"
 
 #include "kiln/plan.h"
 #include "plan_format.h"
@@ -354,6 +355,8 @@ Status Executor::Bind(const std::vector<TensorView> &inputs) {
   const BindTimer timer(m.profiling, m.totals);
   m.bound = false;
   KILN_RETURN_IF_ERROR(m.CheckInputs(inputs));
+  if (m.check_paged_inputs && m.backend->memory_space() != MemorySpace::kHost)
+    KILN_RETURN_IF_ERROR(CheckPagedInputs(*m.plan, inputs));
   const auto &ids = m.plan->inputs();
   m.bound_inputs = inputs;
   for (size_t i = 0; i < ids.size(); ++i)

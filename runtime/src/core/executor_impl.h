@@ -117,6 +117,7 @@ struct Executor::Impl {
 
   // Captured runs (Executor::SetGraphs; executor_graph.cpp).
   bool graphs = false;
+  bool check_paged_inputs = false; // SetCheckPagedInputs
 
   Stats stats;
 

@@ -345,6 +345,10 @@ Status PlanLoader::DecodeTensors(const uint8_t *p, Plan &plan) {
     pt.host = t->host();
     pt.slot = t->slot();
     pt.section = resolve(t->section());
+    if (const fb::ShardSpec *sh = t->shard(); sh && sh->full_name()) {
+      pt.sharded = true;
+      pt.shard = {sh->full_name()->str(), sh->axis(), sh->offset(), sh->full_dim()};
+    }
     // Bytes of the static shape, or UINT64_MAX when dynamic or overflowing.
     uint64_t bytes = DTypeSize(pt.dtype);
     if (t->shape()) {

@@ -1,6 +1,8 @@
 #include "serve/settings.h"
 
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -252,3 +254,32 @@ std::string SettingsUsage() {
 }
 
 } // namespace kiln::serve
+
+namespace kiln {
+
+const std::vector<ServeSettingKey> &ServeSettingKeys() { return serve::SettingKeys(); }
+
+std::string ServeSettingsUsage() { return serve::SettingsUsage(); }
+
+Status ApplyServeSettingsFile(const std::string &path, ServeSettings *s) {
+  std::ifstream file(path);
+  if (!file)
+    return InvalidArgument("cannot open --config '" + path + "'");
+  std::stringstream text;
+  text << file.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("--config " + path + ": not a JSON object");
+  Status st = serve::ApplySettingsJson(j, s);
+  if (!st.ok())
+    return InvalidArgument("--config " + path + ": " + st.message());
+  return Status::Ok();
+}
+
+Status ApplyServeSetting(const std::string &key, const std::string &text, ServeSettings *s) {
+  return serve::ApplySettingText(key, text, s);
+}
+
+Status CheckServeSettings(const ServeSettings &s) { return serve::CheckSettings(s); }
+
+} // namespace kiln

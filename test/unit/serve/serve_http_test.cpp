@@ -29,7 +29,7 @@ namespace {
 
 // httplib's client sends without MSG_NOSIGNAL: a server that closes while a
 // test client still sends (an early 413) must fail that call, not kill the
-// test program. kiln serve itself ignores SIGPIPE (cmd_serve.cpp).
+// test program. kiln serve itself ignores SIGPIPE (serve/serve.cpp).
 const bool kSigpipeIgnored = [] {
   std::signal(SIGPIPE, SIG_IGN);
   return true;
