@@ -6,6 +6,8 @@
 #include "backends/registry.h"
 #include "core/backend.h"
 #include "core/paged_indices.h"
+#include "kiln/executor.h"
+#include "test/support/simulated_device.h"
 #include "test_models.h"
 #ifdef KILN_TEST_EXPECT_CUDA
 #include "backends/cuda/cuda_backend.h"
@@ -207,6 +209,36 @@ TEST(BackendCheck, PagedInputsAreCheckedOnTheHost) {
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("not a graph input in host memory"), std::string::npos)
       << st.message();
+}
+
+// kiln exec's inputs come from the user: Executor::SetCheckPagedInputs makes
+// Bind check them on a device backend, whose kernels read them unchecked.
+TEST(BackendCheck, ExecutorChecksPagedInputsOnADeviceWhenAsked) {
+  auto plan = PagedPlan();
+  ASSERT_TRUE(plan);
+  std::vector<float> q(2 * 3 * 4), kv(3 * 4), cache(4 * 2 * 4);
+  std::vector<int64_t> slots = {3, 4, 5}, qs = {0, 2, 3}, ctx = {5, 3}, tables = {0, 1, 2, 2, 4, 0};
+  const std::vector<TensorView> views = {{DType::kF32, {1, 2, 3, 4}, q.data()},
+                                         {DType::kF32, {1, 1, 3, 4}, kv.data()},
+                                         {DType::kF32, {1, 1, 3, 4}, kv.data()},
+                                         {DType::kF32, {4, 1, 2, 4}, cache.data()},
+                                         {DType::kF32, {4, 1, 2, 4}, cache.data()},
+                                         {DType::kI64, {3}, slots.data()},
+                                         {DType::kI64, {3}, qs.data()},
+                                         {DType::kI64, {2}, ctx.data()},
+                                         {DType::kI64, {2, 3}, tables.data()}};
+  test::SimulatedDevice device;
+  auto exec = Executor::Create(*plan, device);
+  ASSERT_TRUE(exec.ok()) << exec.status().message();
+  // Off (the engine's way: it checks each step's arrays itself), Bind takes them.
+  EXPECT_TRUE((*exec)->Bind(views).ok());
+  (*exec)->SetCheckPagedInputs(true);
+  Status st = (*exec)->Bind(views);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("block_tables[1][1] = 4"), std::string::npos) << st.message();
+  tables[4] = 3;
+  st = (*exec)->Bind(views);
+  EXPECT_TRUE(st.ok()) << st.message();
 }
 
 } // namespace

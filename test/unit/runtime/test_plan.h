@@ -99,7 +99,9 @@ public:
   std::vector<std::pair<int, int>> kv; // past, present
   int64_t context_length = 0;
   std::vector<int64_t> eos;
+  int64_t bos = -1;
   std::string tokenizer_json;
+  std::string chat_template;
   // Extra padding in the FlatBuffer, to push sections to later pages.
   std::string build_config_json;
   bool with_section = true;
@@ -149,10 +151,11 @@ public:
     auto dec = fb::CreateDecoderIO(b, input_ids, attention_mask, position_ids, logits,
                                    b.CreateVector(kvs));
     auto meta = fb::CreateModelMetadata(b, b.CreateString("toy"), b.CreateString("test"), 0,
-                                        context_length, 1, 4, -1, b.CreateVector(eos));
+                                        context_length, 1, 4, bos, b.CreateVector(eos));
     auto gen = fb::CreateGenerationDefaults(b);
     auto plan = fb::CreatePlan(b, kPlanFormatMajor, kPlanFormatMinor, b.CreateString("test"), meta,
-                               tokenizer_json.empty() ? 0 : b.CreateString(tokenizer_json), 0, gen,
+                               tokenizer_json.empty() ? 0 : b.CreateString(tokenizer_json),
+                               chat_template.empty() ? 0 : b.CreateString(chat_template), gen,
                                b.CreateString(build_config_json), 0, b.CreateVector(ts),
                                b.CreateVector(os), b.CreateVector(inputs_),
                                b.CreateVector(outputs_), mp, b.CreateVector(ss), dec);
