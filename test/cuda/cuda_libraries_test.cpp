@@ -1,7 +1,9 @@
-// The lazily opened libraries (runtime/src/backends/cuda/lazy_library.h):
+// The lazily opened libraries (runtime/src/core/lazy_library.h):
 // LazyLibrary on a system library, its errors, and the real cuBLASLt and
 // NCCL that this build found. No GPU needed.
-#include "backends/cuda/lazy_library.h"
+#include "backends/cuda/cublaslt_loader.h"
+#include "comm/nccl_loader.h"
+#include "core/lazy_library.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #   - in the compiler's commands alone (cmd_build.cpp, cmd_reshard.cpp,
 #     build_common.*): the compiler's headers (compiler/, passes/) and LLVM's.
 # Never the runtime's private headers (core/, backends/, engine/, serve/,
-# dist/, tokenizer/, chat/), kernels/, or the plan's FlatBuffers
+# comm/, tokenizer/, chat/), kernels/, or the plan's FlatBuffers
 # (kiln_schema/): what tools need of a plan is in kiln/plan_info.h.
 # Prints every include that breaks a rule as FILE:LINE and exits 1.
 # Usage: check_tool_headers.sh SOURCE_ROOT

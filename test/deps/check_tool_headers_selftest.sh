@@ -17,7 +17,7 @@ cases=(
   "cmd_run.cpp|backends/registry.h"
   "cmd_serve.cpp|serve/http_server.h"
   "cmd_inspect.cpp|kiln_schema/plan_generated.h"
-  "tp_launch.h|dist/communicator.h"
+  "tp_launch.h|comm/communicator.h"
   "cmd_exec.cpp|core/paged_indices.h"
   "cmd_run.cpp|kiln/not_public.h"
   "cmd_run.cpp|compiler/driver/Pipeline.h"

@@ -25,7 +25,8 @@ namespace kiln {
 
 class Plan; // kiln/plan.h
 
-class Backend; // runtime/src/core/backend.h
+class Backend;     // runtime/src/core/backend.h
+class KernelTable; // runtime/src/core/kernel.h
 
 class Executor {
 public:
@@ -150,6 +151,11 @@ public:
   const void *TensorData(int tensor_id) const;
 
 private:
+  // Create with the table that runs host ops (shape arithmetic during
+  // Bind): the CPU's. Core names no backend, so the runtime's registry
+  // (backends/registry.cpp), which defines both Creates, hands it over.
+  static StatusOr<std::unique_ptr<Executor>>
+  CreateWithHostKernels(const Plan &plan, Backend &backend, const KernelTable &host_kernels);
   struct Impl;
   explicit Executor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -32,7 +32,7 @@ namespace kiln {
 
 class Plan; // kiln/plan.h
 
-class Communicator; // runtime/src/dist/communicator.h
+class Communicator; // runtime/src/comm/communicator.h
 
 struct PipelineOptions {
   // KV cache memory, in bytes. 0: room for max_seqs sequences of the full

@@ -18,7 +18,7 @@
 
 namespace kiln {
 
-class Communicator; // runtime/src/dist/communicator.h: the collectives
+class Communicator; // runtime/src/comm/communicator.h: the collectives
 class Plan;         // kiln/plan.h
 
 // What the caller asked for (kiln run/bench/serve's --tp, --rank,

@@ -79,8 +79,6 @@ std::string DefaultDevice() {
   return "cpu";
 }
 
-// Executor::Create without a backend: the executor owns a CPU backend. It
-// lives here, beside the factories, because core never names a backend.
 Status CheckDeviceName(std::string_view device, std::string_view what) {
   StatusOr<DeviceSpec> spec = ParseDevice(device);
   if (!spec.ok())
@@ -129,6 +127,13 @@ StatusOr<std::unique_ptr<Device>> Device::Open(std::string_view device) {
   return std::unique_ptr<Device>(new Device(std::string(device), std::move(backend)));
 }
 
+// Both Executor::Create live here, beside the factories, because core never
+// names a backend: host ops run on the CPU's kernels whatever the backend.
+StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &backend) {
+  return CreateWithHostKernels(plan, backend, cpu::CpuKernels());
+}
+
+// Without a backend the executor owns a CPU backend.
 StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan) {
   std::unique_ptr<Backend> cpu = cpu::CreateCpuBackend();
   Backend &backend = *cpu;

@@ -54,7 +54,8 @@ Executor::~Executor() {
     std::fputs(ProfileTable().c_str(), stderr);
 }
 
-StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &backend) {
+StatusOr<std::unique_ptr<Executor>>
+Executor::CreateWithHostKernels(const Plan &plan, Backend &backend, const KernelTable &host_kernels) {
   KILN_RETURN_IF_ERROR(CheckPlanRunsOn(plan, backend.kernels(), backend.name()));
   auto impl = std::make_unique<Impl>();
   impl->plan = &plan;
@@ -100,7 +101,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const Plan &plan, Backend &
     if (fop.outputs())
       op.outputs.assign(fop.outputs()->begin(), fop.outputs()->end());
     op.host = !op.outputs.empty() && tensors[op.outputs[0]].host;
-    op.kernel = op.host ? HostKernels().Find(type) : backend.kernels().Find(type);
+    op.kernel = op.host ? host_kernels.Find(type) : backend.kernels().Find(type);
     if (!op.kernel) // CheckPlanRunsOn covered the backend; the CPU has every op
       return InvalidArgument(op.label + ": no " + std::string(op.host ? "cpu" : backend.name()) +
                              " kernel for op type '" + type + "'");

@@ -19,7 +19,7 @@
 namespace kiln {
 
 class Backend;
-class Communicator; // tensor-parallel collectives (dist/, a later issue)
+class Communicator; // tensor-parallel collectives (comm/)
 
 // Inputs are in plan order; an omitted optional operand is nullptr.
 using Inputs = std::vector<const TensorView *>;
@@ -83,10 +83,5 @@ public:
 private:
   std::vector<KernelDef> defs_;
 };
-
-// The kernels of the host, which run host ops (shape arithmetic on host
-// memory, during Executor::Bind) whatever the backend. Declared here so core
-// needs no backend header; the CPU backend defines it as its table.
-const KernelTable &HostKernels();
 
 } // namespace kiln

@@ -11,7 +11,7 @@
 namespace kiln::engine {
 namespace {
 
-namespace kc = kernels::cuda;
+namespace kc = sampling;
 
 // What a history token is to the penalties, in tokens_ while building.
 enum Kind : int32_t { kPrompt = 0, kGenerated = 1, kSuppressed = 2 };

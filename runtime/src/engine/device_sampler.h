@@ -1,5 +1,5 @@
 // The engine's on-device sampling: the records of the kiln.sample kernel
-// (kernels/cuda/sampling_abi.h) built from each row's SamplingParams,
+// (core/sampling_contract.h) built from each row's SamplingParams,
 // history and draw, run on logits left in the backend's memory, and turned
 // back into SampledTokens. The CPU sampler is the reference; a backend
 // without the kernel (the cpu) samples on the host instead.
@@ -7,7 +7,7 @@
 
 #include "core/backend.h"
 #include "engine/model_runner.h"
-#include "kernels/cuda/sampling_abi.h"
+#include "core/sampling_contract.h"
 
 #include <memory>
 #include <vector>
@@ -36,9 +36,9 @@ private:
   Backend &backend_;
   const KernelDef *kernel_;
   DeviceBuffer rows_dev_, penalties_dev_, results_dev_;
-  std::vector<kernels::cuda::SampleRow> rows_;
-  std::vector<kernels::cuda::PenaltyEntry> penalties_;
-  std::vector<kernels::cuda::SampleResult> results_;
+  std::vector<sampling::SampleRow> rows_;
+  std::vector<sampling::PenaltyEntry> penalties_;
+  std::vector<sampling::SampleResult> results_;
   std::vector<std::pair<int32_t, int32_t>> tokens_; // (id, kind) while building a row
 };
 

@@ -3,7 +3,7 @@
 #include "kiln/pipeline.h"
 
 #include "backends/registry.h"
-#include "dist/communicator.h"
+#include "comm/communicator.h"
 #include "engine/engine.h"
 #include "engine/plan_runner.h"
 #include "kiln_schema/plan_generated.h"

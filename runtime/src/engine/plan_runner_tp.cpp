@@ -2,7 +2,7 @@
 // step's index arrays (the ragged inputs) and the other ranks run them.
 // A step is two broadcasts: a fixed header, then the arrays in one buffer.
 #include "core/paged_indices.h"
-#include "dist/communicator.h"
+#include "comm/communicator.h"
 #include "engine/plan_runner.h"
 
 #include <chrono>

@@ -66,8 +66,8 @@ TEST(OpOracleCoverage, EveryCpuKernelHasACaseAndAReference) {
   std::set<std::string> with_case;
   for (const OpCase &c : AllCases())
     with_case.insert(c.op);
-  // The collectives need several ranks; kiln_dist_tests checks them against
-  // plain sums and concatenations across real processes (dist_test.cpp).
+  // The collectives need several ranks; kiln_comm_tests checks them against
+  // plain sums and concatenations across real processes (comm_test.cpp).
   const std::set<std::string> across_ranks = {"all_reduce", "all_gather"};
   for (const std::string &type : cpu->Types()) {
     if (across_ranks.count(type))

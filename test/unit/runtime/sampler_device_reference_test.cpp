@@ -5,7 +5,7 @@
 // here as plain sequential code, picks the CPU Sampler's tokens. The
 // kernel itself is checked against the Sampler on a GPU
 // (test/cuda/device_sampling_test.cpp).
-#include "kernels/cuda/sampling_abi.h"
+#include "core/sampling_contract.h"
 #include "sampler_test_util.h"
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 namespace kiln {
 namespace {
 
-namespace kc = kernels::cuda;
+namespace kc = sampling;
 
 // sampling.cu's OrderKey.
 uint64_t OrderKey(float v, int64_t id) {

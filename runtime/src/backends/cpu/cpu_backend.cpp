@@ -121,6 +121,5 @@ std::unique_ptr<Backend> CreateCpuBackend() { return std::make_unique<CpuBackend
 
 namespace kiln {
 
-const KernelTable &HostKernels() { return cpu::CpuKernels(); }
 
 } // namespace kiln

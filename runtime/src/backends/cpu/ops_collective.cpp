@@ -3,7 +3,7 @@
 // tensor-parallel program built for one rank runs unchanged.
 #include "core/shapes/collective.h"
 #include "cpu_kernels.h"
-#include "dist/communicator.h"
+#include "comm/communicator.h"
 #include "op_util.h"
 
 #include <cstring>

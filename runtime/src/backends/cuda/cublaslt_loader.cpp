@@ -1,8 +1,9 @@
-// cuBLASLt, opened on first use (lazy_library.h): the cuBLASLt functions the
+// cuBLASLt, opened on first use (core/lazy_library.h): the cuBLASLt functions the
 // runtime calls, defined here as forwarders, so nothing links libcublasLt
 // and a CUDA-enabled kiln starts (and runs on the CPU) without it.
 // KILN_CUBLASLT_LIBRARY names another file to open.
-#include "backends/cuda/lazy_library.h"
+#include "backends/cuda/cublaslt_loader.h"
+#include "core/lazy_library.h"
 
 #include <cublasLt.h>
 
@@ -15,7 +16,7 @@
 
 namespace {
 
-using kiln::cuda::SymbolSlot;
+using kiln::SymbolSlot;
 
 // The real functions, resolved by Load(); a pointer of each one's own type.
 struct Table {
@@ -43,8 +44,8 @@ Table &T() {
   return *t;
 }
 
-kiln::cuda::LazyLibrary &Lib() {
-  static auto *lib = new kiln::cuda::LazyLibrary(
+kiln::LazyLibrary &Lib() {
+  static auto *lib = new kiln::LazyLibrary(
       "cuBLASLt", "KILN_CUBLASLT_LIBRARY", "libcublasLt.so." KILN_STR(CUBLAS_VER_MAJOR),
       KILN_CUDA_LIBRARY_DIR,
       {SymbolSlot("cublasLtCreate", T().create), SymbolSlot("cublasLtDestroy", T().destroy),

@@ -6,7 +6,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/index_errors.h"
-#include "backends/cuda/lazy_library.h"
+#include "backends/cuda/cublaslt_loader.h"
 #include "kernels/cuda/launch.h"
 #include "kiln/plan.h"
 

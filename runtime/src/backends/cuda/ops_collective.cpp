@@ -5,7 +5,7 @@
 #include "core/shapes/collective.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
-#include "dist/communicator.h"
+#include "comm/communicator.h"
 
 namespace kiln::cuda {
 namespace {

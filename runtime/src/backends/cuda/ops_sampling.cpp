@@ -1,7 +1,7 @@
 // The device sampler (kernels/cuda/sampling.h) in the CUDA kernel table,
 // under kSampleOpType: no plan op, but the runner's way to the device
 // without naming a CUDA type (engine/device_sampler.cpp). The operands are
-// described in kernels/cuda/sampling_abi.h; the row records' logits rows
+// described in core/sampling_contract.h; the row records' logits rows
 // and penalty ranges were checked by the engine before it uploaded them.
 #include "cuda_kernels.h"
 #include "cuda_util.h"

@@ -1,12 +1,12 @@
 // LazyLibrary (lazy_library.h): dlopen on first use, every symbol resolved
 // at once.
-#include "backends/cuda/lazy_library.h"
+#include "core/lazy_library.h"
 
 #include <dlfcn.h>
 
 #include <cstdlib>
 
-namespace kiln::cuda {
+namespace kiln {
 
 LazyLibrary::LazyLibrary(std::string what, std::string env, std::string soname,
                          std::string fallback_dir,
@@ -74,4 +74,4 @@ Status LazyLibrary::Open() {
   return Status::Ok();
 }
 
-} // namespace kiln::cuda
+} // namespace kiln

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::dist {
+namespace kiln::comm {
 
 class Store {
 public:
@@ -41,4 +41,4 @@ Status ParseTcpAddress(const std::string &address, std::string *host, int *port)
 StatusOr<std::unique_ptr<Store>> OpenStore(const std::string &address, int rank,
                                            std::chrono::milliseconds timeout);
 
-} // namespace kiln::dist
+} // namespace kiln::comm

@@ -1,6 +1,7 @@
-// A shared library opened on first use (dlopen), so that a CUDA-enabled
-// runtime does not need it to start: cuBLASLt (cublaslt_loader.cpp) and NCCL
-// (dist/nccl_loader.cpp) are loaded this way. Their functions are defined by
+// A shared library opened on first use (dlopen), so that a runtime built
+// with a vendor library does not need it to start: cuBLASLt
+// (backends/cuda/cublaslt_loader.cpp) and NCCL (comm/nccl_loader.cpp) are
+// loaded this way. Their functions are defined by
 // kiln as forwarders to the library's, resolved once, so callers include the
 // vendor header and call them as usual; a forwarder called when the library
 // could not be loaded returns the library's "not initialized" error, and
@@ -14,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace kiln::cuda {
+namespace kiln {
 
 class LazyLibrary {
 public:
@@ -53,12 +54,4 @@ template <typename F> std::pair<const char *, void **> SymbolSlot(const char *na
   return {name, reinterpret_cast<void **>(&fn)};
 }
 
-// Loads cuBLASLt (cublaslt_loader.cpp); the CUDA backend calls it before it
-// creates anything, so a missing library is one clear error.
-const Status &LoadCublasLt();
-
-// Loads NCCL (dist/nccl_loader.cpp, where the build found nccl.h); the NCCL
-// communicator calls it first.
-const Status &LoadNccl();
-
-} // namespace kiln::cuda
+} // namespace kiln

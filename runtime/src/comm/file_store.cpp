@@ -1,6 +1,6 @@
 // FileStore: one file per key, published by rename so a reader never sees
 // a partial value.
-#include "dist/file_store.h"
+#include "comm/file_store.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <unistd.h>
 
-namespace kiln::dist {
+namespace kiln::comm {
 
 std::string FileStore::Path(const std::string &key) const {
   // Keys are kiln's own ("gloo/0", "nccl_id"); '/' would name a directory.
@@ -53,4 +53,4 @@ StatusOr<std::vector<char>> FileStore::Get(const std::string &key,
   }
 }
 
-} // namespace kiln::dist
+} // namespace kiln::comm

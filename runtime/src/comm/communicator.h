@@ -49,7 +49,7 @@ public:
 struct RendezvousConfig {
   int rank = 0;
   int world_size = 1;
-  // The rendezvous store (dist/store.h): a directory every rank can write
+  // The rendezvous store (comm/store.h): a directory every rank can write
   // (a shared filesystem across hosts), or tcp://HOST:PORT, rank 0's address.
   std::string store_dir;
   // The address this rank's transport listens on, for its peers.

@@ -3,13 +3,13 @@
 // atomically (a temp file renamed into place); Get polls for it.
 #pragma once
 
-#include "dist/store.h"
+#include "comm/store.h"
 
 #include <chrono>
 #include <string>
 #include <vector>
 
-namespace kiln::dist {
+namespace kiln::comm {
 
 class FileStore : public Store {
 public:
@@ -24,4 +24,4 @@ private:
   std::string dir_;
 };
 
-} // namespace kiln::dist
+} // namespace kiln::comm

@@ -8,8 +8,8 @@
 // A client gives up on a Get after its timeout by closing the connection;
 // the server drops that connection's waits. Also OpenStore and the address
 // parsing.
-#include "dist/file_store.h"
-#include "dist/store.h"
+#include "comm/file_store.h"
+#include "comm/store.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -27,7 +27,7 @@
 #include <regex>
 #include <thread>
 
-namespace kiln::dist {
+namespace kiln::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -340,4 +340,4 @@ StatusOr<std::unique_ptr<Store>> OpenStore(const std::string &address, int rank,
   return std::unique_ptr<Store>(std::move(store));
 }
 
-} // namespace kiln::dist
+} // namespace kiln::comm

@@ -4,9 +4,9 @@
 // turns them into a Status naming the collective, so nothing escapes into
 // the kernels. Half-precision sums run in f32 (gloo has no bf16), which is
 // also the more accurate way to add partial products.
-#include "dist/gloo_communicator.h"
+#include "comm/gloo_communicator.h"
 
-#include "dist/store.h"
+#include "comm/store.h"
 #include "kernels/cpu/cast.h"
 
 #include <gloo/allgatherv.h>
@@ -21,14 +21,14 @@
 #include <csignal>
 #include <exception>
 
-namespace kiln::dist {
+namespace kiln::comm {
 namespace {
 
 // gloo's store interface over the run's rendezvous store; gloo expects a
 // throw on a failure.
 class StoreAdapter : public gloo::rendezvous::Store {
 public:
-  StoreAdapter(kiln::dist::Store &store, std::chrono::milliseconds timeout)
+  StoreAdapter(kiln::comm::Store &store, std::chrono::milliseconds timeout)
       : store_(store), timeout_(timeout) {}
   void set(const std::string &key, const std::vector<char> &data) override {
     Status st = store_.Set(key, data);
@@ -51,7 +51,7 @@ public:
   }
 
 private:
-  kiln::dist::Store &store_;
+  kiln::comm::Store &store_;
   std::chrono::milliseconds timeout_;
 };
 
@@ -215,4 +215,4 @@ StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(const RendezvousC
   }
 }
 
-} // namespace kiln::dist
+} // namespace kiln::comm

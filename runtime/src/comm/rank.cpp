@@ -1,8 +1,8 @@
 // The rank launcher and a rank's join (kiln/rank.h).
 #include "kiln/rank.h"
 
-#include "dist/communicator.h"
-#include "dist/store.h"
+#include "comm/communicator.h"
+#include "comm/store.h"
 #include "kiln/plan.h"
 
 #include <cerrno>
@@ -124,10 +124,10 @@ StatusOr<Join> JoinRanks(const RankOptions &o) {
   config.rank = rank;
   config.world_size = n;
   config.store_dir = o.rendezvous.empty() ? Env("KILN_RENDEZVOUS") : o.rendezvous;
-  if (dist::IsTcpAddress(config.store_dir)) { // a bad address fails before any wait
+  if (comm::IsTcpAddress(config.store_dir)) { // a bad address fails before any wait
     std::string host;
     int port = 0;
-    KILN_RETURN_IF_ERROR(dist::ParseTcpAddress(config.store_dir, &host, &port));
+    KILN_RETURN_IF_ERROR(comm::ParseTcpAddress(config.store_dir, &host, &port));
   }
   if (!Env("KILN_TP_HOST").empty())
     config.host = Env("KILN_TP_HOST");

@@ -1,9 +1,10 @@
-// NCCL, opened on first use (backends/cuda/lazy_library.h): the NCCL
+// NCCL, opened on first use (core/lazy_library.h): the NCCL
 // functions the communicator calls, defined here as forwarders, so nothing
 // links libnccl and a CUDA-enabled kiln starts without it; only --comm nccl
 // needs it. KILN_NCCL_LIBRARY names another file to open (pip's
 // nvidia-nccl-cu13 puts one under site-packages/nvidia/nccl/lib).
-#include "backends/cuda/lazy_library.h"
+#include "comm/nccl_loader.h"
+#include "core/lazy_library.h"
 
 #include <nccl.h>
 
@@ -16,7 +17,7 @@
 
 namespace {
 
-using kiln::cuda::SymbolSlot;
+using kiln::SymbolSlot;
 
 struct Table {
   decltype(&ncclAllReduce) all_reduce = nullptr;
@@ -39,8 +40,8 @@ Table &T() {
   return *t;
 }
 
-kiln::cuda::LazyLibrary &Lib() {
-  static auto *lib = new kiln::cuda::LazyLibrary(
+kiln::LazyLibrary &Lib() {
+  static auto *lib = new kiln::LazyLibrary(
       "NCCL", "KILN_NCCL_LIBRARY", "libnccl.so." KILN_STR(NCCL_MAJOR), KILN_NCCL_LIBRARY_DIR,
       {SymbolSlot("ncclAllReduce", T().all_reduce), SymbolSlot("ncclBroadcast", T().broadcast),
        SymbolSlot("ncclCommAbort", T().abort), SymbolSlot("ncclCommDestroy", T().destroy),

@@ -4,8 +4,8 @@
 // by the executor on every rank, and a rank that dies making its peers fail
 // within seconds instead of hanging.
 #include "backends/cpu/cpu_backend.h"
-#include "dist/communicator.h"
-#include "dist/store.h"
+#include "comm/communicator.h"
+#include "comm/store.h"
 #include "kernels/cpu/cast.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
@@ -41,7 +41,7 @@ std::vector<int> RunRanks(int n, const std::string &name,
                           const std::function<int(Communicator &)> &body,
                           std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   std::string dir = name;
-  if (!dist::IsTcpAddress(name)) {
+  if (!comm::IsTcpAddress(name)) {
     dir = TempPath(name);
     std::string cmd = "mkdir -p '" + dir + "'";
     EXPECT_EQ(std::system(cmd.c_str()), 0);
@@ -248,7 +248,7 @@ TEST(TcpStore, RanksMeetThroughRankZerosAddress) {
   std::vector<char> got;
   Status late = Status::Ok();
   std::thread rank1([&] {
-    auto s = dist::OpenStore(address, 1, std::chrono::seconds(10));
+    auto s = comm::OpenStore(address, 1, std::chrono::seconds(10));
     if (!s.ok()) {
       late = s.status();
       return;
@@ -263,7 +263,7 @@ TEST(TcpStore, RanksMeetThroughRankZerosAddress) {
       late = Internal("a key nobody sets must time out, naming it");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto s0 = dist::OpenStore(address, 0, std::chrono::seconds(10));
+  auto s0 = comm::OpenStore(address, 0, std::chrono::seconds(10));
   ASSERT_TRUE(s0.ok()) << s0.status().message();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ASSERT_TRUE((*s0)->Set("k", {'h', 'i', '\0', 'x'}).ok());
@@ -278,14 +278,14 @@ TEST(TcpStore, RanksMeetThroughRankZerosAddress) {
 TEST(TcpStore, BadAddressesAreRefused) {
   std::string host;
   int port = 0;
-  EXPECT_FALSE(dist::ParseTcpAddress("tcp://host", &host, &port).ok());
-  EXPECT_FALSE(dist::ParseTcpAddress("tcp://host:99999", &host, &port).ok());
-  EXPECT_FALSE(dist::ParseTcpAddress("http://host:80", &host, &port).ok());
-  ASSERT_TRUE(dist::ParseTcpAddress("tcp://[::1]:29500", &host, &port).ok());
+  EXPECT_FALSE(comm::ParseTcpAddress("tcp://host", &host, &port).ok());
+  EXPECT_FALSE(comm::ParseTcpAddress("tcp://host:99999", &host, &port).ok());
+  EXPECT_FALSE(comm::ParseTcpAddress("http://host:80", &host, &port).ok());
+  ASSERT_TRUE(comm::ParseTcpAddress("tcp://[::1]:29500", &host, &port).ok());
   EXPECT_EQ(host, "::1");
   EXPECT_EQ(port, 29500);
   // Nobody serves it: a client gives up at its deadline, saying where it looked.
-  auto s = dist::OpenStore("tcp://127.0.0.1:" + std::to_string(FreePort()), 1,
+  auto s = comm::OpenStore("tcp://127.0.0.1:" + std::to_string(FreePort()), 1,
                            std::chrono::milliseconds(300));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("cannot reach the store"), std::string::npos);

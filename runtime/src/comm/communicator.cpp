@@ -1,16 +1,16 @@
 // CreateCommunicator: the only runtime source that knows which collective
 // libraries this kiln was built with (KILN_HAVE_GLOO, KILN_HAVE_NCCL are set
 // on this file alone by runtime/CMakeLists.txt).
-#include "dist/communicator.h"
+#include "comm/communicator.h"
 
 #if KILN_HAVE_GLOO
-#include "dist/gloo_communicator.h"
+#include "comm/gloo_communicator.h"
 #endif
 
 namespace kiln {
 
 #if KILN_HAVE_NCCL
-namespace dist {
+namespace comm {
 StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(const RendezvousConfig &config,
                                                                Backend *backend);
 }
@@ -32,7 +32,7 @@ CreateCommunicator(const std::string &kind, const RendezvousConfig &config, Back
   (void)backend;
   if (kind == "gloo") {
 #if KILN_HAVE_GLOO
-    return dist::CreateGlooCommunicator(config);
+    return comm::CreateGlooCommunicator(config);
 #else
     return Unimplemented("tensor parallelism on the CPU needs gloo, and this kiln was built "
                          "without it: install libgloo-dev and rebuild (KILN_GLOO=AUTO or ON)");
@@ -40,7 +40,7 @@ CreateCommunicator(const std::string &kind, const RendezvousConfig &config, Back
   }
   if (kind == "nccl") {
 #if KILN_HAVE_NCCL
-    return dist::CreateNcclCommunicator(config, backend);
+    return comm::CreateNcclCommunicator(config, backend);
 #else
     return Unimplemented("tensor parallelism on CUDA needs NCCL, and this kiln was built without "
                          "it: rebuild with CUDA and NCCL (nccl.h, libnccl) present");

@@ -1,15 +1,16 @@
-// The records the device sampler (kernels/cuda/sampling.cu) reads and
-// writes, shared with the engine that fills them (runtime/src/engine/
-// device_sampler.cpp). Plain C++, no CUDA header: the engine compiles
-// without the toolkit. The rules they encode are the CPU sampler's
-// (runtime/src/engine/sampler.cpp); sampling.h says how each is reproduced.
+// The backend-neutral sampling contract: the records a device sampler reads
+// and writes (the CUDA backend's kernels/cuda/sampling.cu is the one there
+// is), shared with the engine that fills them (engine/device_sampler.cpp).
+// Plain C++, no device header: the engine compiles without any toolkit and
+// includes no backend or kernel. The rules they encode are the CPU sampler's
+// (engine/sampler.cpp); kernels/cuda/sampling.h says how each is reproduced.
 #pragma once
 
 #include <cstdint>
 
-namespace kiln::kernels::cuda {
+namespace kiln::sampling {
 
-// The op type the CUDA kernel table holds the sampler under. It is no plan
+// The op type a device backend's kernel table holds the sampler under. It is no plan
 // op: the engine's runner calls it on the logits the executor left on the
 // device. Operands: in[0] the logits, f32 [rows, vocab]; in[1] the
 // SampleRow records (u8 bytes, L of them); in[2] the PenaltyEntry records
@@ -66,4 +67,4 @@ struct SampleResult {
   float top_logprobs[kMaxTopLogprobs] = {};
 };
 
-} // namespace kiln::kernels::cuda
+} // namespace kiln::sampling

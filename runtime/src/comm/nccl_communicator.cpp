@@ -11,9 +11,9 @@
 //     deadline, which makes the stuck kernels return.
 // The collectives themselves are enqueued on the stream without waiting, so
 // a CUDA graph capture records them (NCCL supports capture since 2.9).
-#include "backends/cuda/lazy_library.h"
-#include "dist/communicator.h"
-#include "dist/store.h"
+#include "comm/nccl_loader.h"
+#include "comm/communicator.h"
+#include "comm/store.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -22,7 +22,7 @@
 #include <cstring>
 #include <thread>
 
-namespace kiln::dist {
+namespace kiln::comm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -273,4 +273,4 @@ StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(const RendezvousC
   return std::unique_ptr<Communicator>(std::move(out));
 }
 
-} // namespace kiln::dist
+} // namespace kiln::comm
