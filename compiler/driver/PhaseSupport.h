@@ -1,6 +1,6 @@
 //===- PhaseSupport.h - what the build's phases share ------------*- C++ -*-===//
 //
-// Helpers of the build driver (Pipeline.cpp): diagnostics printed for users,
+// Helpers of the build driver (BuildDriver.cpp): diagnostics printed for users,
 // registered passes run by name, and the counts and type summaries that the
 // phase lines print.
 //
@@ -10,7 +10,7 @@
 #define KILN_COMPILER_DRIVER_PHASESUPPORT_H
 
 #include "compiler/driver/BuildConfig.h"
-#include "compiler/driver/Pipeline.h"
+#include "compiler/driver/BuildDriver.h"
 #include "compiler/plan/PlanAttrs.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -14,12 +14,12 @@ fail=0
 cases=(
   "compiler/plan/A.cpp|compiler/driver/BuildError.h"
   "compiler/plan/B.cpp|passes/Passes.h"
-  "compiler/importer/C.cpp|compiler/driver/Pipeline.h"
+  "compiler/importer/C.cpp|compiler/driver/BuildDriver.h"
   "compiler/importer/D.cpp|compiler/plan/PlanWriter.h"
   "compiler/dialect/E.h|passes/InjectUtils.h"
   "compiler/driver/F.cpp|passes/Passes.h"
   "compiler/support/G.cpp|compiler/dialect/KilnOps.h"
-  "passes/H.cpp|compiler/driver/Pipeline.h"
+  "passes/H.cpp|compiler/driver/BuildDriver.h"
 )
 for c in "${cases[@]}"; do
   file=${c%%|*} header=${c#*|}

@@ -8,7 +8,7 @@ mkdir -p "$tmp/tools/kiln" "$tmp/runtime/include/kiln"
 touch "$tmp/runtime/include/kiln/plan.h" "$tmp/tools/kiln/cli.h"
 printf '#include "cli.h"\n#include "kiln/plan.h"\n#include "kiln_source_commit.h"\n' \
   >"$tmp/tools/kiln/cmd_run.cpp"
-printf '#include "compiler/driver/Pipeline.h"\n#include "llvm/Support/Error.h"\n' \
+printf '#include "compiler/driver/BuildDriver.h"\n#include "llvm/Support/Error.h"\n' \
   >"$tmp/tools/kiln/cmd_build.cpp"
 "$check" "$tmp" >/dev/null || { echo "FAIL: a clean tree was refused"; "$check" "$tmp"; exit 1; }
 fail=0
@@ -20,7 +20,7 @@ cases=(
   "tp_launch.h|comm/communicator.h"
   "cmd_exec.cpp|core/paged_indices.h"
   "cmd_run.cpp|kiln/not_public.h"
-  "cmd_run.cpp|compiler/driver/Pipeline.h"
+  "cmd_run.cpp|compiler/driver/BuildDriver.h"
   "cmd_verify.cpp|sha256.h"
 )
 for c in "${cases[@]}"; do

@@ -6,7 +6,7 @@
 // A finding is a crash, a sanitizer report, an LLVM fatal error (out of
 // memory included), or a failure that kiln calls its own (an InternalError:
 // a phase failed without saying why).
-#include "compiler/driver/Pipeline.h"
+#include "compiler/driver/BuildDriver.h"
 #include "compiler/support/BuildError.h"
 #include "passes/Passes.h"
 

@@ -5,7 +5,7 @@
 // Compiler builds only.
 #pragma once
 
-#include "compiler/driver/Pipeline.h"
+#include "compiler/driver/BuildDriver.h"
 
 #include "llvm/Support/Error.h"
 

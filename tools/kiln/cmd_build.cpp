@@ -1,12 +1,12 @@
 // kiln build: compile an ONNX model into an engine plan. A thin main over
-// kiln::compiler::runBuild (compiler/driver/Pipeline.h); the rules for the
+// kiln::compiler::runBuild (compiler/driver/BuildDriver.h); the rules for the
 // build config are in compiler/driver/BuildConfig.h and docs/build-config.md.
 #include "cli.h"
 #include "cli_args.h"
 
 #include "build_common.h"
 #include "compiler/driver/BuildConfig.h"
-#include "compiler/driver/Pipeline.h"
+#include "compiler/driver/BuildDriver.h"
 #include "compiler/support/BuildError.h"
 #include "kiln_source_commit.h"
 

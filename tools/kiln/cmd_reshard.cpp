@@ -2,12 +2,12 @@
 // without the ONNX model. The runtime's loader opens and verifies the input
 // file(s) rank by rank; the weights are put back together from their shards
 // (compiler/plan/PlanReader.h) and the compiler's partition and plan phases
-// run again on the plan's stored source graph (compiler/driver/Pipeline.h).
+// run again on the plan's stored source graph (compiler/driver/BuildDriver.h).
 #include "cli.h"
 #include "cli_args.h"
 
 #include "compiler/driver/BuildConfig.h"
-#include "compiler/driver/Pipeline.h"
+#include "compiler/driver/BuildDriver.h"
 #include "compiler/plan/PlanReader.h"
 #include "compiler/plan/TpPlanWriter.h"
 #include "compiler/support/BuildError.h"

@@ -1,7 +1,7 @@
-// The build driver in-process (compiler/driver/Pipeline.h) on a real ONNX
+// The build driver in-process (compiler/driver/BuildDriver.h) on a real ONNX
 // fixture: phases report, --compile-to prints IR instead of writing, a bad
 // model is the input's fault, and a failed build leaves no plan behind.
-#include "compiler/driver/Pipeline.h"
+#include "compiler/driver/BuildDriver.h"
 #include "compiler/support/BuildError.h"
 
 #include "kiln/plan.h"
@@ -19,7 +19,7 @@ namespace {
 
 const std::string kFixture = std::string(KILN_SOURCE_DIR) + "/test/fixtures/gpt2-torch/model.onnx";
 
-class PipelineTest : public ::testing::Test {
+class BuildDriverTest : public ::testing::Test {
 protected:
   void SetUp() override {
     registerKilnPasses(); // the driver finds them by name
@@ -56,7 +56,7 @@ protected:
   std::string tmp, out, log;
 };
 
-TEST_F(PipelineTest, BuildsAPlanTheRuntimeLoads) {
+TEST_F(BuildDriverTest, BuildsAPlanTheRuntimeLoads) {
   BuildRequest r;
   r.modelPath = kFixture;
   r.outputPath = tmp + "/gpt2.plan";
@@ -78,7 +78,7 @@ TEST_F(PipelineTest, BuildsAPlanTheRuntimeLoads) {
   EXPECT_FALSE(llvm::sys::fs::exists(r.outputPath + ".tmp"));
 }
 
-TEST_F(PipelineTest, CompileToPrintsIrAndWritesNothing) {
+TEST_F(BuildDriverTest, CompileToPrintsIrAndWritesNothing) {
   BuildRequest r;
   r.modelPath = kFixture;
   r.compileTo = Phase::Plan;
@@ -94,7 +94,7 @@ TEST_F(PipelineTest, CompileToPrintsIrAndWritesNothing) {
   EXPECT_EQ(out.find("kiln.memory_plan"), std::string::npos); // stopped before it
 }
 
-TEST_F(PipelineTest, CorruptModelIsBadInputAndLeavesNoPlan) {
+TEST_F(BuildDriverTest, CorruptModelIsBadInputAndLeavesNoPlan) {
   std::string model = tmp + "/model.onnx";
   std::ofstream(model) << "this is not a protobuf";
   BuildRequest r;
@@ -111,7 +111,7 @@ TEST_F(PipelineTest, CorruptModelIsBadInputAndLeavesNoPlan) {
 // BuildRequest::checkPlan (what `kiln build --target` uses) sees the
 // finished plan before it is committed; its error fails the build, keeps its
 // kind, and leaves the file that was at the output path untouched.
-TEST_F(PipelineTest, FailedPlanCheckLeavesTheOldPlan) {
+TEST_F(BuildDriverTest, FailedPlanCheckLeavesTheOldPlan) {
   BuildRequest r;
   r.modelPath = kFixture;
   r.outputPath = tmp + "/gpt2.plan";
@@ -143,7 +143,7 @@ TEST_F(PipelineTest, FailedPlanCheckLeavesTheOldPlan) {
   EXPECT_TRUE(LoadPlan(r.outputPath).ok());
 }
 
-TEST_F(PipelineTest, PhaseNamesRoundTrip) {
+TEST_F(BuildDriverTest, PhaseNamesRoundTrip) {
   for (const char *name :
        {"import", "cleanup", "inject", "ragged", "partition", "quantize", "plan"}) {
     auto p = parsePhase(name);

@@ -1,11 +1,11 @@
-//===- Pipeline.cpp - the phases of kiln build ----------------------------===//
+//===- BuildDriver.cpp - the phases of kiln build -------------------------===//
 //
 // The driver sits beside passes/, not above it (compiler/CMakeLists.txt has
 // the rules): it adds kiln's passes and pipelines to its pass managers by
 // their registered names, so the tools that call runBuild register them
 // first (kiln::registerKilnPasses and registerKilnPipelines).
 
-#include "compiler/driver/Pipeline.h"
+#include "compiler/driver/BuildDriver.h"
 
 #include "compiler/driver/PhaseSupport.h"
 

@@ -1,4 +1,4 @@
-//===- Pipelines.cpp - kiln's named pass pipelines and their registration -===//
+//===- PassPipelines.cpp - kiln's named pass pipelines, registered --------===//
 //
 // The build driver (compiler/driver/) never includes this folder: it adds
 // these pipelines and kiln's passes to its pass managers by their registered

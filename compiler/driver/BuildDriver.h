@@ -1,4 +1,4 @@
-//===- Pipeline.h - the phases of kiln build ---------------------*- C++ -*-===//
+//===- BuildDriver.h - the phases of kiln build ------------------*- C++ -*-===//
 //
 // `kiln build` runs the phases of DESIGN.md in order: import, cleanup,
 // inject, ragged, partition, quantize, plan. Each phase reports progress and
