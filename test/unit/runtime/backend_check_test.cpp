@@ -164,25 +164,28 @@ std::unique_ptr<Plan> PagedPlan() {
   return Load(std::move(p), "paged_inputs.plan");
 }
 
+// PagedPlan's inputs: two sequences, 2 new tokens of a 5-token context and
+// 1 of a 3-token one, over a cache of 4 blocks of 2 slots.
+struct PagedInputs {
+  std::vector<float> q = std::vector<float>(2 * 3 * 4), kv = std::vector<float>(3 * 4),
+                     cache = std::vector<float>(4 * 2 * 4);
+  std::vector<int64_t> slots = {3, 4, 5}, qs = {0, 2, 3}, ctx = {5, 3}, tables = {0, 1, 2, 2, 3, 0};
+  std::vector<TensorView> views() {
+    return {{DType::kF32, {1, 2, 3, 4}, q.data()},     {DType::kF32, {1, 1, 3, 4}, kv.data()},
+            {DType::kF32, {1, 1, 3, 4}, kv.data()},    {DType::kF32, {4, 1, 2, 4}, cache.data()},
+            {DType::kF32, {4, 1, 2, 4}, cache.data()}, {DType::kI64, {3}, slots.data()},
+            {DType::kI64, {3}, qs.data()},             {DType::kI64, {2}, ctx.data()},
+            {DType::kI64, {2, 3}, tables.data()}};
+  }
+};
+
 // What kiln exec checks before a device runs a ragged plan's inputs.
 TEST(BackendCheck, PagedInputsAreCheckedOnTheHost) {
   auto plan = PagedPlan();
   ASSERT_TRUE(plan);
-  // Two sequences: 2 new tokens of a 5-token context, 1 of a 3-token one;
-  // a cache of 4 blocks of 2 slots.
-  std::vector<float> q(2 * 3 * 4), kv(3 * 4), cache(4 * 2 * 4);
-  std::vector<int64_t> slots = {3, 4, 5}, qs = {0, 2, 3}, ctx = {5, 3}, tables = {0, 1, 2, 2, 3, 0};
-  auto views = [&]() {
-    return std::vector<TensorView>{{DType::kF32, {1, 2, 3, 4}, q.data()},
-                                   {DType::kF32, {1, 1, 3, 4}, kv.data()},
-                                   {DType::kF32, {1, 1, 3, 4}, kv.data()},
-                                   {DType::kF32, {4, 1, 2, 4}, cache.data()},
-                                   {DType::kF32, {4, 1, 2, 4}, cache.data()},
-                                   {DType::kI64, {3}, slots.data()},
-                                   {DType::kI64, {3}, qs.data()},
-                                   {DType::kI64, {2}, ctx.data()},
-                                   {DType::kI64, {2, 3}, tables.data()}};
-  };
+  PagedInputs in;
+  std::vector<int64_t> &slots = in.slots, &ctx = in.ctx, &tables = in.tables;
+  auto views = [&]() { return in.views(); };
   Status st = CheckPagedInputs(*plan, views());
   EXPECT_TRUE(st.ok()) << st.message();
 
@@ -216,17 +219,9 @@ TEST(BackendCheck, PagedInputsAreCheckedOnTheHost) {
 TEST(BackendCheck, ExecutorChecksPagedInputsOnADeviceWhenAsked) {
   auto plan = PagedPlan();
   ASSERT_TRUE(plan);
-  std::vector<float> q(2 * 3 * 4), kv(3 * 4), cache(4 * 2 * 4);
-  std::vector<int64_t> slots = {3, 4, 5}, qs = {0, 2, 3}, ctx = {5, 3}, tables = {0, 1, 2, 2, 4, 0};
-  const std::vector<TensorView> views = {{DType::kF32, {1, 2, 3, 4}, q.data()},
-                                         {DType::kF32, {1, 1, 3, 4}, kv.data()},
-                                         {DType::kF32, {1, 1, 3, 4}, kv.data()},
-                                         {DType::kF32, {4, 1, 2, 4}, cache.data()},
-                                         {DType::kF32, {4, 1, 2, 4}, cache.data()},
-                                         {DType::kI64, {3}, slots.data()},
-                                         {DType::kI64, {3}, qs.data()},
-                                         {DType::kI64, {2}, ctx.data()},
-                                         {DType::kI64, {2, 3}, tables.data()}};
+  PagedInputs in;
+  in.tables[4] = 4; // sequence 1 reads block 4 of 4
+  const std::vector<TensorView> views = in.views();
   test::SimulatedDevice device;
   auto exec = Executor::Create(*plan, device);
   ASSERT_TRUE(exec.ok()) << exec.status().message();
@@ -236,7 +231,7 @@ TEST(BackendCheck, ExecutorChecksPagedInputsOnADeviceWhenAsked) {
   Status st = (*exec)->Bind(views);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("block_tables[1][1] = 4"), std::string::npos) << st.message();
-  tables[4] = 3;
+  in.tables[4] = 3;
   st = (*exec)->Bind(views);
   EXPECT_TRUE(st.ok()) << st.message();
 }
