@@ -34,23 +34,25 @@ inline bool IsFloatType(ElemType t) {
   return t == ElemType::kF32 || t == ElemType::kF16 || t == ElemType::kBF16 || t == ElemType::kF64;
 }
 
-// Elementwise math (the unary ops of core/ops.def that compute).
+// Elementwise math: one enumerator per line of kernels/unary_ops.def.
 enum class UnaryOp {
-  kSqrt,
-  kReciprocal,
-  kNeg,
-  kExp,
-  kLog,
-  kErf,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kAbs,
-  kFloor,
-  kCeil,
-  kSin,
-  kCos
+#define KILN_UNARY(Id, name, float_math) k##Id,
+#include "kernels/unary_ops.def"
 };
+
+// Whether op is defined on integer dtypes (a KILN_UNARY_INT line).
+constexpr bool UnaryOnIntegers(UnaryOp op) {
+  switch (op) {
+#define KILN_UNARY(Id, name, float_math)                                                           \
+  case UnaryOp::k##Id:                                                                             \
+    return false;
+#define KILN_UNARY_INT(Id, name, float_math, int_math)                                             \
+  case UnaryOp::k##Id:                                                                             \
+    return true;
+#include "kernels/unary_ops.def"
+  }
+  return false;
+}
 
 // Broadcasting arithmetic; Max and Min propagate NaN.
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };

@@ -129,6 +129,10 @@ class Kiln_UnaryOp<string mnemonic, string onnxName, string what, Type type,
   let hasVerifier = 1;
   // Folds on small constants (and Identity to its operand).
   let hasFolder = 1;
+  // The ONNX op it imports (compiler/importer/NodeImporter.cpp registers every
+  // Kiln_UnaryOp under this name).
+  let extraClassDeclaration = "static constexpr ::llvm::StringLiteral kOnnxName = \""
+    # onnxName # "\";";
   let extraClassDefinition = [{
     ::mlir::LogicalResult $cppClass::verify() {
       return ::kiln::verifyUnaryOp(getOperation());

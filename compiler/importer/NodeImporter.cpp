@@ -399,8 +399,23 @@ Results importConstant(NodeContext &ctx) {
   return one(ctx.constant(value, outputName));
 }
 
-const llvm::StringMap<NodeHandler> &handlers() {
-  static const llvm::StringMap<NodeHandler> table = {
+/// Every dialect op that declares kOnnxName (the Kiln_UnaryOp class of
+/// KilnOps.td) imports as unary<Op> under that name.
+template <typename OpT, typename = void> struct HasOnnxName : std::false_type {};
+template <typename OpT>
+struct HasOnnxName<OpT, std::void_t<decltype(OpT::kOnnxName)>> : std::true_type {};
+
+template <typename OpT> void addUnaryImport(llvm::StringMap<NodeHandler> &table) {
+  if constexpr (HasOnnxName<OpT>::value)
+    table.try_emplace(OpT::kOnnxName, unary<OpT>);
+}
+
+template <typename... Ops> void addUnaryImports(llvm::StringMap<NodeHandler> &table) {
+  (addUnaryImport<Ops>(table), ...);
+}
+
+llvm::StringMap<NodeHandler> buildHandlers() {
+  llvm::StringMap<NodeHandler> table = {
       {"MatMul", binary<MatMulOp>},
       {"Gemm", importGemm},
       {"Add", binary<AddOp>},
@@ -425,22 +440,6 @@ const llvm::StringMap<NodeHandler> &handlers() {
          return one(ctx.create<WhereOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), ctx.input(2))
                         .getResult());
        }},
-      {"Sqrt", unary<SqrtOp>},
-      {"Reciprocal", unary<ReciprocalOp>},
-      {"Neg", unary<NegOp>},
-      {"Exp", unary<ExpOp>},
-      {"Log", unary<LogOp>},
-      {"Erf", unary<ErfOp>},
-      {"Tanh", unary<TanhOp>},
-      {"Sigmoid", unary<SigmoidOp>},
-      {"Relu", unary<ReluOp>},
-      {"Abs", unary<AbsOp>},
-      {"Not", unary<NotOp>},
-      {"Identity", unary<IdentityOp>},
-      {"Floor", unary<FloorOp>},
-      {"Ceil", unary<CeilOp>},
-      {"Cos", unary<CosOp>},
-      {"Sin", unary<SinOp>},
       {"IsNaN", unary<IsNaNOp>},
       {"Softmax", softmaxLike<SoftmaxOp>},
       {"LogSoftmax", softmaxLike<LogSoftmaxOp>},
@@ -471,6 +470,15 @@ const llvm::StringMap<NodeHandler> &handlers() {
       {"Tile", importTile},
       {"Flatten", importFlatten},
   };
+  addUnaryImports<
+#define GET_OP_LIST
+#include "compiler/dialect/KilnOps.cpp.inc"
+      >(table);
+  return table;
+}
+
+const llvm::StringMap<NodeHandler> &handlers() {
+  static const llvm::StringMap<NodeHandler> table = buildHandlers();
   return table;
 }
 

@@ -1,5 +1,5 @@
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/wrap_arith.h"
+#include "kernels/wrap_arith.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,6 +1,6 @@
 #include "kernels/cpu/index_nd.h"
 
-#include "kernels/cpu/wrap_arith.h"
+#include "kernels/wrap_arith.h"
 
 #include <cmath>
 #include <cstring>

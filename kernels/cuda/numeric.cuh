@@ -2,11 +2,13 @@
 // compute types (f16/bf16 computed in f32), the conversions of Cast, integer
 // arithmetic that wraps, Max/Min, integer division and Pow. Every rule here
 // reproduces the CPU kernels' (kernels/cpu/cast.cpp, elementwise.cpp,
-// wrap_arith.h) bit for bit, NaN payloads included, so the op oracle can
+// kernels/wrap_arith.h) bit for bit, NaN payloads included, so the op oracle can
 // compare integers and casts exactly.
 #pragma once
 
 #include "kernels/cuda/elem_type.h"
+#include "kernels/host_device.h"
+#include "kernels/wrap_arith.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,9 +21,8 @@
 #include <cstdint>
 #include <type_traits>
 
-// Scalar rules are host-device, so host tests can check them against the
-// CPU kernels without a GPU (test/unit/kernels_cuda/).
-#define KILN_HD __host__ __device__ __forceinline__
+// Scalar rules are host-device (KILN_HD), so host tests can check them
+// against the CPU kernels without a GPU (test/unit/kernels_cuda/).
 
 namespace kiln::kernels::cuda {
 
@@ -153,45 +154,8 @@ template <typename To, typename From> KILN_HD To Convert(From in) {
   }
 }
 
-// ---- Integer arithmetic that wraps (through the unsigned type) ----------
-
-template <typename T> using Unsigned = std::make_unsigned_t<T>;
-
-template <typename T> KILN_HD T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(
-        static_cast<Unsigned<T>>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b)));
-  } else {
-    return a + b;
-  }
-}
-
-template <typename T> KILN_HD T WrapSub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(
-        static_cast<Unsigned<T>>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b)));
-  } else {
-    return a - b;
-  }
-}
-
-template <typename T> KILN_HD T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    // Narrow types promote to int; multiply as unsigned so nothing overflows.
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, Unsigned<T>>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-  } else {
-    return a * b;
-  }
-}
-
-template <typename T> KILN_HD T WrapNeg(T a) {
-  if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(static_cast<Unsigned<T>>(Unsigned<T>{0} - static_cast<Unsigned<T>>(a)));
-  } else {
-    return -a;
-  }
-}
+// Integer arithmetic that wraps: kernels/wrap_arith.h (WrapAdd, WrapSub,
+// WrapMul, WrapNeg), shared with the CPU kernels.
 
 // ---- Max/Min as the CPU kernels take them --------------------------------
 

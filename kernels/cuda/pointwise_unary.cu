@@ -1,102 +1,14 @@
-// Same-shape ops of one tensor: unary math, Not, IsNaN, Clip and Cast
+// Same-shape ops of one tensor: unary math (kernels/unary_ops.def, computed
+// by kernels/unary_math.h as on the CPU), Not, IsNaN, Clip and Cast
 // (declared in pointwise.h). Grid-stride loops over contiguous elements.
 #include "kernels/cuda/numeric.cuh"
 #include "kernels/cuda/pointwise.h"
+#include "kernels/unary_math.h"
 
 namespace kiln::kernels::cuda {
 namespace {
 
 // ---- Scalar rules -----------------------------------------------------------
-
-// Float math in float or double, as the CPU's unary kernels
-// (kernels/cpu/unary.cpp) write it; accurate library calls, no fast math.
-template <typename C> __device__ __forceinline__ C UnaryFloat(UnaryOp op, C v) {
-  constexpr bool f32 = std::is_same_v<C, float>;
-  switch (op) {
-  case UnaryOp::kSqrt:
-    if constexpr (f32)
-      return sqrtf(v);
-    else
-      return sqrt(v);
-  case UnaryOp::kReciprocal:
-    return C(1) / v;
-  case UnaryOp::kNeg:
-    return -v;
-  case UnaryOp::kExp:
-    if constexpr (f32)
-      return expf(v);
-    else
-      return exp(v);
-  case UnaryOp::kLog:
-    if constexpr (f32)
-      return logf(v);
-    else
-      return log(v);
-  case UnaryOp::kErf:
-    if constexpr (f32)
-      return erff(v);
-    else
-      return erf(v);
-  case UnaryOp::kTanh:
-    if constexpr (f32)
-      return tanhf(v);
-    else
-      return tanh(v);
-  case UnaryOp::kSigmoid:
-    // exp(-v) overflows to inf for very negative v, giving exactly 0.
-    if constexpr (f32)
-      return 1.0f / (1.0f + expf(-v));
-    else
-      return 1.0 / (1.0 + exp(-v));
-  case UnaryOp::kRelu:
-    // A compare, so NaN passes through.
-    return v < C(0) ? C(0) : v;
-  case UnaryOp::kAbs:
-    if constexpr (f32)
-      return fabsf(v);
-    else
-      return fabs(v);
-  case UnaryOp::kFloor:
-    if constexpr (f32)
-      return floorf(v);
-    else
-      return floor(v);
-  case UnaryOp::kCeil:
-    if constexpr (f32)
-      return ceilf(v);
-    else
-      return ceil(v);
-  case UnaryOp::kSin:
-    if constexpr (f32)
-      return sinf(v);
-    else
-      return sin(v);
-  case UnaryOp::kCos:
-    if constexpr (f32)
-      return cosf(v);
-    else
-      return cos(v);
-  }
-  return v;
-}
-
-// Neg, Abs and Relu on integers; negation wraps (-MIN is MIN).
-template <typename C> __device__ __forceinline__ C UnaryInteger(UnaryOp op, C v) {
-  switch (op) {
-  case UnaryOp::kNeg:
-    return WrapNeg(v);
-  case UnaryOp::kAbs:
-    if constexpr (std::is_signed_v<C>)
-      return v < 0 ? WrapNeg(v) : v;
-    else
-      return v;
-  default: // kRelu
-    if constexpr (std::is_signed_v<C>)
-      return v < 0 ? C(0) : v;
-    else
-      return v;
-  }
-}
 
 // The extremes an absent Clip bound stands for.
 template <typename C> __device__ __forceinline__ C Lowest() {
@@ -126,7 +38,7 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kIsFloat<T>) {
       y[i] = Store<T>(UnaryFloat(op, v));
     } else {
-      y[i] = UnaryInteger(op, v);
+      y[i] = UnaryInt(op, v);
     }
   }
 }
@@ -171,7 +83,7 @@ bool UnaryDefined(UnaryOp op, ElemType t) {
     return true;
   if (t == ElemType::kBool)
     return false;
-  return op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu;
+  return UnaryOnIntegers(op);
 }
 
 cudaError_t Unary(UnaryOp op, ElemType t, const void *x, void *y, int64_t n, cudaStream_t stream) {

@@ -77,14 +77,11 @@ template <class Kind> struct NamedKind {
   const char *name;
   Kind kind;
 };
+// Every line of kernels/unary_ops.def.
 inline constexpr NamedKind<kernels::UnaryOp> kUnaryOps[] = {
-    {"sqrt", kernels::UnaryOp::kSqrt},   {"reciprocal", kernels::UnaryOp::kReciprocal},
-    {"neg", kernels::UnaryOp::kNeg},     {"exp", kernels::UnaryOp::kExp},
-    {"log", kernels::UnaryOp::kLog},     {"erf", kernels::UnaryOp::kErf},
-    {"tanh", kernels::UnaryOp::kTanh},   {"sigmoid", kernels::UnaryOp::kSigmoid},
-    {"relu", kernels::UnaryOp::kRelu},   {"abs", kernels::UnaryOp::kAbs},
-    {"floor", kernels::UnaryOp::kFloor}, {"ceil", kernels::UnaryOp::kCeil},
-    {"sin", kernels::UnaryOp::kSin},     {"cos", kernels::UnaryOp::kCos}};
+#define KILN_UNARY(Id, name, float_math) {name, kernels::UnaryOp::k##Id},
+#include "kernels/unary_ops.def"
+};
 // Broadcasting arithmetic of two operands (max and min take any number:
 // each backend registers them apart).
 inline constexpr NamedKind<kernels::BinaryOp> kArithOps[] = {{"add", kernels::BinaryOp::kAdd},

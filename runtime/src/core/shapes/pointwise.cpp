@@ -5,6 +5,9 @@
 #include "core/shapes/products_mlp.h"
 #include "core/shapes/shape_rules.h"
 
+#include <iterator>
+#include <utility>
+
 namespace kiln {
 namespace {
 
@@ -22,16 +25,19 @@ Status InferGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 }
 
 
+// The unary math ops, in kernels/unary_ops.def's order: integer dtypes
+// where the op is defined on them (KILN_UNARY_INT), floats always.
 struct UnaryRule {
   const char *name;
-  bool integers; // also defined on integer dtypes
+  bool integers;
 };
 constexpr UnaryRule kUnary[] = {
-    {"sqrt", false},  {"reciprocal", false}, {"neg", true},      {"exp", false}, {"log", false},
-    {"erf", false},   {"tanh", false},       {"sigmoid", false}, {"relu", true}, {"abs", true},
-    {"floor", false}, {"ceil", false},       {"sin", false},     {"cos", false}};
+#define KILN_UNARY(Id, name, float_math) {name, false},
+#define KILN_UNARY_INT(Id, name, float_math, int_math) {name, true},
+#include "kernels/unary_ops.def"
+};
 
-template <int kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Outputs &out) {
+template <size_t kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Outputs &out) {
   constexpr UnaryRule def = kUnary[kIndex];
   KILN_RETURN_IF_ERROR(CheckArity(def.name, in, 1, 1, out, 1, 1));
   if (def.integers) {
@@ -43,6 +49,10 @@ template <int kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Outpu
   out[0].dtype = in[0]->dtype;
   out[0].shape = in[0]->shape;
   return Status::Ok();
+}
+
+template <size_t... I> void AddUnaryRules(std::vector<ShapeRule> &rules, std::index_sequence<I...>) {
+  (rules.push_back({kUnary[I].name, InferUnary<I>}), ...);
 }
 
 Status InferNot(const OpAttrs &, const Inputs &in, Outputs &out) {
@@ -111,20 +121,7 @@ Status InferCast(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 void AddPointwiseShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({kGelu, InferGelu});
-  rules.push_back({"sqrt", InferUnary<0>});
-  rules.push_back({"reciprocal", InferUnary<1>});
-  rules.push_back({"neg", InferUnary<2>});
-  rules.push_back({"exp", InferUnary<3>});
-  rules.push_back({"log", InferUnary<4>});
-  rules.push_back({"erf", InferUnary<5>});
-  rules.push_back({"tanh", InferUnary<6>});
-  rules.push_back({"sigmoid", InferUnary<7>});
-  rules.push_back({"relu", InferUnary<8>});
-  rules.push_back({"abs", InferUnary<9>});
-  rules.push_back({"floor", InferUnary<10>});
-  rules.push_back({"ceil", InferUnary<11>});
-  rules.push_back({"sin", InferUnary<12>});
-  rules.push_back({"cos", InferUnary<13>});
+  AddUnaryRules(rules, std::make_index_sequence<std::size(kUnary)>{});
   rules.push_back({"not", InferNot});
   rules.push_back({"is_nan", InferIsNaN});
   rules.push_back({"identity", InferIdentity});
