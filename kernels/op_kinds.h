@@ -54,6 +54,13 @@ constexpr bool UnaryOnIntegers(UnaryOp op) {
   return false;
 }
 
+// Reductions over a set of dims: one enumerator per line of
+// kernels/reduce_ops.def.
+enum class ReduceOp {
+#define KILN_REDUCE(Id, name) k##Id,
+#include "kernels/reduce_ops.def"
+};
+
 // Broadcasting arithmetic; Max and Min propagate NaN.
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
 // Comparisons to bool; NaN compares false (and unequal).

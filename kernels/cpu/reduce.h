@@ -2,13 +2,13 @@
 // tensor.
 #pragma once
 
+#include "kernels/op_kinds.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace kiln::kernels {
-
-enum class ReduceOp { kSum, kMean, kMax, kMin };
 
 // y = op over the dims d of `shape` with reduce[d] set; y's layout is `shape`
 // with those dims removed (keepdims only changes the shape, not the bytes).

@@ -16,7 +16,7 @@
 
 namespace kiln::kernels::cuda {
 
-enum class ReduceOp { kSum, kMean, kMax, kMin };
+using kernels::ReduceOp;
 
 // How many dims the reduction kernels take, kept and reduced alike, after
 // unit dims are dropped and neighbours of the same kind merged.

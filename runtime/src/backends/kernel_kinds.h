@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/kernel.h"
+#include "core/named_list.h"
 #include "core/shapes/products_mlp.h"
 #include "kernels/op_kinds.h"
 #include "kiln/tensor.h"
@@ -82,6 +83,15 @@ inline constexpr NamedKind<kernels::UnaryOp> kUnaryOps[] = {
 #define KILN_UNARY(Id, name, float_math) {name, kernels::UnaryOp::k##Id},
 #include "kernels/unary_ops.def"
 };
+// The ops whose result holds the operand's bytes unchanged (only the shape
+// differs): every backend runs them as its copy.
+inline constexpr const char *kCopyOps[] = {"reshape", "flatten", "squeeze", "unsqueeze"};
+
+// Every line of kernels/reduce_ops.def.
+inline constexpr NamedKind<kernels::ReduceOp> kReduceOps[] = {
+#define KILN_REDUCE(Id, name) {name, kernels::ReduceOp::k##Id},
+#include "kernels/reduce_ops.def"
+};
 // Broadcasting arithmetic of two operands (max and min take any number:
 // each backend registers them apart).
 inline constexpr NamedKind<kernels::BinaryOp> kArithOps[] = {{"add", kernels::BinaryOp::kAdd},
@@ -95,22 +105,8 @@ inline constexpr NamedKind<kernels::CompareOp> kCompareOps[] = {
     {"greater", kernels::CompareOp::kGreater},
     {"less_or_equal", kernels::CompareOp::kLessOrEqual},
     {"greater_or_equal", kernels::CompareOp::kGreaterOrEqual}};
-inline constexpr NamedKind<kernels::LogicOp> kLogicOps[] = {
-    {"and", kernels::LogicOp::kAnd}, {"or", kernels::LogicOp::kOr}, {"xor", kernels::LogicOp::kXor}};
-
-namespace internal {
-template <const auto &kOps, class Make, size_t... I>
-void AddEach(std::vector<KernelDef> &table, Make make, std::index_sequence<I...>) {
-  (table.push_back({kOps[I].name, make(std::integral_constant<size_t, I>{})}), ...);
-}
-} // namespace internal
-
-// table += {kOps[i].name, make(std::integral_constant<size_t, i>{})} for
-// every entry i; make returns the kernel, e.g. [](auto i) { return
-// KernelFn(RunUnary<decltype(i)::value>); } with RunUnary<I> reading
-// kUnaryOps[I].
-template <const auto &kOps, class Make> void AddEach(std::vector<KernelDef> &table, Make make) {
-  internal::AddEach<kOps>(table, make, std::make_index_sequence<std::size(kOps)>{});
-}
+inline constexpr NamedKind<kernels::LogicOp> kLogicOps[] = {{"and", kernels::LogicOp::kAnd},
+                                                            {"or", kernels::LogicOp::kOr},
+                                                            {"xor", kernels::LogicOp::kXor}};
 
 } // namespace kiln

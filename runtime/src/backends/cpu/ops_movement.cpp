@@ -2,6 +2,7 @@
 // elements of any dtype: Transpose, Slice, Expand, Tile (all through a
 // strided copy), Concat, Split and Trilu; their shape rules are in
 // core/shapes/movement.cpp.
+#include "backends/op_families.h"
 #include "core/shapes/movement.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/copy.h"
@@ -130,14 +131,6 @@ Status RunTrilu(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
 
 } // namespace
 
-void AddMovementKernels(std::vector<KernelDef> &table) {
-  table.push_back({"transpose", RunTranspose});
-  table.push_back({"slice", RunSlice});
-  table.push_back({"expand", RunExpand});
-  table.push_back({"tile", RunTile});
-  table.push_back({"concat", RunConcat});
-  table.push_back({"split", RunSplit});
-  table.push_back({"trilu", RunTrilu});
-}
+void AddMovementKernels(std::vector<KernelDef> &table) { KILN_ADD_MOVEMENT_KERNELS(table); }
 
 } // namespace kiln::cpu

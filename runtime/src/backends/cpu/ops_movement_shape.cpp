@@ -2,6 +2,7 @@
 // Reshape, Flatten, Squeeze, Unsqueeze (a copy, or nothing in place), Shape,
 // Size, plus the generators ConstantOfShape and Range; their shape rules are
 // in core/shapes/movement_shape.cpp.
+#include "backends/op_families.h"
 #include "core/shapes/movement_shape.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/cast.h"
@@ -84,14 +85,7 @@ Status RunRange(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) 
 } // namespace
 
 void AddMovementShapeOpKernels(std::vector<KernelDef> &table) {
-  table.push_back({"reshape", RunCopy});
-  table.push_back({"flatten", RunCopy});
-  table.push_back({"squeeze", RunCopy});
-  table.push_back({"unsqueeze", RunCopy});
-  table.push_back({"shape", RunShape});
-  table.push_back({"size", RunSize});
-  table.push_back({"constant_of_shape", RunConstantOfShape});
-  table.push_back({"range", RunRange});
+  KILN_ADD_MOVEMENT_SHAPE_KERNELS(table);
 }
 
 } // namespace kiln::cpu

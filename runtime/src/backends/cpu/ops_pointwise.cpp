@@ -1,7 +1,7 @@
 // CPU kernels of the same-shape ops of one tensor: unary math, Not, IsNaN,
 // Identity, Clip, Cast and Gelu; their shape rules are in
 // core/shapes/pointwise.cpp (the broadcasting ones: ops_pointwise_binary.cpp).
-#include "backends/kernel_kinds.h"
+#include "backends/op_families.h"
 #include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
 #include "fused_activation.h"
@@ -108,12 +108,7 @@ Status RunGelu(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &o
 
 void AddPointwiseKernels(std::vector<KernelDef> &table) {
   table.push_back({"gelu", RunGelu});
-  AddEach<kUnaryOps>(table, [](auto i) { return KernelFn(RunUnary<decltype(i)::value>); });
-  table.push_back({"not", RunNot});
-  table.push_back({"is_nan", RunIsNaN});
-  table.push_back({"identity", RunIdentity});
-  table.push_back({"clip", RunClip});
-  table.push_back({"cast", RunCast});
+  KILN_ADD_POINTWISE_KERNELS(table);
 }
 
 } // namespace kiln::cpu

@@ -1,7 +1,7 @@
 // CPU kernels of the broadcasting binary ops (arithmetic, comparisons,
 // logic), variadic Max/Min and Where; their shape rules are in
 // core/shapes/pointwise_binary.cpp.
-#include "backends/kernel_kinds.h"
+#include "backends/op_families.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/cast.h"
@@ -124,12 +124,7 @@ Status RunWhere(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) 
 } // namespace
 
 void AddPointwiseBinaryKernels(std::vector<KernelDef> &table) {
-  AddEach<kArithOps>(table, [](auto i) { return KernelFn(RunArith<decltype(i)::value>); });
-  table.push_back({"max", RunMaxMin<true>});
-  table.push_back({"min", RunMaxMin<false>});
-  AddEach<kCompareOps>(table, [](auto i) { return KernelFn(RunCompare<decltype(i)::value>); });
-  AddEach<kLogicOps>(table, [](auto i) { return KernelFn(RunLogic<decltype(i)::value>); });
-  table.push_back({"where", RunWhere});
+  KILN_ADD_POINTWISE_BINARY_KERNELS(table);
 }
 
 } // namespace kiln::cpu

@@ -2,10 +2,11 @@
 // communicator (NCCL) on the backend's stream, so they are ordered with the
 // other kernels and recorded by a CUDA graph capture. Without a
 // communicator (one rank) they are device copies.
+#include "backends/op_families.h"
+#include "comm/communicator.h"
 #include "core/shapes/collective.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
-#include "comm/communicator.h"
 
 namespace kiln::cuda {
 namespace {
@@ -22,33 +23,27 @@ Status RunAllReduce(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs
 
 Status RunAllGather(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const TensorView &x = *in[0];
-  KILN_ASSIGN_OR_RETURN(AllGatherSpec spec, ReadAllGather(attrs, x));
-  const int rank = ctx.comm ? ctx.comm->rank() : 0;
-  const int size = ctx.comm ? ctx.comm->size() : 1;
-  KILN_RETURN_IF_ERROR(CheckAllGatherRank(spec, x, rank, size));
+  KILN_ASSIGN_OR_RETURN(AllGatherRun run, PlanAllGather(attrs, x, ctx.comm ? ctx.comm->rank() : 0,
+                                                        ctx.comm ? ctx.comm->size() : 1));
+  const AllGatherSpec &spec = run.spec;
   if (!ctx.comm) {
     if (out[0].data != x.data && x.bytes() > 0)
       KILN_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(out[0].data, x.data, x.bytes(), cudaMemcpyDeviceToDevice, Stream(ctx)));
     return Status::Ok();
   }
-  std::vector<int64_t> counts;
-  int64_t total = 0;
-  for (int64_t s : spec.sizes) {
-    counts.push_back(spec.outer * s * spec.inner);
-    total += s;
-  }
   if (spec.outer == 1)
-    return ctx.comm->AllGather(x.data, out[0].data, counts, x.dtype, ctx.stream);
+    return ctx.comm->AllGather(x.data, out[0].data, run.counts, x.dtype, ctx.stream);
   // Rank blocks land one after another in scratch, then each is strided
   // into its columns of the result with one 2-D copy.
   const uint64_t elem = DTypeSize(x.dtype);
   KILN_ASSIGN_OR_RETURN(
-      void *scratch, OpScratch(ctx, static_cast<uint64_t>(spec.outer * total * spec.inner) * elem));
-  KILN_RETURN_IF_ERROR(ctx.comm->AllGather(x.data, scratch, counts, x.dtype, ctx.stream));
+      void *scratch,
+      OpScratch(ctx, static_cast<uint64_t>(spec.outer * run.total * spec.inner) * elem));
+  KILN_RETURN_IF_ERROR(ctx.comm->AllGather(x.data, scratch, run.counts, x.dtype, ctx.stream));
   const auto *src = static_cast<const uint8_t *>(scratch);
   auto *dst = static_cast<uint8_t *>(out[0].data);
-  const uint64_t dst_pitch = static_cast<uint64_t>(total * spec.inner) * elem;
+  const uint64_t dst_pitch = static_cast<uint64_t>(run.total * spec.inner) * elem;
   int64_t offset = 0;
   for (int64_t s : spec.sizes) {
     const uint64_t row = static_cast<uint64_t>(s * spec.inner) * elem;
@@ -64,9 +59,6 @@ Status RunAllGather(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
 
 } // namespace
 
-void AddCollectiveKernels(std::vector<KernelDef> &table) {
-  table.push_back({"all_reduce", RunAllReduce});
-  table.push_back({"all_gather", RunAllGather});
-}
+void AddCollectiveKernels(std::vector<KernelDef> &table) { KILN_ADD_COLLECTIVE_KERNELS(table); }
 
 } // namespace kiln::cuda

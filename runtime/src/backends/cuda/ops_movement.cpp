@@ -8,9 +8,10 @@
 // Range's start and delta) may be device tensors at run time (a weight, a
 // staged graph input): their kernels then read them on the device, so no op
 // here waits for the host.
+#include "backends/op_families.h"
 #include "core/shapes/movement.h"
-#include "core/shapes/operand_checks.h"
 #include "core/shapes/movement_shape.h"
+#include "core/shapes/operand_checks.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "kernels/cuda/movement.h"
@@ -348,21 +349,8 @@ Status RunTrilu(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
 } // namespace
 
 void AddMovementKernels(std::vector<KernelDef> &table) {
-  table.push_back({"reshape", RunCopy});
-  table.push_back({"flatten", RunCopy});
-  table.push_back({"squeeze", RunCopy});
-  table.push_back({"unsqueeze", RunCopy});
-  table.push_back({"shape", RunShape});
-  table.push_back({"size", RunSize});
-  table.push_back({"constant_of_shape", RunConstantOfShape});
-  table.push_back({"range", RunRange});
-  table.push_back({"transpose", RunTranspose});
-  table.push_back({"slice", RunSlice});
-  table.push_back({"expand", RunExpand});
-  table.push_back({"tile", RunTile});
-  table.push_back({"concat", RunConcat});
-  table.push_back({"split", RunSplit});
-  table.push_back({"trilu", RunTrilu});
+  KILN_ADD_MOVEMENT_SHAPE_KERNELS(table);
+  KILN_ADD_MOVEMENT_KERNELS(table);
 }
 
 } // namespace kiln::cuda

@@ -5,7 +5,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/op_operands.h"
-#include "backends/kernel_kinds.h"
+#include "backends/op_families.h"
 #include "core/shapes/operand_checks.h"
 #include "kernels/cuda/pointwise.h"
 
@@ -102,13 +102,6 @@ Status RunCast(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out
 
 } // namespace
 
-void AddPointwiseKernels(std::vector<KernelDef> &table) {
-  AddEach<kUnaryOps>(table, [](auto i) { return KernelFn(RunUnary<decltype(i)::value>); });
-  table.push_back({"not", RunNot});
-  table.push_back({"is_nan", RunIsNaN});
-  table.push_back({"identity", RunIdentity});
-  table.push_back({"clip", RunClip});
-  table.push_back({"cast", RunCast});
-}
+void AddPointwiseKernels(std::vector<KernelDef> &table) { KILN_ADD_POINTWISE_KERNELS(table); }
 
 } // namespace kiln::cuda

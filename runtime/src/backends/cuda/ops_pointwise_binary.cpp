@@ -5,7 +5,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/op_operands.h"
-#include "backends/kernel_kinds.h"
+#include "backends/op_families.h"
 #include "core/shapes/operand_checks.h"
 #include "kernels/cuda/pointwise.h"
 
@@ -182,12 +182,7 @@ Status RunWhere(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &ou
 } // namespace
 
 void AddPointwiseBinaryKernels(std::vector<KernelDef> &table) {
-  AddEach<kArithOps>(table, [](auto i) { return KernelFn(RunArith<decltype(i)::value>); });
-  table.push_back({"max", RunMaxMin<true>});
-  table.push_back({"min", RunMaxMin<false>});
-  AddEach<kCompareOps>(table, [](auto i) { return KernelFn(RunCompare<decltype(i)::value>); });
-  AddEach<kLogicOps>(table, [](auto i) { return KernelFn(RunLogic<decltype(i)::value>); });
-  table.push_back({"where", RunWhere});
+  KILN_ADD_POINTWISE_BINARY_KERNELS(table);
 }
 
 } // namespace kiln::cuda

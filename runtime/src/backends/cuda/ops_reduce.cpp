@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/op_operands.h"
+#include "backends/op_families.h"
 #include "core/shapes/operand_checks.h"
 #include "core/shapes/reduce.h"
 #include "kernels/cuda/reduce.h"
@@ -93,18 +94,9 @@ StatusOr<std::vector<bool>> ReducedDimsOf(ExecContext &ctx, const char *op, cons
   return ReducedDims(op, attrs, with_host);
 }
 
-struct ReduceDef {
-  const char *name;
-  kc::ReduceOp op;
-};
-constexpr ReduceDef kReduce[] = {{"reduce_sum", kc::ReduceOp::kSum},
-                                 {"reduce_mean", kc::ReduceOp::kMean},
-                                 {"reduce_max", kc::ReduceOp::kMax},
-                                 {"reduce_min", kc::ReduceOp::kMin}};
-
-template <int kIndex>
+template <size_t kIndex>
 Status RunReduce(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  constexpr ReduceDef def = kReduce[kIndex];
+  constexpr auto def = kReduceOps[kIndex];
   KILN_ASSIGN_OR_RETURN(ElemType t, ElemTypeOf(def.name, *in[0]));
   if (t == ElemType::kBool)
     return NoKernel(def.name, in[0]->dtype);
@@ -115,13 +107,11 @@ Status RunReduce(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outpu
                                  std::to_string(kc::kMaxReduceGroups) + " groups of each");
   KILN_ASSIGN_OR_RETURN(StagedOperands x, StagedOperands::Stage(def.name, ctx, {in[0]}));
   KILN_CUDA_RETURN_IF_ERROR(
-      kc::Reduce(def.op, t, x.data(0), in[0]->shape, reduce, out[0].data, Stream(ctx)));
+      kc::Reduce(def.kind, t, x.data(0), in[0]->shape, reduce, out[0].data, Stream(ctx)));
   return Status::Ok();
 }
 
 // ---- Softmax, LogSoftmax (opset 13: one axis) ---------------------------
-
-template <bool kLog> constexpr const char *kSoftmaxName = kLog ? "log_softmax" : "softmax";
 
 template <bool kLog>
 Status RunSoftmax(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
@@ -129,32 +119,15 @@ Status RunSoftmax(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outp
   KILN_ASSIGN_OR_RETURN(ElemType t, ElemTypeOf(name, *in[0]));
   if (!kc::IsFloatType(t))
     return NoKernel(name, in[0]->dtype);
-  const Shape &s = in[0]->shape;
-  const int64_t rank = static_cast<int64_t>(s.size());
-  int64_t outer = 1, len = 1, inner = 1;
-  if (rank > 0) {
-    KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(name, attrs.Int("axis", -1), rank));
-    for (int64_t d = 0; d < axis; ++d)
-      outer *= s[d];
-    len = s[axis];
-    for (int64_t d = axis + 1; d < rank; ++d)
-      inner *= s[d];
-  }
+  KILN_ASSIGN_OR_RETURN(SoftmaxDims dims, SoftmaxDimsOf(name, attrs, in[0]->shape));
   KILN_ASSIGN_OR_RETURN(StagedOperands x, StagedOperands::Stage(name, ctx, in));
   KILN_CUDA_RETURN_IF_ERROR(
-      kc::Softmax(t, x.data(0), out[0].data, outer, len, inner, kLog, Stream(ctx)));
+      kc::Softmax(t, x.data(0), out[0].data, dims.outer, dims.len, dims.inner, kLog, Stream(ctx)));
   return Status::Ok();
 }
 
 } // namespace
 
-void AddReduceKernels(std::vector<KernelDef> &table) {
-  table.push_back({"reduce_sum", RunReduce<0>});
-  table.push_back({"reduce_mean", RunReduce<1>});
-  table.push_back({"reduce_max", RunReduce<2>});
-  table.push_back({"reduce_min", RunReduce<3>});
-  table.push_back({"softmax", RunSoftmax<false>});
-  table.push_back({"log_softmax", RunSoftmax<true>});
-}
+void AddReduceKernels(std::vector<KernelDef> &table) { KILN_ADD_REDUCE_KERNELS(table); }
 
 } // namespace kiln::cuda

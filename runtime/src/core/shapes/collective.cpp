@@ -25,7 +25,11 @@ StatusOr<AllGatherSpec> ReadAllGather(const OpAttrs &attrs, const TensorView &x)
   return s;
 }
 
-Status CheckAllGatherRank(const AllGatherSpec &spec, const TensorView &x, int rank, int size) {
+StatusOr<AllGatherRun> PlanAllGather(const OpAttrs &attrs, const TensorView &x, int rank,
+                                     int size) {
+  AllGatherRun run;
+  KILN_ASSIGN_OR_RETURN(run.spec, ReadAllGather(attrs, x));
+  const AllGatherSpec &spec = run.spec;
   if (static_cast<int>(spec.sizes.size()) != size)
     return OpError("all_gather", "its sizes name " + std::to_string(spec.sizes.size()) +
                                      " ranks but the run has " + std::to_string(size) +
@@ -34,7 +38,11 @@ Status CheckAllGatherRank(const AllGatherSpec &spec, const TensorView &x, int ra
     return OpError("all_gather", "rank " + std::to_string(rank) + "'s operand is " +
                                      ShapeToString(x.shape) + " but sizes[" + std::to_string(rank) +
                                      "] is " + std::to_string(spec.sizes[rank]));
-  return Status::Ok();
+  for (int64_t s : spec.sizes) {
+    run.counts.push_back(spec.outer * s * spec.inner);
+    run.total += s;
+  }
+  return run;
 }
 
 namespace {

@@ -17,8 +17,15 @@ struct AllGatherSpec {
   int64_t outer = 1, inner = 1; // elements before and after `axis`
 };
 StatusOr<AllGatherSpec> ReadAllGather(const OpAttrs &attrs, const TensorView &x);
-// Checks `spec` against the communicator's ranks (null: one rank) and the
-// operand's extent on this rank.
-Status CheckAllGatherRank(const AllGatherSpec &spec, const TensorView &x, int rank, int size);
+// An all_gather on this rank: `spec` checked against the run's ranks
+// (`rank` of `size`; 0 of 1 without a communicator) and the operand's
+// extent, each rank's element count as the communicator takes it, and the
+// result's extent along the axis.
+struct AllGatherRun {
+  AllGatherSpec spec;
+  std::vector<int64_t> counts; // outer * sizes[r] * inner
+  int64_t total = 0;           // sum of sizes
+};
+StatusOr<AllGatherRun> PlanAllGather(const OpAttrs &attrs, const TensorView &x, int rank, int size);
 
 } // namespace kiln

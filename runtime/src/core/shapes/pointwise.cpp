@@ -1,12 +1,10 @@
 // Shape rules of the same-shape ops of one tensor: unary math, Not, IsNaN,
 // Identity, Clip, Cast and Gelu (the broadcasting ones: pointwise_binary.cpp).
+#include "core/named_list.h"
 #include "core/shapes/fused_checks.h"
 #include "core/shapes/operand_checks.h"
 #include "core/shapes/products_mlp.h"
 #include "core/shapes/shape_rules.h"
-
-#include <iterator>
-#include <utility>
 
 namespace kiln {
 namespace {
@@ -23,7 +21,6 @@ Status InferGelu(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   out[0] = {in[0]->dtype, in[0]->shape, nullptr};
   return Status::Ok();
 }
-
 
 // The unary math ops, in kernels/unary_ops.def's order: integer dtypes
 // where the op is defined on them (KILN_UNARY_INT), floats always.
@@ -49,10 +46,6 @@ template <size_t kIndex> Status InferUnary(const OpAttrs &, const Inputs &in, Ou
   out[0].dtype = in[0]->dtype;
   out[0].shape = in[0]->shape;
   return Status::Ok();
-}
-
-template <size_t... I> void AddUnaryRules(std::vector<ShapeRule> &rules, std::index_sequence<I...>) {
-  (rules.push_back({kUnary[I].name, InferUnary<I>}), ...);
 }
 
 Status InferNot(const OpAttrs &, const Inputs &in, Outputs &out) {
@@ -121,7 +114,7 @@ Status InferCast(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 void AddPointwiseShapeRules(std::vector<ShapeRule> &rules) {
   rules.push_back({kGelu, InferGelu});
-  AddUnaryRules(rules, std::make_index_sequence<std::size(kUnary)>{});
+  AddEach<kUnary>(rules, [](auto i) { return InferUnary<decltype(i)::value>; });
   rules.push_back({"not", InferNot});
   rules.push_back({"is_nan", InferIsNaN});
   rules.push_back({"identity", InferIdentity});

@@ -2,6 +2,7 @@
 // Softmax/LogSoftmax.
 #include "core/shapes/reduce.h"
 
+#include "core/named_list.h"
 #include "core/shapes/operand_checks.h"
 #include "core/shapes/shape_rules.h"
 
@@ -26,12 +27,32 @@ StatusOr<std::vector<bool>> ReducedDims(const char *op, const OpAttrs &attrs, co
   return reduce;
 }
 
+StatusOr<SoftmaxDims> SoftmaxDimsOf(const char *op, const OpAttrs &attrs, const Shape &shape) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  SoftmaxDims dims;
+  if (rank == 0)
+    return dims;
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(op, attrs.Int("axis", -1), rank));
+  for (int64_t d = 0; d < axis; ++d)
+    dims.outer *= shape[d];
+  dims.len = shape[axis];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    dims.inner *= shape[d];
+  return dims;
+}
+
 namespace {
 
-constexpr const char *kReduce[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"};
+struct ReduceName {
+  const char *name;
+};
+constexpr ReduceName kReduce[] = {
+#define KILN_REDUCE(Id, name) {name},
+#include "kernels/reduce_ops.def"
+};
 
-template <int kIndex> Status InferReduce(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
-  constexpr const char *name = kReduce[kIndex];
+template <size_t kIndex> Status InferReduce(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  constexpr const char *name = kReduce[kIndex].name;
   KILN_RETURN_IF_ERROR(CheckArity(name, in, 1, 2, out, 1, 1));
   KILN_RETURN_IF_ERROR(
       CheckDType(name, "data", *in[0],
@@ -52,8 +73,6 @@ template <int kIndex> Status InferReduce(const OpAttrs &attrs, const Inputs &in,
 
 // ---- Softmax, LogSoftmax (opset 13: one axis) ---------------------------
 
-template <bool kLog> constexpr const char *kSoftmaxName = kLog ? "log_softmax" : "softmax";
-
 template <bool kLog> Status InferSoftmax(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   constexpr const char *name = kSoftmaxName<kLog>;
   KILN_RETURN_IF_ERROR(CheckArity(name, in, 1, 1, out, 1, 1));
@@ -69,10 +88,7 @@ template <bool kLog> Status InferSoftmax(const OpAttrs &attrs, const Inputs &in,
 } // namespace
 
 void AddReduceShapeRules(std::vector<ShapeRule> &rules) {
-  rules.push_back({"reduce_sum", InferReduce<0>});
-  rules.push_back({"reduce_mean", InferReduce<1>});
-  rules.push_back({"reduce_max", InferReduce<2>});
-  rules.push_back({"reduce_min", InferReduce<3>});
+  AddEach<kReduce>(rules, [](auto i) { return InferReduce<decltype(i)::value>; });
   rules.push_back({"softmax", InferSoftmax<false>});
   rules.push_back({"log_softmax", InferSoftmax<true>});
 }

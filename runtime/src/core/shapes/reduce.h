@@ -14,4 +14,15 @@ namespace kiln {
 // which case nothing is reduced.
 StatusOr<std::vector<bool>> ReducedDims(const char *op, const OpAttrs &attrs, const Inputs &in);
 
+// Softmax and LogSoftmax (opset 13) over `axis` of a contiguous `shape`:
+// `outer` rows before the axis, `len` along it, `inner` after it. A scalar
+// is one row of one element.
+struct SoftmaxDims {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+StatusOr<SoftmaxDims> SoftmaxDimsOf(const char *op, const OpAttrs &attrs, const Shape &shape);
+
+// The name of Softmax (kLog false) or LogSoftmax (true) in plans.
+template <bool kLog> constexpr const char *kSoftmaxName = kLog ? "log_softmax" : "softmax";
+
 } // namespace kiln
