@@ -53,6 +53,12 @@
   table.push_back({"split", RunSplit});                                                            \
   table.push_back({"trilu", RunTrilu})
 
+// Gather, GatherND and ScatterND.
+#define KILN_ADD_GATHER_KERNELS(table)                                                             \
+  table.push_back({"gather", RunGather});                                                          \
+  table.push_back({"gather_nd", RunGatherND});                                                     \
+  table.push_back({"scatter_nd", RunScatterND})
+
 // The tensor-parallel collectives.
 #define KILN_ADD_COLLECTIVE_KERNELS(table)                                                         \
   table.push_back({"all_reduce", RunAllReduce});                                                   \

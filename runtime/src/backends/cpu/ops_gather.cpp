@@ -3,6 +3,7 @@
 // core/shapes/gather.cpp.
 // Out-of-range indices are an error naming the index and its position; they
 // are checked before anything is written.
+#include "backends/op_families.h"
 #include "core/shapes/gather.h"
 #include "cpu_kernels.h"
 #include "half_via_f32.h"
@@ -143,10 +144,6 @@ Status RunGather(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs 
 
 } // namespace
 
-void AddGatherKernels(std::vector<KernelDef> &table) {
-  table.push_back({"gather", RunGather});
-  table.push_back({"gather_nd", RunGatherND});
-  table.push_back({"scatter_nd", RunScatterND});
-}
+void AddGatherKernels(std::vector<KernelDef> &table) { KILN_ADD_GATHER_KERNELS(table); }
 
 } // namespace kiln::cpu

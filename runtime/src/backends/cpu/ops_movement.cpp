@@ -56,43 +56,22 @@ Status RunExpand(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out)
 }
 
 Status RunTile(ExecContext &, const OpAttrs &, const Inputs &in, Outputs &out) {
-  // Tiling is a strided read of a [r0, d0, r1, d1, ...] view whose repeat
-  // dims have stride 0.
-  const Shape &s = in[0]->shape;
-  const std::vector<int64_t> strides = ContiguousStrides(s);
-  Shape view;
-  std::vector<int64_t> view_strides;
-  for (size_t d = 0; d < s.size(); ++d) {
-    view.push_back(s[d] == 0 ? 0 : out[0].shape[d] / s[d]);
-    view_strides.push_back(0);
-    view.push_back(s[d]);
-    view_strides.push_back(strides[d]);
-  }
-  kernels::StridedCopy(DTypeSize(in[0]->dtype), in[0]->data, view, view_strides, out[0].data);
+  const SliceView view = TileView(in[0]->shape, out[0].shape);
+  kernels::StridedCopy(DTypeSize(in[0]->dtype), in[0]->data, view.shape, view.strides, out[0].data);
   return Status::Ok();
 }
 
 // ---- Concat, Split ------------------------------------------------------
 
-// Bytes per outer row of `shape` from `axis` on.
-int64_t RowBytes(const Shape &shape, int64_t axis, DType t) {
-  int64_t n = 1;
-  for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d)
-    n *= shape[d];
-  return n * static_cast<int64_t>(DTypeSize(t));
-}
-
 Status RunConcat(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const int64_t rank = static_cast<int64_t>(out[0].shape.size());
   KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis("concat", attrs.Int("axis", 0), rank));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= out[0].shape[d];
+  const int64_t outer = RowsBefore(out[0].shape, axis);
   std::vector<const void *> srcs;
   std::vector<int64_t> row_bytes;
   for (const TensorView *t : in) {
     srcs.push_back(t->data);
-    row_bytes.push_back(RowBytes(t->shape, axis, t->dtype));
+    row_bytes.push_back(RowBytesFrom(t->shape, axis, t->dtype));
   }
   kernels::Concat(srcs, row_bytes, outer, out[0].data);
   return Status::Ok();
@@ -102,14 +81,12 @@ Status RunSplit(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
   const Shape &s = in[0]->shape;
   KILN_ASSIGN_OR_RETURN(
       int64_t axis, NormalizeAxis("split", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
+  const int64_t outer = RowsBefore(s, axis);
   std::vector<void *> dsts;
   std::vector<int64_t> row_bytes;
   for (TensorView &t : out) {
     dsts.push_back(t.data);
-    row_bytes.push_back(RowBytes(t.shape, axis, t.dtype));
+    row_bytes.push_back(RowBytesFrom(t.shape, axis, t.dtype));
   }
   kernels::Split(in[0]->data, outer, row_bytes, dsts);
   return Status::Ok();

@@ -6,6 +6,7 @@
 // them (index_errors.h): a bad index is reported at the backend's next
 // synchronization. Index operands that are host tensors are checked here
 // first, with the CPU's messages, and nothing is enqueued when one is bad.
+#include "backends/op_families.h"
 #include "core/shapes/gather.h"
 #include "core/shapes/operand_checks.h"
 #include "cuda_kernels.h"
@@ -214,10 +215,6 @@ Status RunScatterND(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
 
 } // namespace
 
-void AddGatherKernels(std::vector<KernelDef> &table) {
-  table.push_back({"gather", RunGather});
-  table.push_back({"gather_nd", RunGatherND});
-  table.push_back({"scatter_nd", RunScatterND});
-}
+void AddGatherKernels(std::vector<KernelDef> &table) { KILN_ADD_GATHER_KERNELS(table); }
 
 } // namespace kiln::cuda

@@ -230,37 +230,13 @@ Status RunExpand(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &o
 }
 
 Status RunTile(ExecContext &ctx, const OpAttrs &, const Inputs &in, Outputs &out) {
-  // A strided read of the [r0, d0, r1, d1, ...] view whose repeat dims
-  // have stride 0.
-  const Shape &s = in[0]->shape;
-  const std::vector<int64_t> in_strides = ContiguousStrides(s);
-  Shape view;
-  std::vector<int64_t> strides;
-  for (size_t d = 0; d < s.size(); ++d) {
-    view.push_back(s[d] == 0 ? 0 : out[0].shape[d] / s[d]);
-    strides.push_back(0);
-    view.push_back(s[d]);
-    strides.push_back(in_strides[d]);
-  }
+  const SliceView view = TileView(in[0]->shape, out[0].shape);
   KILN_ASSIGN_OR_RETURN(DeviceOperands d, DeviceOperands::Make(ctx, in, {0}));
-  return CopyView(ctx, "tile", DTypeSize(in[0]->dtype), d[0], 0, view, strides, out[0].data);
+  return CopyView(ctx, "tile", DTypeSize(in[0]->dtype), d[0], 0, view.shape, view.strides,
+                  out[0].data);
 }
 
 // ---- Concat, Split ------------------------------------------------------
-
-// Bytes per outer row of `shape` from `axis` on, and the rows before it.
-int64_t RowBytes(const Shape &shape, int64_t axis, DType t) {
-  int64_t n = 1;
-  for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d)
-    n *= shape[d];
-  return n * static_cast<int64_t>(DTypeSize(t));
-}
-int64_t Outer(const Shape &shape, int64_t axis) {
-  int64_t n = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    n *= shape[d];
-  return n;
-}
 
 // Rows of `width` bytes, `rows` of them, between buffers with row pitches
 // `dpitch` and `spitch`: one 2-D copy on the stream.
@@ -282,12 +258,12 @@ Status CopyRows(ExecContext &ctx, void *dst, int64_t dpitch, const void *src, in
 Status RunConcat(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   const int64_t rank = static_cast<int64_t>(out[0].shape.size());
   KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis("concat", attrs.Int("axis", 0), rank));
-  const int64_t outer = Outer(out[0].shape, axis);
-  const int64_t total = RowBytes(out[0].shape, axis, out[0].dtype);
+  const int64_t outer = RowsBefore(out[0].shape, axis);
+  const int64_t total = RowBytesFrom(out[0].shape, axis, out[0].dtype);
   char *dst = out[0].as<char>();
   int64_t col = 0;
   for (const TensorView *t : in) {
-    const int64_t b = RowBytes(t->shape, axis, t->dtype);
+    const int64_t b = RowBytesFrom(t->shape, axis, t->dtype);
     KILN_RETURN_IF_ERROR(CopyRows(ctx, dst + col, total, t->data, b, b, outer, CopyKindFrom(*t)));
     col += b;
   }
@@ -298,8 +274,8 @@ Status RunSplit(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   const Shape &s = in[0]->shape;
   KILN_ASSIGN_OR_RETURN(
       int64_t axis, NormalizeAxis("split", attrs.Int("axis", 0), static_cast<int64_t>(s.size())));
-  const int64_t outer = Outer(s, axis);
-  const int64_t total = RowBytes(s, axis, in[0]->dtype);
+  const int64_t outer = RowsBefore(s, axis);
+  const int64_t total = RowBytesFrom(s, axis, in[0]->dtype);
   const char *src = in[0]->as<const char>();
   // A device input: one launch for every part (a decode step splits each
   // layer's fused QKV product, where three copies cost three graph nodes).
@@ -307,7 +283,7 @@ Status RunSplit(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
     kc::SplitPart parts[kc::kMaxSplitParts];
     int64_t col = 0;
     for (size_t k = 0; k < out.size(); ++k) {
-      const int64_t b = RowBytes(out[k].shape, axis, out[k].dtype);
+      const int64_t b = RowBytesFrom(out[k].shape, axis, out[k].dtype);
       parts[k] = {out[k].data, col, b};
       col += b;
     }
@@ -317,7 +293,7 @@ Status RunSplit(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   }
   int64_t col = 0;
   for (TensorView &t : out) {
-    const int64_t b = RowBytes(t.shape, axis, t.dtype);
+    const int64_t b = RowBytesFrom(t.shape, axis, t.dtype);
     KILN_RETURN_IF_ERROR(
         CopyRows(ctx, t.data, b, src + col, total, b, outer, CopyKindFrom(*in[0])));
     col += b;

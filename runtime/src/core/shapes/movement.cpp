@@ -30,6 +30,32 @@ StatusOr<std::vector<int64_t>> TransposePermutation(const OpAttrs &attrs, int64_
   return perm;
 }
 
+SliceView TileView(const Shape &in, const Shape &out) {
+  const std::vector<int64_t> in_strides = ContiguousStrides(in);
+  SliceView view;
+  for (size_t d = 0; d < in.size(); ++d) {
+    view.shape.push_back(in[d] == 0 ? 0 : out[d] / in[d]);
+    view.strides.push_back(0);
+    view.shape.push_back(in[d]);
+    view.strides.push_back(in_strides[d]);
+  }
+  return view;
+}
+
+int64_t RowBytesFrom(const Shape &shape, int64_t axis, DType t) {
+  int64_t n = 1;
+  for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d)
+    n *= shape[d];
+  return n * static_cast<int64_t>(DTypeSize(t));
+}
+
+int64_t RowsBefore(const Shape &shape, int64_t axis) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    n *= shape[d];
+  return n;
+}
+
 StatusOr<SliceView> ResolveSlice(const Inputs &in) {
   const Shape &s = in[0]->shape;
   const int64_t rank = static_cast<int64_t>(s.size());
