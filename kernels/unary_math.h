@@ -1,5 +1,5 @@
 // The scalar math of every unary op of kernels/unary_ops.def, for the host
-// (kernels/cpu/unary.cpp) and CUDA devices (kernels/cuda/pointwise_unary.cu)
+// (kernels/cpu/pointwise_unary.cpp) and CUDA devices (kernels/cuda/pointwise_unary.cu)
 // from the same expressions: UnaryFloat(op, v) and UnaryInt(op, v).
 #pragma once
 
@@ -75,7 +75,7 @@ template <typename C> KILN_HD C UnaryInt(UnaryOp op, C v) {
 }
 
 // Calls f(std::integral_constant<UnaryOp, op>{}): a host kernel's loop
-// then inlines the one op's math (kernels/cpu/unary.cpp).
+// then inlines the one op's math (kernels/cpu/pointwise_unary.cpp).
 template <typename F> void VisitUnary(UnaryOp op, F &&f) {
   switch (op) {
 #define KILN_UNARY(Id, name, float_math)                                                           \

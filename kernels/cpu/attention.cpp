@@ -1,7 +1,7 @@
 #include "kernels/cpu/attention.h"
 
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/softmax.h"
+#include "kernels/cpu/products_gemm.h"
+#include "kernels/cpu/reduce_softmax.h"
 
 #include <algorithm>
 #include <limits>

@@ -9,7 +9,7 @@
 // so an idle engine, or a machine with other work, does not keep a core busy.
 #include "kernels/cpu/parallel.h"
 
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/products_gemm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -17,7 +17,7 @@
 #pragma once
 
 #include "kernels/cuda/fused_float.h"
-#include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/attention_paged.h"
 
 #include <cuda_runtime_api.h>
 

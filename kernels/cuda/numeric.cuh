@@ -1,7 +1,7 @@
 // Scalar rules shared by the pointwise and reduction kernels: storage <->
 // compute types (f16/bf16 computed in f32), the conversions of Cast, integer
 // arithmetic that wraps, Max/Min, integer division and Pow. Every rule here
-// reproduces the CPU kernels' (kernels/cpu/cast.cpp, elementwise.cpp,
+// reproduces the CPU kernels' (kernels/cpu/pointwise_cast.cpp, elementwise.cpp,
 // kernels/wrap_arith.h) bit for bit, NaN payloads included, so the op oracle can
 // compare integers and casts exactly.
 #pragma once

@@ -4,7 +4,7 @@
 // each enqueues on `stream` and returns the launch error (cudaSuccess when
 // there is nothing to do). f16 and bf16 compute in f32 and round once per
 // result; integer arithmetic wraps, and integer division by zero gives 0,
-// exactly as the CPU kernels (kernels/cpu/elementwise.h).
+// exactly as the CPU kernels (kernels/cpu/pointwise.h).
 #pragma once
 
 #include "kernels/cuda/elem_type.h"

@@ -1,7 +1,7 @@
 // Broadcasting binary arithmetic, Pow, comparisons, logic and Where
 // (declared in pointwise.h). Each op is a functor run by the broadcast loop
 // of broadcast.cuh; the op is a kernel argument, the same for every thread.
-#include "kernels/cuda/broadcast.cuh"
+#include "kernels/cuda/pointwise_broadcast.cuh"
 
 namespace kiln::kernels::cuda {
 

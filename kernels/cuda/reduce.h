@@ -1,7 +1,7 @@
 // CUDA kernels of the reductions (sum, mean, max, min over any set of dims)
 // and of Softmax/LogSoftmax over one axis. Plain launchers over device
 // pointers; each enqueues on `stream` and returns the launch error. Results
-// match the CPU kernels' (kernels/cpu/reduce.h, softmax.h) rules: f16/bf16
+// match the CPU kernels' (kernels/cpu/reduce.h, reduce_softmax.h) rules: f16/bf16
 // accumulate in f32, f32 in f32, f64 in f64; integer sums wrap and integer
 // means truncate; Max/Min propagate NaN; an empty reduction gives the
 // identity (NaN for a float mean).

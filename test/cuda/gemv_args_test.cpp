@@ -1,7 +1,7 @@
-// kernels/cuda/gemv.h refuses arguments outside its contract before it
+// kernels/cuda/products_gemv.h refuses arguments outside its contract before it
 // touches a device, so these run on any machine. Its results are checked
 // against the CPU by the op oracle's gemv cases (cases_gemv.cpp) on a GPU.
-#include "kernels/cuda/gemv.h"
+#include "kernels/cuda/products_gemv.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// kiln_gemv_bench: kiln's GEMV (kernels/cuda/gemv.h) against cuBLASLt (the
+// kiln_gemv_bench: kiln's GEMV (kernels/cuda/products_gemv.h) against cuBLASLt (the
 // backend's gemm_lt path, as the product ops call it) on the decode shapes
 // of a Llama-3-8B-shaped bf16 plan, timed with CUDA events. Prints one table:
 // microseconds per product, GB/s of weight bytes read, and that as a
@@ -14,8 +14,8 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_util.h"
 #include "backends/cuda/gemm_lt.h"
-#include "kernels/cuda/activation.h"
-#include "kernels/cuda/gemv.h"
+#include "kernels/cuda/pointwise_activation.h"
+#include "kernels/cuda/products_gemv.h"
 #include "tools/gpu/bench_util.h"
 
 #include <cuda_bf16.h>

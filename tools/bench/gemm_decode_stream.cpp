@@ -8,9 +8,9 @@
 // and GB/s of weight read per shape, and the step's total weighted by the
 // model's 22 layers (and one LM head). Build and run with
 // tools/bench/gemm_decode_stream.sh [threads] [GB of weight copies] [rows].
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/int8_gemm.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/products_gemm.h"
+#include "kernels/cpu/products_int8_gemm.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <algorithm>
 #include <chrono>

@@ -6,8 +6,8 @@
 // by CPU time (user + sys of all threads, averaged), and the packed
 // product's GB/s of weight read. Build and run with
 // tools/bench/gemm_packed.sh [threads] [GB of weight copies] [rows,rows,...].
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/products_gemm.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <algorithm>
 #include <cblas.h>

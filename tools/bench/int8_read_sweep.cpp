@@ -7,9 +7,9 @@
 // the machine's changing memory speed hits every variant alike. Prints the
 // median and 25th-percentile GB/s of each. Build and run with
 // tools/bench/int8_read_sweep.sh [K] [N] [rounds].
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/int8_gemm.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/products_gemm.h"
+#include "kernels/cpu/products_int8_gemm.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <immintrin.h>
 

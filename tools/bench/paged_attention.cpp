@@ -3,8 +3,8 @@
 // batches, a prefill chunk and a mix of both, with f32 operands and with
 // f16 and bf16 ones (computed in f32). Prints the best wall time and the CPU
 // time per call. Build and run with tools/bench/paged_attention.sh.
-#include "kernels/cpu/paged_attention.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/attention_paged.h"
+#include "kernels/cpu/products_gemm.h"
 
 #include <algorithm>
 #include <chrono>

@@ -3,7 +3,7 @@
 // D 128, bf16, blocks of 16, the token-major layout the 8B plan uses, one
 // new token a sequence, for a few batch sizes and contexts. Two paths, as
 // the CUDA backend runs them (ops_attention.cpp):
-//   - old: the split-key kernel (paged_attention.h), store included, or the
+//   - old: the split-key kernel (kernels/cuda/attention_paged.h), store included, or the
 //     tensor-core prefill kernel after the store where the runtime would
 //     prefer it (the path of KILN_DECODE_ATTENTION=0);
 //   - new: the decode kernel (decode_attention.h, the default), store
@@ -15,8 +15,8 @@
 //
 // usage: kiln_decode_bench [--iters N] (default 50)
 #include "kernels/cuda/attention_mma.h"
-#include "kernels/cuda/decode_attention.h"
-#include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/attention_decode.h"
+#include "kernels/cuda/attention_paged.h"
 #include "tools/gpu/bench_util.h"
 
 #include <cuda_bf16.h>

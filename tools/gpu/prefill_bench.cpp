@@ -2,7 +2,7 @@
 // Llama-3-8B shape on one GPU (issue 12), each checked before it is timed:
 //   - paged attention of the prompt (32 query heads, 8 KV heads, D 128,
 //     bf16, blocks of 16): the tensor-core prefill kernel (attention_mma.h)
-//     against the split-key kernel (paged_attention.h) and a double
+//     against the split-key kernel (kernels/cuda/attention_paged.h) and a double
 //     reference on sampled rows;
 //   - bf16 GEMMs [1024, 4096] x [4096, N] (and the MLP's down projection,
 //     and the lm_head over every row, though a prefill samples only the
@@ -18,10 +18,10 @@
 //
 // usage: kiln_prefill_bench [--iters N] (default 20)
 #include "backends/cuda/gemm_lt.h"
-#include "kernels/cuda/activation.h"
+#include "kernels/cuda/pointwise_activation.h"
 #include "kernels/cuda/attention_mma.h"
-#include "kernels/cuda/paged_attention.h"
-#include "kernels/cuda/rotary.h"
+#include "kernels/cuda/attention_paged.h"
+#include "kernels/cuda/attention_rotary.h"
 #include "tools/gpu/bench_util.h"
 
 #include <cublasLt.h>

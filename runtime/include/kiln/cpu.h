@@ -4,13 +4,13 @@
 namespace kiln {
 
 // Caps the threads the CPU backend's matrix products use; 0 means every core.
-// Small products always run on one thread (see kernels/cpu/gemm.h).
+// Small products always run on one thread (see kernels/cpu/products_gemm.h).
 void SetCpuThreads(int threads);
 
 // Whether executors created from now on repack the weights that matrix
 // products read (on by default). Packing is a load-time choice of the
 // runtime, not of the plan: it copies each such weight once into the layout
-// the product kernels stream (kernels/cpu/packed_matrix.h) and hands the
+// the product kernels stream (kernels/cpu/products_packed_matrix.h) and hands the
 // plan's mapped pages of it back to the kernel. Off, products read the plan's
 // mapping in place. The environment variable KILN_CPU_PACK=0 makes off the
 // default.

@@ -7,7 +7,7 @@
 #include "comm/gloo_communicator.h"
 
 #include "comm/store.h"
-#include "kernels/cpu/cast.h"
+#include "kernels/cpu/pointwise_cast.h"
 
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>

@@ -278,7 +278,7 @@ void AddPagedPrefill(std::vector<OpCase> &c) {
 }
 
 // Decode steps (as many tokens as sequences), which the CUDA backend gives
-// its decode kernel (decode_attention.h) in one launch that also stores the
+// its decode kernel (kernels/cuda/attention_decode.h) in one launch that also stores the
 // new keys: one sequence at the Llama-3-8B shape with a context of 1100 (its
 // keys split over 64 blocks, a table 128 blocks wide: 32 keys a split, and
 // the combine reads the 35 splits that hold keys), batches of 40 and 70

@@ -1,5 +1,5 @@
 // Cases of the products' few-row path (the CUDA backend's GEMV for at most
-// 16 rows, kernels/cuda/gemv.h): linear, gated_mlp and matmul with an
+// 16 rows, kernels/cuda/products_gemv.h): linear, gated_mlp and matmul with an
 // unbatched B at 1, 3, 7 and 16 rows, and 17 (the first row count back on
 // cuBLASLt), in every float type. The shapes reach each path of the kernel:
 //  - K = 67, N = 129: odd sizes, rows not 16-byte aligned (per-column loads);

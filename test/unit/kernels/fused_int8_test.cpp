@@ -3,8 +3,8 @@
 // weights: the widened path (no packed copy held) and the packed one (the
 // executor's, here by holding AcquirePackedI8 of the same weight).
 #include "fused_test_util.h"
-#include "kernels/cpu/int8_gemm.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/products_int8_gemm.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <cmath>
 #include <memory>

@@ -2,7 +2,7 @@
 // references and half-precision conversion of test tensors.
 #pragma once
 
-#include "kernels/cpu/cast.h"
+#include "kernels/cpu/pointwise_cast.h"
 #include "test_util.h"
 
 #include <cmath>

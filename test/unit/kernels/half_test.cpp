@@ -1,6 +1,6 @@
 // f16/bf16 through ops whose kernels compute in f32 (backends/cpu/half_via_f32.h):
 // results must equal the f32 computation rounded once to the half type.
-#include "kernels/cpu/cast.h"
+#include "kernels/cpu/pointwise_cast.h"
 #include "test_util.h"
 
 namespace kiln::test {

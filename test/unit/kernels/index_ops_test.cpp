@@ -1,6 +1,6 @@
 // Index-tuple ops GatherND and ScatterND, and Size, against per-element
 // references written from the ONNX definitions.
-#include "kernels/cpu/cast.h"
+#include "kernels/cpu/pointwise_cast.h"
 #include "test_util.h"
 
 #include <algorithm>

@@ -1,9 +1,9 @@
-// Int8 x int8 products (kernels/cpu/int8_gemm.h): the kI8x4 packed layout,
+// Int8 x int8 products (kernels/cpu/products_int8_gemm.h): the kI8x4 packed layout,
 // QuantizeRows, Int8Gemm (the VNNI path where this CPU has it),
 // Int8GemmAvx2 and Int8GemmPortable against an exact integer reference, and
 // the registry's AcquirePackedI8x4.
-#include "kernels/cpu/int8_gemm.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/products_int8_gemm.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <gtest/gtest.h>
 

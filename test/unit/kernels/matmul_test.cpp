@@ -1,6 +1,6 @@
 // MatMul (numpy semantics, batched broadcasting, 1-D operands) and Gemm
 // against naive triple loops.
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/products_gemm.h"
 #include "test_util.h"
 
 #include <cmath>

@@ -1,10 +1,10 @@
-// Packed weights (kernels/cpu/packed_matrix.h): the packed layout, PackedGemm
+// Packed weights (kernels/cpu/products_packed_matrix.h): the packed layout, PackedGemm
 // (AVX-512, AVX2 and portable paths; f32, half and int8 weights) against a
 // plain double-precision product, and Gemm<float> finding a held packed weight
 // by its address.
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/products_gemm.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <gtest/gtest.h>
 

@@ -2,9 +2,9 @@
 // (PackedMatrix::PackNarrowed, AcquirePacked with narrow): which weights
 // qualify (ExactHalfElem, at the edges of each type), and that every product
 // path gives bit for bit what it gives on the f32 packing.
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/products_gemm.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // kept out of half_via_f32, whose copies of the caches would lose the stores.
 #include "backends/cpu/half_via_f32.h"
 #include "core/shape_table.h"
-#include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/attention_paged.h"
 #include "paged_test_util.h"
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // ParallelFor: every index exactly once, in contiguous ranges no smaller
 // than the grain, nested and concurrent calls included.
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/products_gemm.h"
 #include "kernels/cpu/parallel.h"
 
 #include <gtest/gtest.h>

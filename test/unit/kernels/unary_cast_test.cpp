@@ -1,6 +1,6 @@
 // Unary math, Not, Identity, Clip and Cast (including half and bfloat16
 // rounding) against std:: references and hand-computed bit patterns.
-#include "kernels/cpu/cast.h"
+#include "kernels/cpu/pointwise_cast.h"
 #include "kernels/cpu/fast_math.h"
 #include "test_util.h"
 

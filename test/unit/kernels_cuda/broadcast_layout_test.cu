@@ -2,7 +2,7 @@
 // and the offsets the broadcast loop derives from it (BroadcastOffsets,
 // broadcast.cuh), run on the host against the naive numpy index of
 // test/support/index_math.h for every element of many shapes.
-#include "kernels/cuda/broadcast.cuh"
+#include "kernels/cuda/pointwise_broadcast.cuh"
 #include "test/support/index_math.h"
 
 #include <gtest/gtest.h>

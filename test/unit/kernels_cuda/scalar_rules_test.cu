@@ -3,9 +3,9 @@
 // pair of dtypes, integer Pow, integer division, wrapping arithmetic and
 // Max/Min with NaN. The rules are host-device functions, so this needs no
 // GPU; the op oracle runs the same rules inside the kernels on one.
-#include "kernels/cpu/broadcast.h"
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/pointwise_broadcast.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/pointwise.h"
 #include "kernels/cuda/numeric.cuh"
 
 #include <gtest/gtest.h>

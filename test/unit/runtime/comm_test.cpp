@@ -6,7 +6,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "comm/communicator.h"
 #include "comm/store.h"
-#include "kernels/cpu/cast.h"
+#include "kernels/cpu/pointwise_cast.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"
 #include "test_plan.h"

@@ -2,8 +2,8 @@
 // packed, which have their plan pages released, and that every product gives
 // the same numbers packed or not.
 #include "backends/cpu/half_via_f32.h"
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/products_packed_matrix.h"
 #include "kiln/cpu.h"
 #include "kiln/executor.h"
 #include "kiln/plan.h"

@@ -4,7 +4,7 @@
 
 #include "backends/kernel_kinds.h"
 #include "core/shapes/products_mlp.h"
-#include "kernels/cpu/activation.h"
+#include "kernels/cpu/pointwise_activation.h"
 #include "kiln/status.h"
 
 namespace kiln::cpu {

@@ -1,7 +1,7 @@
 #include "half_via_f32.h"
 
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <algorithm>
 #include <memory>

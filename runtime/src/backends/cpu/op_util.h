@@ -8,7 +8,7 @@
 #include "core/op_attrs.h"
 #include "core/shapes/operand_checks.h"
 #include "backends/kernel_kinds.h"
-#include "kernels/cpu/cast.h"
+#include "kernels/cpu/pointwise_cast.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 

@@ -6,7 +6,7 @@
 #include "core/shapes/fused_checks.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/attention.h"
-#include "kernels/cpu/rotary.h"
+#include "kernels/cpu/attention_rotary.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -8,7 +8,7 @@
 #include "core/shapes/fused_checks.h"
 #include "core/shapes/attention_paged.h"
 #include "cpu_kernels.h"
-#include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/attention_paged.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -7,8 +7,8 @@
 #include "core/shapes/gather.h"
 #include "cpu_kernels.h"
 #include "half_via_f32.h"
-#include "kernels/cpu/copy.h"
-#include "kernels/cpu/index_nd.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/gather_nd.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -5,7 +5,7 @@
 #include "backends/op_families.h"
 #include "core/shapes/movement.h"
 #include "cpu_kernels.h"
-#include "kernels/cpu/copy.h"
+#include "kernels/cpu/movement.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -5,8 +5,8 @@
 #include "backends/op_families.h"
 #include "core/shapes/movement_shape.h"
 #include "cpu_kernels.h"
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/fill.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/movement_fill.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

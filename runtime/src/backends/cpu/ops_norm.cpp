@@ -2,8 +2,8 @@
 // Mean and InvStdDev results (stash type f32); its shape rule is in
 // core/shapes/norm.cpp.
 #include "cpu_kernels.h"
-#include "kernels/cpu/copy.h"
-#include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/norm_layer.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -4,7 +4,7 @@
 // their shape rules are in core/shapes/norm_fused.cpp.
 #include "core/shapes/fused_checks.h"
 #include "cpu_kernels.h"
-#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/norm_rms.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -5,9 +5,9 @@
 #include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
 #include "fused_activation.h"
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/pointwise_activation.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/pointwise.h"
 #include "op_util.h"
 
 #include <limits>

@@ -3,9 +3,9 @@
 // core/shapes/pointwise_binary.cpp.
 #include "backends/op_families.h"
 #include "cpu_kernels.h"
-#include "kernels/cpu/broadcast.h"
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/pointwise_broadcast.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/pointwise.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -1,10 +1,10 @@
 // CPU kernels of MatMul (numpy semantics, batched with broadcasting) and
-// Gemm, both on OpenBLAS through kernels/cpu/gemm.h; their shape rules are in
+// Gemm, both on OpenBLAS through kernels/cpu/products_gemm.h; their shape rules are in
 // core/shapes/products.cpp.
 #include "core/shapes/products.h"
 #include "cpu_kernels.h"
-#include "kernels/cpu/copy.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/movement.h"
+#include "kernels/cpu/products_gemm.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -4,7 +4,7 @@
 #include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
 #include "fused_activation.h"
-#include "kernels/cpu/mlp.h"
+#include "kernels/cpu/products_mlp.h"
 #include "op_util.h"
 
 #include <vector>

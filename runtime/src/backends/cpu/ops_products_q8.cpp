@@ -2,16 +2,16 @@
 // gated_mlp_q8, whose weights are int8 with one f32 scale per column. With
 // f32 activations (the default) the f32 products read the int8 weight
 // widened; with `activations = "int8"` each activation row is quantized
-// too and multiplied int8 x int8 (kernels/cpu/int8_gemm.h). Their shape
+// too and multiplied int8 x int8 (kernels/cpu/products_int8_gemm.h). Their shape
 // rules are in core/shapes/products_mlp.cpp.
 #include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
 #include "fused_activation.h"
-#include "kernels/cpu/activation.h"
-#include "kernels/cpu/cast.h"
-#include "kernels/cpu/int8_gemm.h"
-#include "kernels/cpu/mlp.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/pointwise_activation.h"
+#include "kernels/cpu/pointwise_cast.h"
+#include "kernels/cpu/products_int8_gemm.h"
+#include "kernels/cpu/products_mlp.h"
+#include "kernels/cpu/products_packed_matrix.h"
 #include "op_util.h"
 
 #include <algorithm>

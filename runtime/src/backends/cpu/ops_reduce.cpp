@@ -4,7 +4,7 @@
 #include "core/shapes/reduce.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/reduce.h"
-#include "kernels/cpu/softmax.h"
+#include "kernels/cpu/reduce_softmax.h"
 #include "op_util.h"
 
 namespace kiln::cpu {

@@ -1,7 +1,7 @@
 // The CPU backend's process-wide settings (kiln/cpu.h).
 #include "kiln/cpu.h"
 
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/products_gemm.h"
 
 #include <atomic>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // The CPU backend's weight upload: the weights that matrix products read as
-// their right operand are packed once (kernels/cpu/packed_matrix.h), and
+// their right operand are packed once (kernels/cpu/products_packed_matrix.h), and
 // the plan's mapped pages of those that nothing else reads are handed back
 // to the kernel, so the process holds one copy of each weight.
 #include "backends/cpu/weight_packing.h"

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/backend.h"
-#include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/products_packed_matrix.h"
 
 #include <memory>
 #include <string>
@@ -14,7 +14,7 @@ namespace kiln::cpu {
 // gated_mlp_q8) 2-D weights that `ops` read as a product's right operand
 // (unless kiln/cpu.h's SetCpuWeightPacking turned it off) into `packed`,
 // which keeps them alive; products find them by the weight's address
-// (kernels/cpu/gemm.cpp). Weights nothing else reads have their mapped pages
+// (kernels/cpu/products_gemm.cpp). Weights nothing else reads have their mapped pages
 // given back. Out of memory only skips packing.
 // The operand positions of `type` whose bf16 and f16 weights are packed in
 // their own type and reach the product unwidened (WithHalfViaF32's

@@ -12,8 +12,8 @@
 #include "fused_operands.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_mma.h"
-#include "kernels/cuda/decode_attention.h"
-#include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/attention_decode.h"
+#include "kernels/cuda/attention_paged.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -91,7 +91,7 @@ bool DecodeKernelOn() {
 
 // KILN_DECODE_FILL_BLOCKS=N (1 .. kMaxDecodeFillBlocks): the decode kernel's
 // split policy aims at about N blocks a step instead of the default's
-// (kernels/cuda/decode_attention.h), for A/B runs on the device. Anything
+// (kernels/cuda/attention_decode.h), for A/B runs on the device. Anything
 // else is warned about once and ignored.
 kc::DecodeSplitPolicy DecodePolicy() {
   static const kc::DecodeSplitPolicy policy = [] {

@@ -10,9 +10,9 @@
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "fused_operands.h"
-#include "kernels/cuda/gelu.h"
+#include "kernels/cuda/pointwise_gelu.h"
 #include "kernels/cuda/norm.h"
-#include "kernels/cuda/rotary.h"
+#include "kernels/cuda/attention_rotary.h"
 
 namespace kiln::cuda {
 namespace {

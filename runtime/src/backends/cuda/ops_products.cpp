@@ -7,7 +7,7 @@
 // GELU and SiLU have no epilogue, and f32 results keep to our precise
 // kernel for every activation but ReLU (cuBLASLt does not document its
 // GELU's tanh precision, and f32 plans must stay within 1e-5 of the CPU);
-// those run kernels/cuda/activation.h on the f32 accumulator after the GEMM.
+// those run kernels/cuda/pointwise_activation.h on the f32 accumulator after the GEMM.
 //
 // gated_mlp keeps its [rows, 2F] gate/up product in f32 (OpScratch), so the
 // activation and the gate * up product see unrounded accumulators, as on
@@ -15,7 +15,7 @@
 // down projection's input.
 //
 // Products of at most kGemvMaxRows rows (decode steps) in f32, f16 and bf16
-// run on kiln's own GEMV (kernels/cuda/gemv.h) instead: matmul with an
+// run on kiln's own GEMV (kernels/cuda/products_gemv.h) instead: matmul with an
 // unbatched B, linear with its bias and activation in the epilogue, and
 // gated_mlp as two GEMVs (gate/up with act(gate) * up in the epilogue,
 // rounded once to the operand type, then down), when KILN_CUDA_GEMV=1 is in
@@ -28,9 +28,9 @@
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "gemm_lt.h"
-#include "kernels/cuda/activation.h"
-#include "kernels/cuda/gemv.h"
-#include "kernels/cuda/matrix_broadcast.h"
+#include "kernels/cuda/pointwise_activation.h"
+#include "kernels/cuda/products_gemv.h"
+#include "kernels/cuda/products_matrix_broadcast.h"
 
 #include <cstdlib>
 #include <cstring>
