@@ -229,10 +229,18 @@ def KilnRagged : Pass<"kiln-ragged", "mlir::ModuleOp"> {
     - the LM head runs only on the rows named by `logits_indices` [L], so
       `logits` is [1, L, vocab].
 
+    A model without a position_ids input whose positions are
+    `range(past, past + seq_len, 1)`, past read from a past_key_values
+    input's sequence dim (Hugging Face's `cache_position`, as Gemma's export
+    computes them), gets a `position_ids` input in their place. The LM head
+    is found through one upcast and one scaling by a constant (Granite's
+    `logits / logits_scaling`), which stay after the new head.
+
     The module gets `kiln.interface = "ragged"`. A graph it cannot rewrite
     (no injected attention, attention whose K/V are not past ++ new, no
-    position_ids input, an attention_mask that still feeds something else)
-    is left as it is, with the reason attached as `kiln.ragged_skipped`.
+    position_ids input and no such range, an attention_mask or a
+    past_key_values input that still feeds something else) is left as it
+    is, with the reason attached as `kiln.ragged_skipped`.
   }];
   let dependentDialects = ["kiln::KilnDialect"];
 }

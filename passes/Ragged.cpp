@@ -11,6 +11,7 @@
 
 #include "compiler/dialect/KilnOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "passes/InjectUtils.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -59,12 +60,88 @@ Value newOfConcat(func::FuncOp f, Value kv) {
   return concat.getInputs()[1];
 }
 
-/// The LM head that makes `logits`: a linear, or a linear cast to f32 (a
-/// half model whose logits are upcast, as Hugging Face's `logits.float()`).
+/// For `x * c`, `c * x` or `x / c` with c a one-element constant: x.
+Value unscaled(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!isa_and_nonnull<MulOp, DivOp>(op))
+    return nullptr;
+  Value a = op->getOperand(0), b = op->getOperand(1);
+  if (inject::scalarConstant(b))
+    return a;
+  if (isa<MulOp>(op) && inject::scalarConstant(a))
+    return b;
+  return nullptr;
+}
+
+/// The LM head that makes `logits`: a linear, through at most one cast to
+/// f32 (a half model whose logits are upcast, as Hugging Face's
+/// `logits.float()`) and one scaling by a constant (Granite's
+/// `logits / logits_scaling`), in either order.
 LinearOp headOf(Value logits) {
-  if (auto upcast = logits.getDefiningOp<CastOp>())
-    logits = upcast.getInput();
-  return logits.getDefiningOp<LinearOp>();
+  bool cast = false, scaled = false;
+  while (true) {
+    if (auto upcast = logits.getDefiningOp<CastOp>(); upcast && !cast) {
+      logits = upcast.getInput();
+      cast = true;
+    } else if (Value x = unscaled(logits); x && !scaled) {
+      logits = x;
+      scaled = true;
+    } else {
+      return logits.getDefiningOp<LinearOp>();
+    }
+  }
+}
+
+/// The index operand of `gather(shape(x), i)` with x a `past_key_values.*`
+/// argument and i the constant 2: the past length.
+bool isPastLength(func::FuncOp f, Value v) {
+  auto gather = v.getDefiningOp<GatherOp>();
+  if (!gather || gather.getAxis() != 0)
+    return false;
+  auto shape = gather.getData().getDefiningOp<ShapeOp>();
+  if (!shape)
+    return false;
+  auto past = dyn_cast<BlockArgument>(shape.getData());
+  if (!past || !nameOf(f, past.getArgNumber(), false).starts_with("past_key_values."))
+    return false;
+  std::optional<double> i = inject::scalarConstant(gather.getIndices());
+  return i && *i + static_cast<double>(shape.getStart()) == 2;
+}
+
+/// True when `v` is `gather(shape(x), 1)` with x input_ids or a gather of
+/// rows by input_ids (the embeddings): the new tokens' count.
+bool isSequenceLength(func::FuncOp f, Value v) {
+  auto gather = v.getDefiningOp<GatherOp>();
+  if (!gather || gather.getAxis() != 0)
+    return false;
+  auto shape = gather.getData().getDefiningOp<ShapeOp>();
+  std::optional<double> i = inject::scalarConstant(gather.getIndices());
+  if (!shape || !i || *i + static_cast<double>(shape.getStart()) != 1)
+    return false;
+  Value x = shape.getData();
+  if (auto rows = x.getDefiningOp<GatherOp>(); rows && rows.getAxis() == 0)
+    x = rows.getIndices();
+  return x == argNamed(f, "input_ids");
+}
+
+/// The positions of a model without a position_ids input that numbers its
+/// new tokens from the past length, as Hugging Face's `cache_position`:
+/// `range(past, past + seq_len, 1)`, past read from a past_key_values
+/// input's sequence dim. Null when the graph has no such range.
+RangeOp pastLengthPositions(func::FuncOp f) {
+  RangeOp found;
+  f.walk([&](RangeOp range) {
+    std::optional<double> delta = inject::scalarConstant(range.getDelta());
+    auto limit = range.getLimit().getDefiningOp<AddOp>();
+    if (!delta || *delta != 1 || !limit || !isPastLength(f, range.getStart()))
+      return WalkResult::advance();
+    Value other = inject::otherOperand(limit, range.getStart());
+    if (!other || !isSequenceLength(f, other))
+      return WalkResult::advance();
+    found = range;
+    return WalkResult::interrupt();
+  });
+  return found;
 }
 
 struct Layer {
@@ -108,6 +185,15 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
       return skip("the attention_mask feeds more than attention (e.g. the positions), which a "
                   "ragged batch has no mask for");
     }
+    for (unsigned i = 0; i < work.getNumArguments(); ++i)
+      if (nameOf(work, i, false).starts_with("past_key_values.")) {
+        std::string what = nameOf(work, i, false).str();
+        work.erase();
+        return skip("the input " + what +
+                    " feeds more than attention (e.g. the positions "
+                    "through the past length another way), which a ragged batch has no past "
+                    "tensors for");
+      }
     main.erase();
     work.setSymName("main");
     module->setAttr("kiln.interface", StringAttr::get(&getContext(), "ragged"));
@@ -123,9 +209,10 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     };
     if (!argNamed(main, "input_ids"))
       return fail("no input_ids input");
-    if (!argNamed(main, "position_ids"))
-      return fail("no position_ids input (the model computes positions from the attention "
-                  "mask or the past length, which a ragged batch does not have)");
+    if (!argNamed(main, "position_ids") && !pastLengthPositions(main))
+      return fail("no position_ids input, and the positions are not the past length plus "
+                  "0, 1, ... (the model computes them from the attention mask or another "
+                  "way a ragged batch has nothing for)");
     int found = 0;
     WalkResult walk = main.walk([&](Operation *op) {
       if (isa<SoftmaxOp>(op)) {
@@ -177,6 +264,28 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
       (void)main.insertArgument(index, type, argAttrs(ctx, name, dims), loc);
       return main.getArgument(index);
     };
+    // Positions the model numbered from its past length become the engine's
+    // position_ids, [1, T] as input_ids. (A model with position_ids may
+    // number its tokens that way too, for its mask: that range dies with
+    // the mask.)
+    RangeOp range = argNamed(main, "position_ids") ? RangeOp() : pastLengthPositions(main);
+    if (range) {
+      BlockArgument ids = argNamed(main, "input_ids");
+      auto dims = main.getArgAttrOfType<ArrayAttr>(ids.getArgNumber(), kDims);
+      SmallVector<StringRef> names;
+      if (dims)
+        for (Attribute d : dims)
+          names.push_back(cast<StringAttr>(d).getValue());
+      Value positions = add(ids.getType(), "position_ids", names);
+      OpBuilder at(range);
+      auto flatShape = RankedTensorType::get({1}, i64);
+      Value minusOne = at.create<ConstantOp>(
+          range.getLoc(), flatShape, DenseElementsAttr::get(flatShape, int64_t{-1}), StringAttr());
+      auto flat = at.create<ReshapeOp>(range.getLoc(), range.getOutput().getType(), positions,
+                                       minusOne, at.getI64IntegerAttr(0));
+      range.getOutput().replaceAllUsesWith(flat.getReshaped());
+      range.erase();
+    }
     Value slots = add(vec, "kv_slots", {"num_tokens"});
     Value queryStart = add(vec, "query_start", {"num_seqs + 1"});
     Value contextLens = add(vec, "context_lens", {"num_seqs"});
@@ -219,12 +328,16 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
         rows.getOutput(), head.getW(), head.getBias(), head.getActivationAttr());
     head.getY().replaceAllUsesWith(logits.getY());
     head.erase();
-    // An upcast of the logits follows the head's new shape.
-    for (Operation *user : logits.getY().getUsers())
-      if (auto upcast = dyn_cast<CastOp>(user)) {
-        auto t = cast<RankedTensorType>(upcast.getOutput().getType());
-        upcast.getOutput().setType(t.clone(logits.getY().getType().getShape()));
-      }
+    // The upcast and the scaling between the head and the logits follow
+    // its new shape.
+    for (Value v = logits.getY(); Operation *user = inject::soleUser(v);) {
+      if (!isa<CastOp, MulOp, DivOp>(user))
+        break;
+      Value out = user->getResult(0);
+      auto t = cast<RankedTensorType>(out.getType());
+      out.setType(t.clone(cast<RankedTensorType>(v.getType()).getShape()));
+      v = out;
+    }
     // The logits' token dim is now the sampled rows'.
     for (unsigned i = 0; i < main.getNumResults(); ++i)
       if (auto dims = main.getResultAttrOfType<ArrayAttr>(i, kDims);

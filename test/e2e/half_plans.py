@@ -323,19 +323,25 @@ def run_fixtures(doc, fixture_class, prefix):
             fixture_class(args, folder, tmp, check).test()
         if args.older_mask_model:
             test_older_mask_model(args, fixture_class, tmp / "older-mask", check)
+            # Granite's logits / logits_scaling after the head: still ragged.
+            test_older_mask_model(args, fixture_class, tmp / "older-mask-scaled", check,
+                                  logits_scale=8.0)
     return check.exit_code()
 
 
-def test_older_mask_model(args, fixture_class, folder, check):
+def test_older_mask_model(args, fixture_class, folder, check, logits_scale=None):
     """The fixture tests on older_mask_model.py's decoder, over 48 random
     tokens; its fp32 dense logits must also match ONNX's reference
-    evaluator's (numpy), so that the fp32 plan they are held to is right."""
+    evaluator's (numpy), so that the fp32 plan they are held to is right,
+    and it must get the ragged interface."""
     folder.mkdir()
-    model = make_older_mask_model()
+    model = make_older_mask_model(logits_scale=logits_scale)
     onnx.save(model, str(folder / "model.onnx"))
     ids = np.random.default_rng(1).integers(4, VOCAB, 48).tolist()
     fixture = fixture_class(args, folder, folder.parent, check, ids)
     fixture.test()
+    check(getattr(fixture, "fp32", {}).get("ragged") is not None,
+          f"{folder.name}: the plan has the ragged interface")
     got = getattr(fixture, "fp32", {}).get("dense")
     if got is None:
         return
@@ -347,7 +353,7 @@ def test_older_mask_model(args, fixture_class, folder, check):
     from onnx.reference import ReferenceEvaluator  # here: fixtures_on_device imports this file
     want = ReferenceEvaluator(model).run(["logits"], feeds)[0][0]
     err = float(rel_per_position(got, want).max())
-    check(err <= 1e-4, f"older-mask: fp32 dense logits match onnx.reference's (rel {err:.2e})")
+    check(err <= 1e-4, f"{folder.name}: fp32 dense logits match onnx.reference's (rel {err:.2e})")
 
 
 if __name__ == "__main__":

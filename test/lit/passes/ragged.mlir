@@ -135,3 +135,191 @@ func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
   %f = kiln.cast %o3 {to = 1 : i64} : (tensor<?x?x8xf16>) -> tensor<?x?x8xf32>
   return %f : tensor<?x?x8xf32>
 }
+
+// -----
+
+// No position_ids input: the model numbers its new tokens from the past
+// length (Hugging Face's cache_position, as Gemma's export does). The range
+// becomes a position_ids input, [1, T] as input_ids; the past length goes.
+// CHECK-LABEL: module attributes {kiln.interface = "ragged"}
+// CHECK: func.func @main(%[[IDS:.*]]: tensor<?x?xi64> {kiln.dims = ["batch", "seq"], kiln.name = "input_ids"}, %{{.*}}: tensor<1x2x?x4xf32>, %{{.*}}: tensor<1x2x?x4xf32>, %{{.*}}: tensor<8x8xf32>, %[[POS:.*]]: tensor<?x?xi64> {kiln.dims = ["batch", "seq"], kiln.name = "position_ids"}, %{{.*}}: tensor<?xi64> {{{.*}}kiln.name = "kv_slots"}
+// CHECK-NOT: kiln.range
+// CHECK-NOT: kiln.shape
+// CHECK: %[[FLAT:.*]] = kiln.reshape %[[POS]], %{{.*}} {allowzero = 0 : i64} : (tensor<?x?xi64>, tensor<1xi64>) -> tensor<?xi64>
+// CHECK: %[[P:.*]] = kiln.unsqueeze %[[FLAT]]
+// CHECK: kiln.gather %{{.*}}, %[[P]] {axis = 0 : i64}
+// CHECK: kiln.paged_attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids", kiln.dims = ["batch", "seq"]},
+                %mask: tensor<?x?xi64> {kiln.name = "attention_mask"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %emb = kiln.constant dense<0.5> : tensor<16x8xf32>
+  %ptab = kiln.constant dense<0.25> : tensor<32x8xf32>
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<i64>
+  %c2 = kiln.constant dense<2> : tensor<i64>
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %h = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %ps = kiln.shape %pk {end = 4 : i64, start = 0 : i64} : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %past = kiln.gather %ps, %c2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %hs = kiln.shape %h {end = 3 : i64, start = 0 : i64} : (tensor<?x?x8xf32>) -> tensor<3xi64>
+  %len = kiln.gather %hs, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %end = kiln.add %past, %len : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = kiln.range %past, %end, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = kiln.unsqueeze %r, %c0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %pe = kiln.gather %ptab, %pos {axis = 0 : i64} : (tensor<32x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %x = kiln.add %h, %pe : (tensor<?x?x8xf32>, tensor<1x?x8xf32>) -> tensor<?x?x8xf32>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %y = kiln.add %x, %o3 : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %y, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %l : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Near-miss: positions numbered from 0, not from the past length (they
+// would restart at every decode step), are not the engine's positions.
+// CHECK-LABEL: module attributes {kiln.ragged_skipped = "no position_ids input, and the positions are not the past length plus 0, 1, ...
+// CHECK: kiln.range
+// CHECK: kiln.attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %emb = kiln.constant dense<0.5> : tensor<16x8xf32>
+  %ptab = kiln.constant dense<0.25> : tensor<32x8xf32>
+  %c0 = kiln.constant dense<0> : tensor<i64>
+  %c1 = kiln.constant dense<1> : tensor<i64>
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %h = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %hs = kiln.shape %h {end = 3 : i64, start = 0 : i64} : (tensor<?x?x8xf32>) -> tensor<3xi64>
+  %len = kiln.gather %hs, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %end = kiln.add %c0, %len : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = kiln.range %c0, %end, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pe = kiln.gather %ptab, %r {axis = 0 : i64} : (tensor<32x8xf32>, tensor<?xi64>) -> tensor<?x8xf32>
+  %x = kiln.add %h, %pe : (tensor<?x?x8xf32>, tensor<?x8xf32>) -> tensor<?x?x8xf32>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %y = kiln.add %x, %o3 : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %y, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %l : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Near-miss: the past length also feeds something else than the positions
+// (here the hidden states), which a ragged batch has no past tensors for.
+// CHECK-LABEL: module attributes {kiln.ragged_skipped = "the input past_key_values.0.key feeds more than attention
+// CHECK: kiln.attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %emb = kiln.constant dense<0.5> : tensor<16x8xf32>
+  %ptab = kiln.constant dense<0.25> : tensor<32x8xf32>
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<i64>
+  %c2 = kiln.constant dense<2> : tensor<i64>
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %h = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %ps = kiln.shape %pk {end = 4 : i64, start = 0 : i64} : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %past = kiln.gather %ps, %c2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %hs = kiln.shape %h {end = 3 : i64, start = 0 : i64} : (tensor<?x?x8xf32>) -> tensor<3xi64>
+  %len = kiln.gather %hs, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %end = kiln.add %past, %len : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = kiln.range %past, %end, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = kiln.unsqueeze %r, %c0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %pe = kiln.gather %ptab, %pos {axis = 0 : i64} : (tensor<32x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %pf = kiln.cast %past {to = 1 : i64} : (tensor<i64>) -> tensor<f32>
+  %x0 = kiln.add %h, %pe : (tensor<?x?x8xf32>, tensor<1x?x8xf32>) -> tensor<?x?x8xf32>
+  %x = kiln.mul %x0, %pf : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %y = kiln.add %x, %o3 : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %y, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %l : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Logits scaled after the head (Granite's logits / logits_scaling): the
+// head is found through the division, which stays after the new head.
+// CHECK-LABEL: module attributes {kiln.interface = "ragged"}
+// CHECK: %[[ROWS:.*]] = kiln.gather {{.*}} -> tensor<?x?x8xf32>
+// CHECK: %[[L:.*]] = kiln.linear %[[ROWS]], %{{.*}} -> tensor<?x?x8xf32>
+// CHECK: %[[S:.*]] = kiln.div %[[L]], %{{.*}} : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+// CHECK: return %[[S]]
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %scale = kiln.constant dense<8.0> : tensor<f32>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %o3, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %s = kiln.div %l, %scale : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+  return %s : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Near-miss: logits scaled by a tensor, not a constant, are not the head's.
+// CHECK-LABEL: module attributes {kiln.ragged_skipped = "the logits are not a linear of [batch, tokens, hidden] states"}
+// CHECK: kiln.attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>,
+                %scale: tensor<f32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %o3, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %s = kiln.div %l, %scale : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+  return %s : tensor<?x?x8xf32>
+}
+
+// -----
+
+// A model with position_ids that also numbers its tokens from the past
+// length, for its mask only: the range dies with the mask, and position_ids
+// stays the one positions input.
+// CHECK-LABEL: module attributes {kiln.interface = "ragged"}
+// CHECK: func.func @main(%{{.*}}: tensor<?x?xi64> {kiln.name = "input_ids"}, %{{.*}}: tensor<?x?xi64> {kiln.name = "position_ids"}, %{{.*}}: tensor<1x2x?x4xf32>, %{{.*}}: tensor<1x2x?x4xf32>, %{{.*}}: tensor<8x8xf32>, %{{.*}}: tensor<?xi64> {{{.*}}kiln.name = "kv_slots"}
+// CHECK-NOT: position_ids
+// CHECK-NOT: kiln.range
+// CHECK: kiln.paged_attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %emb = kiln.constant dense<0.5> : tensor<16x8xf32>
+  %c1 = kiln.constant dense<1> : tensor<i64>
+  %c2 = kiln.constant dense<2> : tensor<i64>
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %h = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %ps = kiln.shape %pk {end = 4 : i64, start = 0 : i64} : (tensor<?x2x?x4xf32>) -> tensor<4xi64>
+  %past = kiln.gather %ps, %c2 {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %hs = kiln.shape %h {end = 3 : i64, start = 0 : i64} : (tensor<?x?x8xf32>) -> tensor<3xi64>
+  %len = kiln.gather %hs, %c1 {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %end = kiln.add %past, %len : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = kiln.range %past, %end, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %rf = kiln.cast %r {to = 1 : i64} : (tensor<?xi64>) -> tensor<?xf32>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall, %rf {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %y = kiln.add %h, %o3 : (tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %y, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  return %l : tensor<?x?x8xf32>
+}
