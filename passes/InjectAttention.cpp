@@ -96,6 +96,17 @@ Value peelScale(Value v, double &scale) {
   return v;
 }
 
+/// True when `v` is soft-capped scores, `cap * tanh(x / cap)` (Gemma 2's
+/// attn_logit_softcapping): a Tanh under the scaling.
+bool isSoftCapped(Value v) {
+  double s = 1.0;
+  return static_cast<bool>(peelScale(v, s).getDefiningOp<TanhOp>());
+}
+
+constexpr const char *kSoftCapped =
+    "the scores are soft-capped (cap * tanh(scores / cap), Gemma 2's attn_logit_softcapping), "
+    "which the fused attention does not apply";
+
 /// The dynamo exporter's k^T: Reshape(Transpose(Reshape(k, [B*H, S, D]),
 /// [0, 2, 1]), [B, H, D, S]); returns k when the symbolic shapes prove the
 /// reshapes only merge and split B and H, else null.
@@ -184,6 +195,8 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
           scores = where.getX();
           break;
         }
+      if (!mask && (isSoftCapped(add.getA()) || isSoftCapped(add.getB())))
+        return fail(kSoftCapped);
       if (!mask)
         return fail("the masked scores are not an Add of a mask to q @ k^T");
       if (auto where = mask.getDefiningOp<WhereOp>();
@@ -198,6 +211,8 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
     double scale = 1.0;
     scores = peelScale(scores, scale);
     auto qk = scores.getDefiningOp<MatMulOp>();
+    if (!qk && isSoftCapped(scores))
+      return fail(kSoftCapped);
     if (!qk)
       return fail("the scores are not q @ k^T scaled by a scalar constant");
     Value q = peelScale(qk.getA(), scale), kt = peelScale(qk.getB(), scale);

@@ -59,6 +59,20 @@ std::string partCell(const Part &p, const char *what) {
   return llvm::formatv("{0} fused, {1} not", p.fused, p.unfused.size()).str();
 }
 
+/// True when `op`'s result reaches a Softmax through at most a few
+/// elementwise ops: an activation inside attention scores (Gemma 2's
+/// soft-cap Tanh), which the Softmax's own reason covers, not an MLP's.
+bool feedsSoftmax(Operation *op, int depth = 4) {
+  for (Operation *user : op->getUsers()) {
+    if (isa<SoftmaxOp>(user))
+      return true;
+    if (depth > 0 && isa<MulOp, DivOp, AddOp, WhereOp, CastOp>(user) &&
+        feedsSoftmax(user, depth - 1))
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 int layerOfName(llvm::StringRef name) {
@@ -82,8 +96,9 @@ llvm::DenseMap<Operation *, int> layersByOrder(func::FuncOp func) {
   bool seenAttention = false, seenMlp = false;
   func.walk([&](Operation *op) {
     bool isAttention = isa<AttentionOp, SoftmaxOp>(op);
-    bool isMlp = isa<GatedMlpOp, SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op) ||
-                 (isa<LinearOp>(op) && cast<LinearOp>(op).getActivation() != "none");
+    bool isMlp =
+        (isa<GatedMlpOp, SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op) && !feedsSoftmax(op)) ||
+        (isa<LinearOp>(op) && cast<LinearOp>(op).getActivation() != "none");
     if (isAttention && seenAttention && seenMlp) {
       ++current;
       seenMlp = false;
@@ -130,7 +145,7 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
         info.mlp.unfused.push_back(reasonsFor(failures, node, "gated MLP"));
       else if (linear.getActivation() != "none")
         ++info.mlp.fused;
-    } else if (isa<SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op))
+    } else if (isa<SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op) && !feedsSoftmax(op))
       info.mlp.unfused.push_back(reasonsFor(failures, node));
   });
 

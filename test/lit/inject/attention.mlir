@@ -202,3 +202,27 @@ func.func @attention_dynamo_kt_wrong_merge(%q: tensor<2x4x3x16xf32>, %k: tensor<
   %o = kiln.matmul %p, %v : (tensor<2x4x3x3xf32>, tensor<2x4x3x16xf32>) -> tensor<2x4x3x16xf32>
   return %o : tensor<2x4x3x16xf32>
 }
+
+// -----
+
+// Near-miss: Gemma 2's soft-capped scores, cap * tanh(s / cap) before the
+// mask. The fused attention does not apply a soft-cap: the Softmax says so,
+// and the soft-cap's Tanh is not reported as an unfused MLP activation.
+// CHECK: layer 0: attention not fused (/model/layers.0/self_attn/Softmax: attention: the scores are soft-capped (cap * tanh(scores / cap), Gemma 2's attn_logit_softcapping), which the fused attention does not apply)
+// CHECK-NOT: MLP not fused (/model/layers.0/self_attn/Tanh
+// CHECK-LABEL: func @attention_soft_capped
+// CHECK-NOT: kiln.attention
+func.func @attention_soft_capped(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>, %mask: tensor<1x1x3x3xf32>) -> tensor<1x4x3x16xf32> {
+  %scale = kiln.constant dense<0.25> : tensor<f32>
+  %cap = kiln.constant dense<50.0> : tensor<f32>
+  %kt = kiln.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %sc = kiln.matmul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %ss = kiln.mul %sc, %scale : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %sd = kiln.div %ss, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %t = kiln.tanh %sd : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32> loc("/model/layers.0/self_attn/Tanh")
+  %tc = kiln.mul %t, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %sm = kiln.add %tc, %mask : (tensor<1x4x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = kiln.softmax %sm {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32> loc("/model/layers.0/self_attn/Softmax")
+  %o = kiln.matmul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
