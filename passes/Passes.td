@@ -233,8 +233,9 @@ def KilnRagged : Pass<"kiln-ragged", "mlir::ModuleOp"> {
     `range(past, past + seq_len, 1)`, past read from a past_key_values
     input's sequence dim (Hugging Face's `cache_position`, as Gemma's export
     computes them), gets a `position_ids` input in their place. The LM head
-    is found through one upcast and one scaling by a constant (Granite's
-    `logits / logits_scaling`), which stay after the new head.
+    is found through one upcast, one scaling by a constant (Granite's
+    `logits / logits_scaling`) and one soft-cap `c * tanh(x / c)` (Gemma 2's
+    final_logit_softcapping), which stay after the new head.
 
     The module gets `kiln.interface = "ragged"`. A graph it cannot rewrite
     (no injected attention, attention whose K/V are not past ++ new, no

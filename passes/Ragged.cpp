@@ -73,16 +73,27 @@ Value unscaled(Value v) {
   return nullptr;
 }
 
+/// For the soft-cap `c * tanh(x / c)` (Gemma 2's final_logit_softcapping;
+/// the scalings by constants in any spelling): x.
+Value uncapped(Value v) {
+  Value t = unscaled(v);
+  auto tanh = t ? t.getDefiningOp<TanhOp>() : nullptr;
+  return tanh ? unscaled(tanh.getX()) : nullptr;
+}
+
 /// The LM head that makes `logits`: a linear, through at most one cast to
 /// f32 (a half model whose logits are upcast, as Hugging Face's
-/// `logits.float()`) and one scaling by a constant (Granite's
-/// `logits / logits_scaling`), in either order.
+/// `logits.float()`), one scaling by a constant (Granite's
+/// `logits / logits_scaling`) and one soft-cap (Gemma 2's), in any order.
 LinearOp headOf(Value logits) {
-  bool cast = false, scaled = false;
+  bool cast = false, scaled = false, capped = false;
   while (true) {
     if (auto upcast = logits.getDefiningOp<CastOp>(); upcast && !cast) {
       logits = upcast.getInput();
       cast = true;
+    } else if (Value x = uncapped(logits); x && !capped) {
+      logits = x;
+      capped = true;
     } else if (Value x = unscaled(logits); x && !scaled) {
       logits = x;
       scaled = true;
@@ -328,10 +339,10 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
         rows.getOutput(), head.getW(), head.getBias(), head.getActivationAttr());
     head.getY().replaceAllUsesWith(logits.getY());
     head.erase();
-    // The upcast and the scaling between the head and the logits follow
-    // its new shape.
+    // The upcast, scaling and soft-cap between the head and the logits
+    // follow its new shape.
     for (Value v = logits.getY(); Operation *user = inject::soleUser(v);) {
-      if (!isa<CastOp, MulOp, DivOp>(user))
+      if (!isa<CastOp, MulOp, DivOp, TanhOp>(user))
         break;
       Value out = user->getResult(0);
       auto t = cast<RankedTensorType>(out.getType());

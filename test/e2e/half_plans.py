@@ -323,19 +323,21 @@ def run_fixtures(doc, fixture_class, prefix):
             fixture_class(args, folder, tmp, check).test()
         if args.older_mask_model:
             test_older_mask_model(args, fixture_class, tmp / "older-mask", check)
-            # Granite's logits / logits_scaling after the head: still ragged.
-            test_older_mask_model(args, fixture_class, tmp / "older-mask-scaled", check,
-                                  logits_scale=8.0)
+            # Granite's logits / logits_scaling after the head, then Gemma 2's
+            # soft-cap: still ragged.
+            test_older_mask_model(args, fixture_class, tmp / "older-mask-head-ops", check,
+                                  logits_scale=0.5, logits_softcap=10.0)
     return check.exit_code()
 
 
-def test_older_mask_model(args, fixture_class, folder, check, logits_scale=None):
+def test_older_mask_model(args, fixture_class, folder, check, logits_scale=None,
+                          logits_softcap=None):
     """The fixture tests on older_mask_model.py's decoder, over 48 random
     tokens; its fp32 dense logits must also match ONNX's reference
     evaluator's (numpy), so that the fp32 plan they are held to is right,
     and it must get the ragged interface."""
     folder.mkdir()
-    model = make_older_mask_model(logits_scale=logits_scale)
+    model = make_older_mask_model(logits_scale=logits_scale, logits_softcap=logits_softcap)
     onnx.save(model, str(folder / "model.onnx"))
     ids = np.random.default_rng(1).integers(4, VOCAB, 48).tolist()
     fixture = fixture_class(args, folder, folder.parent, check, ids)

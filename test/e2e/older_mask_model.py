@@ -103,10 +103,12 @@ def attention_layer(g, i, h, mask, batch, seq):
     return g.op("Add", h, out)
 
 
-def make_model(layers=2, seed=0, logits_scale=None):
+def make_model(layers=2, seed=0, logits_scale=None, logits_softcap=None):
     """The ModelProto (opset 17, f32 weights). With `logits_scale`, the
     logits are the head's divided by it, as Granite's export computes them
-    (`logits / config.logits_scaling`)."""
+    (`logits / config.logits_scaling`); with `logits_softcap` c, they are then
+    soft-capped, c * tanh(logits / c), as Gemma 2's
+    (`final_logit_softcapping`)."""
     g = Graph(np.random.default_rng(seed))
     batch, seq = g.dim("input_ids", 0), g.dim("input_ids", 1)
     total, past = g.dim("attention_mask", 1), g.dim("past_key_values.0.key", 2)
@@ -119,12 +121,16 @@ def make_model(layers=2, seed=0, logits_scale=None):
     h = g.op("LayerNormalization", h, g.weight("ln_f.w", [HIDDEN], 0.1, 1.0),
              g.weight("ln_f.b", [HIDDEN], 0.1), axis=-1, epsilon=1e-5)
     head = g.weight("lm_head", [HIDDEN, VOCAB])
-    if logits_scale is None:
+    if logits_scale is None and logits_softcap is None:
         g.nodes.append(helper.make_node("MatMul", [h, head], ["logits"], name="/lm_head/MatMul"))
     else:
-        scale = g.const(np.float32(logits_scale), np.float32)
-        g.nodes.append(helper.make_node("Div", [g.op("MatMul", h, head), scale], ["logits"],
-                                        name="/Div_logits"))
+        logits = g.op("MatMul", h, head)
+        if logits_scale is not None:
+            logits = g.op("Div", logits, g.const(np.float32(logits_scale), np.float32))
+        if logits_softcap is not None:
+            cap = g.const(np.float32(logits_softcap), np.float32)
+            logits = g.op("Mul", g.op("Tanh", g.op("Div", logits, cap)), cap)
+        g.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/logits"))
     info = helper.make_tensor_value_info
     seq, total = "sequence_length", "past_sequence_length + sequence_length"
     inputs = [info("input_ids", TensorProto.INT64, ["batch_size", seq]),

@@ -323,3 +323,50 @@ func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
   %l = kiln.linear %y, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
   return %l : tensor<?x?x8xf32>
 }
+
+// -----
+
+// Logits soft-capped after the head (Gemma 2's final_logit_softcapping,
+// c * tanh(x / c)): the head is found through the cap, which stays after it.
+// CHECK-LABEL: module attributes {kiln.interface = "ragged"}
+// CHECK: %[[L:.*]] = kiln.linear %{{.*}} -> tensor<?x?x8xf32>
+// CHECK: %[[D:.*]] = kiln.div %[[L]], %{{.*}} : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+// CHECK: %[[T:.*]] = kiln.tanh %[[D]] : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+// CHECK: %[[C:.*]] = kiln.mul %[[T]], %{{.*}} : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+// CHECK: return %[[C]]
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %cap = kiln.constant dense<30.0> : tensor<f32>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %o3, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %d = kiln.div %l, %cap : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+  %t = kiln.tanh %d : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %c = kiln.mul %t, %cap : (tensor<?x?x8xf32>, tensor<f32>) -> tensor<?x?x8xf32>
+  return %c : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Near-miss: a bare tanh of the logits is no soft-cap (no scaling into and
+// out of it) and not the head's.
+// CHECK-LABEL: module attributes {kiln.ragged_skipped = "the logits are not a linear of [batch, tokens, hidden] states"}
+// CHECK: kiln.attention
+func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
+                %pos: tensor<?x?xi64> {kiln.name = "position_ids"},
+                %pk: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"},
+                %q: tensor<1x2x?x4xf32>, %k: tensor<1x2x?x4xf32>, %w: tensor<8x8xf32>)
+    -> (tensor<?x?x8xf32> {kiln.name = "logits"}) {
+  %shape3 = kiln.constant dense<[1, -1, 8]> : tensor<3xi64>
+  %kall = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  %o = kiln.attention %q, %kall, %kall {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %o3 = kiln.reshape %o, %shape3 {allowzero = 0 : i64} : (tensor<1x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %l = kiln.linear %o3, %w {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %t = kiln.tanh %l : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return %t : tensor<?x?x8xf32>
+}
