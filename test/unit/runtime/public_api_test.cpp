@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 namespace kiln {
 namespace {
@@ -260,6 +261,17 @@ TEST(Rank, OneRankOpensWithoutACommunicator) {
   launch.tp_size = 1;
   EXPECT_FALSE(IsRankLauncher(launch));
   EXPECT_EQ(InRankContext(InvalidArgument("x")).message(), "x");
+}
+
+// A const StatusOr reads its value through * and ->, as a const optional does.
+TEST(StatusOr, ReadsThroughAConstReference) {
+  const StatusOr<std::string> ok = std::string("plan");
+  const StatusOr<std::string> &ref = ok;
+  EXPECT_EQ(*ref, "plan");
+  EXPECT_EQ(ref->size(), 4u);
+  const StatusOr<std::string> bad = NotFound("no plan");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "no plan");
 }
 
 } // namespace
