@@ -2,8 +2,9 @@
 //
 // Rooted at the Softmax of
 //
-//   P = softmax(scale_s * (q * scale_q) @ (k^T * scale_k) + mask)   (any of
-//       the scales may be absent; Div by a constant counts as a scale;
+//   P = softmax(cap(scale_s * (q * scale_q) @ (k^T * scale_k)) + mask)
+//       (any of the scales may be absent; Div by a constant counts as a
+//       scale; cap(s) is the optional soft-cap c * tanh(s / c);
 //       the mask is an Add of a float tensor, an Add of Where(b, 0, -inf),
 //       or a Where(b, scores, -inf))
 //   out = P @ v   (P possibly guarded by Where(IsNaN(P), 0, P))
@@ -96,16 +97,41 @@ Value peelScale(Value v, double &scale) {
   return v;
 }
 
-/// True when `v` is soft-capped scores, `cap * tanh(x / cap)` (Gemma 2's
-/// attn_logit_softcapping): a Tanh under the scaling.
-bool isSoftCapped(Value v) {
+/// For soft-capped scores `cap * tanh(x / cap)` (Gemma 2's
+/// attn_logit_softcapping; the division may be a multiplication by 1 / cap):
+/// x, with `cap` set. Null for anything else, including a Tanh whose inner
+/// and outer constants are not reciprocal.
+Value uncap(Value v, double &cap) {
+  double outer = 1.0, inner = 1.0;
+  Value t = peelScale(v, outer);
+  auto tanh = t != v ? t.getDefiningOp<TanhOp>() : nullptr;
+  if (!tanh)
+    return nullptr;
+  Value x = peelScale(tanh.getX(), inner);
+  if (x == tanh.getX() || !(outer > 0) || !std::isfinite(outer) ||
+      std::abs(outer * inner - 1.0) > 1e-6)
+    return nullptr;
+  cap = outer;
+  return x;
+}
+
+/// True when `v` is q @ k^T, scaled by constants and possibly soft-capped.
+bool isScores(Value v) {
+  double s = 1.0, cap = 0.0;
+  if (Value x = uncap(v, cap))
+    v = x;
+  return static_cast<bool>(peelScale(v, s).getDefiningOp<MatMulOp>());
+}
+
+/// True when `v` is a Tanh under a scaling that uncap did not accept.
+bool isOtherTanh(Value v) {
   double s = 1.0;
   return static_cast<bool>(peelScale(v, s).getDefiningOp<TanhOp>());
 }
 
-constexpr const char *kSoftCapped =
-    "the scores are soft-capped (cap * tanh(scores / cap), Gemma 2's attn_logit_softcapping), "
-    "which the fused attention does not apply";
+constexpr const char *kOtherCap =
+    "the scores go through a Tanh that is not a soft-cap cap * tanh(scores / cap) with one "
+    "constant cap";
 
 /// The dynamo exporter's k^T: Reshape(Transpose(Reshape(k, [B*H, S, D]),
 /// [0, 2, 1]), [B, H, D, S]); returns k when the symbolic shapes prove the
@@ -159,8 +185,7 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
     Value scores = softmax.getInput(), mask;
     if (auto add = scores.getDefiningOp<AddOp>()) {
       for (Value side : {add.getA(), add.getB()}) {
-        double s = 1.0;
-        if (peelScale(side, s).getDefiningOp<MatMulOp>()) {
+        if (isScores(side)) {
           mask = otherOperand(add, side);
           scores = side;
           break;
@@ -171,9 +196,7 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
       if (!mask)
         for (Value side : {add.getA(), add.getB()}) {
           auto where = side.getDefiningOp<WhereOp>();
-          double s = 1.0;
-          if (!where || !isMaskingFill(where.getY()) ||
-              !peelScale(where.getX(), s).getDefiningOp<MatMulOp>())
+          if (!where || !isMaskingFill(where.getY()) || !isScores(where.getX()))
             continue;
           Value m = otherOperand(add, side);
           Type mt = cast<TensorType>(m.getType()).getElementType();
@@ -195,8 +218,8 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
           scores = where.getX();
           break;
         }
-      if (!mask && (isSoftCapped(add.getA()) || isSoftCapped(add.getB())))
-        return fail(kSoftCapped);
+      if (!mask && (isOtherTanh(add.getA()) || isOtherTanh(add.getB())))
+        return fail(kOtherCap);
       if (!mask)
         return fail("the masked scores are not an Add of a mask to q @ k^T");
       if (auto where = mask.getDefiningOp<WhereOp>();
@@ -208,11 +231,14 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
       mask = where.getCondition();
       scores = where.getX();
     }
+    double cap = 0.0;
+    if (Value x = uncap(scores, cap))
+      scores = x;
     double scale = 1.0;
     scores = peelScale(scores, scale);
     auto qk = scores.getDefiningOp<MatMulOp>();
-    if (!qk && isSoftCapped(scores))
-      return fail(kSoftCapped);
+    if (!qk && isOtherTanh(scores))
+      return fail(kOtherCap);
     if (!qk)
       return fail("the scores are not q @ k^T scaled by a scalar constant");
     Value q = peelScale(qk.getA(), scale), kt = peelScale(qk.getB(), scale);
@@ -253,6 +279,8 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
     }
     if (!std::isfinite(scale) || scale == 0.0)
       return fail("the combined scale is not a finite non-zero constant");
+    if (cap != 0.0 && !std::isfinite(static_cast<float>(cap)))
+      return fail("the soft-cap is not a finite f32");
     rewriter.setInsertionPoint(pv);
     if (!k) {
       auto t = cast<RankedTensorType>(kBshd.getType());
@@ -261,9 +289,10 @@ struct AttentionPattern : OpRewritePattern<SoftmaxOp> {
           t.clone({t.getDimSize(0), t.getDimSize(2), t.getDimSize(1), t.getDimSize(3)}), kBshd,
           rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}));
     }
-    rewriter.replaceOpWithNewOp<AttentionOp>(pv, pv.getY().getType(), q, k, v, mask,
-                                             rewriter.getF32FloatAttr(static_cast<float>(scale)),
-                                             rewriter.getI64IntegerAttr(0));
+    rewriter.replaceOpWithNewOp<AttentionOp>(
+        pv, pv.getY().getType(), q, k, v, mask, rewriter.getF32FloatAttr(static_cast<float>(scale)),
+        rewriter.getI64IntegerAttr(0),
+        cap != 0.0 ? rewriter.getF32FloatAttr(static_cast<float>(cap)) : FloatAttr());
     return success();
   }
 };

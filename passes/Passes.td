@@ -237,12 +237,25 @@ def KilnRagged : Pass<"kiln-ragged", "mlir::ModuleOp"> {
     `logits / logits_scaling`) and one soft-cap `c * tanh(x / c)` (Gemma 2's
     final_logit_softcapping), which stay after the new head.
 
+    With `sliding-window = W` (config.json's sliding_window), the
+    attentions whose mask is computed with the constant W (the export's
+    `kv > q - W`, `k <= q - W` or `tril(.., -W)`) get `window = W`; when no
+    mask mentions W, the layers `sliding-layers` marks 1 (config.json's
+    layer_types), or every layer when that list is empty or does not match
+    the layer count. Each attention's `softcap` carries over.
+
     The module gets `kiln.interface = "ragged"`. A graph it cannot rewrite
     (no injected attention, attention whose K/V are not past ++ new, no
     position_ids input and no such range, an attention_mask or a
     past_key_values input that still feeds something else) is left as it
     is, with the reason attached as `kiln.ragged_skipped`.
   }];
+  let options = [
+    Option<"slidingWindow", "sliding-window", "int64_t", /*default=*/"0",
+           "The model's sliding window (config.json sliding_window); 0: none">,
+    ListOption<"slidingLayers", "sliding-layers", "int64_t",
+               "Per layer, 1 where the layer uses the window (config.json layer_types)">,
+  ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
 

@@ -18,6 +18,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cmath>
 
 namespace kiln {
 
@@ -160,6 +163,28 @@ struct Layer {
   Value kNew, vNew;
 };
 
+/// Whether the computation of `mask` uses the constant `window` (or its
+/// negation): the sliding-window masks' `kv > q - W`, `k <= q - W` or
+/// `tril(ones, -W)`. Walks the mask's operands back to the inputs.
+bool maskUsesWindow(Value mask, int64_t window) {
+  if (!mask)
+    return false;
+  SmallVector<Value> work{mask};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  const double w = static_cast<double>(window);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val().getDefiningOp();
+    if (!op || !seen.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands()) {
+      if (std::optional<double> c = inject::scalarConstant(operand); c && std::abs(*c) == w)
+        return true;
+      work.push_back(operand);
+    }
+  }
+  return false;
+}
+
 DictionaryAttr argAttrs(MLIRContext *ctx, StringRef name, ArrayRef<StringRef> dims) {
   Builder b(ctx);
   SmallVector<Attribute> dimAttrs;
@@ -170,6 +195,7 @@ DictionaryAttr argAttrs(MLIRContext *ctx, StringRef name, ArrayRef<StringRef> di
 }
 
 struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
+  using KilnRaggedBase::KilnRaggedBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto skip = [&](const Twine &why) {
@@ -190,7 +216,8 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     SmallVector<Layer> layers;
     LinearOp head;
     (void)analyze(work, &layers, &head, why);
-    rewrite(work, layers, head);
+    SmallVector<int64_t> windows = layerWindows(layers);
+    rewrite(work, layers, windows, head);
     if (BlockArgument mask = argNamed(work, "attention_mask"); mask && !mask.use_empty()) {
       work.erase();
       return skip("the attention_mask feeds more than attention (e.g. the positions), which a "
@@ -265,7 +292,27 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     return true;
   }
 
-  void rewrite(func::FuncOp main, ArrayRef<Layer> layers, LinearOp head) {
+  /// Each layer's sliding window (0: none), as the pass's description says.
+  SmallVector<int64_t> layerWindows(ArrayRef<Layer> layers) {
+    SmallVector<int64_t> windows(layers.size(), 0);
+    if (slidingWindow <= 0)
+      return windows;
+    bool evidence = false;
+    for (auto [i, layer] : llvm::enumerate(layers))
+      if (maskUsesWindow(AttentionOp(layer.attention).getMask(), slidingWindow)) {
+        windows[i] = slidingWindow;
+        evidence = true;
+      }
+    if (evidence)
+      return windows;
+    const bool perLayer = slidingLayers.size() == layers.size();
+    for (auto [i, w] : llvm::enumerate(windows))
+      w = !perLayer || slidingLayers[i] != 0 ? slidingWindow : 0;
+    return windows;
+  }
+
+  void rewrite(func::FuncOp main, ArrayRef<Layer> layers, ArrayRef<int64_t> windows,
+               LinearOp head) {
     MLIRContext *ctx = &getContext();
     Location loc = main.getLoc();
     auto i64 = IntegerType::get(ctx, 64);
@@ -322,7 +369,8 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
       auto paged = b.create<PagedAttentionOp>(
           a.getLoc(), a.getOutput().getType(), a.getQ(), layer.kNew, layer.vNew, kCache, vCache,
           slots, queryStart, contextLens, blockTables, a.getScaleAttr(),
-          /*layout: the default, bhsd*/ StringAttr());
+          /*layout: the default, bhsd*/ StringAttr(), a.getSoftcapAttr(),
+          windows[i] > 0 ? b.getI64IntegerAttr(windows[i]) : IntegerAttr());
       a.getOutput().replaceAllUsesWith(paged.getOutput());
       a.erase();
     }

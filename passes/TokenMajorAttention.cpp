@@ -145,7 +145,7 @@ struct TokenMajorAttentionPass : impl::KilnTokenMajorAttentionBase<TokenMajorAtt
     auto paged = b.create<PagedAttentionOp>(
         op.getLoc(), back.getTransposed().getType(), qx, kx, v->transpose.getData(), op.getKCache(),
         op.getVCache(), op.getSlots(), op.getQueryStart(), op.getContextLens(), op.getBlockTables(),
-        op.getScaleAttr(), b.getStringAttr("bshd"));
+        op.getScaleAttr(), b.getStringAttr("bshd"), op.getSoftcapAttr(), op.getWindowAttr());
     back.getTransposed().replaceAllUsesWith(paged.getOutput());
     back.erase();
     op.erase();

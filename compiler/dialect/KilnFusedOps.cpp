@@ -356,6 +356,16 @@ LogicalResult RotaryOp::inferShapes(ShapeInferenceContext &ctx) {
   return inferUnaryOp(getOperation(), ctx);
 }
 
+/// A soft-cap, when present, is finite and positive.
+static LogicalResult verifySoftCap(Operation *op, std::optional<APFloat> cap) {
+  if (!cap)
+    return success();
+  float c = cap->convertToFloat();
+  if (!std::isfinite(c) || c <= 0)
+    return op->emitOpError() << "softcap must be finite and positive (absent for none), got " << c;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(expectKernelFloat(*this, {getQ(), getK(), getV(), getOutput()})) ||
       failed(expectRank(*this, getQ(), 4, "q")) || failed(expectRank(*this, getK(), 4, "k")) ||
@@ -380,7 +390,7 @@ LogicalResult AttentionOp::verify() {
   float scale = getScale().convertToFloat();
   if (!std::isfinite(scale))
     return emitOpError() << "scale must be finite, got " << scale;
-  return success();
+  return verifySoftCap(*this, getSoftcap());
 }
 
 LogicalResult AttentionOp::inferShapes(ShapeInferenceContext &ctx) {
@@ -432,7 +442,10 @@ LogicalResult PagedAttentionOp::verify() {
   float scale = getScale().convertToFloat();
   if (!std::isfinite(scale))
     return emitOpError() << "scale must be finite, got " << scale;
-  return success();
+  if (std::optional<uint64_t> w = getWindow(); w && static_cast<int64_t>(*w) <= 0)
+    return emitOpError() << "window must be positive (absent for none), got "
+                         << static_cast<int64_t>(*w);
+  return verifySoftCap(*this, getSoftcap());
 }
 
 LogicalResult PagedAttentionOp::inferShapes(ShapeInferenceContext &ctx) {

@@ -231,7 +231,8 @@ def Kiln_AttentionOp : Kiln_FusedOp<"attention">, Kiln_OpTable<"attention", "f32
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$q, Kiln_FloatTensor:$k, Kiln_FloatTensor:$v,
-                   Optional<Kiln_Tensor>:$mask, F32Attr:$scale, I64Attr:$causal);
+                   Optional<Kiln_Tensor>:$mask, F32Attr:$scale, I64Attr:$causal,
+                   OptionalAttr<F32Attr>:$softcap);
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat =
       "$q `,` $k `,` $v (`,` $mask^)? attr-dict `:` functional-type(operands, results)";
@@ -251,6 +252,13 @@ def Kiln_PagedAttentionOp : Op<Kiln_Dialect, "paged_attention",
     sequences' tokens and `context_lens` ([N]) counts their context,
     new tokens included. Not Pure: it writes the caches.
 
+    Per layer, `window = W` (sliding-window attention: Mistral, Gemma 2
+    and 3's local layers) hides the keys more than W - 1 positions before
+    a token's own, so it reads positions max(0, p - W + 1)..p (the runtime
+    may free blocks wholly before every layer's window), and `softcap = c`
+    soft-caps the scaled scores to `c * tanh(s / c)`. Absent: no window,
+    no cap.
+
     `layout` orders q, k_new, v_new and the result: "bhsd" (the default)
     [1, H, T, D], or "bshd" token-major [1, T, H, D], as the projections
     write them (kiln-token-major-attention picks it).
@@ -268,7 +276,8 @@ def Kiln_PagedAttentionOp : Op<Kiln_Dialect, "paged_attention",
                    Kiln_FloatTensor:$k_cache, Kiln_FloatTensor:$v_cache, Kiln_I64Tensor:$slots,
                    Kiln_I64Tensor:$query_start, Kiln_I64Tensor:$context_lens,
                    Kiln_I64Tensor:$block_tables, F32Attr:$scale,
-                   DefaultValuedStrAttr<StrAttr, "bhsd">:$layout);
+                   DefaultValuedStrAttr<StrAttr, "bhsd">:$layout,
+                   OptionalAttr<F32Attr>:$softcap, OptionalAttr<I64Attr>:$window);
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat = "$q `,` $k_new `,` $v_new `,` $k_cache `,` $v_cache `,` $slots `,` "
                        "$query_start `,` $context_lens `,` $block_tables attr-dict `:` "

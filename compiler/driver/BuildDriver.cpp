@@ -262,21 +262,21 @@ llvm::Expected<std::string> Build::runRagged() {
                        "interface)");
   if (!config.kernel_inject)
     return std::string("skipped: the ragged interface needs injected attention");
-  // paged_attention has no window: a model whose window is shorter than its
-  // context would attend too far back once sequences outgrow the window.
+  // The window and which layers use it come from config.json; the pass
+  // confirms each layer against its mask (Passes.td, kiln-ragged).
+  // A window that covers the context never hides a key.
+  std::string options;
   const int64_t window = modelInfo.slidingWindow, span = modelInfo.contextLength;
   if (window > 0 && (span <= 0 || window < span)) {
-    std::string reason = llvm::formatv("the model uses sliding-window attention (window {0}, "
-                                       "context {1}), which paged_attention does not apply",
-                                       window, span)
-                             .str();
-    log << "warning: the plan keeps the model's dense interface, so the engine runs its "
-           "requests one at a time: "
-        << reason << "\n";
-    return "skipped: " + reason;
+    options = "sliding-window=" + std::to_string(modelInfo.slidingWindow);
+    if (!modelInfo.slidingLayers.empty()) {
+      options += " sliding-layers=";
+      for (size_t i = 0; i < modelInfo.slidingLayers.size(); ++i)
+        options += (i ? "," : "") + std::string(modelInfo.slidingLayers[i] ? "1" : "0");
+    }
   }
-  if (llvm::Error e = runPasses(context, *module, diags, Phase::Ragged, [](mlir::PassManager &pm) {
-        if (llvm::Error err = addRegistered(pm, "kiln-ragged"))
+  if (llvm::Error e = runPasses(context, *module, diags, Phase::Ragged, [&](mlir::PassManager &pm) {
+        if (llvm::Error err = addRegistered(pm, "kiln-ragged", options))
           return err;
         return addRegistered(pm, "kiln-token-major-attention");
       }))
@@ -298,9 +298,15 @@ llvm::Expected<std::string> Build::runRagged() {
     return "skipped: " + reason;
   }
   m->removeAttr("kiln.interface");
-  int layers = 0;
-  m.walk([&](PagedAttentionOp) { ++layers; });
-  return llvm::formatv("{0} attention layers over a paged KV cache", layers).str();
+  int layers = 0, windowed = 0;
+  m.walk([&](PagedAttentionOp op) {
+    ++layers;
+    windowed += op.getWindow().has_value();
+  });
+  std::string summary = llvm::formatv("{0} attention layers over a paged KV cache", layers).str();
+  if (windowed > 0)
+    summary += llvm::formatv(", {0} of them with a sliding window of {1}", windowed, window).str();
+  return summary;
 }
 
 std::vector<mlir::ModuleOp> Build::modules() {

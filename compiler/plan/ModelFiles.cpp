@@ -111,6 +111,13 @@ llvm::Error readConfig(const json &j, const std::string &file, ModelInfo &info) 
       !(j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
         !j["use_sliding_window"].get<bool>()))
     info.slidingWindow = std::max<int64_t>(0, j["sliding_window"].get<int64_t>());
+  if (info.slidingWindow > 0 && j.contains("layer_types") && j["layer_types"].is_array()) {
+    for (const auto &t : j["layer_types"]) {
+      if (!t.is_string())
+        return err(file + ": \"layer_types\" must be a list of strings");
+      info.slidingLayers.push_back(t.get<std::string>() == "sliding_attention");
+    }
+  }
   info.numLayers = static_cast<int32_t>(layers);
   if (auto e = readInt(j, {"hidden_size", "n_embd", "d_model"}, file, info.hiddenSize))
     return e;

@@ -41,6 +41,10 @@ struct ModelInfo {
   // Sliding-window attention span (config sliding_window, unless
   // use_sliding_window is false); 0: every position sees the whole context.
   int64_t slidingWindow = 0;
+  // Per layer, from config.json layer_types ("sliding_attention" or
+  // "full_attention"): true where the layer uses the window. Empty when the
+  // config has no such list (every layer then uses it, as Mistral's).
+  std::vector<bool> slidingLayers;
   int32_t numLayers = 0;
   int64_t hiddenSize = 0;
   int64_t bosTokenId = -1;

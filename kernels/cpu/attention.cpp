@@ -1,5 +1,6 @@
 #include "kernels/cpu/attention.h"
 
+#include "kernels/attention_scores.h"
 #include "kernels/cpu/products_gemm.h"
 #include "kernels/cpu/reduce_softmax.h"
 
@@ -42,7 +43,7 @@ void ApplyMaskRow(const AttentionMask &mask, int64_t offset, float *s, int64_t n
 } // namespace
 
 void Attention(const float *q, const float *k, const float *v, const AttentionMask &mask,
-               float *out, const AttentionDims &dims, float scale, bool causal) {
+               float *out, const AttentionDims &dims, float scale, bool causal, float softcap) {
   const int64_t sq = dims.q_len, skv = dims.kv_len, d = dims.head_dim, dv = dims.v_dim;
   if (dims.batch == 0 || dims.q_heads == 0 || sq == 0 || dims.kv_heads == 0)
     return;
@@ -69,6 +70,9 @@ void Attention(const float *q, const float *k, const float *v, const AttentionMa
         for (int64_t r = 0; r < m; ++r) {
           const int64_t h = g * group + (r0 + r) / sq, i = (r0 + r) % sq;
           float *row = s + r * skv;
+          if (softcap > 0)
+            for (int64_t j = 0; j < skv; ++j)
+              row[j] = SoftCap(row[j], softcap);
           if (mask.kind != MaskKind::kNone)
             ApplyMaskRow(mask, b * mask.strides[0] + h * mask.strides[1] + i * mask.strides[2], row,
                          skv);

@@ -23,11 +23,13 @@ struct AttentionMask {
   int64_t strides[4] = {0, 0, 0, 0};
 };
 
-// out[b, h, i, :] = softmax_j(scale * q[b,h,i,:] . k[b,g,j,:] + mask) @ v[b,g]
-// with g = h / (Hq / Hkv); causal also masks j > i + (Skv - Sq). q, k, v and
+// out[b, h, i, :] = softmax_j(cap(scale * q[b,h,i,:] . k[b,g,j,:]) + mask) @ v[b,g]
+// with g = h / (Hq / Hkv), cap the soft-cap SoftCap(s, softcap)
+// (kernels/attention_scores.h; 0: none); causal also masks j > i + (Skv - Sq). q, k, v and
 // out are contiguous [B, H, S, D]. A fully masked row is zeros (the unfused
 // Softmax gives NaN there; SDPA exports guard it to zeros).
 void Attention(const float *q, const float *k, const float *v, const AttentionMask &mask,
-               float *out, const AttentionDims &dims, float scale, bool causal);
+               float *out, const AttentionDims &dims, float scale, bool causal,
+               float softcap = 0.0f);
 
 } // namespace kiln::kernels

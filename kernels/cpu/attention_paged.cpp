@@ -1,8 +1,9 @@
 #include "kernels/cpu/attention_paged.h"
 
+#include "kernels/attention_scores.h"
 #include "kernels/cpu/fast_math.h"
-#include "kernels/cpu/products_gemm.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/products_gemm.h"
 #include "kernels/cpu/reduce_softmax.h"
 
 #include <algorithm>
@@ -49,16 +50,27 @@ void StoreSlots(const T *src, T *cache, int64_t width, const int64_t *slots,
   }
 }
 
-// The first `len` positions of KV head g, dense as [len, width]. A block
-// holds BS contiguous rows per head, so each block is one copy.
-void GatherContext(const float *cache, const int64_t *table, int64_t g, int64_t len, int64_t width,
-                   const PagedAttentionDims &d, float *dst) {
-  for (int64_t b = 0; b * d.block_size < len; ++b) {
+// Positions [b0 * BS, len) of KV head g, dense as [len - b0 * BS, width]. A
+// block holds BS contiguous rows per head, so each block is one copy.
+void GatherContext(const float *cache, const int64_t *table, int64_t g, int64_t b0, int64_t len,
+                   int64_t width, const PagedAttentionDims &d, float *dst) {
+  for (int64_t b = b0; b * d.block_size < len; ++b) {
     const int64_t rows = std::min(d.block_size, len - b * d.block_size);
     const float *src = cache + (table[b] * d.kv_heads + g) * d.block_size * width;
-    std::memcpy(dst + b * d.block_size * width, src,
+    std::memcpy(dst + (b - b0) * d.block_size * width, src,
                 static_cast<size_t>(rows * width) * sizeof(float));
   }
+}
+
+// Softmax over row[lo, hi) of the soft-capped scores; zeros elsewhere in
+// [0, n). lo < hi: every token reads at least its own position.
+void SoftmaxRange(float *row, int64_t lo, int64_t hi, int64_t n, float cap) {
+  if (cap > 0)
+    for (int64_t j = lo; j < hi; ++j)
+      row[j] = SoftCap(row[j], cap);
+  Softmax<float>(row + lo, row + lo, 1, hi - lo, 1, false);
+  std::fill(row, row + lo, 0.0f);
+  std::fill(row + hi, row + n, 0.0f);
 }
 
 // One sequence: n new tokens from t0, context ctx >= n, block table `table`.
@@ -67,24 +79,28 @@ void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
                     const PagedAttentionDims &d, float scale, Scratch &w) {
   const int64_t D = d.head_dim, Dv = d.v_dim, hs = d.q_head_stride, ts = d.q_token_stride;
   const int64_t group = d.q_heads / d.kv_heads;
+  // Only the blocks from the first new token's window on are read: the
+  // gathered context starts at position base.
+  const int64_t b0 = WindowStart(ctx - n, d.window) / d.block_size, base = b0 * d.block_size;
+  const int64_t span = ctx - base;
   // The group's rows are head-major: row r is head g * group + r / n and
   // token t0 + r % n, at context position ctx - n + r % n. Stacking them
   // makes decoding (n = 1) a [group, ctx] product instead of group vectors.
   const int64_t rows = group * n;
-  const int64_t block = std::clamp<int64_t>(kScoreBudget / ctx, 16, 4096);
-  float *kbuf = Grow(w.k, ctx * D), *vbuf = Grow(w.v, ctx * Dv);
+  const int64_t block = std::clamp<int64_t>(kScoreBudget / span, 16, 4096);
+  float *kbuf = Grow(w.k, span * D), *vbuf = Grow(w.v, span * Dv);
   float *qbuf = Grow(w.q, std::min(block, rows) * D);
   float *obuf = Grow(w.out, std::min(block, rows) * Dv);
-  float *s = Grow(w.scores, std::min(block, rows) * ctx);
+  float *s = Grow(w.scores, std::min(block, rows) * span);
   for (int64_t g = 0; g < d.kv_heads; ++g) {
-    GatherContext(k_cache, table, g, ctx, D, d, kbuf);
-    GatherContext(v_cache, table, g, ctx, Dv, d, vbuf);
+    GatherContext(k_cache, table, g, b0, ctx, D, d, kbuf);
+    GatherContext(v_cache, table, g, b0, ctx, Dv, d, vbuf);
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
       const int64_t m = std::min(block, rows - r0);
       // Keys past the block's last position are in every row's future; a
       // block within one head (long prefill) skips them.
       const int64_t last = r0 + m - 1;
-      const int64_t kv = r0 / n == last / n ? ctx - n + last % n + 1 : ctx;
+      const int64_t kv = r0 / n == last / n ? ctx - n + last % n + 1 - base : span;
       for (int64_t r = 0; r < m; ++r) {
         const int64_t h = g * group + (r0 + r) / n, t = t0 + (r0 + r) % n;
         std::memcpy(qbuf + r * D, q + (h * hs + t * ts) * D,
@@ -93,12 +109,10 @@ void AttendSequence(const float *q, const float *k_cache, const float *v_cache,
       // s[m, kv] = scale * Q[m, D] @ K[kv, D]^T
       Gemm<float>(false, true, m, kv, D, scale, qbuf, D, kbuf, D, 0.0f, s, kv);
       for (int64_t r = 0; r < m; ++r) {
-        // Causal within the sequence: row r sees positions 0..p, p >= 0
-        // since ctx >= n, so no row is ever fully masked.
-        const int64_t seen = ctx - n + (r0 + r) % n + 1;
-        float *row = s + r * kv;
-        Softmax<float>(row, row, 1, seen, 1, false);
-        std::fill(row + seen, row + kv, 0.0f);
+        // Row r sees positions WindowStart(p)..p, p >= 0 since ctx >= n, so
+        // no row is ever fully masked.
+        const int64_t p = ctx - n + (r0 + r) % n;
+        SoftmaxRange(s + r * kv, WindowStart(p, d.window) - base, p + 1 - base, kv, d.softcap);
       }
       // o[m, Dv] = P[m, kv] @ V[kv, Dv]
       Gemm<float>(false, false, m, Dv, kv, 1.0f, s, kv, vbuf, Dv, 0.0f, obuf, Dv);
@@ -147,26 +161,28 @@ AttendDirect(const float *q, const float *k_cache, const float *v_cache, const i
   float *acc = Grow(w.out, group * Dv);
   for (int64_t g = 0; g < d.kv_heads; ++g) {
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t t = t0 + i, seen = ctx - n + i + 1;
+      // Positions lo..seen-1; blocks before lo's are never read.
+      const int64_t t = t0 + i, seen = ctx - n + i + 1, lo = WindowStart(seen - 1, d.window);
+      const int64_t b_lo = lo / BS;
       // Block by block: a block holds BS consecutive positions of head g.
-      for (int64_t j0 = 0, b = 0; j0 < seen; j0 += BS, ++b) {
+      for (int64_t j0 = b_lo * BS, b = b_lo; j0 < seen; j0 += BS, ++b) {
         const float *kb = k_cache + (table[b] * d.kv_heads + g) * BS * D;
         const int64_t rows = std::min(BS, seen - j0);
-        for (int64_t o = 0; o < rows; ++o)
+        for (int64_t o = std::max<int64_t>(0, lo - j0); o < rows; ++o)
           for (int64_t r = 0; r < group; ++r)
-            p[r * ctx + j0 + o] =
-                Dot(q + ((g * group + r) * hs + t * ts) * D, kb + o * D, D) * scale;
+            p[r * ctx + j0 + o] = SoftCap(
+                Dot(q + ((g * group + r) * hs + t * ts) * D, kb + o * D, D) * scale, d.softcap);
       }
       std::vector<float> &inv = w.q; // 1 / sum of each row
       Grow(inv, group);
       for (int64_t r = 0; r < group; ++r) {
         float *pr = p + r * ctx;
-        const float best = *std::max_element(pr, pr + seen);
-        for (int64_t j = 0; j < seen; ++j)
+        const float best = *std::max_element(pr + lo, pr + seen);
+        for (int64_t j = lo; j < seen; ++j)
           pr[j] -= best;
-        ExpF32(pr, pr, seen);
+        ExpF32(pr + lo, pr + lo, seen - lo);
         float sum = 0;
-        for (int64_t j = 0; j < seen; ++j)
+        for (int64_t j = lo; j < seen; ++j)
           sum += pr[j];
         inv[r] = 1.0f / sum;
       }
@@ -176,16 +192,16 @@ AttendDirect(const float *q, const float *k_cache, const float *v_cache, const i
         for (int64_t c0 = 0; c0 < Dv; c0 += 16) {
           const int64_t width = std::min<int64_t>(16, Dv - c0);
           float lane[16] = {};
-          for (int64_t j0 = 0, b = 0; j0 < seen; j0 += BS, ++b) {
+          for (int64_t j0 = b_lo * BS, b = b_lo; j0 < seen; j0 += BS, ++b) {
             const float *vb = v_cache + (table[b] * d.kv_heads + g) * BS * Dv + c0;
             const float *pr = p + r * ctx + j0;
-            const int64_t rows = std::min(BS, seen - j0);
+            const int64_t rows = std::min(BS, seen - j0), o0 = std::max<int64_t>(0, lo - j0);
             if (width == 16) {
-              for (int64_t o = 0; o < rows; ++o)
+              for (int64_t o = o0; o < rows; ++o)
                 for (int l = 0; l < 16; ++l)
                   lane[l] += pr[o] * vb[o * Dv + l];
             } else {
-              for (int64_t o = 0; o < rows; ++o)
+              for (int64_t o = o0; o < rows; ++o)
                 for (int64_t l = 0; l < width; ++l)
                   lane[l] += pr[o] * vb[o * Dv + l];
             }
@@ -251,11 +267,12 @@ struct HalfScratch {
   std::vector<int64_t> table;      // 0, 1, 2, ...: the widened context's blocks in order
 };
 
-// The first `len` positions of KV head g widened to f32, dense as [len,
-// width]: only the rows the sequence reads are converted, block by block.
-void WidenContext(ElemType kind, const uint16_t *cache, const int64_t *table, int64_t g,
+// Positions [b0 * BS, len) of KV head g widened to f32 at their own rows of
+// dst ([len, width]; the rows before are left as they are): only the rows
+// the sequence reads are converted, block by block.
+void WidenContext(ElemType kind, const uint16_t *cache, const int64_t *table, int64_t g, int64_t b0,
                   int64_t len, int64_t width, const PagedAttentionDims &d, float *dst) {
-  for (int64_t b = 0; b * d.block_size < len; ++b) {
+  for (int64_t b = b0; b * d.block_size < len; ++b) {
     const int64_t rows = std::min(d.block_size, len - b * d.block_size);
     const uint16_t *src = cache + (table[b] * d.kv_heads + g) * d.block_size * width;
     CastElements(kind, src, ElemType::kF32, dst + b * d.block_size * width, rows * width);
@@ -266,12 +283,14 @@ void WidenContext(ElemType kind, const uint16_t *cache, const int64_t *table, in
 // KV head by KV head: each head's group of query heads and its context are
 // a batch of one sequence with one KV head, its cache the widened context
 // (block b at rows b * BS, read through an identity table).
-void AttendHalf(ElemType kind, const uint16_t *q, const uint16_t *k_cache,
-                const uint16_t *v_cache, const int64_t *table, int64_t t0, int64_t n, int64_t ctx,
-                uint16_t *out, const PagedAttentionDims &d, float scale, HalfScratch &w) {
+void AttendHalf(ElemType kind, const uint16_t *q, const uint16_t *k_cache, const uint16_t *v_cache,
+                const int64_t *table, int64_t t0, int64_t n, int64_t ctx, uint16_t *out,
+                const PagedAttentionDims &d, float scale, HalfScratch &w) {
   const int64_t D = d.head_dim, Dv = d.v_dim, BS = d.block_size;
   const int64_t hs = d.q_head_stride, ts = d.q_token_stride;
   const int64_t group = d.q_heads / d.kv_heads, blocks = (ctx + BS - 1) / BS;
+  // The first block any of the tokens reads (the f32 code skips the rest).
+  const int64_t b0 = WindowStart(ctx - n, d.window) / BS;
   PagedAttentionDims one = d;
   one.q_heads = group;
   one.kv_heads = 1;
@@ -297,8 +316,8 @@ void AttendHalf(ElemType kind, const uint16_t *q, const uint16_t *k_cache,
         for (int64_t i = 0; i < n; ++i)
           CastElements(kind, src + i * ts * D, ElemType::kF32, qw + (r * n + i) * D, D);
     }
-    WidenContext(kind, k_cache, table, g, ctx, D, d, kw);
-    WidenContext(kind, v_cache, table, g, ctx, Dv, d, vw);
+    WidenContext(kind, k_cache, table, g, b0, ctx, D, d, kw);
+    WidenContext(kind, v_cache, table, g, b0, ctx, Dv, d, vw);
     AttendF32(qw, kw, vw, w.table.data(), 0, n, ctx, ow, one, scale, w.f32);
     for (int64_t r = 0; r < group; ++r) {
       uint16_t *dst = out + ((g * group + r) * hs + t0 * ts) * Dv;
@@ -331,10 +350,9 @@ void PagedAttention(const float *q, const float *k_new, const float *v_new, floa
       });
 }
 
-bool PagedAttention(ElemType kind, const uint16_t *q, const uint16_t *k_new,
-                    const uint16_t *v_new, uint16_t *k_cache, uint16_t *v_cache,
-                    const PagedBatch &batch, uint16_t *out, const PagedAttentionDims &dims,
-                    float scale) {
+bool PagedAttention(ElemType kind, const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new,
+                    uint16_t *k_cache, uint16_t *v_cache, const PagedBatch &batch, uint16_t *out,
+                    const PagedAttentionDims &dims, float scale) {
   if (kind != ElemType::kF16 && kind != ElemType::kBF16)
     return false;
   StoreThenAttend<uint16_t, HalfScratch>(

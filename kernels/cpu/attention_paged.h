@@ -20,6 +20,11 @@ struct PagedAttentionDims {
   // Head-major [1, H, T, *]: (T, 1); token-major [1, T, H, *]: (1, H).
   int64_t q_head_stride = 0, q_token_stride = 0;
   int64_t kv_head_stride = 0, kv_token_stride = 0;
+  // Not dims: the op's score settings (kernels/attention_scores.h). The
+  // token at position p reads positions WindowStart(p, window)..p only;
+  // softcap > 0 caps the scaled scores.
+  int64_t window = 0;
+  float softcap = 0;
 };
 
 // Sets the row strides for q, k_new, v_new and out from the other dims:
@@ -37,8 +42,10 @@ struct PagedBatch {
 
 // Stores k_new/v_new [1, Hkv, T, D|Dv] into the caches [NB, Hkv, BS, D|Dv]
 // at each token's slot, then, per query head h (KV head h / (Hq / Hkv)),
-// out[0, h, t, :] = softmax_j(scale * q[0, h, t, :] . k_j) @ v_j over the
-// context positions j <= p(t) of t's sequence, read through its block table.
+// out[0, h, t, :] = softmax_j(cap(scale * q[0, h, t, :] . k_j)) @ v_j over
+// the context positions WindowStart(p(t), window) <= j <= p(t) of t's
+// sequence, read through its block table (entries for blocks wholly before
+// a sequence's window are never read).
 // q is [1, Hq, T, D] and out [1, Hq, T, Dv], or all three token-major
 // [1, T, H, *], as the dims' row strides say; rows are contiguous.
 void PagedAttention(const float *q, const float *k_new, const float *v_new, float *k_cache,
@@ -51,9 +58,8 @@ void PagedAttention(const float *q, const float *k_new, const float *v_new, floa
 // and the context rows it reads are widened one KV head at a time (never a
 // whole cache), and out is rounded to nearest even. Returns false, doing
 // nothing, for a kind other than kF16 or kBF16.
-bool PagedAttention(ElemType kind, const uint16_t *q, const uint16_t *k_new,
-                    const uint16_t *v_new, uint16_t *k_cache, uint16_t *v_cache,
-                    const PagedBatch &batch, uint16_t *out, const PagedAttentionDims &dims,
-                    float scale);
+bool PagedAttention(ElemType kind, const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new,
+                    uint16_t *k_cache, uint16_t *v_cache, const PagedBatch &batch, uint16_t *out,
+                    const PagedAttentionDims &dims, float scale);
 
 } // namespace kiln::kernels

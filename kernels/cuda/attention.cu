@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kTileThreads)
   m.data = mask.data;
   m.key_stride = mask.strides[3];
   AttendTile<T, kCols>(src, q, k, v, out, static_cast<int>(dims.head_dim),
-                       static_cast<int>(dims.v_dim), scale, m, TileSplit{});
+                       static_cast<int>(dims.v_dim), scale, dims.softcap, m, TileSplit{});
 }
 
 template <typename T, int kCols>

@@ -16,6 +16,7 @@ struct DenseAttentionDims {
   int64_t batch = 0, q_heads = 0, kv_heads = 0; // q_heads % kv_heads == 0
   int64_t q_len = 0, kv_len = 0;                // Sq, Skv
   int64_t head_dim = 0, v_dim = 0;              // D (q, k), Dv (v, out)
+  float softcap = 0; // not a dim: the score soft-cap (attention_scores.h); 0: none
 };
 
 enum class DenseMaskKind { kNone, kAdditive, kAdditiveF16, kAdditiveBF16, kBool };
@@ -35,8 +36,8 @@ constexpr int64_t kMaxDenseHeadDim = 512;
 // B and Hkv at most 65535 (the grid's y and z).
 bool DenseAttentionSupported(const DenseAttentionDims &dims);
 
-// out[b, h, i, :] = softmax_j(scale * q[b,h,i,:] . k[b,g,j,:] + mask) @ v[b,g]
-// with g = h / (Hq / Hkv); causal also masks j > i + (Skv - Sq); a row with
+// out[b, h, i, :] = softmax_j(cap(scale * q[b,h,i,:] . k[b,g,j,:]) + mask) @ v[b,g]
+// with g = h / (Hq / Hkv), cap the dims' soft-cap; causal also masks j > i + (Skv - Sq); a row with
 // every key masked is zeros. q, k, v, out are contiguous [B, H, S, D] of
 // `type` (f32, f16, bf16; computed in f32, out rounded once).
 cudaError_t DenseAttention(FusedFloat type, const void *q, const void *k, const void *v,

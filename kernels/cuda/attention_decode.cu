@@ -1,5 +1,6 @@
-#include "kernels/cuda/attention_tile.cuh"
+#include "kernels/attention_scores.h"
 #include "kernels/cuda/attention_decode.h"
+#include "kernels/cuda/attention_tile.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace kiln::kernels::cuda {
@@ -207,7 +208,7 @@ __device__ void AttendKeys(const DecodeArgs &a, SharedState &sh, int64_t s, int6
     }
     float p[kHeads];
     for (int h = 0; h < kHeads; ++h) {
-      const float score = valid ? sc[h] : -INFINITY;
+      const float score = valid ? SoftCap(sc[h], a.d.softcap) : -INFINITY;
       const float m_new = fmaxf(m[h], WarpMax(score));
       p[h] = valid ? expf(score - m_new) : 0.0f;
       const float alpha = m[h] == -INFINITY ? 0.0f : expf(m[h] - m_new);
@@ -288,11 +289,12 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const DecodeArgs a) {
     return;
   const int dv = static_cast<int>(d.v_dim);
   for (int64_t t = first; t < first + n; ++t) {
-    const int64_t keys = ctx - (first + n - t) + 1; // attends keys 0..keys-1
-    int64_t key_begin = 0, key_end = keys;
+    // Attends keys lo..keys-1: its window's.
+    const int64_t keys = ctx - (first + n - t) + 1, lo = WindowStart(keys - 1, d.window);
+    int64_t key_begin = lo, key_end = keys;
     if (split) {
-      const int64_t per = KeysPerSplit(keys, a.splits);
-      key_begin = z * per;
+      const int64_t per = KeysPerSplit(keys - lo, a.splits);
+      key_begin = lo + z * per;
       // A split past the context (the block table's width, not the context,
       // sets the split count) writes no record: the combine stops before it.
       if (key_begin >= keys)
@@ -347,7 +349,8 @@ __global__ void __launch_bounds__(kThreads) CombineKernel(const DecodeArgs a) {
   const int64_t group = d.q_heads / d.kv_heads;
   if (SeqNewTokens(a, s) != 1 || h0 + h >= group)
     return;
-  const int64_t t = a.idx.query_start[s], keys = a.idx.context_lens[s];
+  const int64_t t = a.idx.query_start[s], ctx = a.idx.context_lens[s];
+  const int64_t keys = ctx - WindowStart(ctx - 1, d.window); // as DecodeKernel splits them
   const int64_t per = KeysPerSplit(keys, a.splits);
   const int64_t holding = (keys + per - 1) / per; // the splits that hold keys
   const int used = static_cast<int>(holding < a.splits ? holding : a.splits);
@@ -427,7 +430,9 @@ int64_t DecodeAttentionSplits(const PagedDims &d, const DecodeSplitPolicy &polic
     return 1;
   // Out-of-range policies fall back to the defaults (DecodeAttention refuses them).
   const DecodeSplitPolicy p = PolicyValid(policy) ? policy : DecodeSplitPolicy{};
-  const int64_t max_keys = d.max_blocks * d.block_size;
+  // A window bounds the keys a token reads, however wide the tables are.
+  int64_t max_keys = d.max_blocks * d.block_size;
+  max_keys = d.window > 0 && d.window < max_keys ? d.window : max_keys;
   int64_t n = (p.fill_blocks + blocks - 1) / blocks;
   const int64_t by_keys = (max_keys + p.min_keys - 1) / p.min_keys;
   n = n < by_keys ? n : by_keys;

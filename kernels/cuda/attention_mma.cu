@@ -1,3 +1,4 @@
+#include "kernels/attention_scores.h"
 #include "kernels/cuda/attention_mma.h"
 
 #include <cub/block/block_scan.cuh>
@@ -117,13 +118,15 @@ struct PrefillArgs {
   PrefillStrides st;
   float scale_log2; // the softmax scale times log2(e): scores go through exp2
   const int64_t *tile_starts;
+  float scale; // the softmax scale itself, for the soft-cap
 };
 
 // Key j's element offset in the caches for KV head g of sequence s, or -1
-// (read as zeros) past `key_end` or through a bad block-table entry.
+// (read as zeros) outside [key_lo, key_end) or through a bad block-table
+// entry. Keys before key_lo may be in blocks released behind the window.
 __device__ __forceinline__ int64_t KeyOffset(const PrefillArgs &a, int64_t s, int64_t g, int64_t j,
-                                             int64_t key_end, int dim) {
-  if (j >= key_end)
+                                             int64_t key_lo, int64_t key_end, int dim) {
+  if (j >= key_end || j < key_lo)
     return -1;
   const int64_t blk = a.idx.block_tables[s * a.d.max_blocks + j / a.d.block_size];
   if (blk < 0 || blk >= a.d.num_blocks)
@@ -168,8 +171,10 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
   const int rows = static_cast<int>(n - q0 < kTileQ ? n - q0 : kTileQ);
   const int64_t h = blockIdx.x, g = h / (a.d.q_heads / a.d.kv_heads);
   const int64_t pos0 = pos0_seq + q0;  // position of row 0
-  const int64_t key_end = pos0 + rows; // keys [0, key_end)
-  const int64_t key_tiles = (key_end + kTileK - 1) / kTileK;
+  const int64_t key_end = pos0 + rows; // keys [key_lo, key_end)
+  // Row 0's window starts first: the tile's keys start at key tile kt0.
+  const int64_t key_lo = WindowStart(pos0, a.d.window), kt0 = key_lo / kTileK;
+  const int64_t key_tiles = (key_end + kTileK - 1) / kTileK - kt0;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const T *q = static_cast<const T *>(a.q);
@@ -178,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
 
   // Prologue: offsets of key tile 0, the query tile, key tile 0.
   if (tid < kTileK)
-    soff[tid] = KeyOffset(a, s, g, tid, key_end, D);
+    soff[tid] = KeyOffset(a, s, g, kt0 * kTileK + tid, key_lo, key_end, D);
   for (int i = tid; i < kTileQ * kChunks; i += kThreads) {
     const int r = i / kChunks, c = i % kChunks;
     const bool valid = r < rows;
@@ -200,7 +205,7 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
   load_keys(0);
   CommitAsync();
   if (tid < kTileK && key_tiles > 1)
-    soff[kTileK + tid] = KeyOffset(a, s, g, kTileK + tid, key_end, D);
+    soff[kTileK + tid] = KeyOffset(a, s, g, (kt0 + 1) * kTileK + tid, key_lo, key_end, D);
 
   // This thread's two rows of its warp's 16: r0 = lane / 4 and r0 + 8.
   const int r0 = warp * 16 + lane / 4;
@@ -227,7 +232,8 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
         LoadMatrices(qf[ks],
                      sq + (warp * 16 + (mi & 1) * 8 + mr) * kStride + ks * 16 + (mi >> 1) * 8);
     if (tid < kTileK && kt + 2 < key_tiles)
-      soff[(kt & 1) * kTileK + tid] = KeyOffset(a, s, g, (kt + 2) * kTileK + tid, key_end, D);
+      soff[(kt & 1) * kTileK + tid] =
+          KeyOffset(a, s, g, (kt0 + kt + 2) * kTileK + tid, key_lo, key_end, D);
     const T *tk = sk + (kt & 1) * kTileK * kStride, *tv = sv + (kt & 1) * kTileK * kStride;
 
     // S = Q K^T for the warp's 16 rows and the tile's 64 keys.
@@ -242,18 +248,23 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
         Mma<T>::Run(sc[2 * np + 1], qf[ks], b[2], b[3]);
       }
 
-    // Scale, causal mask (only where the tile reaches past row 0's
-    // position), online softmax.
-    const int64_t j0 = kt * kTileK + 2 * (lane % 4);
-    const bool masked = kt * kTileK + kTileK - 1 > pos0;
+    // Scale (and soft-cap), causal mask (only where the tile reaches past
+    // row 0's position) and window, online softmax.
+    const int64_t j0 = (kt0 + kt) * kTileK + 2 * (lane % 4), w = a.d.window;
+    const bool masked = (kt0 + kt) * kTileK + kTileK - 1 > pos0 || w > 0;
+    const float cap = a.d.softcap;
     float mx0 = m0, mx1 = m1;
     for (int t = 0; t < kTileK / 8; ++t)
       for (int e = 0; e < 2; ++e) {
         const int64_t j = j0 + t * 8 + e;
         float v0 = sc[t][e] * a.scale_log2, v1 = sc[t][2 + e] * a.scale_log2;
+        if (cap > 0) {
+          v0 = SoftCap(sc[t][e] * a.scale, cap) * kLog2e;
+          v1 = SoftCap(sc[t][2 + e] * a.scale, cap) * kLog2e;
+        }
         if (masked) {
-          v0 = j <= limit0 ? v0 : -INFINITY;
-          v1 = j <= limit1 ? v1 : -INFINITY;
+          v0 = j <= limit0 && (w == 0 || j > limit0 - w) ? v0 : -INFINITY;
+          v1 = j <= limit1 && (w == 0 || j > limit1 - w) ? v1 : -INFINITY;
         }
         sc[t][e] = v0;
         sc[t][2 + e] = v1;
@@ -264,16 +275,19 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(PrefillArgs a) {
       mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, sh));
       mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, sh));
     }
-    // Key 0 is in every row's range and in tile 0, so mx is finite here.
-    const float corr0 = exp2f(m0 - mx0), corr1 = exp2f(m1 - mx1);
+    // Without a window, key 0 is in every row's range and in tile 0, so mx
+    // is finite here; with one, a row's window may start past this tile:
+    // its mx stays -inf, and 0 stands in so nothing becomes NaN.
+    const float base0 = mx0 == -INFINITY ? 0.0f : mx0, base1 = mx1 == -INFINITY ? 0.0f : mx1;
+    const float corr0 = exp2f(m0 - base0), corr1 = exp2f(m1 - base1);
     m0 = mx0;
     m1 = mx1;
     float sum0 = 0.0f, sum1 = 0.0f;
     for (int t = 0; t < kTileK / 8; ++t) {
-      sc[t][0] = exp2f(sc[t][0] - m0);
-      sc[t][1] = exp2f(sc[t][1] - m0);
-      sc[t][2] = exp2f(sc[t][2] - m1);
-      sc[t][3] = exp2f(sc[t][3] - m1);
+      sc[t][0] = exp2f(sc[t][0] - base0);
+      sc[t][1] = exp2f(sc[t][1] - base0);
+      sc[t][2] = exp2f(sc[t][2] - base1);
+      sc[t][3] = exp2f(sc[t][3] - base1);
       sum0 += sc[t][0] + sc[t][1];
       sum1 += sc[t][2] + sc[t][3];
     }
@@ -394,8 +408,8 @@ cudaError_t PrefillAttention(FusedFloat type, const PrefillTensors &t, const Pag
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return err;
-  const PrefillArgs args{t.q,  t.k_cache, t.v_cache,      t.out,      idx,
-                         dims, strides,   scale * kLog2e, tile_starts};
+  const PrefillArgs args{t.q,  t.k_cache, t.v_cache,      t.out,       idx,
+                         dims, strides,   scale * kLog2e, tile_starts, scale};
   return type == FusedFloat::kBF16 ? LaunchDim<__nv_bfloat16>(args, stream)
                                    : LaunchDim<__half>(args, stream);
 }

@@ -1,5 +1,5 @@
-#include "kernels/cuda/attention_tile.cuh"
 #include "kernels/cuda/attention_paged.h"
+#include "kernels/cuda/attention_tile.cuh"
 
 namespace kiln::kernels::cuda {
 namespace {
@@ -119,6 +119,7 @@ struct PagedSource {
     const int64_t t = first + rr / group, h = g * group + rr % group;
     row.q_row = h * d.q_head_stride + t * d.q_token_stride;
     row.limit = idx.context_lens[s] - (end - t); // p(t)
+    row.first = WindowStart(row.limit, d.window);
     return row;
   }
   __device__ int64_t KeyRow(int64_t j) const {
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(kTileThreads)
   split.count = splits.count;
   split.partial = splits.count > 1 ? PartialsOf(splits, d, blockIdx.z) : nullptr;
   AttendTile<T, kCols>(src, q, k_cache, v_cache, out, static_cast<int>(d.head_dim),
-                       static_cast<int>(d.v_dim), scale, TileMaskRef{}, split);
+                       static_cast<int>(d.v_dim), scale, d.softcap, TileMaskRef{}, split);
 }
 
 // Block (x, g): merges the splits of tile x for KV head g into out.

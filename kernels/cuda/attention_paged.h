@@ -43,6 +43,12 @@ struct PagedDims {
   // When set, sequences with exactly one new token are attended by another
   // launch (decode_attention.h) and the query-tile kernels skip them.
   bool single_tokens_elsewhere = false;
+  // Not dims: the op's score settings (kernels/attention_scores.h). The
+  // token at position p reads positions WindowStart(p, window)..p only, so
+  // the block table entries before a sequence's first such position are
+  // never read; softcap > 0 caps the scaled scores.
+  int64_t window = 0;
+  float softcap = 0;
 };
 
 // Device pointers to the i64 index operands.

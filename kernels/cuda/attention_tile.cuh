@@ -16,6 +16,7 @@
 // max, sum and unnormalized output to scratch; CombineSplits merges them.
 #pragma once
 
+#include "kernels/attention_scores.h"
 #include "kernels/cuda/fused_io.cuh"
 
 #include <cstdint>
@@ -32,11 +33,12 @@ constexpr int kTileKeys = 32; // one per lane
 constexpr int64_t kMaxTileHeadDim = 512;
 
 // One query row of a tile. q_row indexes q's rows of D (and out's rows of
-// Dv); -1 marks an unused row. Keys 0..limit are attended (-1: none).
-// mask_off is the row's offset into the mask (dense attention only).
+// Dv); -1 marks an unused row. Keys first..limit are attended (limit -1:
+// none). mask_off is the row's offset into the mask (dense attention only).
 struct TileRow {
   int64_t q_row = -1;
   int64_t limit = -1;
+  int64_t first = 0;
   int64_t mask_off = 0;
 };
 
@@ -130,11 +132,14 @@ __device__ __forceinline__ float ApplyMask(const TileMaskRef &m, int64_t off, fl
 //   int64_t KeyRow(int64_t j)   key j's row in k (rows of D) and v (rows
 //                               of Dv), or -1 when it cannot be read (it
 //                               then counts as zeros).
-// Without a split, each used row's result goes to out + q_row * dv; a row
-// with no attended key gets zeros.
+// Keys before every used row's first are never read. Scores are
+// SoftCap(scale * q . k, softcap) before the mask. Without a split, each
+// used row's result goes to out + q_row * dv; a row with no attended key
+// gets zeros.
 template <typename T, int kColsPerThread, typename Source>
 __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v, T *out, int d,
-                           int dv, float scale, const TileMaskRef &mask, const TileSplit &split) {
+                           int dv, float scale, float softcap, const TileMaskRef &mask,
+                           const TileSplit &split) {
   extern __shared__ float4 shared_raw[];
   float *sq = reinterpret_cast<float *>(shared_raw);
   const int ks = d | 1; // the K tile's odd row stride (at most d + 1)
@@ -151,12 +156,19 @@ __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v
     rows[tid] = src.Row(tid);
   __syncthreads();
   int64_t num_keys = 0; // past the largest limit
-  for (int r = 0; r < kTileRows; ++r)
+  int64_t key_min = -1; // the smallest first of a row that attends
+  for (int r = 0; r < kTileRows; ++r) {
     num_keys = rows[r].limit + 1 > num_keys ? rows[r].limit + 1 : num_keys;
-  // This split's keys [key_begin, key_end): whole key tiles.
-  const int64_t key_tiles = (num_keys + kTileKeys - 1) / kTileKeys;
+    if (rows[r].limit >= rows[r].first && (key_min < 0 || rows[r].first < key_min))
+      key_min = rows[r].first;
+  }
+  key_min = key_min < 0 ? 0 : key_min;
+  // This split's keys [key_begin, key_end): whole key tiles from the one
+  // that holds key_min.
+  const int64_t tile0 = key_min / kTileKeys;
+  const int64_t key_tiles = (num_keys + kTileKeys - 1) / kTileKeys - tile0;
   const int64_t per_split = (key_tiles + split.count - 1) / split.count;
-  const int64_t key_begin = split.index * per_split * kTileKeys;
+  const int64_t key_begin = (tile0 + split.index * per_split) * kTileKeys;
   const int64_t key_end =
       num_keys < key_begin + per_split * kTileKeys ? num_keys : key_begin + per_split * kTileKeys;
   const bool vec = VectorRows(k, v, d, dv);
@@ -167,11 +179,12 @@ __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v
   }
 
   float m[kRowsPerWarp], l[kRowsPerWarp];
-  int64_t limit[kRowsPerWarp], mask_off[kRowsPerWarp];
+  int64_t limit[kRowsPerWarp], first[kRowsPerWarp], mask_off[kRowsPerWarp];
   for (int i = 0; i < kRowsPerWarp; ++i) {
     m[i] = -INFINITY;
     l[i] = 0;
     limit[i] = rows[warp + i * kTileWarps].limit;
+    first[i] = rows[warp + i * kTileWarps].first;
     mask_off[i] = rows[warp + i * kTileWarps].mask_off;
   }
   float acc[kTileRows][kColsPerThread];
@@ -182,7 +195,7 @@ __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v
   for (int64_t j0 = key_begin; j0 < key_end; j0 += kTileKeys) {
     __syncthreads(); // the previous tile is consumed
     if (tid < kTileKeys)
-      key_rows[tid] = j0 + tid < key_end ? src.KeyRow(j0 + tid) : -1;
+      key_rows[tid] = j0 + tid < key_end && j0 + tid >= key_min ? src.KeyRow(j0 + tid) : -1;
     __syncthreads();
     LoadKeyTile(k, key_rows, d, ks, vec, sk);
     LoadKeyTile(v, key_rows, dv, dv, vec, sv);
@@ -191,12 +204,12 @@ __device__ void AttendTile(const Source &src, const T *q, const T *k, const T *v
     for (int i = 0; i < kRowsPerWarp; ++i) {
       const int r = warp + i * kTileWarps;
       float s = -INFINITY;
-      if (j <= limit[i] && j < key_end) {
+      if (j <= limit[i] && j >= first[i] && j < key_end) {
         const float *qr = sq + r * d, *kr = sk + lane * ks;
         float dot = 0;
         for (int e = 0; e < d; ++e)
           dot += qr[e] * kr[e];
-        s = ApplyMask(mask, mask_off[i] + j * mask.key_stride, scale * dot);
+        s = ApplyMask(mask, mask_off[i] + j * mask.key_stride, SoftCap(scale * dot, softcap));
       }
       const float m_new = fmaxf(m[i], WarpMax(s));
       const float p = s == -INFINITY ? 0.0f : expf(s - m_new);

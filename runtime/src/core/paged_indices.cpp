@@ -3,6 +3,7 @@
 #include "core/shapes/attention_paged.h"
 #include "kiln_schema/plan_generated.h"
 
+#include <algorithm>
 #include <string>
 
 namespace kiln {
@@ -98,6 +99,25 @@ Status CheckPagedInputs(const Plan &plan, const std::vector<TensorView> &inputs)
       return st.WithContext(label);
   }
   return Status::Ok();
+}
+
+int64_t PagedKvWindow(const Plan &plan) {
+  const auto *ops = plan.graph().ops();
+  int64_t widest = 0;
+  for (uint32_t i = 0; ops && i < ops->size(); ++i) {
+    const fb::Op &op = *ops->Get(i);
+    if (!op.type() || op.type()->string_view() != "paged_attention")
+      continue;
+    int64_t window = 0;
+    if (op.attrs())
+      for (const fb::Attr *a : *op.attrs())
+        if (a->name() && a->name()->string_view() == "window" && a->kind() == fb::AttrKind::Int)
+          window = a->i();
+    if (window <= 0)
+      return 0;
+    widest = std::max(widest, window);
+  }
+  return widest;
 }
 
 } // namespace kiln

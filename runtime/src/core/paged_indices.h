@@ -38,4 +38,11 @@ Status CheckPagedIndices(const PagedIndices &p, int64_t num_blocks, int64_t bloc
 // checked before a kernel reads them), or as CheckPagedIndices.
 Status CheckPagedInputs(const Plan &plan, const std::vector<TensorView> &inputs);
 
+// The sliding window that bounds what the plan's paged_attention ops read:
+// the largest `window` among them, or 0 when any of them has none (or the
+// plan has no paged_attention). A sequence's positions before its next
+// token's position minus this window + 1 are never read again, so their
+// blocks can be freed.
+int64_t PagedKvWindow(const Plan &plan);
+
 } // namespace kiln

@@ -42,6 +42,7 @@ public:
     const int64_t blocks = runner_->num_blocks(), block_size = runner_->block_size();
     KILN_ASSIGN_OR_RETURN(blocks_,
                           BlockManager::Create(blocks, block_size, options.prefix_caching));
+    blocks_->SetWindow(runner_->kv_window());
     SchedulerConfig config;
     config.max_batched_tokens = options.max_batched_tokens;
     config.max_seqs_per_step = options.max_seqs;

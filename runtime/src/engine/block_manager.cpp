@@ -102,6 +102,7 @@ int64_t BlockManager::Match(Sequence &seq) {
     parent = h;
   }
   seq.num_hashed_blocks = static_cast<int64_t>(seq.block_table.size());
+  seq.chain_hash = parent;
   seq.num_computed_tokens = seq.num_hashed_blocks * block_size_;
   return seq.num_computed_tokens;
 }
@@ -113,10 +114,13 @@ void BlockManager::CacheFullBlocks(Sequence &seq) {
                                          static_cast<int64_t>(seq.block_table.size()));
   for (int64_t i = seq.num_hashed_blocks; i < full; ++i) {
     Block &b = blocks_[seq.block_table[i]];
-    b.parent_hash = i == 0 ? kRootHash : blocks_[seq.block_table[i - 1]].hash;
+    // The sequence keeps its chain's last hash: the block before may have
+    // been released behind the window (and reused) since it was hashed.
+    b.parent_hash = i == 0 ? kRootHash : seq.chain_hash;
     TokensOfBlock(seq, i, &b.tokens);
     b.hash = ChainHash(b.parent_hash, b.tokens);
     b.hashed = true;
+    seq.chain_hash = b.hash;
     // When another sequence computed the same block first, its entry stays;
     // this copy still carries the hash so the chain can continue past it.
     cached_.emplace(b.hash, seq.block_table[i]);
@@ -124,12 +128,33 @@ void BlockManager::CacheFullBlocks(Sequence &seq) {
   seq.num_hashed_blocks = std::max(seq.num_hashed_blocks, full);
 }
 
+void BlockManager::ReleaseBehindWindow(Sequence &seq) {
+  if (window_ <= 0)
+    return;
+  // Blocks wholly before the next token's first position are never read
+  // again; with prefix caching only hashed ones (CacheFullBlocks ran), so
+  // their chain continues.
+  const int64_t first = seq.num_computed_tokens - window_ + 1;
+  int64_t behind = std::min<int64_t>(first > 0 ? first / block_size_ : 0,
+                                     static_cast<int64_t>(seq.block_table.size()));
+  if (prefix_caching_)
+    behind = std::min(behind, seq.num_hashed_blocks);
+  for (int64_t i = seq.num_released_blocks; i < behind; ++i) {
+    Release(seq.block_table[i]);
+    seq.block_table[i] = kReleasedBlock;
+  }
+  seq.num_released_blocks = std::max(seq.num_released_blocks, behind);
+}
+
 void BlockManager::Free(Sequence &seq) {
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it)
-    Release(*it);
+    if (*it != kReleasedBlock)
+      Release(*it);
   seq.block_table.clear();
   seq.num_computed_tokens = 0;
   seq.num_hashed_blocks = 0;
+  seq.chain_hash = kRootHash;
+  seq.num_released_blocks = 0;
 }
 
 int32_t BlockManager::Allocate() {

@@ -56,6 +56,16 @@ public:
   // now computed, so later sequences can match it. Call after
   // num_computed_tokens grows.
   void CacheFullBlocks(Sequence &seq);
+  // The sliding window every layer applies (PagedKvWindow; 0: some layer
+  // reads the whole context, and nothing is released behind it).
+  void SetWindow(int64_t window) { window_ = window > 0 ? window : 0; }
+  int64_t window() const { return window_; }
+  // With a window: releases the blocks of `seq` that hold only positions
+  // before its next token's window (num_computed_tokens - window + 1), so a
+  // long generation holds about window / block_size blocks. Their entries
+  // become kReleasedBlock; a cached block stays in the prefix cache
+  // (evictable) for other sequences. Call after CacheFullBlocks.
+  void ReleaseBehindWindow(Sequence &seq);
   // Releases the sequence's blocks; its KV is gone, so num_computed_tokens
   // becomes 0. Cached blocks that nobody holds any more become evictable,
   // the sequence's tail first, so shared prefixes outlive their tails.
@@ -83,6 +93,7 @@ private:
 
   int64_t block_size_;
   bool prefix_caching_;
+  int64_t window_ = 0;
   std::vector<Block> blocks_;
   std::vector<int32_t> free_;                    // never used or uncached: no KV worth keeping
   std::list<int32_t> evictable_;                 // cached, unheld; front = least recently freed

@@ -34,6 +34,10 @@ public:
   // The paged KV cache the runner holds: blocks of block_size() tokens.
   virtual int64_t num_blocks() const = 0;
   virtual int64_t block_size() const = 0;
+  // The sliding window every layer applies, or 0 when some layer reads the
+  // whole context (core/paged_indices.h, PagedKvWindow): the block manager
+  // releases blocks behind it.
+  virtual int64_t kv_window() const { return 0; }
 
   // Computes every chunk of `step` as one flat batch: for chunk c, the
   // tokens at positions [c.start, c.start + c.num_tokens) of c.seq attend to

@@ -138,6 +138,7 @@ PlanModelRunner::Prepare(const Plan &plan, Backend &backend, int64_t block_size)
   r->rows_ = roles.rows;
   r->logits_ = roles.logits;
   r->vocab_ = roles.vocab;
+  r->kv_window_ = PagedKvWindow(plan);
   for (const Roles::Layer &l : roles.layers) {
     Cache c;
     c.key_input = l.key;
@@ -333,7 +334,8 @@ Status PlanModelRunner::BuildIndices(const Step &step) {
     ctx_buf_.push_back(end);
     const int64_t used = (end + block_size_ - 1) / block_size_;
     for (int64_t j = 0; j < used; ++j)
-      tables_buf_[s * max_blocks + j] = seq.block_table[j];
+      // A block released behind the window is never read: any valid id.
+      tables_buf_[s * max_blocks + j] = std::max(seq.block_table[j], 0);
     if (c.all_logits) {
       for (int64_t row = qstart_buf_[s]; row < qstart_buf_[s + 1]; ++row)
         rows_buf_.push_back(row);

@@ -96,6 +96,7 @@ public:
   int64_t vocab_size() const override { return vocab_; }
   int64_t num_blocks() const override { return num_blocks_; }
   int64_t block_size() const override { return block_size_; }
+  int64_t kv_window() const override { return kv_window_; }
   Status Run(const Step &step, std::vector<float> &logits) override;
   // On a backend with a sampling kernel (device_sampler.cpp).
   bool SamplesOnDevice() const override { return device_sampler_ != nullptr; }
@@ -134,6 +135,7 @@ private:
   const Plan &plan_;
   Backend &backend_;
   int64_t num_blocks_, block_size_;
+  int64_t kv_window_ = 0;
   int64_t vocab_ = 0;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<DeviceSampler> device_sampler_; // null: the engine samples on the host

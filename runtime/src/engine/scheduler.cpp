@@ -73,6 +73,8 @@ Status Scheduler::Add(Sequence seq) {
   s->num_computed_tokens = 0;
   s->block_table.clear();
   s->num_hashed_blocks = 0;
+  s->chain_hash = 0;
+  s->num_released_blocks = 0;
   s->arrival = next_arrival_++;
   s->num_preemptions = 0;
   seqs_.emplace(s->id, std::move(owned));
@@ -193,6 +195,7 @@ Status Scheduler::Update(const Step &step, const std::vector<int32_t> &sampled) 
       continue; // finished or cancelled since Schedule
     seq->num_computed_tokens += c.num_tokens;
     blocks_.CacheFullBlocks(*seq);
+    blocks_.ReleaseBehindWindow(*seq);
     if (!c.samples)
       continue;
     seq->output.push_back(token);

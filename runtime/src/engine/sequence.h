@@ -11,6 +11,9 @@ namespace kiln::engine {
 
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
+// A block_table entry whose block was released (BlockManager::ReleaseBehindWindow).
+constexpr int32_t kReleasedBlock = -1;
+
 struct Sequence {
   int64_t id = 0;
   std::vector<int32_t> prompt;
@@ -24,10 +27,15 @@ struct Sequence {
   // [0, num_computed_tokens).
   int64_t num_computed_tokens = 0;
   // Physical block of each logical block: position p lives in
-  // block_table[p / block_size], slot p % block_size.
+  // block_table[p / block_size], slot p % block_size. kReleasedBlock marks
+  // a block released because it is behind every layer's sliding window.
   std::vector<int32_t> block_table;
-  // Leading blocks of block_table whose chain hash the BlockManager knows.
+  // Leading blocks of block_table whose chain hash the BlockManager knows,
+  // and the chain hash of the last of them.
   int64_t num_hashed_blocks = 0;
+  uint64_t chain_hash = 0;
+  // Leading blocks of block_table released behind the window.
+  int64_t num_released_blocks = 0;
   int64_t arrival = -1; // order of Scheduler::Add; lower came first
   int num_preemptions = 0;
   // Tokens whose KV came from the prefix cache at admission, over all admissions.

@@ -205,13 +205,12 @@ func.func @attention_dynamo_kt_wrong_merge(%q: tensor<2x4x3x16xf32>, %k: tensor<
 
 // -----
 
-// Near-miss: Gemma 2's soft-capped scores, cap * tanh(s / cap) before the
-// mask. The fused attention does not apply a soft-cap: the Softmax says so,
-// and the soft-cap's Tanh is not reported as an unfused MLP activation.
-// CHECK: layer 0: attention not fused (/model/layers.0/self_attn/Softmax: attention: the scores are soft-capped (cap * tanh(scores / cap), Gemma 2's attn_logit_softcapping), which the fused attention does not apply)
-// CHECK-NOT: MLP not fused (/model/layers.0/self_attn/Tanh
+// Gemma 2's soft-capped scores, cap * tanh(s / cap) before the mask: the
+// cap moves into the fused attention and its Tanh goes with the Softmax.
 // CHECK-LABEL: func @attention_soft_capped
-// CHECK-NOT: kiln.attention
+// CHECK: kiln.attention %arg0, %arg1, %arg2, %arg3 {causal = 0 : i64, scale = 2.500000e-01 : f32, softcap = 5.000000e+01 : f32}
+// CHECK-NOT: kiln.tanh
+// CHECK-NOT: kiln.softmax
 func.func @attention_soft_capped(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>, %mask: tensor<1x1x3x3xf32>) -> tensor<1x4x3x16xf32> {
   %scale = kiln.constant dense<0.25> : tensor<f32>
   %cap = kiln.constant dense<50.0> : tensor<f32>
@@ -221,6 +220,31 @@ func.func @attention_soft_capped(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf
   %sd = kiln.div %ss, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
   %t = kiln.tanh %sd : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32> loc("/model/layers.0/self_attn/Tanh")
   %tc = kiln.mul %t, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %sm = kiln.add %tc, %mask : (tensor<1x4x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = kiln.softmax %sm {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32> loc("/model/layers.0/self_attn/Softmax")
+  %o = kiln.matmul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Near-miss: 30 * tanh(s / 50) is not a soft-cap (its constants are not
+// reciprocal): the Softmax names the Tanh as the reason, and the Tanh is
+// not reported as an unfused MLP activation.
+// CHECK: layer 0: attention not fused (/model/layers.0/self_attn/Softmax: attention: the scores go through a Tanh that is not a soft-cap cap * tanh(scores / cap) with one constant cap)
+// CHECK-NOT: MLP not fused (/model/layers.0/self_attn/Tanh
+// CHECK-LABEL: func @attention_tanh_not_a_cap
+// CHECK-NOT: kiln.attention
+func.func @attention_tanh_not_a_cap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>, %mask: tensor<1x1x3x3xf32>) -> tensor<1x4x3x16xf32> {
+  %scale = kiln.constant dense<0.25> : tensor<f32>
+  %cap = kiln.constant dense<50.0> : tensor<f32>
+  %out = kiln.constant dense<30.0> : tensor<f32>
+  %kt = kiln.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %sc = kiln.matmul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %ss = kiln.mul %sc, %scale : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %sd = kiln.div %ss, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %t = kiln.tanh %sd : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32> loc("/model/layers.0/self_attn/Tanh")
+  %tc = kiln.mul %t, %out : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
   %sm = kiln.add %tc, %mask : (tensor<1x4x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x3x3xf32>
   %p = kiln.softmax %sm {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32> loc("/model/layers.0/self_attn/Softmax")
   %o = kiln.matmul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>

@@ -47,6 +47,16 @@ func.func @paged_attention(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %
   return %0 : tensor<1x4x?x16xf32>
 }
 
+// Gemma 2's local layer: a sliding window and a soft-cap; attention's cap.
+// CHECK-LABEL: func @paged_attention_window_softcap
+func.func @paged_attention_window_softcap(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>, %kc: tensor<?x2x?x16xf32>, %vc: tensor<?x2x?x16xf32>, %slots: tensor<?xi64>, %qs: tensor<?xi64>, %cl: tensor<?xi64>, %bt: tensor<?x?xi64>, %kd: tensor<?x2x?x16xf32>) -> (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) {
+  // CHECK: kiln.paged_attention {{.*}} {scale = 2.500000e-01 : f32, softcap = 5.000000e+01 : f32, window = 4096 : i64}
+  %0 = kiln.paged_attention %q, %k, %v, %kc, %vc, %slots, %qs, %cl, %bt {scale = 0.25 : f32, softcap = 50.0 : f32, window = 4096 : i64} : (tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x4x?x16xf32>
+  // CHECK: kiln.attention {{.*}} {causal = 1 : i64, scale = 2.500000e-01 : f32, softcap = 3.000000e+01 : f32}
+  %1 = kiln.attention %q, %kd, %kd {causal = 1 : i64, scale = 0.25 : f32, softcap = 30.0 : f32} : (tensor<1x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<1x4x?x16xf32>
+  return %0, %1 : tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>
+}
+
 // A half norm or rotary takes f32 parameters (its scale, bias and cos/sin
 // tables), as half plans keep them.
 // CHECK-LABEL: func @half_with_f32_params

@@ -226,3 +226,19 @@ func.func @linear_q8_activations(%x: tensor<2x8xf32>, %w: tensor<8x4xi8>, %s: te
   %0 = kiln.linear_q8 %x, %w, %s {activation = "none", activations = "int4"} : (tensor<2x8xf32>, tensor<8x4xi8>, tensor<4xf32>) -> tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+func.func @paged_window(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>, %kc: tensor<8x2x16x16xf32>, %i: tensor<3xi64>, %bt: tensor<1x4xi64>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{window must be positive (absent for none), got 0}}
+  %0 = kiln.paged_attention %q, %k, %k, %kc, %kc, %i, %i, %i, %bt {scale = 0.25 : f32, window = 0 : i64} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<8x2x16x16xf32>, tensor<8x2x16x16xf32>, tensor<3xi64>, tensor<3xi64>, tensor<3xi64>, tensor<1x4xi64>) -> tensor<1x4x3x16xf32>
+  return %0 : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{softcap must be finite and positive (absent for none), got -5}}
+  %0 = kiln.attention %q, %k, %k {causal = 1 : i64, scale = 0.25 : f32, softcap = -5.0 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %0 : tensor<1x4x3x16xf32>
+}

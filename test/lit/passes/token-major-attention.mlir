@@ -36,7 +36,8 @@ func.func @gqa_rotary(%xq: tensor<1x?x4x4xf32>, %xk: tensor<1x?x2x4xf32>, %xv: t
 // CHECK-LABEL: func.func @mqa_plain
 // CHECK-SAME: (%[[XQ:.*]]: tensor<1x?x4x8xbf16>, %[[XK:.*]]: tensor<1x?x1x8xbf16>, %[[XV:.*]]: tensor<1x?x1x8xbf16>
 // CHECK-NOT: kiln.transpose
-// CHECK: %[[O:.*]] = kiln.paged_attention %[[XQ]], %[[XK]], %[[XV]], {{.*}} {layout = "bshd", scale = 2.500000e-01 : f32}
+// A window and a soft-cap carry over.
+// CHECK: %[[O:.*]] = kiln.paged_attention %[[XQ]], %[[XK]], %[[XV]], {{.*}} {layout = "bshd", scale = 2.500000e-01 : f32, softcap = 5.000000e+01 : f32, window = 8 : i64}
 // CHECK-NOT: kiln.transpose
 // CHECK: return %[[O]] : tensor<1x?x4x8xbf16>
 func.func @mqa_plain(%xq: tensor<1x?x4x8xbf16>, %xk: tensor<1x?x1x8xbf16>, %xv: tensor<1x?x1x8xbf16>,
@@ -45,7 +46,7 @@ func.func @mqa_plain(%xq: tensor<1x?x4x8xbf16>, %xk: tensor<1x?x1x8xbf16>, %xv: 
   %tq = kiln.transpose %xq {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x4x8xbf16>) -> tensor<1x4x?x8xbf16>
   %tk = kiln.transpose %xk {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x1x8xbf16>) -> tensor<1x1x?x8xbf16>
   %tv = kiln.transpose %xv {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x1x8xbf16>) -> tensor<1x1x?x8xbf16>
-  %o = kiln.paged_attention %tq, %tk, %tv, %kc, %vc, %slots, %qs, %cl, %bt {scale = 0.25 : f32} : (tensor<1x4x?x8xbf16>, tensor<1x1x?x8xbf16>, tensor<1x1x?x8xbf16>, tensor<?x1x?x8xbf16>, tensor<?x1x?x8xbf16>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x4x?x8xbf16>
+  %o = kiln.paged_attention %tq, %tk, %tv, %kc, %vc, %slots, %qs, %cl, %bt {scale = 0.25 : f32, softcap = 50.0 : f32, window = 8 : i64} : (tensor<1x4x?x8xbf16>, tensor<1x1x?x8xbf16>, tensor<1x1x?x8xbf16>, tensor<?x1x?x8xbf16>, tensor<?x1x?x8xbf16>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x4x?x8xbf16>
   %y = kiln.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x?x8xbf16>) -> tensor<1x?x4x8xbf16>
   return %y : tensor<1x?x4x8xbf16>
 }

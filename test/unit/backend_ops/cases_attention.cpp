@@ -64,6 +64,13 @@ void AddDenseAttention(std::vector<OpCase> &c) {
       "attention", F16, {1, 4, 13, d}, "gqa_causal", AttentionAttrs(0.25, true),
       {Uniform(F16, {1, 4, 13, d}), Uniform(F16, {1, 2, 13, d}), Uniform(F16, {1, 2, 13, d})},
       kAttention));
+  // Gemma 2's soft-capped scores, under a causal limit and an additive mask.
+  for (DType t : {F32, BF16})
+    c.push_back(MakeCase("attention", t, {1, 4, 11, d}, "softcap_gqa_causal_mask",
+                         Attrs().Float("scale", 0.25f).Int("causal", 1).Float("softcap", 1.5f),
+                         {Uniform(t, {1, 4, 11, d}), Uniform(t, {1, 2, 19, d}),
+                          Uniform(t, {1, 2, 19, d}), Uniform(t, {1, 1, 11, 19}, -4, 0)},
+                         kAttention));
   // A half plan's additive mask is half too (the exporters' causal mask
   // after the float conversion), broadcast over heads.
   for (DType t : {F16, BF16})
@@ -84,6 +91,12 @@ struct PagedShape {
   bool pad_last = false; // the last sequence's tokens are padding (slot -1)
   double scale = 0.25;
   bool token_major = false; // layout "bshd": q, k_new, v_new and out [1, T, H, *]
+  // A sliding window (0: none) and a soft-cap (0: none). With a window, the
+  // table entries of blocks wholly before a sequence's first new token's
+  // window name the last block, which holds NaN (a released block that was
+  // reused): a kernel that reads one fails.
+  int64_t window = 0;
+  double softcap = 0;
 };
 
 // [1, H, T, width], or [1, T, H, width] token-major.
@@ -97,7 +110,8 @@ Shape PagedRows(const PagedShape &p, int64_t heads, int64_t tokens, int64_t widt
 std::vector<HostTensor> PagedInputs(const PagedShape &p, std::mt19937 &rng) {
   const int64_t n = static_cast<int64_t>(p.new_tokens.size());
   const int64_t t = std::accumulate(p.new_tokens.begin(), p.new_tokens.end(), int64_t{0});
-  std::vector<double> blocks(static_cast<size_t>(p.num_blocks));
+  const int64_t poison = p.window > 0 ? p.num_blocks - 1 : -1;
+  std::vector<double> blocks(static_cast<size_t>(p.window > 0 ? p.num_blocks - 1 : p.num_blocks));
   std::iota(blocks.begin(), blocks.end(), 0.0);
   std::shuffle(blocks.begin(), blocks.end(), rng);
   std::vector<double> tables(static_cast<size_t>(n * p.max_blocks), -77), slots, query_start{0},
@@ -105,8 +119,11 @@ std::vector<HostTensor> PagedInputs(const PagedShape &p, std::mt19937 &rng) {
   size_t next_block = 0;
   for (int64_t s = 0; s < n; ++s) {
     const int64_t ctx = p.contexts[s], used = (ctx + p.block_size - 1) / p.block_size;
+    const int64_t first =
+        p.window > 0 ? std::max<int64_t>(0, ctx - p.new_tokens[s] - p.window + 1) : 0;
     for (int64_t j = 0; j < used; ++j)
-      tables[s * p.max_blocks + j] = blocks[next_block++];
+      tables[s * p.max_blocks + j] =
+          (j + 1) * p.block_size <= first ? static_cast<double>(poison) : blocks[next_block++];
     for (int64_t pos = ctx - p.new_tokens[s]; pos < ctx; ++pos)
       slots.push_back(p.pad_last && s == n - 1
                           ? -1
@@ -118,11 +135,20 @@ std::vector<HostTensor> PagedInputs(const PagedShape &p, std::mt19937 &rng) {
   const int64_t hq = p.q_heads, hkv = p.kv_heads, d = p.head_dim;
   const int64_t dv = p.v_dim ? p.v_dim : d;
   const DType f = p.dtype;
+  // The caches, with the poison block NaN.
+  auto cache = [&](int64_t width) {
+    std::uniform_real_distribution<double> u(-2, 2);
+    const int64_t per_block = hkv * p.block_size * width;
+    std::vector<double> v(static_cast<size_t>(p.num_blocks * per_block));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<int64_t>(i) / per_block == poison ? NAN : u(rng);
+    return FromDoubles(f, {p.num_blocks, hkv, p.block_size, width}, v);
+  };
   return {Uniform(f, PagedRows(p, hq, t, d))(rng),
           Uniform(f, PagedRows(p, hkv, t, d))(rng),
           Uniform(f, PagedRows(p, hkv, t, dv))(rng),
-          Uniform(f, {p.num_blocks, hkv, p.block_size, d})(rng),
-          Uniform(f, {p.num_blocks, hkv, p.block_size, dv})(rng),
+          cache(d),
+          cache(dv),
           FromDoubles(I64, {t}, slots),
           FromDoubles(I64, {n + 1}, query_start),
           FromDoubles(I64, {n}, contexts),
@@ -134,6 +160,10 @@ OpCase PagedCase(const std::string &variant, const PagedShape &p) {
   Attrs attrs = Attrs().Float("scale", static_cast<float>(p.scale));
   if (p.token_major)
     attrs.String("layout", "bshd");
+  if (p.window > 0)
+    attrs.Int("window", p.window);
+  if (p.softcap > 0)
+    attrs.Float("softcap", static_cast<float>(p.softcap));
   OpCase c = MakeCase("paged_attention", p.dtype, PagedRows(p, p.q_heads, t, p.head_dim), variant,
                       attrs, {}, kAttention);
   c.make_inputs = [p](std::mt19937 &rng) { return PagedInputs(p, rng); };
@@ -327,6 +357,45 @@ void AddPagedDecode(std::vector<OpCase> &c) {
   c.push_back(PagedCase("tokens_eq_seqs_uneven_bf16", p));
 }
 
+// Sliding windows (Mistral; Gemma 2 and 3's local layers) and soft-caps
+// (Gemma 2) on every kernel path: a long prompt and a prefix-cached chunk
+// (the CUDA tensor-core prefill), decode batches and one long decode with
+// split keys (the decode kernel), a mixed batch in f32 with odd blocks (the
+// query-tile kernel; the CPU's gather and direct paths), and a soft-cap
+// alone. Table entries behind each window name a NaN block.
+void AddPagedWindows(std::vector<OpCase> &c) {
+  PagedShape p;
+  p = {{300}, {300}, 8, 2, 128, 16, 21, 20, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  p.window = 100;
+  c.push_back(PagedCase("window100_prefill300_gqa4_d128_bf16", p));
+  p = {{70, 33}, {300, 97}, 8, 1, 64, 16, 30, 20, F16};
+  p.scale = 0.125;
+  p.window = 64;
+  p.softcap = 2.0;
+  p.token_major = true;
+  c.push_back(PagedCase("window64_softcap_prefix_cached_mqa_d64_f16", p));
+  p = {{}, {}, 8, 2, 128, 16, 1, 40, BF16};
+  AddDecodeSequences(p, 40, 37, 600);
+  p.scale = 1 / std::sqrt(128.0);
+  p.window = 128;
+  p.softcap = 2.0;
+  c.push_back(PagedCase("window128_softcap_decode_batch40_bf16", p));
+  p = {{1}, {1100}, 32, 8, 128, 16, 71, 128, BF16};
+  p.scale = 1 / std::sqrt(128.0);
+  p.window = 300;
+  p.token_major = true;
+  c.push_back(PagedCase("window300_decode_8b_shape_bf16", p));
+  p = {{7, 1, 0, 13, 2}, {7, 20, 9, 13, 30}, 6, 2, 16, 5, 20, 6};
+  p.window = 6;
+  p.softcap = 1.5;
+  c.push_back(PagedCase("window6_softcap_mixed_gqa_bs5", p));
+  p = {{100, 37}, {100, 37}, 4, 2, 64, 16, 12, 8, F16};
+  p.scale = 0.125;
+  p.softcap = 2.0;
+  c.push_back(PagedCase("softcap_prefill_gqa2_d64_f16", p));
+}
+
 // rotary as Llama ([B, H, S, D], cos/sin [B or 1, 1, S, R], partial R) and
 // as GPT-J/NeoX exports lay it out ([B, S, H, D], tables broadcast over H).
 void AddRotaryAtModelShapes(std::vector<OpCase> &c) {
@@ -407,6 +476,7 @@ void AddAttentionCases(std::vector<OpCase> &cases) {
   AddPagedAtModelShapes(cases);
   AddPagedPrefill(cases);
   AddPagedDecode(cases);
+  AddPagedWindows(cases);
   AddRotaryAtModelShapes(cases);
 }
 

@@ -7,6 +7,9 @@
 namespace kiln::oracle {
 namespace {
 
+// Gemma 2's soft-cap of a scaled score; cap 0: none.
+double Cap(double s, double cap) { return cap > 0 ? cap * std::tanh(s / cap) : s; }
+
 // sum_j softmax_j(scores) v_j over the keys with `visible[j]`; zeros when
 // none is visible. v(j, e) is element e of value j.
 void AttendRow(const std::vector<double> &scores, const std::vector<bool> &visible,
@@ -30,14 +33,15 @@ void AttendRow(const std::vector<double> &scores, const std::vector<bool> &visib
 }
 
 // q [B, Hq, Sq, D], k [B, Hkv, Skv, D], v [B, Hkv, Skv, Dv], mask? (bool:
-// keep where true; f32: added), causal: key j hidden from query i when
-// j > i + Skv - Sq.
+// keep where true; f32: added after the soft-cap), causal: key j hidden
+// from query i when j > i + Skv - Sq.
 std::vector<RefTensor> Attention(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor &q = *in[0], &k = *in[1], &v = *in[2];
   const RefTensor *mask = in.size() > 3 ? in[3] : nullptr;
   const bool bool_mask = mask && mask->dtype == DType::kBool;
   const double scale = attrs.Float("scale", 1);
   const bool causal = attrs.Int("causal", 0) != 0;
+  const double cap = attrs.Float("softcap", 0);
   const int64_t b = q.shape[0], hq = q.shape[1], sq = q.shape[2], d = q.shape[3];
   const int64_t hkv = k.shape[1], skv = k.shape[2], dv = v.shape[3];
   RefTensor out{{b, hq, sq, dv}, std::vector<double>(static_cast<size_t>(b * hq * sq * dv))};
@@ -51,7 +55,7 @@ std::vector<RefTensor> Attention(const OpAttrs &attrs, const RefInputs &in) {
           double s = 0;
           for (int64_t e = 0; e < d; ++e)
             s += q.v[((bi * hq + h) * sq + i) * d + e] * k.v[((bi * hkv + g) * skv + j) * d + e];
-          scores[j] = s * scale;
+          scores[j] = Cap(s * scale, cap);
           if (mask) {
             const double m = mask->v[BroadcastIndex({bi, h, i, j}, mask->shape)];
             if (bool_mask)
@@ -72,13 +76,15 @@ std::vector<RefTensor> Attention(const OpAttrs &attrs, const RefInputs &in) {
 }
 
 // Stores each new token's key and value at its slot, then attends each token
-// to its own sequence's positions 0..p(t) through the block table. Returns
-// the result, then both caches.
+// to its own sequence's positions max(0, p(t) - window + 1)..p(t) through the
+// block table (never reading the others), scores soft-capped. Returns the
+// result, then both caches.
 std::vector<RefTensor> PagedAttention(const OpAttrs &attrs, const RefInputs &in) {
   const RefTensor &q = *in[0], &kn = *in[1], &vn = *in[2];
   RefTensor kc = *in[3], vc = *in[4];
   const RefTensor &slots = *in[5], &qs = *in[6], &ctx = *in[7], &tables = *in[8];
-  const double scale = attrs.Float("scale", 1);
+  const double scale = attrs.Float("scale", 1), cap = attrs.Float("softcap", 0);
+  const int64_t window = attrs.Int("window", 0);
   // layout "bshd": q, k_new, v_new and out are [1, T, H, *].
   const bool bshd = attrs.String("layout", "bhsd") == "bshd";
   const int64_t hq = q.shape[bshd ? 2 : 1], t_count = q.shape[bshd ? 1 : 2], d = q.shape[3];
@@ -112,14 +118,19 @@ std::vector<RefTensor> PagedAttention(const OpAttrs &attrs, const RefInputs &in)
         const int64_t g = h / (hq / hkv);
         auto block = [&](int64_t j) { return static_cast<int64_t>(tables.v[s * mb + j / bs]); };
         std::vector<double> scores(pos + 1);
+        std::vector<bool> visible(pos + 1, true);
         for (int64_t j = 0; j <= pos; ++j) {
+          if (window > 0 && j <= pos - window) {
+            visible[j] = false;
+            continue;
+          }
           double dot = 0;
           for (int64_t e = 0; e < d; ++e)
             dot += q.v[row(h, t, hq) * d + e] * kc.v[cache_at(block(j), g, j % bs, d) + e];
-          scores[j] = dot * scale;
+          scores[j] = Cap(dot * scale, cap);
         }
         AttendRow(
-            scores, std::vector<bool>(pos + 1, true),
+            scores, visible,
             [&](int64_t j, int64_t e) { return vc.v[cache_at(block(j), g, j % bs, dv) + e]; }, dv,
             &out.v[row(h, t, hq) * dv]);
       }

@@ -59,9 +59,10 @@ Status RunAttention(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outpu
                                     a.kv_len, a.head_dim, a.v_dim};
   KILN_ASSIGN_OR_RETURN(float scale, RequiredFloat(kAttention, attrs, "scale"));
   KILN_ASSIGN_OR_RETURN(bool causal, RequiredFlag(kAttention, attrs, "causal"));
+  KILN_ASSIGN_OR_RETURN(float softcap, SoftCapOf(kAttention, attrs));
   const TensorView *mask = in.size() > 3 ? in[3] : nullptr;
   kernels::Attention(in[0]->as<const float>(), in[1]->as<const float>(), in[2]->as<const float>(),
-                     MaskOf(mask), out[0].as<float>(), d, scale, causal);
+                     MaskOf(mask), out[0].as<float>(), d, scale, causal, softcap);
   return Status::Ok();
 }
 

@@ -5,8 +5,8 @@
 //
 // Every shape and index is checked before anything is written, so a
 // rejected call leaves the caches as they were.
-#include "core/shapes/fused_checks.h"
 #include "core/shapes/attention_paged.h"
+#include "core/shapes/fused_checks.h"
 #include "cpu_kernels.h"
 #include "kernels/cpu/attention_paged.h"
 #include "op_util.h"
@@ -46,7 +46,9 @@ Status RunPaged(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &
   KILN_ASSIGN_OR_RETURN(Dims dims, ResolveDims(attrs, in));
   KILN_ASSIGN_OR_RETURN(float scale, RequiredFloat(kPaged, attrs, "scale"));
   KILN_RETURN_IF_ERROR(CheckIndices(in, dims));
-  const kernels::PagedAttentionDims d = KernelDims(dims);
+  kernels::PagedAttentionDims d = KernelDims(dims);
+  KILN_ASSIGN_OR_RETURN(d.softcap, SoftCapOf(kPaged, attrs));
+  KILN_ASSIGN_OR_RETURN(d.window, WindowOf(kPaged, attrs));
   const kernels::PagedBatch b = {
       in[kSlots]->as<const int64_t>(), in[kQueryStart]->as<const int64_t>(),
       in[kContextLens]->as<const int64_t>(), in[kTables]->as<const int64_t>()};

@@ -5,14 +5,14 @@
 // device code is in kernels/cuda/{attention,paged_attention,attention_mma,
 // decode_attention}.cu.
 #include "core/shapes/attention.h"
-#include "core/shapes/fused_checks.h"
 #include "core/shapes/attention_paged.h"
+#include "core/shapes/fused_checks.h"
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "fused_operands.h"
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_decode.h"
+#include "kernels/cuda/attention_mma.h"
 #include "kernels/cuda/attention_paged.h"
 
 #include <cstdio>
@@ -63,8 +63,9 @@ Status RunAttention(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Ou
       mask->dtype != DType::kBF16 && mask->dtype != DType::kBool)
     return OpError(kAttention, std::string("operand 'mask' must be f32, f16, bf16 or bool, got ") +
                                    DTypeName(mask->dtype));
+  KILN_ASSIGN_OR_RETURN(float softcap, SoftCapOf(kAttention, attrs));
   const kc::DenseAttentionDims d = {a.batch,  a.q_heads,  a.kv_heads, a.q_len,
-                                    a.kv_len, a.head_dim, a.v_dim};
+                                    a.kv_len, a.head_dim, a.v_dim,    softcap};
   if (!kc::DenseAttentionSupported(d))
     return OpError(kAttention, "head dims D = " + std::to_string(d.head_dim) +
                                    ", Dv = " + std::to_string(d.v_dim) + " (at most " +
@@ -140,6 +141,8 @@ Status RunPaged(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Output
   d.q_token_stride = dims.q_token_stride;
   d.kv_head_stride = dims.kv_head_stride;
   d.kv_token_stride = dims.kv_token_stride;
+  KILN_ASSIGN_OR_RETURN(d.softcap, SoftCapOf(kPaged, attrs));
+  KILN_ASSIGN_OR_RETURN(d.window, WindowOf(kPaged, attrs));
   if (!kc::PagedAttentionSupported(d))
     return OpError(kPaged, "head dims D = " + std::to_string(d.head_dim) +
                                ", Dv = " + std::to_string(d.v_dim) + " (at most " +

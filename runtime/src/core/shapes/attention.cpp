@@ -127,6 +127,7 @@ Status InferAttention(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
     KILN_RETURN_IF_ERROR(CheckMask(*in[3], d));
   KILN_RETURN_IF_ERROR(RequiredFloat(kAttention, attrs, "scale").status());
   KILN_RETURN_IF_ERROR(RequiredFlag(kAttention, attrs, "causal").status());
+  KILN_RETURN_IF_ERROR(SoftCapOf(kAttention, attrs).status());
   out[0] = {in[0]->dtype, {d.batch, d.q_heads, d.q_len, d.v_dim}, nullptr};
   return Status::Ok();
 }

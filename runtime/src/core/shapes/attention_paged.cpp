@@ -229,6 +229,8 @@ Status InferPaged(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity(kPaged, in, 9, 9, out, 1, 1));
   KILN_ASSIGN_OR_RETURN(Dims d, ResolveDims(attrs, in));
   KILN_RETURN_IF_ERROR(RequiredFloat(kPaged, attrs, "scale").status());
+  KILN_RETURN_IF_ERROR(SoftCapOf(kPaged, attrs).status());
+  KILN_RETURN_IF_ERROR(WindowOf(kPaged, attrs).status());
   KILN_RETURN_IF_ERROR(CheckIndices(in, d));
   out[0] = {in[kQ]->dtype, ResultShape(d), nullptr};
   return Status::Ok();

@@ -1,5 +1,7 @@
 #include "core/shapes/fused_checks.h"
 
+#include <cmath>
+
 namespace kiln {
 namespace {
 
@@ -58,6 +60,25 @@ StatusOr<bool> RequiredFlag(std::string_view op, const OpAttrs &attrs, const cha
     return OpError(op, std::string("attribute '") + name + "' must be 0 or 1, got " +
                            std::to_string(v));
   return v == 1;
+}
+
+StatusOr<float> SoftCapOf(std::string_view op, const OpAttrs &attrs) {
+  if (!attrs.Has("softcap"))
+    return 0.0f;
+  KILN_ASSIGN_OR_RETURN(float cap, RequiredFloat(op, attrs, "softcap"));
+  if (!(cap > 0) || !std::isfinite(cap))
+    return OpError(op,
+                   "attribute 'softcap' must be finite and positive, got " + std::to_string(cap));
+  return cap;
+}
+
+StatusOr<int64_t> WindowOf(std::string_view op, const OpAttrs &attrs) {
+  if (!attrs.Has("window"))
+    return int64_t{0};
+  KILN_ASSIGN_OR_RETURN(int64_t window, RequiredInt(op, attrs, "window"));
+  if (window <= 0)
+    return OpError(op, "attribute 'window' must be positive, got " + std::to_string(window));
+  return window;
 }
 
 Status CheckFloatOperand(std::string_view op, const char *name, const TensorView &t) {

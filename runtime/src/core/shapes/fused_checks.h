@@ -17,6 +17,11 @@ namespace kiln {
 StatusOr<float> RequiredFloat(std::string_view op, const OpAttrs &attrs, const char *name);
 StatusOr<int64_t> RequiredInt(std::string_view op, const OpAttrs &attrs, const char *name);
 StatusOr<std::string> RequiredString(std::string_view op, const OpAttrs &attrs, const char *name);
+// The attention ops' optional settings (docs/fused-ops.md): `softcap`, a
+// finite positive float, 0 when absent; `window`, a positive integer, 0
+// when absent.
+StatusOr<float> SoftCapOf(std::string_view op, const OpAttrs &attrs);
+StatusOr<int64_t> WindowOf(std::string_view op, const OpAttrs &attrs);
 // A required integer attribute that must be 0 or 1.
 StatusOr<bool> RequiredFlag(std::string_view op, const OpAttrs &attrs, const char *name);
 
