@@ -31,7 +31,9 @@ Prints one line per check and a summary line per plan:
 
 --older-mask-model adds a decoder that the script writes itself
 (older_mask_model.py: the causal mask from Trilu, ScatterND and
-finfo(float32).min, as OPT, Falcon and StableLM exports build it).
+finfo(float32).min, as OPT, Falcon and StableLM exports build it), in three
+variants: plain; with Granite's scaled and Gemma 2's soft-capped logits;
+and with Gemma 2's sliding-window layer and attention soft-cap.
 """
 import argparse
 import json
@@ -54,6 +56,12 @@ from older_mask_model import make_model as make_older_mask_model
 # tables and where the error comes from), and on the device up to 1.33x the
 # cpu's, so bf16 is held to 4e-2.
 REL_TOL = {"fp16": 2e-2, "bf16": 4e-2}
+# older_mask_model's Gemma-2-like variant and the config.json that names its
+# window and layer types (window_batch.py batches it).
+SLIDING_MODEL = {"window": 8, "sliding_layers": (0,), "attn_softcap": 1.5}
+SLIDING_CONFIG = {"model_type": "gemma2", "sliding_window": 8, "max_position_embeddings": 64,
+                  "vocab_size": VOCAB, "num_hidden_layers": 2,
+                  "layer_types": ["sliding_attention", "full_attention"]}
 TOP1_MIN = 0.95
 BLOCK = 16
 DECODE_STEPS = 4
@@ -327,18 +335,24 @@ def run_fixtures(doc, fixture_class, prefix):
             # soft-cap: still ragged.
             test_older_mask_model(args, fixture_class, tmp / "older-mask-head-ops", check,
                                   logits_scale=0.5, logits_softcap=10.0)
+            # Gemma 2's local and global layers and attention soft-cap: a
+            # window of 8 on layer 0 (48 tokens outgrow it), ragged.
+            test_older_mask_model(args, fixture_class, tmp / "older-mask-sliding", check,
+                                  config=SLIDING_CONFIG, **SLIDING_MODEL)
     return check.exit_code()
 
 
-def test_older_mask_model(args, fixture_class, folder, check, logits_scale=None,
-                          logits_softcap=None):
-    """The fixture tests on older_mask_model.py's decoder, over 48 random
-    tokens; its fp32 dense logits must also match ONNX's reference
+def test_older_mask_model(args, fixture_class, folder, check, config=None, **model_args):
+    """The fixture tests on older_mask_model.py's decoder (make_model's
+    `model_args`; `config`: a config.json to write beside it), over 48
+    random tokens; its fp32 dense logits must also match ONNX's reference
     evaluator's (numpy), so that the fp32 plan they are held to is right,
     and it must get the ragged interface."""
     folder.mkdir()
-    model = make_older_mask_model(logits_scale=logits_scale, logits_softcap=logits_softcap)
+    model = make_older_mask_model(**model_args)
     onnx.save(model, str(folder / "model.onnx"))
+    if config is not None:
+        (folder / "config.json").write_text(json.dumps(config))
     ids = np.random.default_rng(1).integers(4, VOCAB, 48).tolist()
     fixture = fixture_class(args, folder, folder.parent, check, ids)
     fixture.test()

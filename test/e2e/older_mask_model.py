@@ -52,8 +52,10 @@ class Graph:
         return self.op("Gather", self.op("Shape", tensor), self.const([axis]), axis=0)
 
 
-def causal_mask(g, batch, seq, total, past):
-    """The older export's [B, 1, S, T] additive mask."""
+def causal_mask(g, batch, seq, total, past, window=None):
+    """The older export's [B, 1, S, T] additive mask; with `window` W, also
+    hiding keys at or before query position - W, as that code builds the
+    sliding-window mask (`arange(T) <= cache_position.reshape(-1, 1) - W`)."""
     fill = helper.make_tensor("fill", TensorProto.FLOAT, [1], [F32_MIN])
     full = g.op("ConstantOfShape", g.op("Concat", seq, total, axis=0), value=fill)
     upper = g.op("Trilu", full, g.const(1), upper=1)
@@ -62,6 +64,11 @@ def causal_mask(g, batch, seq, total, past):
     later = g.op("Greater", g.op("Range", g.const(0), total_s, g.const(1)),
                  g.op("Reshape", cache_pos, g.const([-1, 1])))
     causal = g.op("Mul", upper, g.op("Cast", later, to=TensorProto.FLOAT))
+    if window is not None:
+        too_old = g.op("LessOrEqual", g.op("Range", g.const(0), total_s, g.const(1)),
+                       g.op("Sub", g.op("Reshape", cache_pos, g.const([-1, 1])),
+                            g.const(window)))
+        causal = g.op("Where", too_old, g.const(F32_MIN, np.float32), causal)
     shape4 = g.op("Concat", batch, g.const([1]), seq, total, axis=0)
     causal4 = g.op("Expand", g.op("Unsqueeze", causal, g.const([0, 1])), shape4)
     keep = g.op("Cast", g.op("Unsqueeze", "attention_mask", g.const([1, 2])),
@@ -79,8 +86,10 @@ def causal_mask(g, batch, seq, total, past):
     return g.op("ScatterND", causal4, g.op("Concat", *axes, axis=-1), masked)
 
 
-def attention_layer(g, i, h, mask, batch, seq):
-    """One pre-LN attention block with a KV cache; returns the new h."""
+def attention_layer(g, i, h, mask, batch, seq, softcap=None):
+    """One pre-LN attention block with a KV cache; returns the new h. With
+    `softcap` c, the scaled scores are c * tanh(scores / c) before the mask,
+    as Gemma 2's attn_logit_softcapping."""
     x = g.op("LayerNormalization", h, g.weight(f"ln{i}.w", [HIDDEN], 0.1, 1.0),
              g.weight(f"ln{i}.b", [HIDDEN], 0.1), axis=-1, epsilon=1e-5)
     split = g.const([0, 0, HEADS, HEAD_DIM])  # [B, S, H, D]
@@ -95,6 +104,9 @@ def attention_layer(g, i, h, mask, batch, seq):
     g.nodes.append(helper.make_node("Identity", [value], [f"present.{i}.value"]))
     scores = g.op("Mul", g.op("MatMul", heads["q"], g.op("Transpose", key, perm=[0, 1, 3, 2])),
                   g.const(HEAD_DIM**-0.5, np.float32))
+    if softcap is not None:
+        cap = g.const(np.float32(softcap), np.float32)
+        scores = g.op("Mul", g.op("Tanh", g.op("Div", scores, cap)), cap)
     probs = g.op("Softmax", g.op("Add", scores, mask), axis=-1)
     out = g.op("Transpose", g.op("MatMul", probs, value), perm=[0, 2, 1, 3])
     out = g.op("Reshape", out, g.op("Concat", batch, seq, g.const([HIDDEN]), axis=0))
@@ -103,21 +115,27 @@ def attention_layer(g, i, h, mask, batch, seq):
     return g.op("Add", h, out)
 
 
-def make_model(layers=2, seed=0, logits_scale=None, logits_softcap=None):
+def make_model(layers=2, seed=0, logits_scale=None, logits_softcap=None, window=None,
+               sliding_layers=(), attn_softcap=None):
     """The ModelProto (opset 17, f32 weights). With `logits_scale`, the
     logits are the head's divided by it, as Granite's export computes them
     (`logits / config.logits_scaling`); with `logits_softcap` c, they are then
     soft-capped, c * tanh(logits / c), as Gemma 2's
-    (`final_logit_softcapping`)."""
+    (`final_logit_softcapping`). With `window`, the layers in
+    `sliding_layers` attend through a sliding-window mask (Gemma 2's local
+    layers), the others through the causal one; `attn_softcap` soft-caps
+    every layer's scores."""
     g = Graph(np.random.default_rng(seed))
     batch, seq = g.dim("input_ids", 0), g.dim("input_ids", 1)
     total, past = g.dim("attention_mask", 1), g.dim("past_key_values.0.key", 2)
     mask = causal_mask(g, batch, seq, total, past)
+    local = causal_mask(g, batch, seq, total, past, window) if window is not None else mask
     h = g.op("Add", g.op("Gather", g.weight("embed", [VOCAB, HIDDEN], 1.0), "input_ids", axis=0),
              g.op("Gather", g.weight("embed_pos", [MAX_POS, HIDDEN], 0.5), "position_ids",
                   axis=0))
     for i in range(layers):
-        h = attention_layer(g, i, h, mask, batch, seq)
+        h = attention_layer(g, i, h, local if i in sliding_layers else mask, batch, seq,
+                            attn_softcap)
     h = g.op("LayerNormalization", h, g.weight("ln_f.w", [HIDDEN], 0.1, 1.0),
              g.weight("ln_f.b", [HIDDEN], 0.1), axis=-1, epsilon=1e-5)
     head = g.weight("lm_head", [HIDDEN, VOCAB])

@@ -55,10 +55,15 @@ Status Scheduler::Add(Sequence seq) {
   if (seqs_.count(seq.id))
     return InvalidArgument(name + ": the id is already in use");
   const int64_t tokens = static_cast<int64_t>(seq.prompt.size()) + seq.max_new_tokens;
-  if (blocks_.BlocksFor(tokens) > blocks_.num_blocks())
+  // Behind a sliding window a sequence holds at most the blocks of its
+  // window and one step's chunk at a time, however long it grows.
+  int64_t need = blocks_.BlocksFor(tokens);
+  if (blocks_.window() > 0)
+    need = std::min(need, blocks_.BlocksFor(blocks_.window() - 1 + config_.max_batched_tokens) + 1);
+  if (need > blocks_.num_blocks())
     return InvalidArgument(name + ": " + std::to_string(seq.prompt.size()) +
                            " prompt tokens + max_new_tokens " + std::to_string(seq.max_new_tokens) +
-                           " need " + std::to_string(blocks_.BlocksFor(tokens)) + " KV blocks of " +
+                           " need " + std::to_string(need) + " KV blocks of " +
                            std::to_string(blocks_.block_size()) + " tokens; the cache has " +
                            std::to_string(blocks_.num_blocks()));
   if (NumWaiting() + NumRunning() >= config_.max_tracked_seqs)

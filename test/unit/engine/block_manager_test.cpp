@@ -99,5 +99,72 @@ TEST(BlockManager, FreeReturnsEveryBlockAndDropsTheKv) {
   EXPECT_TRUE(bm->Append(t, 20).ok()) << "freed blocks are reusable";
 }
 
+// With a window of 6 over blocks of 4, a sequence that has computed c
+// tokens next reads positions c - 5..c: blocks wholly before c - 5 go back
+// to the pool, their entries marked, and Free skips them.
+TEST(BlockManager, ReleasesBlocksBehindTheWindow) {
+  auto bm = Make(8, 4);
+  bm->SetWindow(6);
+  Sequence s = Seq(1, 40);
+  ASSERT_TRUE(bm->Append(s, 12).ok()); // 3 blocks
+  s.num_computed_tokens = 9;           // next reads 4..9: block 0 is behind
+  bm->ReleaseBehindWindow(s);
+  EXPECT_EQ(s.block_table[0], kReleasedBlock);
+  EXPECT_NE(s.block_table[1], kReleasedBlock);
+  EXPECT_EQ(bm->NumFreeBlocks(), 6);
+  s.num_computed_tokens = 12; // next reads 7..12: block 1 (4..7) still read
+  bm->ReleaseBehindWindow(s);
+  EXPECT_NE(s.block_table[1], kReleasedBlock);
+  // A long generation holds about window / block_size blocks, not its length.
+  for (int64_t c = 12; c < 40; ++c) {
+    ASSERT_TRUE(bm->Append(s, 1).ok()) << c;
+    s.num_computed_tokens = c + 1;
+    bm->ReleaseBehindWindow(s);
+    int64_t held = 0;
+    for (int32_t b : s.block_table)
+      held += b != kReleasedBlock;
+    EXPECT_LE(held, 3) << c;
+  }
+  EXPECT_EQ(s.block_table.size(), 10u);
+  bm->Free(s);
+  EXPECT_EQ(bm->NumFreeBlocks(), 8);
+}
+
+// Without a window nothing is released.
+TEST(BlockManager, KeepsEveryBlockWithoutAWindow) {
+  auto bm = Make(8, 4);
+  Sequence s = Seq(1, 40);
+  ASSERT_TRUE(bm->Append(s, 32).ok());
+  s.num_computed_tokens = 32;
+  bm->ReleaseBehindWindow(s);
+  EXPECT_EQ(bm->NumFreeBlocks(), 0);
+  for (int32_t b : s.block_table)
+    EXPECT_NE(b, kReleasedBlock);
+}
+
+// With prefix caching, a block released behind the window stays cached
+// (evictable), so a later sequence with the same prompt still matches the
+// whole chain, including the blocks past the released ones.
+TEST(BlockManager, ReleasedBlocksStayInThePrefixCache) {
+  auto bm = Make(16, 4, /*caching=*/true);
+  bm->SetWindow(5);
+  Sequence a = Seq(1, 17);
+  for (int64_t i = 0; i < 17; ++i)
+    a.prompt[i] = static_cast<int32_t>(100 + i);
+  ASSERT_TRUE(bm->Append(a, 17).ok());
+  a.num_computed_tokens = 17;
+  bm->CacheFullBlocks(a);
+  bm->ReleaseBehindWindow(a); // next reads 13..17: blocks 0-2 (0..11) released
+  EXPECT_EQ(a.block_table[2], kReleasedBlock);
+  EXPECT_NE(a.block_table[3], kReleasedBlock);
+  EXPECT_EQ(bm->NumCachedBlocks(), 4);
+  Sequence b = Seq(2, 17);
+  b.prompt = a.prompt;
+  EXPECT_EQ(bm->Match(b), 16); // all four full blocks, the chain intact
+  bm->Free(b);
+  bm->Free(a);
+  EXPECT_EQ(bm->NumFreeBlocks(), 16);
+}
+
 } // namespace
 } // namespace kiln::engine

@@ -1,5 +1,7 @@
 #include "fake_model.h"
 
+#include <algorithm>
+
 #include <string>
 
 namespace kiln::engine::testing {
@@ -50,10 +52,20 @@ Status FakeModel::RunChunk(const ScheduledChunk &c, float *logits_row) {
   auto slot = [&](int64_t pos) -> uint64_t & {
     return kv_[seq.block_table[pos / bs] * bs + pos % bs];
   };
-  // Attention reads the whole cached context; check it is this sequence's.
+  // Attention reads the cached context (from the chunk's first token's
+  // sliding window on, when the block manager has one); check it is this
+  // sequence's.
+  const int64_t window = blocks_.window();
+  const int64_t first = window > 0 ? std::max<int64_t>(0, c.start - window + 1) : 0;
   uint64_t truth = kEmptyKv;
   for (int64_t q = 0; q < c.start; ++q) {
     truth = NextKv(truth, seq.TokenAt(q), q);
+    if (q < first)
+      continue;
+    if (seq.block_table[q / bs] == kReleasedBlock)
+      return Internal("position " + std::to_string(q) +
+                      " is in the window but its block was "
+                      "released");
     if (slot(q) != truth)
       return Internal("the cached KV at position " + std::to_string(q) + " (block " +
                       std::to_string(seq.block_table[q / bs]) + ") is not this sequence's");

@@ -337,5 +337,26 @@ TEST(Scheduler, FinishesAtLengthOrWhenTheCallerSeesEos) {
   EXPECT_EQ(with_eos.finished.at(1).finish_reason, FinishReason::kEos);
 }
 
+// Behind a sliding window of 6 (blocks of 4), requests of 50 tokens each
+// run in a pool of 12 blocks (48 tokens), several at once: each holds about
+// its window's blocks, released ones go to the others, and every request
+// generates what it would alone (the fake model checks every position in
+// a window against the sequence's own KV). Without the window the same
+// request is refused.
+TEST(Scheduler, SlidingWindowRunsRequestsLongerThanThePool) {
+  HarnessOptions opt;
+  opt.config = {8, 4, 16};
+  opt.num_blocks = 12;
+  Harness h(opt);
+  EXPECT_EQ(h.Add(1, Tokens(20, 1), 30).code(), StatusCode::kInvalidArgument);
+  h.blocks().SetWindow(6);
+  for (int id = 1; id <= 3; ++id)
+    ASSERT_TRUE(h.Add(id, Tokens(20, id), 30).ok());
+  ASSERT_TRUE(h.RunToEnd(400));
+  for (int64_t id = 1; id <= 3; ++id)
+    EXPECT_EQ(h.finished.at(id).output, h.Reference(id)) << id;
+  EXPECT_EQ(h.blocks().NumFreeBlocks(), 12);
+}
+
 } // namespace
 } // namespace kiln::engine
