@@ -109,6 +109,9 @@ LinearOp headOf(Value logits) {
 /// The index operand of `gather(shape(x), i)` with x a `past_key_values.*`
 /// argument and i the constant 2: the past length.
 bool isPastLength(func::FuncOp f, Value v) {
+  if (Operation *op = v.getDefiningOp();
+      isa_and_nonnull<CastOp, UnsqueezeOp, SqueezeOp, ReshapeOp>(op))
+    return isPastLength(f, op->getOperand(0));
   auto gather = v.getDefiningOp<GatherOp>();
   if (!gather || gather.getAxis() != 0)
     return false;
@@ -153,6 +156,123 @@ RangeOp pastLengthPositions(func::FuncOp f) {
     if (!other || !isSequenceLength(f, other))
       return WalkResult::advance();
     found = range;
+    return WalkResult::interrupt();
+  });
+  return found;
+}
+
+/// `v` through casts and one-value reshapes (Unsqueeze, Reshape, Squeeze,
+/// a one-input Concat), as a slice bound's scalar becomes a [1] tensor.
+Value throughScalarWrappers(Value v) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (isa<CastOp, UnsqueezeOp, SqueezeOp, ReshapeOp>(op)) {
+      v = op->getOperand(0);
+    } else if (auto concat = dyn_cast<ConcatOp>(op); concat && concat.getInputs().size() == 1) {
+      v = concat.getInputs()[0];
+    } else {
+      break;
+    }
+  }
+  return v;
+}
+
+/// True when `v` is attention_mask, through casts.
+bool isMask(func::FuncOp f, Value v) {
+  while (auto cast = v.getDefiningOp<CastOp>())
+    v = cast.getInput();
+  return v && v == argNamed(f, "attention_mask");
+}
+
+/// For positions computed from the attention mask's running sum, as older
+/// exports number them (OPT's `cumsum(mask) * mask - 1`, or Hugging Face's
+/// `cumsum(mask) - 1` with the padding filled): the CumSum of the mask along
+/// its token dim, with `shift` set so that on a mask of ones (a ragged batch
+/// has no padding) `v` is position + shift. Looks through casts, adding or
+/// subtracting a scalar constant, multiplying by the mask, and
+/// where(mask == 0, c, x). Null for anything else.
+CumSumOp maskCumSum(func::FuncOp f, Value v, int64_t &shift) {
+  shift = 0;
+  for (int steps = 0; steps < 16; ++steps) {
+    Operation *op = v.getDefiningOp();
+    if (auto cumsum = dyn_cast_or_null<CumSumOp>(op)) {
+      auto axis = getConstantIntValues(cumsum.getAxis());
+      auto type = dyn_cast<RankedTensorType>(cumsum.getInput().getType());
+      if (!axis || axis->size() != 1 || !type || type.getRank() != 2 ||
+          ((*axis)[0] != 1 && (*axis)[0] != -1) || cumsum.getExclusive() != 0 ||
+          cumsum.getReverse() != 0 || !isMask(f, cumsum.getInput()))
+        return nullptr;
+      shift += 1; // the running sum of ones at position j is j + 1
+      return cumsum;
+    }
+    if (isa_and_nonnull<CastOp>(op)) {
+      v = op->getOperand(0);
+    } else if (isa_and_nonnull<AddOp, SubOp>(op)) {
+      Value a = op->getOperand(0), b = op->getOperand(1);
+      std::optional<double> c = inject::scalarConstant(b);
+      if (!c && isa<AddOp>(op) && (c = inject::scalarConstant(a)))
+        std::swap(a, b);
+      if (!c || *c != std::floor(*c))
+        return nullptr;
+      shift += static_cast<int64_t>(isa<AddOp>(op) ? *c : -*c);
+      v = a;
+    } else if (isa_and_nonnull<MulOp>(op)) {
+      Value a = op->getOperand(0), b = op->getOperand(1);
+      if (isMask(f, a))
+        std::swap(a, b);
+      if (!isMask(f, b))
+        return nullptr;
+      v = a;
+    } else if (auto where = dyn_cast_or_null<WhereOp>(op)) {
+      // where(mask == 0, c, x): x where the mask is 1.
+      auto eq = where.getCondition().getDefiningOp<EqualOp>();
+      if (!eq)
+        return nullptr;
+      Value m = eq.getA(), z = eq.getB();
+      if (!isMask(f, m))
+        std::swap(m, z);
+      if (!isMask(f, m) || inject::scalarConstant(z) != 0.0)
+        return nullptr;
+      v = where.getY();
+    } else {
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+/// True when `v` is minus the new tokens' count: Neg of it, or 0 - it.
+bool isMinusSequenceLength(func::FuncOp f, Value v) {
+  v = throughScalarWrappers(v);
+  if (auto neg = v.getDefiningOp<NegOp>())
+    return isSequenceLength(f, throughScalarWrappers(neg.getX()));
+  if (auto sub = v.getDefiningOp<SubOp>(); sub && inject::scalarConstant(sub.getA()) == 0.0)
+    return isSequenceLength(f, throughScalarWrappers(sub.getB()));
+  return false;
+}
+
+/// Positions from the mask's running sum, sliced to the new tokens:
+/// slice(P, past, end) or slice(P, -seq_len, end) along dim 1, P as
+/// maskCumSum reads it. Null when the graph has none; `shift` as there.
+SliceOp maskCumSumPositions(func::FuncOp f, int64_t &shift) {
+  SliceOp found;
+  f.walk([&](SliceOp slice) {
+    int64_t k = 0;
+    auto type = dyn_cast<RankedTensorType>(slice.getOutput().getType());
+    if (!type || type.getRank() != 2 || !type.getElementType().isInteger(64) ||
+        !maskCumSum(f, slice.getData(), k))
+      return WalkResult::advance();
+    auto axes = slice.getAxes() ? getConstantIntValues(slice.getAxes()) : std::nullopt;
+    auto ends = getConstantIntValues(slice.getEnds());
+    auto steps = slice.getSteps() ? getConstantIntValues(slice.getSteps()) : std::nullopt;
+    if (!axes || axes->size() != 1 || ((*axes)[0] != 1 && (*axes)[0] != -1) || !ends ||
+        ends->size() != 1 || (*ends)[0] < (int64_t{1} << 30) ||
+        (slice.getSteps() && (!steps || steps->size() != 1 || (*steps)[0] != 1)))
+      return WalkResult::advance();
+    Value start = throughScalarWrappers(slice.getStarts());
+    if (!isPastLength(f, start) && !isMinusSequenceLength(f, slice.getStarts()))
+      return WalkResult::advance();
+    found = slice;
+    shift = k;
     return WalkResult::interrupt();
   });
   return found;
@@ -247,10 +367,12 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     };
     if (!argNamed(main, "input_ids"))
       return fail("no input_ids input");
-    if (!argNamed(main, "position_ids") && !pastLengthPositions(main))
-      return fail("no position_ids input, and the positions are not the past length plus "
-                  "0, 1, ... (the model computes them from the attention mask or another "
-                  "way a ragged batch has nothing for)");
+    int64_t shift = 0;
+    if (!argNamed(main, "position_ids") && !pastLengthPositions(main) &&
+        !maskCumSumPositions(main, shift))
+      return fail("no position_ids input, and the positions are neither the past length plus "
+                  "0, 1, ... nor the attention mask's running sum sliced to the new tokens "
+                  "(the model computes them another way, which a ragged batch has nothing for)");
     int found = 0;
     WalkResult walk = main.walk([&](Operation *op) {
       if (isa<SoftmaxOp>(op)) {
@@ -326,15 +448,41 @@ struct RaggedPass : impl::KilnRaggedBase<RaggedPass> {
     // position_ids, [1, T] as input_ids. (A model with position_ids may
     // number its tokens that way too, for its mask: that range dies with
     // the mask.)
-    RangeOp range = argNamed(main, "position_ids") ? RangeOp() : pastLengthPositions(main);
-    if (range) {
+    const bool hasPositions = static_cast<bool>(argNamed(main, "position_ids"));
+    RangeOp range = hasPositions ? RangeOp() : pastLengthPositions(main);
+    int64_t shift = 0;
+    SliceOp slice = hasPositions || range ? SliceOp() : maskCumSumPositions(main, shift);
+    auto positionsInput = [&] {
       BlockArgument ids = argNamed(main, "input_ids");
       auto dims = main.getArgAttrOfType<ArrayAttr>(ids.getArgNumber(), kDims);
       SmallVector<StringRef> names;
       if (dims)
         for (Attribute d : dims)
           names.push_back(cast<StringAttr>(d).getValue());
-      Value positions = add(ids.getType(), "position_ids", names);
+      return add(ids.getType(), "position_ids", names);
+    };
+    if (slice) {
+      // The mask's running sum over a ragged batch of ones is position +
+      // shift: the engine's position_ids, shifted, as [1, T].
+      Value positions = positionsInput();
+      OpBuilder at(slice);
+      Location l = slice.getLoc();
+      auto type = cast<RankedTensorType>(slice.getOutput().getType());
+      auto shapeType = RankedTensorType::get({2}, i64);
+      Value shape = at.create<ConstantOp>(
+          l, shapeType, DenseElementsAttr::get(shapeType, ArrayRef<int64_t>{1, -1}), StringAttr());
+      Value p = at.create<ReshapeOp>(l, type, positions, shape, at.getI64IntegerAttr(0));
+      if (shift != 0) {
+        auto scalar = RankedTensorType::get({}, i64);
+        Value k =
+            at.create<ConstantOp>(l, scalar, DenseElementsAttr::get(scalar, shift), StringAttr());
+        p = at.create<AddOp>(l, type, p, k);
+      }
+      slice.getOutput().replaceAllUsesWith(p);
+      slice.erase();
+    }
+    if (range) {
+      Value positions = positionsInput();
       OpBuilder at(range);
       auto flatShape = RankedTensorType::get({1}, i64);
       Value minusOne = at.create<ConstantOp>(

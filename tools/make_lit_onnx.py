@@ -138,6 +138,22 @@ def index_ops(out):
     save(scatter(13, reduction="add"), "scatternd_add_opset13.onnx", out)
 
 
+def cumsum(out):
+    """CumSum as older exports number positions (`cumsum(mask, 1) - 1`), and
+    with exclusive, reverse and a scalar axis."""
+    inits = [numpy_helper.from_array(np.array([1], dtype=np.int64), "axis1"),
+             numpy_helper.from_array(np.array(0, dtype=np.int32), "axis0")]
+    nodes = [
+        helper.make_node("CumSum", ["mask", "axis1"], ["running"], name="positions"),
+        helper.make_node("CumSum", ["x", "axis0"], ["back"], exclusive=1, reverse=1),
+    ]
+    m = model(nodes, [tensor("mask", TensorProto.INT64, ["batch", "seq"]),
+                      tensor("x", TensorProto.FLOAT, [3, 5])],
+              [tensor("running", TensorProto.INT64, None), tensor("back", TensorProto.FLOAT, None)],
+              inits, opset=14)
+    save(m, "cumsum.onnx", out)
+
+
 def external(out):
     """A 2048-element weight in an external file (aliased, not copied)."""
     w = numpy_helper.from_array(np.full((32, 64), 0.5, dtype=np.float32), "w")
@@ -254,7 +270,7 @@ def main():
     parser.add_argument("--inject-out", default=INJECT_OUT)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for make in (basic, upgrades, constants, shape_chain, index_ops, external, broken):
+    for make in (basic, upgrades, constants, shape_chain, index_ops, cumsum, external, broken):
         make(args.out)
     os.makedirs(args.inject_out, exist_ok=True)
     custom_silu_mlps(args.inject_out)

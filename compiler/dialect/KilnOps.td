@@ -254,6 +254,29 @@ def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "ReduceSum", "the sum">;
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "ReduceMax", "the maximum">;
 def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "ReduceMin", "the minimum">;
 
+def Kiln_CumSumOp : Kiln_Op<"cumsum">, Kiln_OpTable<"reduce", "f32"> {
+  let summary = "ONNX CumSum: running sums along one axis";
+  let description = [{
+    Running sums of `input` along the dim named by the scalar (or
+    one-element) `axis` operand, negative counting from the back:
+    `y[..., i, ...] = sum_{j <= i} x[..., j, ...]`. `exclusive = 1` leaves out
+    the element itself (`j < i`), `reverse = 1` sums from the end. Older
+    exports number positions with it: `cumsum(attention_mask) - 1`.
+
+    Example:
+
+    ```mlir
+    %y = kiln.cumsum %x, %axis {exclusive = 0 : i64, reverse = 0 : i64}
+        : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, Kiln_IndexTensor:$axis, I64Attr:$exclusive,
+                   I64Attr:$reverse);
+  let results = (outs Kiln_NumericTensor:$output);
+  let assemblyFormat = "$input `,` $axis attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Everything else lives in its own include to keep files short.
 //===----------------------------------------------------------------------===//

@@ -348,6 +348,10 @@ LogicalResult ClipOp::inferShapes(ShapeInferenceContext &ctx) {
   return inferUnaryOp(getOperation(), ctx);
 }
 
+LogicalResult CumSumOp::inferShapes(ShapeInferenceContext &ctx) {
+  return inferUnaryOp(getOperation(), ctx);
+}
+
 LogicalResult TriluOp::inferShapes(ShapeInferenceContext &ctx) {
   return inferUnaryOp(getOperation(), ctx);
 }

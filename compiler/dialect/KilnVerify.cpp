@@ -651,6 +651,22 @@ LogicalResult ClipOp::verify() {
   return verifyUnaryOp(*this);
 }
 
+LogicalResult CumSumOp::verify() {
+  if (failed(expectFlag(*this, "exclusive", getExclusive())) ||
+      failed(expectFlag(*this, "reverse", getReverse())))
+    return failure();
+  auto axis = dyn_cast<RankedTensorType>(getAxis().getType());
+  if (axis && (axis.getRank() > 1 || (axis.hasStaticShape() && axis.getNumElements() != 1)))
+    return emitOpError() << "axis must be a scalar or hold one element, got " << axis;
+  std::optional<int64_t> r = rankOf(getInput());
+  if (r && *r < 1)
+    return emitOpError() << "input must have rank >= 1";
+  if (auto a = getConstantIntValues(getAxis());
+      a && a->size() == 1 && failed(expectAxis(*this, (*a)[0], r)))
+    return failure();
+  return verifyUnaryOp(*this);
+}
+
 LogicalResult TriluOp::verify() {
   if (failed(expectFlag(*this, "upper", getUpper())))
     return failure();

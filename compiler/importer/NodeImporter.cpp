@@ -344,6 +344,15 @@ Results importTrilu(NodeContext &ctx) {
       ctx.create<TriluOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), i64(ctx, *upper)).getResult());
 }
 
+Results importCumSum(NodeContext &ctx) {
+  FailureOr<int64_t> exclusive = ctx.intAttr("exclusive", 0), reverse = ctx.intAttr("reverse", 0);
+  if (failed(ctx.expectInputs(2, 2)) || failed(exclusive) || failed(reverse))
+    return failure();
+  return one(ctx.create<CumSumOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), i64(ctx, *exclusive),
+                                  i64(ctx, *reverse))
+                 .getResult());
+}
+
 Results importClip(NodeContext &ctx) {
   if (failed(ctx.expectInputs(1, 3)))
     return failure();
@@ -465,6 +474,7 @@ llvm::StringMap<NodeHandler> buildHandlers() {
       {"ConstantOfShape", importConstantOfShape},
       {"Range", importRange},
       {"Trilu", importTrilu},
+      {"CumSum", importCumSum},
       {"Constant", importConstant},
       {"Clip", importClip},
       {"Tile", importTile},

@@ -1,4 +1,6 @@
 #include "kernels/cpu/reduce.h"
+
+#include "kernels/reduce_cumsum.h"
 #include "kernels/wrap_arith.h"
 
 #include <cmath>
@@ -183,9 +185,18 @@ void Reduce(ReduceOp op, const T *x, const std::vector<int64_t> &shape,
   }
 }
 
+template <typename T>
+void CumSum(const T *x, T *y, int64_t outer, int64_t len, int64_t inner, bool exclusive,
+            bool reverse) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      CumSumLine(x + o * len * inner + i, y + o * len * inner + i, len, inner, exclusive, reverse);
+}
+
 #define KILN_INSTANTIATE_REDUCE(T)                                                                 \
   template void Reduce<T>(ReduceOp, const T *, const std::vector<int64_t> &,                       \
-                          const std::vector<bool> &, T *);
+                          const std::vector<bool> &, T *);                                         \
+  template void CumSum<T>(const T *, T *, int64_t, int64_t, int64_t, bool, bool);
 KILN_INSTANTIATE_REDUCE(float)
 KILN_INSTANTIATE_REDUCE(double)
 KILN_INSTANTIATE_REDUCE(int8_t)

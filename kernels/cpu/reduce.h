@@ -20,4 +20,10 @@ template <typename T>
 void Reduce(ReduceOp op, const T *x, const std::vector<int64_t> &shape,
             const std::vector<bool> &reduce, T *y);
 
+// CumSum of x viewed as [outer, len, inner] along the middle axis (y may
+// not be x); T as Reduce's.
+template <typename T>
+void CumSum(const T *x, T *y, int64_t outer, int64_t len, int64_t inner, bool exclusive,
+            bool reverse);
+
 } // namespace kiln::kernels

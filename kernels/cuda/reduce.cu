@@ -9,6 +9,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/numeric.cuh"
 #include "kernels/cuda/reduce.h"
+#include "kernels/wrap_arith.h"
 
 namespace kiln::kernels::cuda {
 namespace {
@@ -213,7 +214,43 @@ __global__ void __launch_bounds__(kThreads)
 
 unsigned Blocks(int64_t n) { return static_cast<unsigned>(n < 65536 ? n : 65536); }
 
+// CumSum: a thread per line of x viewed as [outer, len, inner], summing in
+// Acc<T> (f32 for halves; integers wrap through u64).
+template <typename T>
+__global__ void CumSumKernel(const T *x, T *y, int64_t lines, int64_t len, int64_t inner,
+                             bool exclusive, bool reverse) {
+  for (int64_t l = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; l < lines;
+       l += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t base = l / inner * len * inner + l % inner;
+    Acc<T> sum = Acc<T>(0);
+    for (int64_t n = 0; n < len; ++n) {
+      const int64_t i = base + (reverse ? len - 1 - n : n) * inner;
+      const Acc<T> v = ToAcc(x[i]);
+      const Acc<T> before = sum;
+      sum = WrapAdd(sum, v);
+      const Acc<T> out = exclusive ? before : sum;
+      if constexpr (kIsFloat<T>)
+        y[i] = Store<T>(out);
+      else
+        y[i] = static_cast<T>(out);
+    }
+  }
+}
+
 } // namespace
+
+cudaError_t CumSum(ElemType t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,
+                   bool exclusive, bool reverse, cudaStream_t stream) {
+  const int64_t lines = outer * inner;
+  if (lines == 0 || len == 0)
+    return cudaSuccess;
+  return DispatchNumeric(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    CumSumKernel<T><<<GridFor(lines), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<T *>(y), lines, len, inner, exclusive, reverse);
+    return cudaGetLastError();
+  });
+}
 
 bool ReduceShapeSupported(const std::vector<int64_t> &shape, const std::vector<bool> &reduce) {
   ReduceLayout l;

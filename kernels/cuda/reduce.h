@@ -38,4 +38,10 @@ cudaError_t Reduce(ReduceOp op, ElemType t, const void *x, const std::vector<int
 cudaError_t Softmax(ElemType t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,
                     bool log, cudaStream_t stream);
 
+// CumSum of x viewed as [outer, len, inner] along the middle axis: a thread
+// per line, summed in f32 for f16/bf16 (f64 for f64; integers wrap); t is
+// any numeric type (not bool). y may not be x.
+cudaError_t CumSum(ElemType t, const void *x, void *y, int64_t outer, int64_t len, int64_t inner,
+                   bool exclusive, bool reverse, cudaStream_t stream);
+
 } // namespace kiln::kernels::cuda

@@ -33,7 +33,8 @@ Prints one line per check and a summary line per plan:
 (older_mask_model.py: the causal mask from Trilu, ScatterND and
 finfo(float32).min, as OPT, Falcon and StableLM exports build it), in three
 variants: plain; with Granite's scaled and Gemma 2's soft-capped logits;
-and with Gemma 2's sliding-window layer and attention soft-cap.
+with Gemma 2's sliding-window layer and attention soft-cap; and with no
+position_ids, the positions numbered from the mask's running sum (OPT).
 """
 import argparse
 import json
@@ -339,6 +340,9 @@ def run_fixtures(doc, fixture_class, prefix):
             # window of 8 on layer 0 (48 tokens outgrow it), ragged.
             test_older_mask_model(args, fixture_class, tmp / "older-mask-sliding", check,
                                   config=SLIDING_CONFIG, **SLIDING_MODEL)
+            # No position_ids: OPT's positions from the mask's running sum.
+            test_older_mask_model(args, fixture_class, tmp / "older-mask-cumsum", check,
+                                  positions_from_mask=True)
     return check.exit_code()
 
 
@@ -366,6 +370,7 @@ def test_older_mask_model(args, fixture_class, folder, check, config=None, **mod
     for t in model.graph.input:
         if t.name.startswith("past_key_values."):
             feeds[t.name] = np.zeros((1, HEADS, 0, HEAD_DIM), np.float32)
+    feeds = {k: v for k, v in feeds.items() if k in {t.name for t in model.graph.input}}
     from onnx.reference import ReferenceEvaluator  # here: fixtures_on_device imports this file
     want = ReferenceEvaluator(model).run(["logits"], feeds)[0][0]
     err = float(rel_per_position(got, want).max())

@@ -115,8 +115,16 @@ def attention_layer(g, i, h, mask, batch, seq, softcap=None):
     return g.op("Add", h, out)
 
 
+def mask_positions(g, past):
+    """Positions numbered from the attention mask, as OPT's export does:
+    (cumsum(mask, 1) * mask - 1)[:, past:]."""
+    running = g.op("CumSum", "attention_mask", g.const([1]))
+    numbered = g.op("Sub", g.op("Mul", running, "attention_mask"), g.const([1]))
+    return g.op("Slice", numbered, past, g.const([2**62]), g.const([1]))
+
+
 def make_model(layers=2, seed=0, logits_scale=None, logits_softcap=None, window=None,
-               sliding_layers=(), attn_softcap=None):
+               sliding_layers=(), attn_softcap=None, positions_from_mask=False):
     """The ModelProto (opset 17, f32 weights). With `logits_scale`, the
     logits are the head's divided by it, as Granite's export computes them
     (`logits / config.logits_scaling`); with `logits_softcap` c, they are then
@@ -124,15 +132,16 @@ def make_model(layers=2, seed=0, logits_scale=None, logits_softcap=None, window=
     (`final_logit_softcapping`). With `window`, the layers in
     `sliding_layers` attend through a sliding-window mask (Gemma 2's local
     layers), the others through the causal one; `attn_softcap` soft-caps
-    every layer's scores."""
+    every layer's scores. With `positions_from_mask`, the model has no
+    position_ids input and numbers its tokens from the attention mask."""
     g = Graph(np.random.default_rng(seed))
     batch, seq = g.dim("input_ids", 0), g.dim("input_ids", 1)
     total, past = g.dim("attention_mask", 1), g.dim("past_key_values.0.key", 2)
     mask = causal_mask(g, batch, seq, total, past)
     local = causal_mask(g, batch, seq, total, past, window) if window is not None else mask
     h = g.op("Add", g.op("Gather", g.weight("embed", [VOCAB, HIDDEN], 1.0), "input_ids", axis=0),
-             g.op("Gather", g.weight("embed_pos", [MAX_POS, HIDDEN], 0.5), "position_ids",
-                  axis=0))
+             g.op("Gather", g.weight("embed_pos", [MAX_POS, HIDDEN], 0.5),
+                  mask_positions(g, past) if positions_from_mask else "position_ids", axis=0))
     for i in range(layers):
         h = attention_layer(g, i, h, local if i in sliding_layers else mask, batch, seq,
                             attn_softcap)
@@ -152,8 +161,9 @@ def make_model(layers=2, seed=0, logits_scale=None, logits_softcap=None, window=
     info = helper.make_tensor_value_info
     seq, total = "sequence_length", "past_sequence_length + sequence_length"
     inputs = [info("input_ids", TensorProto.INT64, ["batch_size", seq]),
-              info("attention_mask", TensorProto.INT64, ["batch_size", total]),
-              info("position_ids", TensorProto.INT64, ["batch_size", seq])]
+              info("attention_mask", TensorProto.INT64, ["batch_size", total])]
+    if not positions_from_mask:
+        inputs.append(info("position_ids", TensorProto.INT64, ["batch_size", seq]))
     outputs = [info("logits", TensorProto.FLOAT, ["batch_size", seq, VOCAB])]
     for i in range(layers):
         for kind in ("key", "value"):

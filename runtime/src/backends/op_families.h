@@ -31,7 +31,8 @@
 #define KILN_ADD_REDUCE_KERNELS(table)                                                             \
   AddEach<kReduceOps>(table, [](auto i) { return KernelFn(RunReduce<decltype(i)::value>); });      \
   table.push_back({"softmax", RunSoftmax<false>});                                                 \
-  table.push_back({"log_softmax", RunSoftmax<true>})
+  table.push_back({"log_softmax", RunSoftmax<true>});                                              \
+  table.push_back({"cumsum", RunCumSum})
 
 // The movement ops that compute no data: copies (kCopyOps), Shape, Size,
 // ConstantOfShape and Range.

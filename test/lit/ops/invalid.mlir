@@ -415,3 +415,20 @@ func.func @constant_type() -> tensor<2xi64> {
   %0 = "kiln.constant"() {value = dense<1> : tensor<3xi64>} : () -> tensor<2xi64>
   return %0 : tensor<2xi64>
 }
+
+// -----
+
+func.func @cumsum_axis(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %axis = kiln.constant dense<2> : tensor<i64>
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = kiln.cumsum %x, %axis {exclusive = 0 : i64, reverse = 0 : i64} : (tensor<2x3xf32>, tensor<i64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @cumsum_axis_shape(%x: tensor<2x3xf32>, %axis: tensor<2xi64>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{axis must be a scalar or hold one element, got 'tensor<2xi64>'}}
+  %0 = kiln.cumsum %x, %axis {exclusive = 0 : i64, reverse = 0 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -20,6 +20,17 @@ void AddReductions(std::vector<OpCase> &c) {
   }
   c.push_back(MakeCase("reduce_sum", F32, {7, 13}, "noop_empty_axes",
                        Attrs().Int("noop_with_empty_axes", 1), {Uniform(F32, {7, 13})}, kExact));
+  // CumSum: positions from an attention mask ([B, T] i64 along T), a middle
+  // axis, exclusive and reverse, a half type, a scalar axis.
+  c.push_back(MakeCase("cumsum", I64, {4, 300}, "mask_positions", {},
+                       {IntValued(I64, {4, 300}, 0, 1), Ints({1})}, kExact));
+  c.push_back(MakeCase("cumsum", F32, {7, 13, 37}, "axis1", {},
+                       {Uniform(F32, {7, 13, 37}), Ints({1})}, kAccumulated));
+  c.push_back(MakeCase("cumsum", I64, {3, 129}, "exclusive_reverse",
+                       Attrs().Int("exclusive", 1).Int("reverse", 1),
+                       {Uniform(I64, {3, 129}, -100, 100), Ints({-1})}, kExact));
+  c.push_back(MakeCase("cumsum", F16, {13, 37}, "axis0_reverse", Attrs().Int("reverse", 1),
+                       {Uniform(F16, {13, 37}), Fixed(I64, {}, {0})}, kAccumulated));
   for (const char *op : {"softmax", "log_softmax"}) {
     c.push_back(
         MakeCase(op, F32, {37, 129}, "last", {}, {Uniform(F32, {37, 129}, -8, 8)}, kAccumulated));
@@ -46,10 +57,9 @@ void AddNormsAtModelShapes(std::vector<OpCase> &c) {
   // vectors a thread, and a row past what it holds (the generic kernel).
   c.push_back(MakeCase("rms_norm", F16, {2, 16384}, "d16384", eps,
                        {Uniform(F16, {2, 16384}), Uniform(F16, {16384})}, kAccumulated));
-  OpCase wide = MakeCase("add_rms_norm", BF16, {1, 32768}, "d32768", eps,
-                         {Uniform(BF16, {1, 32768}), Uniform(BF16, {1, 32768}),
-                          Uniform(F32, {32768})},
-                         kAccumulated);
+  OpCase wide = MakeCase(
+      "add_rms_norm", BF16, {1, 32768}, "d32768", eps,
+      {Uniform(BF16, {1, 32768}), Uniform(BF16, {1, 32768}), Uniform(F32, {32768})}, kAccumulated);
   wide.num_outputs = 2;
   c.push_back(wide);
   c.push_back(MakeCase("rms_norm", BF16, {1, 40000}, "d40000", eps,

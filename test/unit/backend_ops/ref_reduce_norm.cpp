@@ -51,6 +51,31 @@ RefFn ReduceRef(std::string kind) {
   return [kind](const OpAttrs &attrs, const RefInputs &in) { return Reduce(kind, attrs, in); };
 }
 
+// Running sums along the axis in[1] names, in double (the cases' values
+// keep integer sums exact).
+std::vector<RefTensor> CumSum(const OpAttrs &attrs, const RefInputs &in) {
+  const Shape &s = in[0]->shape;
+  const int64_t axis = Axis(static_cast<int64_t>(in[1]->v[0]), s.size());
+  const bool exclusive = attrs.Int("exclusive", 0) != 0, reverse = attrs.Int("reverse", 0) != 0;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= s[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
+    inner *= s[d];
+  const int64_t len = s[axis];
+  RefTensor out = *in[0];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t j = 0; j < len; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < len; ++k)
+          if (reverse ? (exclusive ? k > j : k >= j) : (exclusive ? k < j : k <= j))
+            sum += in[0]->v[(o * len + k) * inner + i];
+        out.v[(o * len + j) * inner + i] = sum;
+      }
+  return {out};
+}
+
 // Each line along `axis` (outer x inner lines of s[axis] elements) on its own.
 std::vector<RefTensor> Softmax(bool log, const OpAttrs &attrs, const RefInputs &in) {
   const Shape &s = in[0]->shape;
@@ -168,6 +193,7 @@ void AddReduceNormRefs(RefTable &t) {
   t["reduce_mean"] = ReduceRef("mean");
   t["reduce_max"] = ReduceRef("max");
   t["reduce_min"] = ReduceRef("min");
+  t["cumsum"] = CumSum;
   t["softmax"] = [](const OpAttrs &a, const RefInputs &in) { return Softmax(false, a, in); };
   t["log_softmax"] = [](const OpAttrs &a, const RefInputs &in) { return Softmax(true, a, in); };
   t["layer_normalization"] = LayerNorm;

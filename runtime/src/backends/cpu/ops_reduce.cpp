@@ -1,5 +1,5 @@
-// CPU kernels of the reductions (ReduceSum/Mean/Max/Min) and
-// Softmax/LogSoftmax; their shape rules are in core/shapes/reduce.cpp.
+// CPU kernels of the reductions (ReduceSum/Mean/Max/Min),
+// Softmax/LogSoftmax and CumSum; their shape rules are in core/shapes/reduce.cpp.
 #include "backends/op_families.h"
 #include "core/shapes/reduce.h"
 #include "cpu_kernels.h"
@@ -31,6 +31,19 @@ Status RunSoftmax(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs
     using T = decltype(tag);
     kernels::Softmax<T>(in[0]->as<const T>(), out[0].as<T>(), dims.outer, dims.len, dims.inner,
                         kLog);
+    return Status::Ok();
+  });
+}
+
+// ---- CumSum ---------------------------------------------------------------
+
+Status RunCumSum(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(SoftmaxDims dims, CumSumDimsOf(in));
+  const bool exclusive = attrs.Int("exclusive", 0) != 0, reverse = attrs.Int("reverse", 0) != 0;
+  return DispatchNumeric("cumsum", in[0]->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::CumSum<T>(in[0]->as<const T>(), out[0].as<T>(), dims.outer, dims.len, dims.inner,
+                       exclusive, reverse);
     return Status::Ok();
   });
 }

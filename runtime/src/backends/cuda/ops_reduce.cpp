@@ -1,5 +1,5 @@
-// CUDA wrappers of the reductions (ReduceSum/Mean/Max/Min) and
-// Softmax/LogSoftmax; their shape rules are in core/shapes/reduce.cpp and
+// CUDA wrappers of the reductions (ReduceSum/Mean/Max/Min),
+// Softmax/LogSoftmax and CumSum; their shape rules are in core/shapes/reduce.cpp and
 // the kernels in kernels/cuda/reduce.h.
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_util.h"
@@ -123,6 +123,34 @@ Status RunSoftmax(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outp
   KILN_ASSIGN_OR_RETURN(StagedOperands x, StagedOperands::Stage(name, ctx, in));
   KILN_CUDA_RETURN_IF_ERROR(
       kc::Softmax(t, x.data(0), out[0].data, dims.outer, dims.len, dims.inner, kLog, Stream(ctx)));
+  return Status::Ok();
+}
+
+// ---- CumSum ---------------------------------------------------------------
+
+// The axis operand is read on the host; one held on the device is copied
+// back first, which waits for the stream (a few bytes; CumSum numbers
+// positions in dense plans, where the ragged rewrite has not removed it).
+Status RunCumSum(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(ElemType t, ElemTypeOf("cumsum", *in[0]));
+  if (t == ElemType::kBool)
+    return NoKernel("cumsum", in[0]->dtype);
+  const TensorView *axis = in[1];
+  std::vector<uint8_t> bytes;
+  TensorView host = *axis;
+  if (axis->space != MemorySpace::kHost && axis->numel() > 0) {
+    bytes.resize(axis->bytes());
+    KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(bytes.data(), axis->data, bytes.size(),
+                                              cudaMemcpyDeviceToHost, Stream(ctx)));
+    KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(Stream(ctx)));
+    host.data = bytes.data();
+    host.space = MemorySpace::kHost;
+  }
+  KILN_ASSIGN_OR_RETURN(SoftmaxDims dims, CumSumDimsOf({in[0], &host}));
+  KILN_ASSIGN_OR_RETURN(StagedOperands x, StagedOperands::Stage("cumsum", ctx, {in[0]}));
+  KILN_CUDA_RETURN_IF_ERROR(kc::CumSum(t, x.data(0), out[0].data, dims.outer, dims.len, dims.inner,
+                                       attrs.Int("exclusive", 0) != 0, attrs.Int("reverse", 0) != 0,
+                                       Stream(ctx)));
   return Status::Ok();
 }
 

@@ -41,6 +41,21 @@ StatusOr<SoftmaxDims> SoftmaxDimsOf(const char *op, const OpAttrs &attrs, const 
   return dims;
 }
 
+StatusOr<SoftmaxDims> CumSumDimsOf(const Inputs &in) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axis, ReadInts("cumsum", "axis", *in[1]));
+  if (axis.size() != 1)
+    return OpError("cumsum", "operand 'axis' must hold one element, got shape " +
+                                 ShapeToString(in[1]->shape));
+  Shape shape = in[0]->shape;
+  if (shape.empty())
+    return OpError("cumsum", "input must have rank >= 1");
+  OpAttrs attrs;
+  AttrValue v;
+  v.i = axis[0];
+  attrs.Set("axis", v);
+  return SoftmaxDimsOf("cumsum", attrs, shape);
+}
+
 namespace {
 
 struct ReduceName {
@@ -85,9 +100,27 @@ template <bool kLog> Status InferSoftmax(const OpAttrs &attrs, const Inputs &in,
   return Status::Ok();
 }
 
+// ---- CumSum ---------------------------------------------------------------
+
+Status InferCumSum(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("cumsum", in, 2, 2, out, 1, 1));
+  KILN_RETURN_IF_ERROR(
+      CheckDType("cumsum", "input", *in[0],
+                 {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32, DType::kI64}));
+  KILN_RETURN_IF_ERROR(CheckDType("cumsum", "axis", *in[1], {DType::kI32, DType::kI64}));
+  for (const char *flag : {"exclusive", "reverse"})
+    if (attrs.Int(flag, 0) != 0 && attrs.Int(flag, 0) != 1)
+      return OpError("cumsum", std::string("attribute '") + flag + "' must be 0 or 1");
+  if (in[1]->data != nullptr)
+    KILN_RETURN_IF_ERROR(CumSumDimsOf(in).status());
+  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
 } // namespace
 
 void AddReduceShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({"cumsum", InferCumSum});
   AddEach<kReduce>(rules, [](auto i) { return InferReduce<decltype(i)::value>; });
   rules.push_back({"softmax", InferSoftmax<false>});
   rules.push_back({"log_softmax", InferSoftmax<true>});

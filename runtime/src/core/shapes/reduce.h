@@ -22,6 +22,12 @@ struct SoftmaxDims {
 };
 StatusOr<SoftmaxDims> SoftmaxDimsOf(const char *op, const OpAttrs &attrs, const Shape &shape);
 
+// CumSum over the axis its operand in[1] names (a scalar or one element,
+// i32 or i64, negative from the back), as [outer, len, inner] of in[0]'s
+// shape. InvalidArgument when the axis is out of range or cannot be read
+// on the host.
+StatusOr<SoftmaxDims> CumSumDimsOf(const Inputs &in);
+
 // The name of Softmax (kLog false) or LogSoftmax (true) in plans.
 template <bool kLog> constexpr const char *kSoftmaxName = kLog ? "log_softmax" : "softmax";
 
