@@ -118,7 +118,7 @@ def attention_layer(g, i, h, mask, batch, seq, softcap=None):
 def mask_positions(g, past):
     """Positions numbered from the attention mask, as OPT's export does:
     (cumsum(mask, 1) * mask - 1)[:, past:]."""
-    running = g.op("CumSum", "attention_mask", g.const([1]))
+    running = g.op("CumSum", "attention_mask", g.const(1))
     numbered = g.op("Sub", g.op("Mul", running, "attention_mask"), g.const([1]))
     return g.op("Slice", numbered, past, g.const([2**62]), g.const([1]))
 
