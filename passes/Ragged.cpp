@@ -285,7 +285,10 @@ struct Layer {
 
 /// Whether the computation of `mask` uses the constant `window` (or its
 /// negation): the sliding-window masks' `kv > q - W`, `k <= q - W` or
-/// `tril(ones, -W)`. Walks the mask's operands back to the inputs.
+/// `tril(ones, -W)`. Walks the mask's operands back to the inputs, but not
+/// into what Shape or Size read: a tensor's shape brings its dims, not the
+/// constants that computed it (a later layer's mask reads the shapes of
+/// tensors an earlier layer made, whose constants may equal W).
 bool maskUsesWindow(Value mask, int64_t window) {
   if (!mask)
     return false;
@@ -294,7 +297,7 @@ bool maskUsesWindow(Value mask, int64_t window) {
   const double w = static_cast<double>(window);
   while (!work.empty()) {
     Operation *op = work.pop_back_val().getDefiningOp();
-    if (!op || !seen.insert(op).second)
+    if (!op || isa<ShapeOp, SizeOp>(op) || !seen.insert(op).second)
       continue;
     for (Value operand : op->getOperands()) {
       if (std::optional<double> c = inject::scalarConstant(operand); c && std::abs(*c) == w)

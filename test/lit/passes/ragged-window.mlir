@@ -4,7 +4,7 @@
 // RUN: kiln-opt %s -kiln-ragged | FileCheck %s --check-prefix=NONE
 // kiln-ragged's sliding windows: a layer whose mask is computed with the
 // model's window (here layer 0's `pos > pos - 6`) gets `window`; the other
-// (a plain padding mask) does not. When no mask mentions the window, the
+// (a padding mask and a limit read from a size) does not. When no mask mentions the window, the
 // config's layer list decides, else every layer gets it. A soft-cap
 // carries over either way.
 
@@ -42,6 +42,12 @@ func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids", kiln.dims = ["ba
   %early = kiln.sub %pos, %win : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
   %recent = kiln.greater %pos, %early : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi1>
   %slide = kiln.and %pad, %recent : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  // Near miss: layer 1's mask reads the size of a tensor computed with 6
+  // (as a later layer's mask reads shapes an earlier layer made): not W.
+  %t6 = kiln.add %pos, %win : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+  %n6 = kiln.size %t6 : (tensor<?x?xi64>) -> tensor<i64>
+  %lim = kiln.less %pos, %n6 : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi1>
+  %global = kiln.and %pad, %lim : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
   %h = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
   %q0 = kiln.linear %h, %wq {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x16xf32>) -> tensor<?x?x16xf32>
   %k0 = kiln.linear %h, %wk {activation = "none"} : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
@@ -54,7 +60,7 @@ func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids", kiln.dims = ["ba
   %o0 = kiln.attention %q, %kall0, %vall0, %slide {causal = 1 : i64, scale = 0.5 : f32, softcap = 50.0 : f32} : (tensor<1x4x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x?xi1>) -> tensor<1x4x?x4xf32>
   %kall1 = kiln.concat %pk1, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
   %vall1 = kiln.concat %pv1, %k {axis = 2 : i64} : (tensor<?x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<?x2x?x4xf32>
-  %o1 = kiln.attention %q, %kall1, %vall1, %pad {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x4x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x?xi1>) -> tensor<1x4x?x4xf32>
+  %o1 = kiln.attention %q, %kall1, %vall1, %global {causal = 1 : i64, scale = 0.5 : f32} : (tensor<1x4x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x?xi1>) -> tensor<1x4x?x4xf32>
   %o = kiln.add %o0, %o1 : (tensor<1x4x?x4xf32>, tensor<1x4x?x4xf32>) -> tensor<1x4x?x4xf32>
   %ot = kiln.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x?x4xf32>) -> tensor<1x?x4x4xf32>
   %o3 = kiln.reshape %ot, %shape3 {allowzero = 0 : i64} : (tensor<1x?x4x4xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
