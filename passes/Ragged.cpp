@@ -135,7 +135,17 @@ bool isSequenceLength(func::FuncOp f, Value v) {
   std::optional<double> i = inject::scalarConstant(gather.getIndices());
   if (!shape || !i || *i + static_cast<double>(shape.getStart()) != 1)
     return false;
+  // The embeddings keep the token dim through casts and scalings by a
+  // constant (Gemma's `* sqrt(hidden)`).
   Value x = shape.getData();
+  while (Operation *op = x.getDefiningOp()) {
+    if (isa<CastOp>(op))
+      x = op->getOperand(0);
+    else if (Value inner = unscaled(x))
+      x = inner;
+    else
+      break;
+  }
   if (auto rows = x.getDefiningOp<GatherOp>(); rows && rows.getAxis() == 0)
     x = rows.getIndices();
   return x == argNamed(f, "input_ids");
@@ -147,12 +157,19 @@ bool isSequenceLength(func::FuncOp f, Value v) {
 /// input's sequence dim. Null when the graph has no such range.
 RangeOp pastLengthPositions(func::FuncOp f) {
   RangeOp found;
+  auto uncast = [](Value v) {
+    while (auto cast = v.getDefiningOp<CastOp>())
+      v = cast.getInput();
+    return v;
+  };
   f.walk([&](RangeOp range) {
     std::optional<double> delta = inject::scalarConstant(range.getDelta());
-    auto limit = range.getLimit().getDefiningOp<AddOp>();
-    if (!delta || *delta != 1 || !limit || !isPastLength(f, range.getStart()))
+    Value start = uncast(range.getStart());
+    auto limit = uncast(range.getLimit()).getDefiningOp<AddOp>();
+    if (!delta || *delta != 1 || !limit || !isPastLength(f, start))
       return WalkResult::advance();
-    Value other = inject::otherOperand(limit, range.getStart());
+    Value a = uncast(limit.getA()), b = uncast(limit.getB());
+    Value other = a == start ? b : b == start ? a : Value();
     if (!other || !isSequenceLength(f, other))
       return WalkResult::advance();
     found = range;

@@ -54,6 +54,16 @@ ARCHS = {
         special=["<pad>", "<eos>", "<bos>", "<unk>"], bos="<bos>", eos="<eos>", unk="<unk>",
         pad="<pad>", prepend_bos=True, optimum_opset=18,
     ),
+    "gemma2": dict(
+        vocab_size=1024,
+        special=["<pad>", "<eos>", "<bos>", "<unk>"], bos="<bos>", eos="<eos>", unk="<unk>",
+        pad="<pad>", prepend_bos=True, optimum_opset=18, tokenizer_from="gemma-optimum",
+    ),
+    "gemma3": dict(
+        vocab_size=1024,
+        special=["<pad>", "<eos>", "<bos>", "<unk>"], bos="<bos>", eos="<eos>", unk="<unk>",
+        pad="<pad>", prepend_bos=True, optimum_opset=18, tokenizer_from="gemma-optimum",
+    ),
     "qwen3": dict(
         vocab_size=1024,
         special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
@@ -84,6 +94,8 @@ FIXTURES = {
     "gptneox-optimum": ("gptneox", "optimum"),
     "opt-optimum": ("opt", "optimum"),
     "gemma-optimum": ("gemma", "optimum"),
+    "gemma2-optimum": ("gemma2", "optimum"),
+    "gemma3-optimum": ("gemma3", "optimum"),
     "bert-optimum": ("bert", "optimum"),
     "qwen3-optimum": ("qwen3", "optimum"),
     "llama-optimum-unit": ("llama", "optimum"),
@@ -124,6 +136,15 @@ FEATURES = {
              "lm_head untied, unlike real Gemma: with tied random weights and the x8 input "
              "scaling, greedy decoding only ever repeats its input token (the export "
              "stores a tied matrix twice anyway, so the graph has the same shape)",
+    "gemma2": "Gemma 2: sliding window 12 on layer 0 (local), the whole context on layer 1 "
+              "(global), attention logits soft-capped at 2 and final logits at 5, "
+              "query_pre_attn_scalar 24, GQA (4 query / 2 KV heads) with head_dim 24 "
+              "(heads * head_dim != hidden 64), pre- and post-norms around attention and "
+              "MLP, GeGLU (gelu_pytorch_tanh), embeddings scaled by sqrt(hidden)",
+    "gemma3": "Gemma 3 (text): sliding window 10 on layer 0 (local, rope base 1e4), the "
+              "whole context on layer 1 (global, rope base 1e6), per-head q/k RMSNorm, "
+              "MQA (4 query heads / 1 KV head, head_dim 16), hidden 48, no position_ids "
+              "input (positions numbered from the past length)",
     "qwen3": "GQA (4 query / 2 KV heads), head_dim 16, per-head RMSNorm of q and k "
              "(q_norm / k_norm over head_dim, before rotary), no q/k/v bias, RoPE theta 1e6, "
              "RMSNorm, SwiGLU",

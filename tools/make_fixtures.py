@@ -28,6 +28,10 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
                                     lm_head untied)
     bert-optimum                    BERT encoder (post-LN, GELU (erf), token types);
                                     task feature-extraction, output last_hidden_state
+    gemma2-optimum                  Gemma 2 (window 12 on layer 0, soft-capped attention
+                                    and final logits, head_dim 24)
+    gemma3-optimum                  Gemma 3 text (window 10 on layer 0, a rope base per
+                                    layer type, q/k norms, hidden 48)
     qwen3-optimum                   Qwen3 (GQA 4/2, head_dim 16, per-head q_norm/k_norm
                                     RMSNorm before rotary)
 
@@ -213,6 +217,22 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                              pad_token_id=tid("<pad>"), bos_token_id=tid("<bos>"),
                              eos_token_id=tid("<eos>"), tie_word_embeddings=False)
         model = tf.GemmaForCausalLM(cfg)
+    elif arch == "gemma2":
+        cfg = tf.Gemma2Config(**common, hidden_size=64, intermediate_size=96,
+                              num_key_value_heads=2, head_dim=24, sliding_window=12,
+                              attn_logit_softcapping=2.0, final_logit_softcapping=5.0,
+                              query_pre_attn_scalar=24, hidden_activation="gelu_pytorch_tanh",
+                              pad_token_id=tid("<pad>"), bos_token_id=tid("<bos>"),
+                              eos_token_id=tid("<eos>"), tie_word_embeddings=False)
+        model = tf.Gemma2ForCausalLM(cfg)
+    elif arch == "gemma3":
+        cfg = tf.Gemma3TextConfig(**common, hidden_size=48, intermediate_size=80,
+                                  num_key_value_heads=1, head_dim=16, sliding_window=10,
+                                  sliding_window_pattern=2, rope_local_base_freq=10000.0,
+                                  rope_theta=1e6, query_pre_attn_scalar=16,
+                                  pad_token_id=tid("<pad>"), bos_token_id=tid("<bos>"),
+                                  eos_token_id=tid("<eos>"), tie_word_embeddings=False)
+        model = tf.Gemma3ForCausalLM(cfg)
     elif arch == "bert":
         cfg = tf.BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2,
                             num_attention_heads=4, intermediate_size=128, hidden_act="gelu",
