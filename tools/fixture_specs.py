@@ -70,6 +70,42 @@ ARCHS = {
         bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
         tokenizer_from="qwen2-optimum",
     ),
+    # Families on byte-level BPE vocabularies: the qwen2 fixture's tokenizer.
+    "granite": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum",
+    ),
+    "olmo2": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum",
+    ),
+    "falcon": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum",
+    ),
+    "stablelm": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum",
+    ),
+    "phi2": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum",
+    ),
+    "mistralw": dict(
+        vocab_size=1024,
+        special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
+        prepend_bos=True, optimum_opset=18, tokenizer_from="mistral-optimum",
+    ),
     "bert": dict(
         vocab_size=512,
         special=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], bos=None, eos=None,
@@ -96,6 +132,12 @@ FIXTURES = {
     "gemma-optimum": ("gemma", "optimum"),
     "gemma2-optimum": ("gemma2", "optimum"),
     "gemma3-optimum": ("gemma3", "optimum"),
+    "mistral-window-optimum": ("mistralw", "optimum"),
+    "granite-optimum": ("granite", "optimum"),
+    "olmo2-optimum": ("olmo2", "optimum"),
+    "falcon-optimum": ("falcon", "optimum"),
+    "stablelm-optimum": ("stablelm", "optimum"),
+    "phi2-optimum": ("phi2", "optimum"),
     "bert-optimum": ("bert", "optimum"),
     "qwen3-optimum": ("qwen3", "optimum"),
     "llama-optimum-unit": ("llama", "optimum"),
@@ -145,6 +187,22 @@ FEATURES = {
               "whole context on layer 1 (global, rope base 1e6), per-head q/k RMSNorm, "
               "MQA (4 query heads / 1 KV head, head_dim 16), hidden 48, no position_ids "
               "input (positions numbered from the past length)",
+    "mistralw": "Mistral with sliding_window 12 on every layer (shorter than the prompts "
+                "and generations the tests use), MQA (4 query heads / 1 KV head), "
+                "intermediate 112",
+    "granite": "Granite: embeddings x 3, attention scale 0.2 (attention_multiplier), "
+               "residuals x 0.5, logits / 4 after the head (logits_scaling), GQA 4/2, "
+               "SwiGLU, hidden 64",
+    "olmo2": "OLMo 2: RMSNorm after attention and after the MLP (post-norms, no "
+             "pre-norms), q/k RMSNorm over the whole projection (not per head), GQA 4/2, "
+             "hidden 72 (head_dim 18)",
+    "falcon": "Falcon (7B layout): multi-query attention (one KV head), parallel "
+              "attention and MLP from one LayerNorm, fused query_key_value, GELU MLP, "
+              "no biases, rotary, hidden 64",
+    "stablelm": "StableLM: LayerNorm with bias, partial rotary 0.25, q/k/v biases, GQA "
+                "(4 query / 2 KV heads), SwiGLU, hidden 64",
+    "phi2": "Phi-2: parallel attention and MLP from one LayerNorm, partial rotary 0.5, "
+            "biases everywhere, GELU (tanh) MLP, dense output projection, hidden 64",
     "qwen3": "GQA (4 query / 2 KV heads), head_dim 16, per-head RMSNorm of q and k "
              "(q_norm / k_norm over head_dim, before rotary), no q/k/v bias, RoPE theta 1e6, "
              "RMSNorm, SwiGLU",

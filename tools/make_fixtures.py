@@ -32,6 +32,13 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
                                     and final logits, head_dim 24)
     gemma3-optimum                  Gemma 3 text (window 10 on layer 0, a rope base per
                                     layer type, q/k norms, hidden 48)
+    mistral-window-optimum          Mistral with sliding_window 12 on every layer
+    granite-optimum                 Granite (embedding, attention, residual and logit
+                                    multipliers)
+    olmo2-optimum                   OLMo 2 (post-norms, q/k norms over the projection)
+    falcon-optimum                  Falcon 7B layout (MQA, parallel attention/MLP)
+    stablelm-optimum                StableLM (LayerNorm, partial rotary, q/k/v biases)
+    phi2-optimum                    Phi-2 (parallel attention/MLP, partial rotary, biases)
     qwen3-optimum                   Qwen3 (GQA 4/2, head_dim 16, per-head q_norm/k_norm
                                     RMSNorm before rotary)
 
@@ -233,6 +240,46 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                                   pad_token_id=tid("<pad>"), bos_token_id=tid("<bos>"),
                                   eos_token_id=tid("<eos>"), tie_word_embeddings=False)
         model = tf.Gemma3ForCausalLM(cfg)
+    elif arch == "mistralw":
+        cfg = tf.MistralConfig(**common, hidden_size=64, intermediate_size=112,
+                               num_key_value_heads=1, head_dim=16,
+                               sliding_window=12, bos_token_id=tid("<s>"),
+                               eos_token_id=tid("</s>"), pad_token_id=None,
+                               tie_word_embeddings=False)
+        model = tf.MistralForCausalLM(cfg)
+    elif arch == "granite":
+        cfg = tf.GraniteConfig(**common, hidden_size=64, intermediate_size=96,
+                               num_key_value_heads=2, logits_scaling=4.0,
+                               embedding_multiplier=3.0, residual_multiplier=0.5,
+                               attention_multiplier=0.2, bos_token_id=tid("<|endoftext|>"),
+                               eos_token_id=tid("<|endoftext|>"), pad_token_id=None,
+                               tie_word_embeddings=False)
+        model = tf.GraniteForCausalLM(cfg)
+    elif arch == "olmo2":
+        cfg = tf.Olmo2Config(**common, hidden_size=72, intermediate_size=88,
+                             num_key_value_heads=2, bos_token_id=tid("<|endoftext|>"),
+                             eos_token_id=tid("<|endoftext|>"), pad_token_id=None,
+                             tie_word_embeddings=False)
+        model = tf.Olmo2ForCausalLM(cfg)
+    elif arch == "falcon":
+        cfg = tf.FalconConfig(vocab_size=V, num_hidden_layers=2, num_attention_heads=4,
+                              hidden_size=64, new_decoder_architecture=False, multi_query=True,
+                              parallel_attn=True, bias=False, alibi=False,
+                              max_position_embeddings=128, initializer_range=0.1,
+                              bos_token_id=tid("<|endoftext|>"),
+                              eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.FalconForCausalLM(cfg)
+    elif arch == "stablelm":
+        cfg = tf.StableLmConfig(**common, hidden_size=64, intermediate_size=96,
+                                num_key_value_heads=2, partial_rotary_factor=0.25,
+                                use_qkv_bias=True, bos_token_id=tid("<|endoftext|>"),
+                                eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.StableLmForCausalLM(cfg)
+    elif arch == "phi2":
+        cfg = tf.PhiConfig(**common, hidden_size=64, intermediate_size=96,
+                           partial_rotary_factor=0.5, bos_token_id=tid("<|endoftext|>"),
+                           eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.PhiForCausalLM(cfg)
     elif arch == "bert":
         cfg = tf.BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2,
                             num_attention_heads=4, intermediate_size=128, hidden_act="gelu",
@@ -262,6 +309,8 @@ def model_dims(cfg) -> dict:
                     max_positions=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
     heads = cfg.num_attention_heads
     kv = getattr(cfg, "num_key_value_heads", None) or heads
+    if cfg.model_type == "falcon" and not cfg.new_decoder_architecture:
+        kv = 1 if cfg.multi_query else heads
     hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
     inter = getattr(cfg, "intermediate_size", None) or getattr(cfg, "ffn_dim", None)
     return dict(num_layers=cfg.num_hidden_layers, hidden_size=cfg.hidden_size,
