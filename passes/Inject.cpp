@@ -84,6 +84,7 @@ struct InjectPass : impl::KilnInjectBase<InjectPass> {
       stage([&](RewritePatternSet &p) { inject::populateLinearPatterns(p, &shapes); });
       stage([](RewritePatternSet &p) { inject::populateActivationPatterns(p); });
       stage([](RewritePatternSet &p) { inject::populateGatedMlpPatterns(p); });
+      stage([](RewritePatternSet &p) { inject::populateMoePatterns(p); });
       stage([&](RewritePatternSet &p) {
         if (fuseResidualNorm)
           inject::populateResidualNormPatterns(p);

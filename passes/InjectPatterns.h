@@ -41,6 +41,11 @@ void populateActivationPatterns(mlir::RewritePatternSet &patterns);
 /// Gated MLP, rooted at the down projection.
 void populateGatedMlpPatterns(mlir::RewritePatternSet &patterns);
 
+/// A mixture-of-experts block (router, top-k, one gated_mlp per expert,
+/// the scatter-add of their weighted outputs) into kiln.moe, rooted at the
+/// TopK; after the gated-MLP stage.
+void populateMoePatterns(mlir::RewritePatternSet &patterns);
+
 /// Sibling projections of one input fused into one linear and a Split.
 void populateSiblingPatterns(mlir::RewritePatternSet &patterns);
 

@@ -29,8 +29,21 @@ struct Part {
 
 struct LayerInfo {
   Part attention, norms, mlp;
+  int moe = 0; // fused mixture-of-experts blocks (counted in mlp too)
   std::map<std::string, int> fusedOps;
 };
+
+/// True when `softmax` feeds a TopK (through casts): a MoE router's, whose
+/// reason is the TopK's, not an attention's.
+bool isRouter(Operation *softmax) {
+  for (Operation *u : softmax->getUsers()) {
+    if (isa<TopKOp>(u))
+      return true;
+    if (isa<CastOp>(u) && isRouter(u))
+      return true;
+  }
+  return false;
+}
 
 std::string reasonsFor(const FailureLog &failures, const std::string &node,
                        llvm::StringRef prefix = "") {
@@ -128,10 +141,17 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
     LayerInfo &info = layers[named ? layerOfName(node) : byOrder.lookup(op)];
     llvm::StringRef name = op->getName().stripDialect();
     if (isa<AttentionOp, RotaryOp, RmsNormOp, AddRmsNormOp, AddLayerNormOp, LayerNormalizationOp,
-            GatedMlpOp, GeluOp, LinearOp>(op))
+            GatedMlpOp, GeluOp, LinearOp, MoeOp>(op))
       ++info.fusedOps[name.str()];
     if (isa<AttentionOp>(op))
       ++info.attention.fused;
+    else if (isa<MoeOp>(op)) {
+      ++info.mlp.fused;
+      ++info.moe;
+    } else if (isa<TopKOp>(op))
+      info.mlp.unfused.push_back(reasonsFor(failures, node, "moe"));
+    else if (isa<SoftmaxOp>(op) && isRouter(op))
+      return; // the TopK it feeds gives the reason
     else if (isa<SoftmaxOp>(op))
       info.attention.unfused.push_back(reasonsFor(failures, node, "attention"));
     else if (isa<RmsNormOp, AddRmsNormOp, AddLayerNormOp, LayerNormalizationOp>(op))
@@ -161,9 +181,12 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
     bool ok = info.attention.fused > 0 && info.attention.unfused.empty() && info.norms.fused > 0 &&
               info.norms.unfused.empty() && info.mlp.fused > 0 && info.mlp.unfused.empty();
     report.injectedLayers += ok;
+    std::string mlpCell = partCell(info.mlp, "MLP");
+    if (info.moe > 0 && info.mlp.unfused.empty())
+      mlpCell = info.moe == 1 ? "moe fused" : llvm::formatv("moe fused x{0}", info.moe).str();
     os << llvm::formatv("{0,-10} {1,-18} {2,-18} {3,-18}\n", index,
                         partCell(info.attention, "attention"), partCell(info.norms, "norm"),
-                        partCell(info.mlp, "MLP"));
+                        mlpCell);
     auto note = [&](const Part &p, const char *what) {
       std::string line = llvm::formatv("layer {0}: {1} not fused", index, what).str();
       if (p.fused == 0 && p.unfused.empty())
@@ -175,7 +198,9 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
     };
     note(info.attention, "attention");
     note(info.norms, "norm");
-    note(info.mlp, "MLP");
+    note(info.mlp, info.moe > 0 || llvm::any_of(info.mlp.unfused, [](const std::string &u) {
+      return llvm::StringRef(u).contains(": moe: ");
+    }) ? "MoE" : "MLP");
   }
   std::string text = llvm::formatv("kernel injection: {0} of {1} layers fully injected\n",
                                    report.injectedLayers, report.layers)

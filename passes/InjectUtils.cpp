@@ -197,6 +197,27 @@ FailureOr<Value> concatColumns(PatternRewriter &rewriter, Location loc, ArrayRef
   return makeWeight(rewriter, loc, type, std::move(blob), name);
 }
 
+FailureOr<Value> stackWeights(PatternRewriter &rewriter, Location loc, ArrayRef<Value> parts,
+                              StringRef name) {
+  auto first = cast<RankedTensorType>(parts.front().getType());
+  if (!first.hasStaticShape())
+    return failure();
+  const size_t esize = first.getElementType().getIntOrFloatBitWidth() / 8;
+  const size_t each = static_cast<size_t>(first.getNumElements()) * esize;
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(each * parts.size(), alignof(uint64_t));
+  char *out = blob.getMutableData().data();
+  for (auto [i, p] : llvm::enumerate(parts)) {
+    auto data = readFloatWeightBytes(p);
+    if (!data || p.getType() != first || data->size() != each)
+      return failure();
+    std::memcpy(out + i * each, data->data(), each);
+  }
+  SmallVector<int64_t> dims{static_cast<int64_t>(parts.size())};
+  dims.append(first.getShape().begin(), first.getShape().end());
+  return makeWeight(rewriter, loc, RankedTensorType::get(dims, first.getElementType()),
+                    std::move(blob), name);
+}
+
 FailureOr<Value> concat1D(PatternRewriter &rewriter, Location loc, ArrayRef<Value> parts,
                           StringRef name) {
   Type elem = cast<ShapedType>(parts.front().getType()).getElementType();

@@ -74,6 +74,11 @@ mlir::Value makeF32Weight(mlir::PatternRewriter &rewriter, mlir::Location loc,
 mlir::FailureOr<mlir::Value> concatColumns(mlir::PatternRewriter &rewriter, mlir::Location loc,
                                            llvm::ArrayRef<mlir::Value> parts, llvm::StringRef name);
 
+/// The float weights `parts` (all of one type and one static shape S)
+/// stacked into [parts.size(), S...]; failure when any is unreadable.
+mlir::FailureOr<mlir::Value> stackWeights(mlir::PatternRewriter &rewriter, mlir::Location loc,
+                                          llvm::ArrayRef<mlir::Value> parts, llvm::StringRef name);
+
 /// The 1-D float weights `parts` (all of one type) concatenated.
 mlir::FailureOr<mlir::Value> concat1D(mlir::PatternRewriter &rewriter, mlir::Location loc,
                                       llvm::ArrayRef<mlir::Value> parts, llvm::StringRef name);

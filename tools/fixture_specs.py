@@ -101,6 +101,12 @@ ARCHS = {
         bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
         tokenizer_from="qwen2-optimum",
     ),
+    "qwen3moe": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum",
+    ),
     "mistralw": dict(
         vocab_size=1024,
         special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
@@ -138,6 +144,7 @@ FIXTURES = {
     "falcon-optimum": ("falcon", "optimum"),
     "stablelm-optimum": ("stablelm", "optimum"),
     "phi2-optimum": ("phi2", "optimum"),
+    "qwen3-moe-optimum": ("qwen3moe", "optimum"),
     "bert-optimum": ("bert", "optimum"),
     "qwen3-optimum": ("qwen3", "optimum"),
     "llama-optimum-unit": ("llama", "optimum"),
@@ -203,6 +210,10 @@ FEATURES = {
                 "(4 query / 2 KV heads), SwiGLU, hidden 64",
     "phi2": "Phi-2: parallel attention and MLP from one LayerNorm, partial rotary 0.5, "
             "biases everywhere, GELU (tanh) MLP, dense output projection, hidden 64",
+    "qwen3moe": "Qwen3-MoE: 8 experts of intermediate 24, top 2 with norm_topk_prob "
+                "(renormalized), a softmax router without bias, per-head q/k RMSNorm, GQA "
+                "(4 query / 2 KV heads, head_dim 16), hidden 48; transformers 4.57 exports "
+                "every expert (NonZero rows, gated MLP, ScatterElements + Add)",
     "qwen3": "GQA (4 query / 2 KV heads), head_dim 16, per-head RMSNorm of q and k "
              "(q_norm / k_norm over head_dim, before rotary), no q/k/v bias, RoPE theta 1e6, "
              "RMSNorm, SwiGLU",

@@ -39,6 +39,7 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
     falcon-optimum                  Falcon 7B layout (MQA, parallel attention/MLP)
     stablelm-optimum                StableLM (LayerNorm, partial rotary, q/k/v biases)
     phi2-optimum                    Phi-2 (parallel attention/MLP, partial rotary, biases)
+    qwen3-moe-optimum               Qwen3-MoE (8 experts, top 2 renormalized)
     qwen3-optimum                   Qwen3 (GQA 4/2, head_dim 16, per-head q_norm/k_norm
                                     RMSNorm before rotary)
 
@@ -280,6 +281,15 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                            partial_rotary_factor=0.5, bos_token_id=tid("<|endoftext|>"),
                            eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
         model = tf.PhiForCausalLM(cfg)
+    elif arch == "qwen3moe":
+        cfg = tf.Qwen3MoeConfig(**common, hidden_size=48, intermediate_size=64,
+                                moe_intermediate_size=24, num_experts=8,
+                                num_experts_per_tok=2, norm_topk_prob=True,
+                                decoder_sparse_step=1, mlp_only_layers=[],
+                                num_key_value_heads=2, head_dim=16, rope_theta=1e6,
+                                bos_token_id=tid("<|endoftext|>"),
+                                eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.Qwen3MoeForCausalLM(cfg)
     elif arch == "bert":
         cfg = tf.BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2,
                             num_attention_heads=4, intermediate_size=128, hidden_act="gelu",

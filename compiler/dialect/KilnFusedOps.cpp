@@ -253,6 +253,41 @@ LogicalResult GatedMlpOp::inferShapes(ShapeInferenceContext &ctx) {
   return success();
 }
 
+LogicalResult MoeOp::verify() {
+  if (failed(expectKernelFloat(*this, {getX(), getRouterW(), getWGateUp(), getWDown(), getY()})) ||
+      failed(expectMinRank(*this, getX(), 1, "x")) ||
+      failed(expectRank(*this, getRouterW(), 2, "router_w")) ||
+      failed(expectRank(*this, getWGateUp(), 3, "w_gate_up")) ||
+      failed(expectRank(*this, getWDown(), 3, "w_down")) ||
+      failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getRouterW(), 0),
+                             "x's last dim and router_w's rows")) ||
+      failed(expectDimsEqual(*this, dimOf(getRouterW(), 1), dimOf(getWGateUp(), 0),
+                             "router_w's experts and w_gate_up's")) ||
+      failed(expectDimsEqual(*this, dimOf(getWGateUp(), 0), dimOf(getWDown(), 0),
+                             "w_gate_up's experts and w_down's")) ||
+      failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getWGateUp(), 1),
+                             "x's last dim and w_gate_up's rows")) ||
+      failed(expectDimsEqual(*this, dimOf(getX(), -1), dimOf(getWDown(), 2),
+                             "x's last dim and w_down's columns")) ||
+      failed(expectActivation(*this, getActivation(), /*gated=*/true)))
+    return failure();
+  int64_t gateUp = dimOf(getWGateUp(), 2), down = dimOf(getWDown(), 1);
+  if (known(gateUp) && known(down) && gateUp != 2 * down)
+    return emitOpError() << "w_gate_up's columns (" << gateUp << ") must be twice w_down's rows ("
+                         << down << ")";
+  int64_t experts = dimOf(getRouterW(), 1);
+  if (getTopK() < 1 || (known(experts) && static_cast<int64_t>(getTopK()) > experts))
+    return emitOpError() << "top_k must be in [1, experts], got " << getTopK();
+  if (getNormalize() != 0 && getNormalize() != 1)
+    return emitOpError() << "normalize must be 0 or 1, got " << getNormalize();
+  return success();
+}
+
+LogicalResult MoeOp::inferShapes(ShapeInferenceContext &ctx) {
+  ctx.setResult(getY(), elementOf(getX()), ctx.getShape(getX()));
+  return success();
+}
+
 /// An f32 tensor: the int8 ops' activations and scales.
 LogicalResult expectF32(Operation *op, Value v, StringRef what) {
   if (!elementOf(v).isF32())

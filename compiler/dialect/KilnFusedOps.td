@@ -133,6 +133,36 @@ def Kiln_GatedMlpOp : Kiln_FusedOp<"gated_mlp">, Kiln_OpTable<"products", "f32">
   let assemblyFormat = "$x `,` $w_gate_up `,` $w_down attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_MoeOp : Kiln_FusedOp<"moe">, Kiln_OpTable<"products", "f32"> {
+  let summary = "mixture of experts: softmax router, top-k, gated expert MLPs";
+  let description = [{
+    For each token (row of `x`, last dim H): router probabilities
+    `softmax(x @ router_w)` over the E experts (`router_w` is `[H, E]`,
+    computed in f32), the `top_k` most probable experts (ties: the lower
+    index), their probabilities as weights (divided by their sum when
+    `normalize = 1`: Mixtral, Qwen3-MoE with norm_topk_prob), and
+    `y = sum_k weight_k * gated_mlp_e_k(x)` with expert e's
+    `(act(x @ Wg_e) * (x @ Wu_e)) @ Wd_e`. `w_gate_up` is `[E, H, 2F]`
+    (each expert's gate columns, then its up columns, as `gated_mlp`'s),
+    `w_down` is `[E, F, H]`. Each expert runs only on the tokens routed to
+    it.
+
+    Example:
+
+    ```mlir
+    %y = kiln.moe %x, %wr, %wgu, %wd {activation = "silu", normalize = 1 : i64, top_k = 2 : i64}
+        : (tensor<?x64xf32>, tensor<64x8xf32>, tensor<8x64x64xf32>, tensor<8x32x64xf32>)
+        -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$x, Kiln_FloatTensor:$router_w,
+                   Kiln_FloatTensor:$w_gate_up, Kiln_FloatTensor:$w_down, I64Attr:$top_k,
+                   I64Attr:$normalize, StrAttr:$activation);
+  let results = (outs Kiln_FloatTensor:$y);
+  let assemblyFormat = "$x `,` $router_w `,` $w_gate_up `,` $w_down attr-dict `:` "
+                       "functional-type(operands, results)";
+}
+
 def Kiln_LinearQ8Op : Kiln_FusedOp<"linear_q8">, Kiln_OpTable<"products"> {
   let summary = "linear with an int8 weight and one f32 scale per column";
   let description = [{

@@ -283,5 +283,6 @@ def Kiln_CumSumOp : Kiln_Op<"cumsum">, Kiln_OpTable<"reduce", "f32"> {
 
 include "compiler/dialect/KilnTensorOps.td"
 include "compiler/dialect/KilnFusedOps.td"
+include "compiler/dialect/KilnRoutingOps.td"
 
 #endif // KILN_OPS_TD

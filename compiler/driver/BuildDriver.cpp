@@ -62,6 +62,7 @@ private:
   llvm::Expected<std::string> writePlanFile();
   llvm::Expected<std::string> runInject();
   llvm::Expected<std::string> runRagged();
+  llvm::Error refuseRoutingOps();
   /// With `snapshot`, stores the module's source graph between the float
   /// conversion and the upcast of half outputs.
   llvm::Expected<std::string> runConvertFloatType(mlir::ModuleOp m, bool convert,
@@ -145,6 +146,8 @@ llvm::Expected<std::string> Build::runPhase(Phase phase) {
   case Phase::Quantize:
     return runQuantize();
   case Phase::Plan: {
+    if (llvm::Error e = refuseRoutingOps())
+      return std::move(e);
     // kiln-plan: final types, outputs, host tensors, the memory plan; per
     // rank program in a tensor-parallel build.
     for (mlir::ModuleOp m : modules())
@@ -192,6 +195,37 @@ std::vector<std::string> takeInjectionReport(mlir::ModuleOp m, std::string &text
   m->removeAttr("kiln.injection_report");
   m->removeAttr("kiln.injection_missing");
   return missing;
+}
+
+/// The mixture-of-experts routing ops (TopK, OneHot, NonZero,
+/// ScatterElements) exist only to be fused into `moe`: NonZero's shape
+/// depends on values, which a plan's shapes cannot express. A plan that
+/// still holds one is refused, with injection's reason for that block.
+llvm::Error Build::refuseRoutingOps() {
+  mlir::Operation *left = nullptr;
+  for (mlir::ModuleOp m : modules())
+    m.walk([&](mlir::Operation *op) {
+      if (!left && mlir::isa<TopKOp, OneHotOp, NonZeroOp, ScatterElementsOp>(op))
+        left = op;
+    });
+  if (!left)
+    return llvm::Error::success();
+  std::string why;
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(injectionReport).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    if (line.contains("MoE not fused"))
+      why += "\n  " + line.str();
+  if (why.empty())
+    why = request.config.kernel_inject
+              ? "\n  (no mixture-of-experts block was recognized around it)"
+              : "\n  kernel injection is off (replace_with_kernel_inject: false)";
+  return inputError(llvm::formatv("the model routes tokens to experts ('{0}', {1}), which kiln "
+                                  "runs only fused into a `moe` op, and that block was not "
+                                  "fused:{2}",
+                                  plan::nodeName(left->getLoc()),
+                                  left->getName().stripDialect(), why)
+                        .str());
 }
 
 llvm::Expected<std::string> Build::runInject() {

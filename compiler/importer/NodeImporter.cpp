@@ -353,6 +353,40 @@ Results importCumSum(NodeContext &ctx) {
                  .getResult());
 }
 
+// ---- Mixture-of-experts routing (compile-only: kiln-inject fuses them) ----
+
+Results importTopK(NodeContext &ctx) {
+  FailureOr<int64_t> axis = ctx.intAttr("axis", -1), largest = ctx.intAttr("largest", 1),
+                     sorted = ctx.intAttr("sorted", 1);
+  if (failed(ctx.expectInputs(2, 2)) || failed(axis) || failed(largest) || failed(sorted))
+    return failure();
+  if (ctx.node.output_size() != 2)
+    return ctx.error() << "needs two outputs (values, indices)";
+  auto op = ctx.create<TopKOp>(2, ctx.f32(), ctx.input(0), ctx.input(1), i64(ctx, *axis),
+                               i64(ctx, *largest), i64(ctx, *sorted));
+  return SmallVector<Value>(op->getResults());
+}
+
+Results importOneHot(NodeContext &ctx) {
+  FailureOr<int64_t> axis = ctx.intAttr("axis", -1);
+  if (failed(ctx.expectInputs(3, 3)) || failed(axis))
+    return failure();
+  return one(ctx.create<OneHotOp>(1, ctx.f32(), ctx.input(0), ctx.input(1), ctx.input(2),
+                                  i64(ctx, *axis))
+                 .getResult());
+}
+
+Results importScatterElements(NodeContext &ctx) {
+  FailureOr<int64_t> axis = ctx.intAttr("axis", 0);
+  FailureOr<std::string> reduction = ctx.stringAttr("reduction", StringRef("none"));
+  if (failed(ctx.expectInputs(3, 3)) || failed(axis) || failed(reduction))
+    return failure();
+  return one(ctx.create<ScatterElementsOp>(1, ctx.f32(), ctx.input(0), ctx.input(1),
+                                           ctx.input(2), i64(ctx, *axis),
+                                           ctx.builder.getStringAttr(*reduction))
+                 .getResult());
+}
+
 Results importClip(NodeContext &ctx) {
   if (failed(ctx.expectInputs(1, 3)))
     return failure();
@@ -475,6 +509,10 @@ llvm::StringMap<NodeHandler> buildHandlers() {
       {"Range", importRange},
       {"Trilu", importTrilu},
       {"CumSum", importCumSum},
+      {"TopK", importTopK},
+      {"OneHot", importOneHot},
+      {"NonZero", unary<NonZeroOp>},
+      {"ScatterElements", importScatterElements},
       {"Constant", importConstant},
       {"Clip", importClip},
       {"Tile", importTile},

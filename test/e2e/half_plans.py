@@ -92,6 +92,7 @@ class Fixture:
     def __init__(self, args, folder, tmp, check, ids=None):
         """`ids`: the token sequence, for a folder with no reference.json."""
         self.kiln, self.builder, self.dir, self.tmp = args.kiln, args.builder, folder, tmp
+        self.args = args
         self.check = check
         self.runs32 = {}  # interface -> the fp32 plan's kiln run (tokens, logits)
         if ids is not None:
@@ -275,7 +276,7 @@ class Fixture:
             run32 = self.engine_run(plan, f"{self.dir.name} {interface} fp32")
             if run32 is not None:
                 self.runs32[interface] = run32
-            for dtype in HALF_TYPES:
+            for dtype in getattr(self.args, "dtypes", list(HALF_TYPES)):
                 hplan, hinfo = self.build(dtype, dense)
                 if hplan is None:
                     continue
@@ -320,8 +321,14 @@ def run_fixtures(doc, fixture_class, prefix):
     ap.add_argument("--builder", help="the kiln that builds plans (default: --kiln)")
     ap.add_argument("--older-mask-model", action="store_true",
                     help="also test older_mask_model.py's decoder, written to a temporary folder")
+    ap.add_argument("--dtypes", default="fp16,bf16",
+                    help="the half types to test, comma-separated (default: fp16,bf16)")
     ap.add_argument("fixtures", nargs="*", help="decoder fixture folders")
     args = ap.parse_args()
+    args.dtypes = [d for d in args.dtypes.split(",") if d]
+    for d in args.dtypes:
+        if d not in HALF_TYPES:
+            ap.error(f"--dtypes: unknown type {d} (known: {', '.join(HALF_TYPES)})")
     args.builder = args.builder or args.kiln
     if not args.fixtures and not args.older_mask_model:
         ap.error("give fixture folders, --older-mask-model or both")

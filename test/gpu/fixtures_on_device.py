@@ -66,6 +66,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
 from half_plans import BLOCK, REL_TOL, int_proto, zeros_proto  # noqa: E402
 
 SKIP = 77
+# Fixtures whose ops a device backend has no kernel for yet: skipped there,
+# counted and named in the summary (not passed).
+DEVICE_GAPS = {
+    "cuda": {"qwen3-moe-optimum": "moe has no CUDA kernel yet (issue 33)"},
+}
 FP32_REL = 1e-4
 HALF_REL = 2e-2
 HALF_SLACK = 1.5
@@ -450,6 +455,12 @@ def main():
                                 f"(built: {', '.join(built)})")
             return finish(code, failed=int(code == 1), skipped=int(code == SKIP))
 
+        gaps = DEVICE_GAPS.get(base, {})
+        skipped = [f for f in folders if f.name in gaps]
+        for f in skipped:
+            print(f"skip {f.name} on {args.device}: {gaps[f.name]}")
+        folders = [f for f in folders if f.name not in gaps]
+
         def one(folder):
             log = FixtureLog()
             try:
@@ -465,8 +476,10 @@ def main():
     passed = sum(log.passed for log in logs)
     for f in failures:
         print("FAIL", f)
-    print(f"\nfixtures on {args.device}: {passed} checks passed, {len(failures)} failed")
-    return finish(1 if failures else 0, passed=passed, failed=len(failures))
+    print(f"\nfixtures on {args.device}: {passed} checks passed, {len(failures)} failed, "
+          f"{len(skipped)} fixtures skipped")
+    return finish(1 if failures else 0, passed=passed, failed=len(failures),
+                  skipped=len(skipped))
 
 
 if __name__ == "__main__":

@@ -115,6 +115,28 @@ void AddFusedProducts(std::vector<OpCase> &c) {
                        kProduct));
 }
 
+// moe: a batch of rows over 8 experts, top 2 renormalized (Mixtral,
+// Qwen3-MoE); top 1 unnormalized with GeGLU experts over [B, S, H] rows;
+// one row (decode) over 16 experts, top 4; bf16.
+OpCase MoeCase(DType t, Shape x, const char *variant, int64_t experts, int64_t ffn, int64_t top_k,
+               bool normalize, const char *act) {
+  const int64_t h = x.back();
+  return MakeCase("moe", t, x, variant,
+                  Attrs().Int("top_k", top_k).Int("normalize", normalize ? 1 : 0).String(
+                      "activation", act),
+                  {Uniform(t, x), Uniform(t, {h, experts}, -0.5, 0.5),
+                   Uniform(t, {experts, h, 2 * ffn}, -0.3, 0.3),
+                   Uniform(t, {experts, ffn, h}, -0.3, 0.3)},
+                  kProduct);
+}
+
+void AddMoe(std::vector<OpCase> &c) {
+  c.push_back(MoeCase(F32, {13, 64}, "e8_top2_norm", 8, 32, 2, true, "silu"));
+  c.push_back(MoeCase(F32, {2, 5, 48}, "e4_top1_gelu_tanh", 4, 24, 1, false, "gelu_tanh"));
+  c.push_back(MoeCase(F32, {1, 64}, "e16_top4_one_row", 16, 16, 4, true, "silu"));
+  c.push_back(MoeCase(BF16, {9, 32}, "e8_top2_norm", 8, 16, 2, true, "silu"));
+}
+
 // The int8 projections: full-range int8 weights with positive per-column
 // scales; one row (decode), a few, and a block past the packed kernel's
 // 64-row switch, with and without a bias.
@@ -225,6 +247,7 @@ void AddProductCases(std::vector<OpCase> &cases) {
   AddMatMul(cases);
   AddDeviceMatMul(cases);
   AddFusedProducts(cases);
+  AddMoe(cases);
   AddDeviceFusedProducts(cases);
   AddInt8Products(cases);
   AddRotary(cases);

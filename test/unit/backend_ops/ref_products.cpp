@@ -126,6 +126,50 @@ std::vector<RefTensor> GatedMlp(const OpAttrs &attrs, const RefInputs &in) {
   return {GatedMlpOver(attrs, *in[0], *in[1], *in[2], Unchanged)};
 }
 
+// Per row: softmax(x router_w) in double, the top_k experts (ties to the
+// lower index), their probabilities (renormalized with `normalize`), and
+// the weighted sum of those experts' gated MLPs. Every expert runs on every
+// row here; only the picked ones count.
+std::vector<RefTensor> Moe(const OpAttrs &attrs, const RefInputs &in) {
+  const RefTensor &x = *in[0], &wr = *in[1], &wgu = *in[2], &wd = *in[3];
+  const int64_t h = x.shape.back(), rows = Rows(x), experts = wr.shape[1];
+  const int64_t f2 = wgu.shape[2], f = f2 / 2, k = attrs.Int("top_k", 1);
+  const bool normalize = attrs.Int("normalize", 0) != 0;
+  std::vector<RefTensor> outs;
+  for (int64_t e = 0; e < experts; ++e) {
+    RefTensor g{{h, f2}, std::vector<double>(wgu.v.begin() + e * h * f2,
+                                             wgu.v.begin() + (e + 1) * h * f2)};
+    RefTensor d{{f, h}, std::vector<double>(wd.v.begin() + e * f * h,
+                                            wd.v.begin() + (e + 1) * f * h)};
+    outs.push_back(GatedMlpOver(attrs, x, g, d, Unchanged));
+  }
+  RefTensor out{x.shape, std::vector<double>(x.v.size(), 0.0)};
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> p(static_cast<size_t>(experts));
+    for (int64_t e = 0; e < experts; ++e)
+      p[e] = Dot(x, r, wr, e);
+    const double best = *std::max_element(p.begin(), p.end());
+    double sum = 0;
+    for (double &v : p)
+      sum += (v = std::exp(v - best));
+    for (double &v : p)
+      v /= sum;
+    std::vector<int64_t> order(static_cast<size_t>(experts));
+    for (int64_t e = 0; e < experts; ++e)
+      order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+    double picked = 0;
+    for (int64_t i = 0; i < k; ++i)
+      picked += p[order[i]];
+    for (int64_t i = 0; i < k; ++i) {
+      const double w = normalize ? p[order[i]] / picked : p[order[i]];
+      for (int64_t c = 0; c < h; ++c)
+        out.v[r * h + c] += w * outs[order[i]].v[r * h + c];
+    }
+  }
+  return {out};
+}
+
 // An int8 weight [K, N] times its per-column scale [N]: the f32 weight it
 // stands for.
 RefTensor Dequantized(const RefTensor &q, const RefTensor &scale) {
@@ -199,6 +243,7 @@ void AddProductRefs(RefTable &t) {
   t["gemm"] = Gemm;
   t["linear"] = Linear;
   t["gated_mlp"] = GatedMlp;
+  t["moe"] = Moe;
   t["linear_q8"] = LinearQ8;
   t["gated_mlp_q8"] = GatedMlpQ8;
   t["rotary"] = Rotary;

@@ -1,10 +1,11 @@
 // CPU kernels of the fused MLP ops (docs/fused-ops.md): linear (matmul
-// + bias + activation) and gated_mlp (SwiGLU/GeGLU up, gate and down
-// projections); their shape rules are in core/shapes/products_mlp.cpp.
+// + bias + activation), gated_mlp (SwiGLU/GeGLU up, gate and down
+// projections) and moe (top-k routed gated experts); their shape rules are in core/shapes/products_mlp.cpp.
 #include "core/shapes/products_mlp.h"
 #include "cpu_kernels.h"
 #include "fused_activation.h"
 #include "kernels/cpu/products_mlp.h"
+#include "kernels/cpu/products_moe.h"
 #include "op_util.h"
 
 #include <vector>
@@ -41,9 +42,27 @@ Status RunGatedMlp(ExecContext &, const OpAttrs &attrs, const Inputs &in, Output
   return Status::Ok();
 }
 
+// ---- moe -----------------------------------------------------------------
+
+Status RunMoe(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_ASSIGN_OR_RETURN(MoeShape m, ResolveMoe(attrs, in));
+  KILN_ASSIGN_OR_RETURN(Activation act, KernelActivation(GatedMlpActivation(attrs)));
+  kernels::MoeDims d;
+  d.rows = m.rows;
+  d.hidden = m.hidden;
+  d.experts = m.experts;
+  d.ffn = m.ffn;
+  d.top_k = m.top_k;
+  d.normalize = m.normalize;
+  kernels::Moe(in[0]->as<const float>(), in[1]->as<const float>(), in[2]->as<const float>(),
+               in[3]->as<const float>(), out[0].as<float>(), d, act);
+  return Status::Ok();
+}
+
 } // namespace
 
 void AddProductsMlpKernels(std::vector<KernelDef> &table) {
+  table.push_back({"moe", RunMoe});
   table.push_back({kLinear, RunLinear});
   table.push_back({kGatedMlp, RunGatedMlp});
 }

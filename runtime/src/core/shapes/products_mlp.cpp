@@ -219,9 +219,50 @@ Status InferGatedMlpQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   return Status::Ok();
 }
 
+// ---- moe -----------------------------------------------------------------
+
+Status InferMoe(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(CheckArity("moe", in, 4, 4, out, 1, 1));
+  KILN_ASSIGN_OR_RETURN(MoeShape m, ResolveMoe(attrs, in));
+  KILN_RETURN_IF_ERROR(CheckBlasLimit("moe", {m.rows, m.hidden, m.experts, 2 * m.ffn}));
+  out[0] = {in[0]->dtype, in[0]->shape, nullptr};
+  return Status::Ok();
+}
+
 } // namespace
 
+StatusOr<MoeShape> ResolveMoe(const OpAttrs &attrs, const std::vector<const TensorView *> &in) {
+  constexpr const char *op = "moe";
+  const TensorView &x = *in[0], &wr = *in[1], &wgu = *in[2], &wd = *in[3];
+  const char *names[] = {"x", "router_w", "w_gate_up", "w_down"};
+  for (int i = 0; i < 4; ++i)
+    KILN_RETURN_IF_ERROR(CheckFloatOperand(op, names[i], *in[i]));
+  KILN_RETURN_IF_ERROR(CheckMinRank(op, "x", x, 1));
+  MoeShape m;
+  m.hidden = x.shape.back();
+  m.rows = m.hidden == 0 ? 0 : x.numel() / m.hidden;
+  KILN_RETURN_IF_ERROR(CheckWeight(op, "router_w", wr, m.hidden, "H (x's last dim)"));
+  m.experts = wr.shape[1];
+  if (wgu.shape.size() != 3 || wgu.shape[0] != m.experts || wgu.shape[1] != m.hidden ||
+      wgu.shape[2] % 2 != 0)
+    return OpError(op, "operand 'w_gate_up' of shape " + ShapeToString(wgu.shape) +
+                           " must be [E, H, 2F] with E = " + std::to_string(m.experts) +
+                           " and H = " + std::to_string(m.hidden));
+  m.ffn = wgu.shape[2] / 2;
+  if (wd.shape != Shape{m.experts, m.ffn, m.hidden})
+    return OpError(op, "operand 'w_down' of shape " + ShapeToString(wd.shape) + " must be [E, F, H] = " +
+                           ShapeToString({m.experts, m.ffn, m.hidden}));
+  KILN_ASSIGN_OR_RETURN(m.top_k, RequiredInt(op, attrs, "top_k"));
+  if (m.top_k < 1 || m.top_k > m.experts)
+    return OpError(op, "attribute 'top_k' must be in [1, " + std::to_string(m.experts) + "], got " +
+                           std::to_string(m.top_k));
+  KILN_ASSIGN_OR_RETURN(m.normalize, RequiredFlag(op, attrs, "normalize"));
+  KILN_RETURN_IF_ERROR(GatedMlpActivation(attrs).status());
+  return m;
+}
+
 void AddProductsMlpShapeRules(std::vector<ShapeRule> &rules) {
+  rules.push_back({"moe", InferMoe});
   rules.push_back({kLinearQ8, InferLinearQ8});
   rules.push_back({kGatedMlpQ8, InferGatedMlpQ8});
   rules.push_back({kLinear, InferLinear});

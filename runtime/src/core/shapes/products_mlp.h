@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -25,6 +26,14 @@ StatusOr<FusedActivation> GatedMlpActivation(const OpAttrs &attrs);
 // weight-only int8, f32 products), or "int8" (true: activation rows
 // quantized too, int8 x int8 products).
 StatusOr<bool> Int8Activations(std::string_view op, const OpAttrs &attrs);
+
+// moe's dims (docs/fused-ops.md): x [..., H] as [rows, H], router_w
+// [H, E], w_gate_up [E, H, 2F], w_down [E, F, H]; every operand checked.
+struct MoeShape {
+  int64_t rows = 0, hidden = 0, experts = 0, ffn = 0, top_k = 1;
+  bool normalize = false;
+};
+StatusOr<MoeShape> ResolveMoe(const OpAttrs &attrs, const std::vector<const TensorView *> &in);
 
 // x [..., K] as [rows, K]; the result shape is x's with the last dim `n`.
 struct LinearDims {
