@@ -154,6 +154,25 @@ def cumsum(out):
     save(m, "cumsum.onnx", out)
 
 
+def routing(out):
+    """A mixture-of-experts export's routing ops: TopK (two outputs, ONNX
+    defaults), OneHot, NonZero and ScatterElements."""
+    inits = [numpy_helper.from_array(np.array([2], dtype=np.int64), "k"),
+             numpy_helper.from_array(np.array(8, dtype=np.int64), "depth"),
+             numpy_helper.from_array(np.array([0, 1], dtype=np.int64), "onoff")]
+    nodes = [
+        helper.make_node("TopK", ["probs", "k"], ["top", "idx"], name="topk"),
+        helper.make_node("OneHot", ["idx", "depth", "onoff"], ["mask"], axis=-1),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("ScatterElements", ["probs", "rows", "probs"], ["back"], axis=0),
+    ]
+    m = model(nodes, [tensor("probs", TensorProto.FLOAT, ["tokens", 8]),
+                      tensor("rows", TensorProto.INT64, ["tokens", 8])],
+              [tensor("top", TensorProto.FLOAT, None), tensor("nz", TensorProto.INT64, None),
+               tensor("back", TensorProto.FLOAT, None)], inits, opset=18)
+    save(m, "routing.onnx", out)
+
+
 def external(out):
     """A 2048-element weight in an external file (aliased, not copied)."""
     w = numpy_helper.from_array(np.full((32, 64), 0.5, dtype=np.float32), "w")
@@ -270,7 +289,8 @@ def main():
     parser.add_argument("--inject-out", default=INJECT_OUT)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for make in (basic, upgrades, constants, shape_chain, index_ops, cumsum, external, broken):
+    for make in (basic, upgrades, constants, shape_chain, index_ops, cumsum, routing, external,
+                 broken):
         make(args.out)
     os.makedirs(args.inject_out, exist_ok=True)
     custom_silu_mlps(args.inject_out)

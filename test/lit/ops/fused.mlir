@@ -88,3 +88,10 @@ func.func @int8_projections(%x: tensor<?x?x64xf32>, %w: tensor<64x256xi8>, %s: t
   %2 = kiln.gated_mlp_q8 %x, %wgu, %s, %wd, %sd {activation = "silu"} : (tensor<?x?x64xf32>, tensor<64x256xi8>, tensor<256xf32>, tensor<128x64xi8>, tensor<64xf32>) -> tensor<?x?x64xf32>
   return %0, %1, %2 : tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x64xf32>
 }
+
+// CHECK-LABEL: func @moe
+func.func @moe(%x: tensor<?x64xf32>, %wr: tensor<64x8xf32>, %wgu: tensor<8x64x64xf32>, %wd: tensor<8x32x64xf32>) -> tensor<?x64xf32> {
+  // CHECK: kiln.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {activation = "silu", normalize = 1 : i64, top_k = 2 : i64} : (tensor<?x64xf32>, tensor<64x8xf32>, tensor<8x64x64xf32>, tensor<8x32x64xf32>) -> tensor<?x64xf32>
+  %0 = kiln.moe %x, %wr, %wgu, %wd {activation = "silu", normalize = 1 : i64, top_k = 2 : i64} : (tensor<?x64xf32>, tensor<64x8xf32>, tensor<8x64x64xf32>, tensor<8x32x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}

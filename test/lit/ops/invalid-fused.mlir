@@ -242,3 +242,19 @@ func.func @attention_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>)
   %0 = kiln.attention %q, %k, %k {causal = 1 : i64, scale = 0.25 : f32, softcap = -5.0 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %0 : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+func.func @moe_top_k(%x: tensor<?x64xf32>, %wr: tensor<64x8xf32>, %wgu: tensor<8x64x64xf32>, %wd: tensor<8x32x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{top_k must be in [1, experts], got 9}}
+  %0 = kiln.moe %x, %wr, %wgu, %wd {activation = "silu", normalize = 1 : i64, top_k = 9 : i64} : (tensor<?x64xf32>, tensor<64x8xf32>, tensor<8x64x64xf32>, tensor<8x32x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @moe_experts(%x: tensor<?x64xf32>, %wr: tensor<64x8xf32>, %wgu: tensor<4x64x64xf32>, %wd: tensor<4x32x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{router_w's experts and w_gate_up's must agree, got 8 and 4}}
+  %0 = kiln.moe %x, %wr, %wgu, %wd {activation = "silu", normalize = 1 : i64, top_k = 2 : i64} : (tensor<?x64xf32>, tensor<64x8xf32>, tensor<4x64x64xf32>, tensor<4x32x64xf32>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}

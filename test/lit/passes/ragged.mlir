@@ -182,7 +182,7 @@ func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids", kiln.dims = ["ba
 
 // Near-miss: positions numbered from 0, not from the past length (they
 // would restart at every decode step), are not the engine's positions.
-// CHECK-LABEL: module attributes {kiln.ragged_skipped = "no position_ids input, and the positions are not the past length plus 0, 1, ...
+// CHECK-LABEL: module attributes {kiln.ragged_skipped = "no position_ids input, and the positions are neither the past length plus 0, 1, ...
 // CHECK: kiln.range
 // CHECK: kiln.attention
 func.func @main(%ids: tensor<?x?xi64> {kiln.name = "input_ids"},
