@@ -132,8 +132,16 @@ struct MoePattern : OpRewritePattern<TopKOp> {
     // its weights -> scattered into the running sum.
     SmallVector<std::optional<Expert>> found(experts);
     for (Operation *u : mask.getUsers()) {
+      // Which experts any token picked (`expert_mask.sum(...) > 0`): what
+      // an export looping over `expert_hit` traced, not part of the result.
+      if (isa<ReduceSumOp>(u))
+        continue;
       auto pick = dyn_cast<GatherOp>(u);
       auto e = pick ? getConstantIntValues(pick.getIndices()) : std::nullopt;
+      if (pick && !e && dependsOn(pick.getIndices(), mask))
+        return fail("the export loops over the experts its example input hit (`expert_hit`, "
+                    "Mixtral in transformers 4.5x), so its graph holds those experts only, "
+                    "picked by position: re-export with the block looping over every expert");
       if (!pick || pick.getAxis() != 0 || !e || e->size() != 1 || (*e)[0] < 0 ||
           (*e)[0] >= experts)
         return fail("the expert mask is read other than one expert at a time");

@@ -368,7 +368,8 @@ def export_optimum(hf_dir: Path, out_dir: Path, task: str, opset: int = 18) -> P
     return cands[0]
 
 
-def export_optimum_with_past(hf_dir: Path, out_dir: Path, opset: int = 17) -> Path:
+def export_optimum_with_past(hf_dir: Path, out_dir: Path, opset: int = 17,
+                             onnx_config_class=None) -> Path:
     """Exports a causal LM with Optimum (task text-generation-with-past) and returns
     the path of a single ONNX decoder that takes past_key_values.* and returns
     logits + present.*, with no If/Loop control flow.
@@ -381,10 +382,18 @@ def export_optimum_with_past(hf_dir: Path, out_dir: Path, opset: int = 17) -> Pa
     """
     from optimum.exporters.onnx import main_export
     out_dir.mkdir(parents=True, exist_ok=True)
+    extra = {}
+    if onnx_config_class is not None:
+        # An architecture Optimum has no ONNX config for (Mixtral): the
+        # config of one with the same inputs and outputs (Mistral's).
+        from transformers import AutoConfig
+        cfg = AutoConfig.from_pretrained(str(hf_dir))
+        extra["custom_onnx_configs"] = {"model": onnx_config_class(
+            cfg, task="text-generation", use_past=True, use_past_in_inputs=True)}
     main_export(
         model_name_or_path=str(hf_dir), output=str(out_dir),
         task="text-generation-with-past", opset=opset, device="cpu",
-        no_post_process=True, do_validation=False, framework="pt",
+        no_post_process=True, do_validation=False, framework="pt", **extra,
     )
     import onnx
     cands = sorted(out_dir.glob("*.onnx"))

@@ -107,6 +107,12 @@ ARCHS = {
         bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
         tokenizer_from="qwen2-optimum",
     ),
+    "mixtral": dict(
+        vocab_size=1024,
+        special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
+        prepend_bos=True, optimum_opset=18, tokenizer_from="mistral-optimum",
+        onnx_config="mistral",
+    ),
     "mistralw": dict(
         vocab_size=1024,
         special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
@@ -145,6 +151,7 @@ FIXTURES = {
     "stablelm-optimum": ("stablelm", "optimum"),
     "phi2-optimum": ("phi2", "optimum"),
     "qwen3-moe-optimum": ("qwen3moe", "optimum"),
+    "mixtral-optimum": ("mixtral", "optimum"),
     "bert-optimum": ("bert", "optimum"),
     "qwen3-optimum": ("qwen3", "optimum"),
     "llama-optimum-unit": ("llama", "optimum"),
@@ -214,6 +221,10 @@ FEATURES = {
                 "(renormalized), a softmax router without bias, per-head q/k RMSNorm, GQA "
                 "(4 query / 2 KV heads, head_dim 16), hidden 48; transformers 4.57 exports "
                 "every expert (NonZero rows, gated MLP, ScatterElements + Add)",
+    "mixtral": "Mixtral: 4 experts of intermediate 24, top 2 renormalized, GQA (4 query / "
+               "2 KV heads), hidden 48; exported with its sparse MoE block looping over "
+               "every expert (transformers 4.57 loops over the experts its example input "
+               "hit, whose trace ONNX Runtime cannot run on other inputs)",
     "qwen3": "GQA (4 query / 2 KV heads), head_dim 16, per-head RMSNorm of q and k "
              "(q_norm / k_norm over head_dim, before rotary), no q/k/v bias, RoPE theta 1e6, "
              "RMSNorm, SwiGLU",

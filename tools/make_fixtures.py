@@ -40,6 +40,8 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
     stablelm-optimum                StableLM (LayerNorm, partial rotary, q/k/v biases)
     phi2-optimum                    Phi-2 (parallel attention/MLP, partial rotary, biases)
     qwen3-moe-optimum               Qwen3-MoE (8 experts, top 2 renormalized)
+    mixtral-optimum                 Mixtral (4 experts, top 2), Optimum with Mistral's
+                                    ONNX config (Optimum has none for Mixtral)
     qwen3-optimum                   Qwen3 (GQA 4/2, head_dim 16, per-head q_norm/k_norm
                                     RMSNorm before rotary)
 
@@ -290,6 +292,13 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                                 bos_token_id=tid("<|endoftext|>"),
                                 eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
         model = tf.Qwen3MoeForCausalLM(cfg)
+    elif arch == "mixtral":
+        cfg = tf.MixtralConfig(**common, hidden_size=48, intermediate_size=24,
+                               num_key_value_heads=2, num_local_experts=4,
+                               num_experts_per_tok=2, sliding_window=None,
+                               bos_token_id=tid("<s>"), eos_token_id=tid("</s>"),
+                               pad_token_id=None, tie_word_embeddings=False)
+        model = tf.MixtralForCausalLM(cfg)
     elif arch == "bert":
         cfg = tf.BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2,
                             num_attention_heads=4, intermediate_size=128, hidden_act="gelu",
@@ -346,6 +355,35 @@ def optimum_desc(task: str, opset: int) -> str:
     return d + f": main_export(task='{task}', no_post_process=True, opset={opset})"
 
 
+def trace_every_expert():
+    """transformers 4.57's Mixtral loops over `expert_hit`, the experts its
+    input picked: a trace keeps only those, and the graph ONNX Runtime then
+    runs is wrong (or fails) for other inputs. For the export, its sparse MoE
+    block loops over every expert instead, as Qwen3-MoE's does: the same
+    arithmetic, each expert still on only its routed tokens."""
+    import torch
+    import torch.nn.functional as F
+    from transformers.models.mixtral import modeling_mixtral as mm
+
+    def forward(self, hidden_states):
+        b, s, h = hidden_states.shape
+        x = hidden_states.view(-1, h)
+        router_logits = self.gate(x)
+        weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        weights, selected = torch.topk(weights, self.top_k, dim=-1)
+        weights /= weights.sum(dim=-1, keepdim=True)
+        weights = weights.to(x.dtype)
+        out = torch.zeros((b * s, h), dtype=x.dtype, device=x.device)
+        mask = F.one_hot(selected, num_classes=self.num_experts).permute(2, 1, 0)
+        for e in range(self.num_experts):
+            idx, top_x = torch.where(mask[e])
+            y = self.experts[e](x[None, top_x].reshape(-1, h)) * weights[top_x, idx, None]
+            out.index_add_(0, top_x, y.to(x.dtype))
+        return out.reshape(b, s, h), router_logits
+
+    mm.MixtralSparseMoeBlock.forward = forward
+
+
 def export(name: str, arch: str, exporter: str, model, hf_dir: Path, work: Path):
     """Returns (path of the exported ONNX file, description for reference.json)."""
     import torch
@@ -356,8 +394,20 @@ def export(name: str, arch: str, exporter: str, model, hf_dir: Path, work: Path)
         path = fc.export_optimum(hf_dir, work / name, task, opset=a["optimum_opset"])
         return path, optimum_desc(task, a["optimum_opset"])
     if exporter == "optimum":
-        path = fc.export_optimum_with_past(hf_dir, work / name, opset=a["optimum_opset"])
-        return path, optimum_desc("text-generation-with-past", a["optimum_opset"])
+        config_class = None
+        if a.get("onnx_config") == "mistral":
+            from optimum.exporters.onnx.model_configs import MistralOnnxConfig
+            config_class = MistralOnnxConfig
+        if arch == "mixtral":
+            trace_every_expert()
+        path = fc.export_optimum_with_past(hf_dir, work / name, opset=a["optimum_opset"],
+                                           onnx_config_class=config_class)
+        desc = optimum_desc("text-generation-with-past", a["optimum_opset"])
+        if config_class is not None:
+            desc += f"; custom_onnx_configs: {config_class.__name__}"
+        if arch == "mixtral":
+            desc += "; the sparse MoE block traced over every expert (trace_every_expert)"
+        return path, desc
     path = work / f"{name}.onnx"
     if exporter in ("torch", "torch14"):
         opset = a["torch_opset"] if exporter == "torch" else 14
