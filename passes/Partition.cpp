@@ -236,6 +236,13 @@ LogicalResult Partitioner::run() {
                          "dense attention (the plan was not built ragged); "
                          "only paged_attention is split")))
       return failure();
+  // Every rank holds every expert for now (the result is the same on each,
+  // so nothing is reduced); --require-partition refuses it.
+  for (auto moe : f.getOps<MoeOp>())
+    if (failed(replicate(moe, "moe",
+                         "a mixture of experts is not split yet: every rank holds every "
+                         "expert")))
+      return failure();
   std::vector<std::pair<GatedMlpOp, std::vector<Range>>> mlps;
   for (auto mlp : f.getOps<GatedMlpOp>()) {
     const int64_t ff = dim(mlp.getWDown(), 0);

@@ -64,3 +64,18 @@ func.func @main(%x: tensor<1x?x8xf32>,
   %y = kiln.linear %o3, %wo {activation = "none"} : (tensor<1x?x8xf32>, tensor<8x8xf32>) -> tensor<1x?x8xf32>
   return %y : tensor<1x?x8xf32>
 }
+
+// -----
+
+// A mixture of experts stays whole on every rank (nothing reduced), and the
+// report says so.
+// CHECK-LABEL: module attributes {kiln.partition_report = "{{.*}}\22replicated\22:[{\22node\22:\22kiln.moe\22,\22reason\22:\22a mixture of experts is not split yet: every rank holds every expert\22,\22what\22:\22moe\22}]
+// CHECK: kiln.moe %{{.*}} : (tensor<1x?x8xf32>, tensor<8x4xf32>, tensor<4x8x8xf32>, tensor<4x4x8xf32>) -> tensor<1x?x8xf32>
+// CHECK-NOT: kiln.all_reduce
+func.func @main(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
+  %wr = kiln.constant {name = "router"} dense<0.5> : tensor<8x4xf32>
+  %wgu = kiln.constant {name = "w_gate_up"} dense<0.25> : tensor<4x8x8xf32>
+  %wd = kiln.constant {name = "w_down"} dense<0.125> : tensor<4x4x8xf32>
+  %y = kiln.moe %x, %wr, %wgu, %wd {activation = "silu", normalize = 1 : i64, top_k = 2 : i64} : (tensor<1x?x8xf32>, tensor<8x4xf32>, tensor<4x8x8xf32>, tensor<4x4x8xf32>) -> tensor<1x?x8xf32>
+  return %y : tensor<1x?x8xf32>
+}
