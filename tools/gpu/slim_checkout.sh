@@ -59,7 +59,25 @@ on)
     git rm -r -q --cached -- "$p"
     echo "/$p" >>"$EXCLUDE"
   done
-  echo "slim_checkout: left out ${paths[*]} (restore with: tools/gpu/slim_checkout.sh off)"
+  # The left-out paths are staged as removed: a commit now would delete
+  # them from the repository. A pre-commit hook refuses commits until 'off'.
+  HOOK="$GIT_DIR/hooks/pre-commit"
+  if [ ! -e "$HOOK" ]; then
+    mkdir -p "$GIT_DIR/hooks"
+    cat >"$HOOK" <<'HOOK_EOF'
+#!/bin/sh
+# Written by tools/gpu/slim_checkout.sh while the checkout is slim; 'off' removes it.
+if [ -f "$(git rev-parse --git-dir)/kiln-slim" ]; then
+  echo "pre-commit: the checkout is slim: its left-out paths are staged as removed, and" \
+    "this commit would delete them; run 'tools/gpu/slim_checkout.sh off' first" >&2
+  exit 1
+fi
+HOOK_EOF
+    chmod +x "$HOOK"
+    echo "$HOOK" >"$GIT_DIR/kiln-slim.hook"
+  fi
+  echo "slim_checkout: left out ${paths[*]} (restore with: tools/gpu/slim_checkout.sh off;" \
+    "commits are refused until then)"
   report
   ;;
 off)
@@ -70,6 +88,9 @@ off)
   mapfile -t paths <"$STATE"
   git reset -q -- "${paths[@]}"
   cp "$SAVED" "$EXCLUDE"
+  if [ -f "$GIT_DIR/kiln-slim.hook" ]; then
+    rm -f "$(cat "$GIT_DIR/kiln-slim.hook")" "$GIT_DIR/kiln-slim.hook"
+  fi
   rm -f "$STATE" "$SAVED"
   echo "slim_checkout: restored ${paths[*]}"
   report
