@@ -51,18 +51,25 @@ RefFn ReduceRef(std::string kind) {
   return [kind](const OpAttrs &attrs, const RefInputs &in) { return Reduce(kind, attrs, in); };
 }
 
+// `s` as [outer, len, inner] lines along `axis`.
+struct Lines {
+  int64_t outer = 1, len = 1, inner = 1;
+  Lines(const Shape &s, int64_t axis) : len(s[axis]) {
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= s[d];
+    for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
+      inner *= s[d];
+  }
+};
+
 // Running sums along the axis in[1] names, in double (the cases' values
 // keep integer sums exact).
 std::vector<RefTensor> CumSum(const OpAttrs &attrs, const RefInputs &in) {
   const Shape &s = in[0]->shape;
   const int64_t axis = Axis(static_cast<int64_t>(in[1]->v[0]), s.size());
   const bool exclusive = attrs.Int("exclusive", 0) != 0, reverse = attrs.Int("reverse", 0) != 0;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
-    inner *= s[d];
-  const int64_t len = s[axis];
+  const Lines lines(s, axis);
+  const int64_t outer = lines.outer, len = lines.len, inner = lines.inner;
   RefTensor out = *in[0];
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i)
@@ -80,12 +87,8 @@ std::vector<RefTensor> CumSum(const OpAttrs &attrs, const RefInputs &in) {
 std::vector<RefTensor> Softmax(bool log, const OpAttrs &attrs, const RefInputs &in) {
   const Shape &s = in[0]->shape;
   const int64_t axis = Axis(attrs.Int("axis", -1), s.size());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= s[d];
-  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d)
-    inner *= s[d];
-  const int64_t len = s[axis];
+  const Lines lines(s, axis);
+  const int64_t outer = lines.outer, len = lines.len, inner = lines.inner;
   RefTensor out = *in[0];
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
