@@ -154,6 +154,11 @@ void BenchAttention(cudaStream_t stream, int iters) {
   dims.block_size = bs;
   dims.num_seqs = 1;
   dims.max_blocks = mb;
+  // Head-major [1, H, T, D] rows, as PrefillStrides below say (the strides
+  // came with the token-major layout; without them the split-key kernel
+  // read every head's rows at token 0).
+  dims.q_head_stride = dims.kv_head_stride = t;
+  dims.q_token_stride = dims.kv_token_stride = 1;
   kc::PagedTensors pt{q.dev, k_new.dev, v_new.dev, k_cache.dev, v_cache.dev, out_old.dev};
   const kc::PrefillTensors ft{q.dev, k_cache.dev, v_cache.dev, out_new.dev};
   const kc::PrefillStrides st{d, t * d, d, t * d};
