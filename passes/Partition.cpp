@@ -64,6 +64,25 @@ void Partitioner::rewriteGatedMlp(GatedMlpOp mlp, Range r) {
   mlp.erase();
 }
 
+/// Rank r's experts keep FFN columns [f0, f0 + n) of each: w_gate_up
+/// [E, H, 2F] sliced along its last axis as two blocks of F (the gate's
+/// columns, then the up's: the layout moe reads), w_down [E, F, H] along F.
+/// Every rank routes the same way (the same router on the same input), so
+/// the weighted sum of its partial experts, summed over the ranks, is the
+/// whole layer's.
+void Partitioner::rewriteMoe(MoeOp moe, Range r) {
+  b.setInsertionPoint(moe);
+  const int64_t ff = dim(moe.getWDown(), 1);
+  Value gateUp = slice(moe.getWGateUp(), 2, r.first, r.count, ff, /*groups=*/2);
+  Value down = slice(moe.getWDown(), 1, r.first, r.count, ff);
+  auto part = b.create<MoeOp>(moe.getLoc(), moe.getY().getType(), moe.getX(), moe.getRouterW(),
+                              gateUp, down, moe.getTopKAttr(), moe.getNormalizeAttr(),
+                              moe.getActivationAttr());
+  Value sum = allReduce(part.getY());
+  moe.getY().replaceAllUsesWith(sum);
+  moe.erase();
+}
+
 void Partitioner::rewritePair(LinearPair &p) {
   const Range r = p.cols[rank];
   LinearOp col = p.col, row = p.row;
@@ -236,13 +255,24 @@ LogicalResult Partitioner::run() {
                          "dense attention (the plan was not built ragged); "
                          "only paged_attention is split")))
       return failure();
-  // Every rank holds every expert for now (the result is the same on each,
-  // so nothing is reduced); --require-partition refuses it.
-  for (auto moe : f.getOps<MoeOp>())
-    if (failed(replicate(moe, "moe",
-                         "a mixture of experts is not split yet: every rank holds every "
-                         "expert")))
-      return failure();
+  // A mixture of experts: each expert's FFN split as a gated MLP's (every
+  // rank holds every expert's slice and the whole router).
+  std::vector<std::pair<MoeOp, std::vector<Range>>> moes;
+  for (auto moe : f.getOps<MoeOp>()) {
+    const int64_t ff = dim(moe.getWDown(), 1);
+    if (!isStaticWeight(moe.getWGateUp(), 3) || !isStaticWeight(moe.getWDown(), 3) ||
+        ff < ranks) {
+      if (failed(replicate(moe, "moe",
+                           "its expert weights are not constants with at least one FFN "
+                           "column per rank")))
+        return failure();
+      continue;
+    }
+    std::vector<Range> cols;
+    for (int64_t r = 0; r < ranks; ++r)
+      cols.push_back(rankRange(ff, ranks, r));
+    moes.push_back({moe, cols});
+  }
   std::vector<std::pair<GatedMlpOp, std::vector<Range>>> mlps;
   for (auto mlp : f.getOps<GatedMlpOp>()) {
     const int64_t ff = dim(mlp.getWDown(), 0);
@@ -342,6 +372,12 @@ LogicalResult Partitioner::run() {
         {"kind", "gated_mlp"},
         {"split", "gate and up columns (as two linears and a mul), down rows + all_reduce"},
         {"ffn_per_rank", counts(cols)}});
+  for (auto &[moe, cols] : moes)
+    layers.push_back(llvm::json::Object{
+        {"node", nodeOf(moe)},
+        {"kind", "moe"},
+        {"split", "each expert's gate and up columns and down rows + all_reduce; router whole"},
+        {"ffn_per_rank", counts(cols)}});
   for (LinearPair &p : pairs)
     layers.push_back(llvm::json::Object{
         {"node", nodeOf(p.row)},
@@ -363,6 +399,8 @@ LogicalResult Partitioner::run() {
     rewriteAttention(a);
   for (auto &[mlp, cols] : mlps)
     rewriteGatedMlp(mlp, cols[rank]);
+  for (auto &[moe, cols] : moes)
+    rewriteMoe(moe, cols[rank]);
   for (LinearPair &p : pairs)
     rewritePair(p);
   if (embedding)

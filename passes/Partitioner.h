@@ -142,6 +142,7 @@ private:
   void rewriteAttention(Attention &a);
   void zeroAttention(Attention &a);
   void rewriteGatedMlp(GatedMlpOp mlp, Range f);
+  void rewriteMoe(MoeOp moe, Range f);
   void rewritePair(LinearPair &p);
   void rewriteEmbedding(GatherOp g, const std::vector<Range> &vocab);
   void rewriteLmHead(LinearOp head, const std::vector<Range> &vocab);

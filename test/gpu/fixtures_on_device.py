@@ -69,8 +69,7 @@ SKIP = 77
 # Fixtures whose ops a device backend has no kernel for yet: skipped there,
 # counted and named in the summary (not passed).
 DEVICE_GAPS = {
-    "cuda": {"qwen3-moe-optimum": "moe has no CUDA kernel yet (issue 33)",
-             "mixtral-optimum": "moe has no CUDA kernel yet (issue 33)"},
+    "cuda": {},
 }
 FP32_REL = 1e-4
 HALF_REL = 2e-2

@@ -67,15 +67,43 @@ func.func @main(%x: tensor<1x?x8xf32>,
 
 // -----
 
-// A mixture of experts stays whole on every rank (nothing reduced), and the
-// report says so.
-// CHECK-LABEL: module attributes {kiln.partition_report = "{{.*}}\22replicated\22:[{\22node\22:\22kiln.moe\22,\22reason\22:\22a mixture of experts is not split yet: every rank holds every expert\22,\22what\22:\22moe\22}]
-// CHECK: kiln.moe %{{.*}} : (tensor<1x?x8xf32>, tensor<8x4xf32>, tensor<4x8x8xf32>, tensor<4x4x8xf32>) -> tensor<1x?x8xf32>
+// A mixture of experts whose experts have fewer FFN columns (1) than ranks
+// stays whole on every rank (nothing reduced), and the report says why.
+// CHECK-LABEL: module attributes {kiln.partition_report = "{{.*}}\22replicated\22:[{\22node\22:\22kiln.moe\22,\22reason\22:\22its expert weights are not constants with at least one FFN column per rank\22,\22what\22:\22moe\22}]
+// CHECK: kiln.moe %{{.*}} : (tensor<1x?x8xf32>, tensor<8x4xf32>, tensor<4x8x2xf32>, tensor<4x1x8xf32>) -> tensor<1x?x8xf32>
 // CHECK-NOT: kiln.all_reduce
 func.func @main(%x: tensor<1x?x8xf32>) -> tensor<1x?x8xf32> {
   %wr = kiln.constant {name = "router"} dense<0.5> : tensor<8x4xf32>
-  %wgu = kiln.constant {name = "w_gate_up"} dense<0.25> : tensor<4x8x8xf32>
-  %wd = kiln.constant {name = "w_down"} dense<0.125> : tensor<4x4x8xf32>
-  %y = kiln.moe %x, %wr, %wgu, %wd {activation = "silu", normalize = 1 : i64, top_k = 2 : i64} : (tensor<1x?x8xf32>, tensor<8x4xf32>, tensor<4x8x8xf32>, tensor<4x4x8xf32>) -> tensor<1x?x8xf32>
+  %wgu = kiln.constant {name = "w_gate_up"} dense<0.25> : tensor<4x8x2xf32>
+  %wd = kiln.constant {name = "w_down"} dense<0.125> : tensor<4x1x8xf32>
+  %y = kiln.moe %x, %wr, %wgu, %wd {activation = "silu", normalize = 1 : i64, top_k = 2 : i64} : (tensor<1x?x8xf32>, tensor<8x4xf32>, tensor<4x8x2xf32>, tensor<4x1x8xf32>) -> tensor<1x?x8xf32>
   return %y : tensor<1x?x8xf32>
+}
+
+// -----
+
+// An rms_norm over every head at once (OLMo 2's q_norm, before the reshape
+// into heads) cannot be split by heads: the attention stays whole, and the
+// report names the norm.
+// CHECK-LABEL: module attributes {kiln.partition_report = "{{.*}}q/k/v passes through an rms_norm that is not one per head
+// CHECK-NOT: kiln.all_reduce
+func.func @main(%h: tensor<1x?x4xf32>,
+                %kc: tensor<?x2x?x2xf32> {kiln.name = "kv_cache.0.key"},
+                %vc: tensor<?x2x?x2xf32> {kiln.name = "kv_cache.0.value"},
+                %slots: tensor<?xi64>, %qs: tensor<?xi64>, %cl: tensor<?xi64>, %bt: tensor<?x?xi64>)
+    -> tensor<1x?x2x2xf32> {
+  %wq = kiln.constant {name = "q"} dense<0.25> : tensor<4x4xf32>
+  %wk = kiln.constant {name = "k"} dense<0.25> : tensor<4x4xf32>
+  %wv = kiln.constant {name = "v"} dense<0.25> : tensor<4x4xf32>
+  %qn = kiln.constant {name = "q_norm"} dense<1.5> : tensor<4xf32>
+  %s = kiln.constant dense<[1, -1, 2, 2]> : tensor<4xi64>
+  %q0 = kiln.linear %h, %wq {activation = "none"} : (tensor<1x?x4xf32>, tensor<4x4xf32>) -> tensor<1x?x4xf32>
+  %k0 = kiln.linear %h, %wk {activation = "none"} : (tensor<1x?x4xf32>, tensor<4x4xf32>) -> tensor<1x?x4xf32>
+  %v0 = kiln.linear %h, %wv {activation = "none"} : (tensor<1x?x4xf32>, tensor<4x4xf32>) -> tensor<1x?x4xf32>
+  %qq = kiln.rms_norm %q0, %qn {epsilon = 1.0e-6 : f32} : (tensor<1x?x4xf32>, tensor<4xf32>) -> tensor<1x?x4xf32>
+  %q = kiln.reshape %qq, %s {allowzero = 0 : i64} : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
+  %k = kiln.reshape %k0, %s {allowzero = 0 : i64} : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
+  %v = kiln.reshape %v0, %s {allowzero = 0 : i64} : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
+  %o = kiln.paged_attention %q, %k, %v, %kc, %vc, %slots, %qs, %cl, %bt {layout = "bshd", scale = 0.5 : f32} : (tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<?x2x?x2xf32>, tensor<?x2x?x2xf32>, tensor<?xi64>, tensor<?xi64>, tensor<?xi64>, tensor<?x?xi64>) -> tensor<1x?x2x2xf32>
+  return %o : tensor<1x?x2x2xf32>
 }

@@ -135,6 +135,12 @@ void AddMoe(std::vector<OpCase> &c) {
   c.push_back(MoeCase(F32, {2, 5, 48}, "e4_top1_gelu_tanh", 4, 24, 1, false, "gelu_tanh"));
   c.push_back(MoeCase(F32, {1, 64}, "e16_top4_one_row", 16, 16, 4, true, "silu"));
   c.push_back(MoeCase(BF16, {9, 32}, "e8_top2_norm", 8, 16, 2, true, "silu"));
+  // The device's grouped products: experts with more rows than one tile
+  // (tensor cores), half widths that are not multiples of 8 (its FMA path),
+  // and a decode row whose down product is split over blocks.
+  c.push_back(MoeCase(F16, {300, 64}, "e8_top2_many_tiles", 8, 48, 2, true, "silu"));
+  c.push_back(MoeCase(BF16, {7, 36}, "e6_top3_odd_width", 6, 20, 3, false, "gelu"));
+  c.push_back(MoeCase(BF16, {1, 64}, "e8_top2_split_down", 8, 512, 2, true, "silu"));
 }
 
 // The int8 projections: full-range int8 weights with positive per-column

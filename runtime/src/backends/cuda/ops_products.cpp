@@ -1,6 +1,6 @@
 // CUDA kernels of the matrix products: matmul (numpy semantics), gemm (ONNX
 // Gemm), linear and gated_mlp (docs/fused-ops.md), all on cuBLASLt through
-// gemm_lt.h; their shape rules are core/shapes/products.cpp and products_mlp.cpp.
+// gemm_lt.h, and moe on kiln's grouped products (kernels/cuda/products_moe.h); their shape rules are core/shapes/products.cpp and products_mlp.cpp.
 //
 // Bias and activation go in cuBLASLt's epilogue where it computes what the
 // CPU does: bias, ReLU, and the tanh GELU for f16/bf16 results. The erf
@@ -31,6 +31,7 @@
 #include "kernels/cuda/pointwise_activation.h"
 #include "kernels/cuda/products_gemv.h"
 #include "kernels/cuda/products_matrix_broadcast.h"
+#include "kernels/cuda/products_moe.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +49,7 @@ constexpr const char *kMatMul = "matmul";
 constexpr const char *kGemm = "gemm";
 constexpr const char *kLinear = "linear";
 constexpr const char *kGatedMlp = "gated_mlp";
+constexpr const char *kMoe = "moe";
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
@@ -387,6 +389,46 @@ Status RunGatedMlp(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Out
   return LtGemm(ctx, down, {g, w_down.data, y.data});
 }
 
+// ---- moe -------------------------------------------------------------------
+
+// kernels/cuda/products_moe.h: routing, grouped expert products and the
+// weighted combine, every intermediate in OpScratch.
+Status RunMoe(ExecContext &ctx, const OpAttrs &attrs, const Inputs &in, Outputs &out) {
+  KILN_RETURN_IF_ERROR(
+      CheckOperandTypes(kMoe, in, {"x", "router_w", "w_gate_up", "w_down"}, false));
+  KILN_ASSIGN_OR_RETURN(MoeShape m, ResolveMoe(attrs, in));
+  KILN_ASSIGN_OR_RETURN(FusedActivation act, GatedMlpActivation(attrs));
+  if (m.rows == 0)
+    return Status::Ok();
+  if (m.ffn == 0)
+    return Zero(ctx, out[0]);
+  kernels::cuda::MoeArgs a;
+  a.t = ElemOf(in[0]->dtype);
+  a.rows = m.rows;
+  a.hidden = m.hidden;
+  a.experts = m.experts;
+  a.ffn = m.ffn;
+  a.top_k = m.top_k;
+  a.normalize = m.normalize;
+  a.act = ToKernelActivation(act);
+  a.x = in[0]->data;
+  a.router_w = in[1]->data;
+  a.w_gate_up = in[2]->data;
+  a.w_down = in[3]->data;
+  a.y = out[0].data;
+  // A host-side attribute query: a graph capture may include this op.
+  int device = 0;
+  KILN_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  KILN_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&a.sm_count, cudaDevAttrMultiProcessorCount, device));
+  const uint64_t bytes = kernels::cuda::MoeScratchBytes(a);
+  if (bytes == 0)
+    return OpError(kMoe, "shape outside the CUDA kernel's limits (experts <= 4096)");
+  KILN_ASSIGN_OR_RETURN(void *scratch, OpScratch(ctx, bytes));
+  KILN_CUDA_RETURN_IF_ERROR(kernels::cuda::Moe(a, scratch, Stream(ctx)));
+  return Status::Ok();
+}
+
 } // namespace
 
 void AddProductsKernels(std::vector<KernelDef> &table) {
@@ -394,6 +436,7 @@ void AddProductsKernels(std::vector<KernelDef> &table) {
   table.push_back({kGemm, RunGemm});
   table.push_back({kLinear, RunLinear});
   table.push_back({kGatedMlp, RunGatedMlp});
+  table.push_back({kMoe, RunMoe});
 }
 
 } // namespace kiln::cuda
