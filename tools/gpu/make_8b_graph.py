@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Exports a weightless Llama-3-8B-shaped ONNX graph (docs/gpu.md).
 
-usage: make_8b_graph.py [--size 8b|tiny] [--layers N] --out DIR
+usage: make_8b_graph.py [--size 8b|tiny|mixtral|mixtral-tiny] [--layers N] --out DIR
 
 Developer tooling, run where torch and transformers are installed (a venv of
 its own, e.g. .venv-export); the GPU machine only runs
@@ -29,6 +29,14 @@ tokenizer (2048 ids, below the vocabulary), as tools/make_big_llama.py does.
 --size tiny is the same form (head_dim 128, GQA, untied lm_head) at a small
 size (hidden 1280, 2 layers, vocab 4000: 92 MB of bf16), to check the path
 end to end on a small machine.
+
+--size mixtral is Mixtral-8x7B's layer (mistralai/Mixtral-8x7B-v0.1's
+config.json: hidden 4096, 32 query / 8 KV heads, 8 experts of intermediate
+14336, top 2, vocab 32000, rope theta 1e6) with 5 layers by default (7.5 B
+parameters, 15 GB of bf16: an 8B-class MoE that one GPU holds);
+mixtral-tiny the same form at hidden 1280. Its sparse MoE block is exported
+looping over every expert (tools/fixture_models.py trace_every_expert, as the
+mixtral-optimum fixture), so kiln fuses each layer's into one moe op.
 """
 
 from __future__ import annotations
@@ -55,31 +63,50 @@ SIZES = {
     "tiny": dict(hidden_size=1280, num_hidden_layers=2, num_attention_heads=10,
                  num_key_value_heads=2, intermediate_size=3584, vocab_size=4000,
                  max_position_embeddings=8192),
+    "mixtral": dict(hidden_size=4096, num_hidden_layers=5, num_attention_heads=32,
+                    num_key_value_heads=8, intermediate_size=14336, vocab_size=32000,
+                    max_position_embeddings=8192, num_local_experts=8,
+                    num_experts_per_tok=2),
+    "mixtral-tiny": dict(hidden_size=1280, num_hidden_layers=2, num_attention_heads=10,
+                         num_key_value_heads=2, intermediate_size=1792, vocab_size=4000,
+                         max_position_embeddings=8192, num_local_experts=8,
+                         num_experts_per_tok=2),
 }
 
 
-def llama_config(size: str, layers: int | None):
-    from transformers import LlamaConfig
+def model_config(size: str, layers: int | None):
     shape = dict(SIZES[size])
     if layers:
         shape["num_hidden_layers"] = layers
-    return LlamaConfig(**shape, rms_norm_eps=1e-5, rope_theta=500000.0,
-                       tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
-                       initializer_range=0.02, hidden_act="silu", dtype="float32")
+    common = dict(tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+                  initializer_range=0.02, hidden_act="silu", dtype="float32")
+    if size.startswith("mixtral"):
+        from transformers import MixtralConfig
+        return MixtralConfig(**shape, **common, rms_norm_eps=1e-5, rope_theta=1e6,
+                             sliding_window=None, router_jitter_noise=0.0)
+    from transformers import LlamaConfig
+    return LlamaConfig(**shape, **common, rms_norm_eps=1e-5, rope_theta=500000.0)
 
 
 def weightless_model(cfg):
-    """LlamaForCausalLM in bf16 whose parameters are zero-strided views of one
+    """The config's causal LM whose parameters are zero-strided views of one
     number each (no memory), with a real rotary embedding (inv_freq in f32)."""
     import torch
-    from transformers import LlamaForCausalLM
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    if cfg.model_type == "mixtral":
+        sys.path.insert(0, str(REPO / "tools"))
+        from fixture_models import trace_every_expert
+        from transformers import MixtralForCausalLM as Model
+        from transformers.models.mixtral.modeling_mixtral import MixtralRotaryEmbedding as Rotary
+        trace_every_expert()
+    else:
+        from transformers import LlamaForCausalLM as Model
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding as Rotary
 
     with torch.device("meta"):
-        model = LlamaForCausalLM(cfg).eval()
+        model = Model(cfg).eval()
     # The exporter merges parameters of equal value, so the parameters of
-    # each shape get distinct constants: 1, 2, 3, ... (at most 65 share a
-    # shape, all exact in bf16).
+    # each shape get distinct constants: 1, 2, 3, ... (exact in f32; at most
+    # 65 share a shape in the Llama shapes, 80 in Mixtral's 5 layers).
     count = {}
     for mod in model.modules():
         for name, p in list(mod._parameters.items()):
@@ -87,9 +114,25 @@ def weightless_model(cfg):
                 k = count[tuple(p.shape)] = count.get(tuple(p.shape), 0) + 1
                 view = torch.full((), float(k), dtype=p.dtype).expand(p.shape)
                 mod._parameters[name] = torch.nn.Parameter(view, requires_grad=False)
-    model.model.rotary_emb = LlamaRotaryEmbedding(config=cfg)
+    model.model.rotary_emb = Rotary(config=cfg)
     model.set_attn_implementation("sdpa")
     return model
+
+
+def untraceable_masks():
+    """transformers 4.53+ builds attention masks with vmap, which the
+    TorchScript exporter cannot trace: Optimum's export registers mask
+    functions without it, and so does this one, with Optimum's (where
+    optimum-onnx is installed; older transformers need none)."""
+    try:
+        from optimum.exporters.onnx import model_patcher as mp
+        from transformers import masking_utils
+    except ImportError:
+        return
+    masking_utils.ALL_MASK_ATTENTION_FUNCTIONS.register("sdpa", mp.sdpa_mask_without_vmap)
+    masking_utils.ALL_MASK_ATTENTION_FUNCTIONS.register("eager", mp.eager_mask_without_vmap)
+    if hasattr(mp, "find_packed_sequence_indices_patched"):
+        masking_utils.find_packed_sequence_indices = mp.find_packed_sequence_indices_patched
 
 
 def export(cfg, path: Path) -> list:
@@ -120,6 +163,7 @@ def export(cfg, path: Path) -> list:
             return (out.logits, *present)
 
     model = weightless_model(cfg)
+    untraceable_masks()
     past_len, new_len = 4, 3
     ids = torch.full((1, new_len), 5, dtype=torch.int64)
     mask = torch.ones(1, past_len + new_len, dtype=torch.int64)
@@ -195,7 +239,7 @@ def main() -> int:
 
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    cfg = llama_config(a.size, a.layers)
+    cfg = model_config(a.size, a.layers)
     work = out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
