@@ -223,6 +223,11 @@ Status InferGatedMlpQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 Status InferMoe(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("moe", in, 4, 4, out, 1, 1));
+  // Half operands reach shape rules as f32; a device kernel checks its own
+  // dtypes (ResolveMoe, which kernels share, reads shapes only).
+  const char *names[] = {"x", "router_w", "w_gate_up", "w_down"};
+  for (int i = 0; i < 4; ++i)
+    KILN_RETURN_IF_ERROR(CheckFloatOperand("moe", names[i], *in[i]));
   KILN_ASSIGN_OR_RETURN(MoeShape m, ResolveMoe(attrs, in));
   KILN_RETURN_IF_ERROR(CheckBlasLimit("moe", {m.rows, m.hidden, m.experts, 2 * m.ffn}));
   out[0] = {in[0]->dtype, in[0]->shape, nullptr};
@@ -234,9 +239,6 @@ Status InferMoe(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 StatusOr<MoeShape> ResolveMoe(const OpAttrs &attrs, const std::vector<const TensorView *> &in) {
   constexpr const char *op = "moe";
   const TensorView &x = *in[0], &wr = *in[1], &wgu = *in[2], &wd = *in[3];
-  const char *names[] = {"x", "router_w", "w_gate_up", "w_down"};
-  for (int i = 0; i < 4; ++i)
-    KILN_RETURN_IF_ERROR(CheckFloatOperand(op, names[i], *in[i]));
   KILN_RETURN_IF_ERROR(CheckMinRank(op, "x", x, 1));
   MoeShape m;
   m.hidden = x.shape.back();
