@@ -86,6 +86,21 @@ bool feedsSoftmax(Operation *op, int depth = 4) {
   return false;
 }
 
+/// A per-token gate: sigmoid of a one-column projection (Qwen2-MoE's
+/// shared_expert_gate, [T, H] @ [H, 1]) that scales a value. No MLP pattern
+/// holds it, and nothing is left unfused by keeping it as it is.
+bool isTokenGate(Operation *op) {
+  auto sig = dyn_cast<SigmoidOp>(op);
+  if (!sig)
+    return false;
+  auto linear = sig.getX().getDefiningOp<LinearOp>();
+  auto type = dyn_cast<RankedTensorType>(sig.getY().getType());
+  if (!linear || linear.getActivation() != "none" || !type || type.getRank() == 0 ||
+      type.getShape().back() != 1)
+    return false;
+  return llvm::all_of(op->getUsers(), [](Operation *u) { return isa<MulOp>(u); });
+}
+
 } // namespace
 
 int layerOfName(llvm::StringRef name) {
@@ -165,7 +180,8 @@ InjectionReport buildInjectionReport(func::FuncOp func, const FailureLog &failur
         info.mlp.unfused.push_back(reasonsFor(failures, node, "gated MLP"));
       else if (linear.getActivation() != "none")
         ++info.mlp.fused;
-    } else if (isa<SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op) && !feedsSoftmax(op))
+    } else if (isa<SigmoidOp, ErfOp, TanhOp, ReluOp, GeluOp>(op) && !feedsSoftmax(op) &&
+               !isTokenGate(op))
       info.mlp.unfused.push_back(reasonsFor(failures, node));
   });
 

@@ -1,6 +1,6 @@
 """The tiny transformers models tools/make_fixtures.py exports for the
 families added after GPT-2 and Llama (build_new_model), and the export-time
-patch of Mixtral's sparse MoE block (trace_every_expert). Run by developers
+patch of Mixtral's and Qwen2-MoE's sparse MoE blocks (trace_every_expert). Run by developers
 only (needs tools/requirements-dev.txt)."""
 from fixture_specs import ARCHS
 
@@ -135,6 +135,28 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                                 bos_token_id=tid("<|endoftext|>"),
                                 eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
         model = tf.Qwen3MoeForCausalLM(cfg)
+    elif arch == "qwen2moe":
+        # Shapes unlike the other MoE fixtures: 6 experts, top 3 not
+        # renormalized, a shared expert (its own intermediate) behind a
+        # sigmoid gate, q/k/v biases.
+        cfg = tf.Qwen2MoeConfig(**common, hidden_size=40, intermediate_size=56,
+                                moe_intermediate_size=20, shared_expert_intermediate_size=36,
+                                num_experts=6, num_experts_per_tok=3, norm_topk_prob=False,
+                                decoder_sparse_step=1, mlp_only_layers=[],
+                                num_key_value_heads=2, rope_theta=1e6,
+                                use_sliding_window=False, qkv_bias=True,
+                                bos_token_id=tid("<|endoftext|>"),
+                                eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.Qwen2MoeForCausalLM(cfg)
+    elif arch == "starcoder2":
+        # LayerNorm with bias, biases on every projection, a GELU (tanh) MLP
+        # without a gate, GQA, the real models' 4096-token sliding window.
+        cfg = tf.Starcoder2Config(**common, hidden_size=56, intermediate_size=112,
+                                  num_key_value_heads=2, hidden_act="gelu_pytorch_tanh",
+                                  use_bias=True, norm_epsilon=1e-5, sliding_window=4096,
+                                  rope_theta=1e5, bos_token_id=tid("<|endoftext|>"),
+                                  eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
+        model = tf.Starcoder2ForCausalLM(cfg)
     elif arch == "mixtral":
         cfg = tf.MixtralConfig(**common, hidden_size=48, intermediate_size=24,
                                num_key_value_heads=2, num_local_experts=4,
@@ -160,7 +182,7 @@ def build_new_model(arch: str, tok, perturb: bool = True):
 
 
 def trace_every_expert():
-    """transformers 4.57's Mixtral loops over `expert_hit`, the experts its
+    """transformers 4.57's Mixtral and Qwen2-MoE loop over `expert_hit`, the experts its
     input picked: a trace keeps only those, and the graph ONNX Runtime then
     runs is wrong (or fails) for other inputs. For the export, its sparse MoE
     block loops over every expert instead, as Qwen3-MoE's does: the same
@@ -186,3 +208,26 @@ def trace_every_expert():
         return out.reshape(b, s, h), router_logits
 
     mm.MixtralSparseMoeBlock.forward = forward
+
+    from transformers.models.qwen2_moe import modeling_qwen2_moe as qm
+
+    def qwen2_forward(self, hidden_states):
+        b, s, h = hidden_states.shape
+        x = hidden_states.view(-1, h)
+        router_logits = self.gate(x)
+        weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        weights, selected = torch.topk(weights, self.top_k, dim=-1)
+        if self.norm_topk_prob:
+            weights /= weights.sum(dim=-1, keepdim=True)
+        weights = weights.to(x.dtype)
+        out = torch.zeros((b * s, h), dtype=x.dtype, device=x.device)
+        mask = F.one_hot(selected, num_classes=self.num_experts).permute(2, 1, 0)
+        for e in range(self.num_experts):
+            idx, top_x = torch.where(mask[e])
+            y = self.experts[e](x[None, top_x].reshape(-1, h)) * weights[top_x, idx, None]
+            out.index_add_(0, top_x, y.to(x.dtype))
+        shared = self.shared_expert(x)
+        shared = F.sigmoid(self.shared_expert_gate(x)) * shared
+        return (out + shared).reshape(b, s, h), router_logits
+
+    qm.Qwen2MoeSparseMoeBlock.forward = qwen2_forward

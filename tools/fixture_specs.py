@@ -107,6 +107,18 @@ ARCHS = {
         bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
         tokenizer_from="qwen2-optimum",
     ),
+    "qwen2moe": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum", onnx_config="qwen2",
+    ),
+    "starcoder2": dict(
+        vocab_size=1024,
+        special=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", prepend_bos=False, optimum_opset=18,
+        tokenizer_from="qwen2-optimum", onnx_config="qwen2",
+    ),
     "mixtral": dict(
         vocab_size=1024,
         special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
@@ -152,6 +164,8 @@ FIXTURES = {
     "phi2-optimum": ("phi2", "optimum"),
     "qwen3-moe-optimum": ("qwen3moe", "optimum"),
     "mixtral-optimum": ("mixtral", "optimum"),
+    "qwen2-moe-optimum": ("qwen2moe", "optimum"),
+    "starcoder2-optimum": ("starcoder2", "optimum"),
     "bert-optimum": ("bert", "optimum"),
     "qwen3-optimum": ("qwen3", "optimum"),
     "llama-optimum-unit": ("llama", "optimum"),
@@ -221,6 +235,14 @@ FEATURES = {
                 "(renormalized), a softmax router without bias, per-head q/k RMSNorm, GQA "
                 "(4 query / 2 KV heads, head_dim 16), hidden 48; transformers 4.57 exports "
                 "every expert (NonZero rows, gated MLP, ScatterElements + Add)",
+    "qwen2moe": "Qwen2-MoE: 6 experts of intermediate 20, top 3 not renormalized, a "
+                "shared expert (intermediate 36) scaled by sigmoid(x @ shared_expert_gate), "
+                "q/k/v biases, GQA (4 query / 2 KV heads, head_dim 10), hidden 40; exported "
+                "looping over every expert, as Mixtral",
+    "starcoder2": "Starcoder2: LayerNorm with bias, biases on q/k/v/o and the MLP, a GELU "
+                  "(tanh) MLP without a gate (c_fc, c_proj), GQA (4 query / 2 KV heads, "
+                  "head_dim 14), sliding_window 4096 in config.json, hidden 56; Optimum "
+                  "has no Starcoder2 config, so Qwen2's (the same inputs and outputs)",
     "mixtral": "Mixtral: 4 experts of intermediate 24, top 2 renormalized, GQA (4 query / "
                "2 KV heads), hidden 48; exported with its sparse MoE block looping over "
                "every expert (transformers 4.57 loops over the experts its example input "

@@ -42,6 +42,10 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
     qwen3-moe-optimum               Qwen3-MoE (8 experts, top 2 renormalized)
     mixtral-optimum                 Mixtral (4 experts, top 2), Optimum with Mistral's
                                     ONNX config (Optimum has none for Mixtral)
+    qwen2-moe-optimum               Qwen2-MoE (6 experts, top 3, a gated shared expert),
+                                    Optimum with Qwen2's ONNX config
+    starcoder2-optimum              Starcoder2 (LayerNorm, biases, GELU MLP, GQA),
+                                    Optimum with Qwen2's ONNX config
     qwen3-optimum                   Qwen3 (GQA 4/2, head_dim 16, per-head q_norm/k_norm
                                     RMSNorm before rotary)
 
@@ -217,14 +221,17 @@ def export(name: str, arch: str, exporter: str, model, hf_dir: Path, work: Path)
         if a.get("onnx_config") == "mistral":
             from optimum.exporters.onnx.model_configs import MistralOnnxConfig
             config_class = MistralOnnxConfig
-        if arch == "mixtral":
+        elif a.get("onnx_config") == "qwen2":
+            from optimum.exporters.onnx.model_configs import Qwen2OnnxConfig
+            config_class = Qwen2OnnxConfig
+        if arch in ("mixtral", "qwen2moe"):
             trace_every_expert()
         path = fc.export_optimum_with_past(hf_dir, work / name, opset=a["optimum_opset"],
                                            onnx_config_class=config_class)
         desc = optimum_desc("text-generation-with-past", a["optimum_opset"])
         if config_class is not None:
             desc += f"; custom_onnx_configs: {config_class.__name__}"
-        if arch == "mixtral":
+        if arch in ("mixtral", "qwen2moe"):
             desc += "; the sparse MoE block traced over every expert (trace_every_expert)"
         return path, desc
     path = work / f"{name}.onnx"

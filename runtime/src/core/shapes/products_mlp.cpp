@@ -223,11 +223,10 @@ Status InferGatedMlpQ8(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
 
 Status InferMoe(const OpAttrs &attrs, const Inputs &in, Outputs &out) {
   KILN_RETURN_IF_ERROR(CheckArity("moe", in, 4, 4, out, 1, 1));
-  // Half operands reach shape rules as f32; a device kernel checks its own
-  // dtypes (ResolveMoe, which kernels share, reads shapes only).
-  const char *names[] = {"x", "router_w", "w_gate_up", "w_down"};
-  for (int i = 0; i < 4; ++i)
-    KILN_RETURN_IF_ERROR(CheckFloatOperand("moe", names[i], *in[i]));
+  // x as gated_mlp's: half activations reach shape rules as f32, while
+  // half weights keep their dtype here; a device kernel checks that the
+  // weights match x (ResolveMoe, which the kernels share, reads shapes only).
+  KILN_RETURN_IF_ERROR(CheckFloatOperand("moe", "x", *in[0]));
   KILN_ASSIGN_OR_RETURN(MoeShape m, ResolveMoe(attrs, in));
   KILN_RETURN_IF_ERROR(CheckBlasLimit("moe", {m.rows, m.hidden, m.experts, 2 * m.ffn}));
   out[0] = {in[0]->dtype, in[0]->shape, nullptr};
