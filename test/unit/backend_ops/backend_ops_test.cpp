@@ -89,5 +89,23 @@ TEST(OpOracleCoverage, CasesAreWellFormed) {
   }
 }
 
+// A half plan's moe reaches the device with its activations seen as f32 by
+// the shape rule but its weights in their own dtype: the rule takes that
+// (the kernel checks the weights match x) and still refuses a non-float x.
+TEST(ShapeRules, MoeTakesHalfWeightsAndRefusesIntegerRows) {
+  const ShapeRule *rule = FindShapeRule("moe");
+  ASSERT_NE(rule, nullptr);
+  const OpAttrs attrs = Attrs().Int("top_k", 2).Int("normalize", 1).String("activation", "silu");
+  TensorView x{DType::kF32, {3, 8}}, wr{DType::kBF16, {8, 4}}, wgu{DType::kBF16, {4, 8, 6}},
+      wd{DType::kBF16, {4, 3, 8}};
+  Outputs out(1);
+  ASSERT_TRUE(rule->infer(attrs, {&x, &wr, &wgu, &wd}, out).ok());
+  EXPECT_EQ(out[0].shape, (Shape{3, 8}));
+  TensorView ix{DType::kI32, {3, 8}};
+  const Status bad = rule->infer(attrs, {&ix, &wr, &wgu, &wd}, out);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("operand 'x' must be f32"), std::string::npos) << bad.message();
+}
+
 } // namespace
 } // namespace kiln::oracle
