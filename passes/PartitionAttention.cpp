@@ -83,8 +83,9 @@ static std::string describe(Operation *op) {
 namespace {
 
 /// Walks from `v` back to the value a projection made, through single-use
-/// rotary, per-head rms_norm, transpose ([0, 2, 1, 3]) and reshape ops; the last op recorded is
-/// the reshape that splits the projection's columns into heads.
+/// rotary, per-head rms_norm, transpose ([0, 2, 1, 3]) and reshape ops; the
+/// last op recorded is the reshape that splits the projection's columns into
+/// heads.
 Value traceToProjection(Value v, SmallVector<Operation *> &ops, std::string &why) {
   while (Operation *def = v.getDefiningOp()) {
     if (isa<SplitOp, LinearOp>(def) ||
@@ -106,14 +107,14 @@ Value traceToProjection(Value v, SmallVector<Operation *> &ops, std::string &why
       why = "an intermediate of q/k/v (" + nodeOf(def) + ") has another reader";
       return nullptr;
     }
-    // Qwen3's per-head q and k norms: an rms_norm over the head
-    // dim (after the reshape into heads) with one [D] scale for every head
-    // is the same on any subset of the heads.
+    // Qwen3's per-head q and k norms: an rms_norm over the head dim (after
+    // the reshape into heads) with one [D] scale for every head is the same
+    // on any subset of the heads.
     if (auto norm = dyn_cast<RmsNormOp>(def)) {
       auto scale = dyn_cast<RankedTensorType>(norm.getScale().getType());
       auto x = dyn_cast<RankedTensorType>(norm.getX().getType());
-      if (!scale || !x || x.getRank() != 4 || scale.getRank() != 1 ||
-          scale.isDynamicDim(0) || scale.getDimSize(0) != x.getDimSize(3)) {
+      if (!scale || !x || x.getRank() != 4 || scale.getRank() != 1 || scale.isDynamicDim(0) ||
+          scale.getDimSize(0) != x.getDimSize(3)) {
         why = "q/k/v passes through an rms_norm that is not one per head (" + nodeOf(def) + ")";
         return nullptr;
       }

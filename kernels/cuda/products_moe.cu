@@ -300,8 +300,8 @@ template <int N> __device__ __forceinline__ void WaitAsync() {
 
 template <typename T, bool kGated> struct TcSmem {
   static constexpr int kNb = kGated ? 2 : 1;
-  static constexpr int kA = kTcStages * kBm * kTcAld;          // elements of T
-  static constexpr int kB = kTcStages * kNb * kTcBk * kTcBld;  // elements of T
+  static constexpr int kA = kTcStages * kBm * kTcAld;         // elements of T
+  static constexpr int kB = kTcStages * kNb * kTcBk * kTcBld; // elements of T
   static constexpr int kPipe = (kA + kB) * static_cast<int>(sizeof(T));
   static constexpr int kC = kNb * kBm * kTcCld * 4;
   static constexpr int kBytes = kPipe > kC ? kPipe : kC;
@@ -317,8 +317,8 @@ __global__ void __launch_bounds__(kTcThreads) TcGemmKernel(GemmParams p) {
     return;
   __shared__ __align__(128) unsigned char smem[Sm::kBytes];
   __shared__ int64_t src[kBm];
-  T *as = reinterpret_cast<T *>(smem);   // [stage][Bm][Ald]
-  T *bs = as + Sm::kA;                   // [stage][nb][Bk][Bld]
+  T *as = reinterpret_cast<T *>(smem);         // [stage][Bm][Ald]
+  T *bs = as + Sm::kA;                         // [stage][nb][Bk][Bld]
   float *cs = reinterpret_cast<float *>(smem); // [nb][Bm][Cld], after the loop
   const int e = p.tile_expert[tile];
   const T *w = static_cast<const T *>(p.w) + e * p.w_expert;
@@ -372,8 +372,8 @@ __global__ void __launch_bounds__(kTcThreads) TcGemmKernel(GemmParams p) {
       for (int nb = 0; nb < kNb; ++nb)
         for (int j = 0; j < 2; ++j) {
           wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> bf;
-          wmma::load_matrix_sync(bf, bs + ((stage * kNb + nb) * kTcBk + kk) * kTcBld + wn * 32 + j * 16,
-                                 kTcBld);
+          wmma::load_matrix_sync(
+              bf, bs + ((stage * kNb + nb) * kTcBk + kk) * kTcBld + wn * 32 + j * 16, kTcBld);
           for (int i = 0; i < 2; ++i)
             wmma::mma_sync(acc[nb][i][j], af[i], bf, acc[nb][i][j]);
         }
@@ -447,13 +447,13 @@ cudaError_t Run(const MoeArgs &a, const Layout &l, unsigned char *base, cudaStre
   const int E = static_cast<int>(a.experts), K = static_cast<int>(a.top_k);
 
   RouteKernel<T><<<static_cast<unsigned>(a.rows), kRouteThreads, E * sizeof(float), stream>>>(
-      static_cast<const T *>(a.x), static_cast<const T *>(a.router_w), a.hidden, E, K,
-      a.normalize, expert, weight);
+      static_cast<const T *>(a.x), static_cast<const T *>(a.router_w), a.hidden, E, K, a.normalize,
+      expert, weight);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return err;
-  AlignKernel<<<1, kAlignThreads, 2 * E * sizeof(int32_t), stream>>>(expert, l.slots, E, l.max_tiles,
-                                                                     tile_expert, sorted, used);
+  AlignKernel<<<1, kAlignThreads, 2 * E * sizeof(int32_t), stream>>>(
+      expert, l.slots, E, l.max_tiles, tile_expert, sorted, used);
   if ((err = cudaGetLastError()) != cudaSuccess)
     return err;
 
@@ -493,7 +493,8 @@ cudaError_t Run(const MoeArgs &a, const Layout &l, unsigned char *base, cudaStre
           <<<dim3(CeilDiv(a.hidden, kTcBn), tiles, splits), kTcThreads, 0, stream>>>(down);
     }
   } else {
-    SimtGemmKernel<T, true><<<dim3(CeilDiv(a.ffn, kSimtBn), tiles, 1), kSimtThreads, 0, stream>>>(up);
+    SimtGemmKernel<T, true>
+        <<<dim3(CeilDiv(a.ffn, kSimtBn), tiles, 1), kSimtThreads, 0, stream>>>(up);
     SimtGemmKernel<T, false>
         <<<dim3(CeilDiv(a.hidden, kSimtBn), tiles, splits), kSimtThreads, 0, stream>>>(down);
   }

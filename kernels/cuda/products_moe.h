@@ -32,15 +32,15 @@ namespace kiln::kernels::cuda {
 inline constexpr int64_t kMoeTileRows = 64;
 
 struct MoeArgs {
-  FloatElem t = FloatElem::kF32;         // x, the weights and y: f32, f16 or bf16
-  int64_t rows = 0, hidden = 0;          // x and y are [rows, hidden], contiguous
-  int64_t experts = 0, ffn = 0;          // E; F of w_gate_up [E, H, 2F], w_down [E, F, H]
-  int64_t top_k = 1;                     // 1..experts
-  bool normalize = false;                // picked probabilities divided by their sum
-  Activation act = Activation::kSilu;    // kSilu, kGelu or kGeluTanh
+  FloatElem t = FloatElem::kF32;      // x, the weights and y: f32, f16 or bf16
+  int64_t rows = 0, hidden = 0;       // x and y are [rows, hidden], contiguous
+  int64_t experts = 0, ffn = 0;       // E; F of w_gate_up [E, H, 2F], w_down [E, F, H]
+  int64_t top_k = 1;                  // 1..experts
+  bool normalize = false;             // picked probabilities divided by their sum
+  Activation act = Activation::kSilu; // kSilu, kGelu or kGeluTanh
   const void *x = nullptr, *router_w = nullptr, *w_gate_up = nullptr, *w_down = nullptr;
   void *y = nullptr;
-  int sm_count = 0;                      // the device's; sets how the down product splits
+  int sm_count = 0; // the device's; sets how the down product splits
 };
 
 // Bytes of device scratch Moe needs for these arguments (a function of the

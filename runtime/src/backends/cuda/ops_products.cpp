@@ -1,6 +1,7 @@
 // CUDA kernels of the matrix products: matmul (numpy semantics), gemm (ONNX
 // Gemm), linear and gated_mlp (docs/fused-ops.md), all on cuBLASLt through
-// gemm_lt.h, and moe on kiln's grouped products (kernels/cuda/products_moe.h); their shape rules are core/shapes/products.cpp and products_mlp.cpp.
+// gemm_lt.h, and moe on kiln's grouped products (kernels/cuda/products_moe.h);
+// their shape rules are core/shapes/products.cpp and products_mlp.cpp.
 //
 // Bias and activation go in cuBLASLt's epilogue where it computes what the
 // CPU does: bias, ReLU, and the tanh GELU for f16/bf16 results. The erf
