@@ -135,7 +135,7 @@ Status Latency(const ParsedArgs &a, const std::string &command) {
               options.backend.c_str(), s.prompt_len, s.decode_tokens, s.repeats);
   std::printf("time to first token: %.2f ms\n", ttft_ms);
   std::printf("decode: %.1f tok/s (%.3f ms/token)\n", tok_s, tpot_ms);
-  const uint64_t weight_bytes = plan->weight_bytes();
+  const uint64_t weight_bytes = plan->token_weight_bytes();
   nlohmann::ordered_json doc = {
       {"command", command},           {"plan", a.positional[1]},
       {"device", options.backend},    {"kiln_device_sampling", device_sampling},
@@ -146,7 +146,8 @@ Status Latency(const ParsedArgs &a, const std::string &command) {
   if (s.peak_gbps > 0) {
     const double floor_ms = static_cast<double>(weight_bytes) / (s.peak_gbps * 1e9) * 1e3;
     const double fraction = tpot_ms > 0 ? floor_ms / tpot_ms : 0;
-    std::printf("bandwidth floor: %.3f ms/token (%.2f GB of weights at %.0f GB/s), %.1f tok/s; "
+    std::printf("bandwidth floor: %.3f ms/token (%.2f GB of weights a token reads at %.0f GB/s), "
+                "%.1f tok/s; "
                 "decode reaches %.1f%% of it\n",
                 floor_ms, static_cast<double>(weight_bytes) / 1e9, s.peak_gbps,
                 floor_ms > 0 ? 1e3 / floor_ms : 0, fraction * 100);

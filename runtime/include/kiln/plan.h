@@ -137,6 +137,10 @@ public:
   // of them without tensor parallelism).
   uint64_t file_size() const { return file_size_; }
   uint64_t weight_bytes() const;
+  // Bytes of weights one token reads at batch 1: weight_bytes(), less the
+  // experts a moe op leaves idle (of its E experts' weights, top_k / E are
+  // read). The bandwidth floor of a decode step.
+  uint64_t token_weight_bytes() const;
   const std::string &source() const { return source_; }
   // The plan's provenance; false when it has none (built before format 1.2).
   bool provenance(PlanProvenance *out) const;

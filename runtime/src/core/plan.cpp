@@ -123,4 +123,31 @@ const char *TensorKindName(TensorKind k) {
   return "?";
 }
 
+uint64_t Plan::token_weight_bytes() const {
+  uint64_t total = weight_bytes();
+  if (!graph_ || !graph_->ops())
+    return total;
+  for (const fb::Op *op : *graph_->ops()) {
+    if (Str(op->type()) != "moe" || !op->inputs() || op->inputs()->size() < 4 || !op->attrs())
+      continue;
+    const fb::Attr *k = op->attrs()->LookupByKey("top_k");
+    const int router = op->inputs()->Get(1);
+    if (!k || router < 0 || static_cast<size_t>(router) >= tensors_.size())
+      continue;
+    const std::vector<PlanDim> &rdims = tensors_[router].dims;
+    if (rdims.size() != 2 || rdims[1].value <= 0 || k->i() < 1 || k->i() > rdims[1].value)
+      continue;
+    const uint64_t experts = static_cast<uint64_t>(rdims[1].value);
+    const uint64_t idle = experts - static_cast<uint64_t>(k->i());
+    for (int i : {2, 3}) {
+      const int id = op->inputs()->Get(static_cast<uint32_t>(i));
+      if (id < 0 || static_cast<size_t>(id) >= tensors_.size())
+        continue;
+      const uint64_t b = tensors_[id].size / experts * idle;
+      total -= b < total ? b : total;
+    }
+  }
+  return total;
+}
+
 } // namespace kiln

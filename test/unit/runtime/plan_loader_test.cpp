@@ -11,6 +11,8 @@
 namespace kiln {
 namespace {
 
+using test::AInt;
+using test::AttrSpec;
 using test::Mlp;
 using test::TempPath;
 using test::TestPlan;
@@ -79,6 +81,35 @@ TEST(PlanLoader, LoadsAndDecodesTensors) {
   EXPECT_EQ(p.num_ops(), 3);
   EXPECT_EQ(p.weight_bytes(), 64u + 12u); // W padded to 64, then b
   EXPECT_EQ(p.FindTensor("nope"), -1);
+}
+
+// A token reads every weight except the experts a moe op leaves idle: of
+// its 4 experts (top 2), half of w_gate_up's and w_down's bytes.
+TEST(PlanLoader, TokenWeightBytesLeaveOutIdleExperts) {
+  TestPlan p;
+  const int x = p.Input("x", DType::kF32, {"batch", 8});
+  const int wr = p.Weight("router", DType::kF32, {8, 4}, std::vector<float>(32, 0.5f));
+  const int wgu = p.Weight("wgu", DType::kF32, {4, 8, 16}, std::vector<float>(512, 0.25f));
+  const int wd = p.Weight("wd", DType::kF32, {4, 8, 8}, std::vector<float>(256, 0.125f));
+  const int y = p.Act("y", DType::kF32, {"batch", 8});
+  p.Op("moe", {x, wr, wgu, wd}, {y},
+       {AInt("top_k", 2), AInt("normalize", 1),
+        AttrSpec{"activation", fb::AttrKind::String, 0, 0, "silu", {}}});
+  p.Output(y);
+  const std::string path = TempPath("moe_bytes.plan");
+  ASSERT_EQ(p.Write(path), "");
+  auto plan = LoadPlan(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const uint64_t all = (*plan)->weight_bytes();
+  EXPECT_GE(all, (32u + 512u + 256u) * 4u);
+  EXPECT_EQ((*plan)->token_weight_bytes(), all - (512u + 256u) * 4u / 2u);
+  // A plan without moe: every weight.
+  Mlp m;
+  const std::string mlp = TempPath("mlp_bytes.plan");
+  ASSERT_EQ(m.Build().Write(mlp), "");
+  auto dense = LoadPlan(mlp);
+  ASSERT_TRUE(dense.ok());
+  EXPECT_EQ((*dense)->token_weight_bytes(), (*dense)->weight_bytes());
 }
 
 TEST(PlanLoader, MissingFileIsNotFound) {
