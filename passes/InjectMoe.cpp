@@ -6,6 +6,8 @@
 //
 //   probs   = softmax(linear(x, Wr))               (router, [T, E])
 //   w, idx  = topk(probs, k)                        (w / sum(w) when normalized)
+//     or    = topk(linear(x, Wr), k); w = softmax(w)  (softmax after selection:
+//                                                    the same, normalized)
 //   mask    = transpose(one_hot(idx, E), [2, 1, 0]) ([E, k, T])
 //   for e in 0..E-1:                                (unrolled, one per expert)
 //     pos, rows = nonzero(mask[e])
@@ -93,28 +95,50 @@ struct MoePattern : OpRewritePattern<TopKOp> {
     if (!k || k->size() != 1 || topk.getLargest() != 1 || rankOf(topk.getInput()) != 2 ||
         (topk.getAxis() != -1 && topk.getAxis() != 1))
       return fail("not a top-k of the largest along the experts of [tokens, experts]");
+    // Softmax before the selection (Hugging Face's blocks), or after it:
+    // the top k of the router's logits, then a softmax over those k, which
+    // is the picked probabilities renormalized (softmax is monotonic, so
+    // the same experts, in the same order, are picked).
     auto softmax = uncast(topk.getInput()).getDefiningOp<SoftmaxOp>();
-    if (!softmax || (softmax.getAxis() != -1 && softmax.getAxis() != 1))
-      return fail("the top-k does not pick from a softmax over the experts");
-    auto router = uncast(softmax.getInput()).getDefiningOp<LinearOp>();
-    if (!router || router.getBias() || router.getActivation() != "none" ||
-        !isStaticFloat(router.getW(), 2))
-      return fail("the softmax is not over a router linear(x, W) without bias");
+    if (softmax && softmax.getAxis() != -1 && softmax.getAxis() != 1)
+      return fail("the top-k picks from a softmax that is not over the experts");
+    auto router = uncast(softmax ? softmax.getInput() : topk.getInput()).getDefiningOp<LinearOp>();
+    if (!router)
+      return fail("the top-k does not pick from a softmax over the experts or from the "
+                  "router's logits");
+    if (router.getBias() || router.getActivation() != "none" || !isStaticFloat(router.getW(), 2))
+      return fail("the router is not a linear(x, W) without bias");
     Value x = router.getX(), wr = router.getW();
     const int64_t experts = dimOf(wr, 1), topK = (*k)[0];
     if (rankOf(x) != 2 || experts <= 0 || topK < 1 || topK > experts)
       return fail("the router is not [tokens, hidden] x [hidden, experts]");
 
-    // The weights: the picked probabilities, divided by their sum or not.
+    // The weights: the picked probabilities, divided by their sum or not;
+    // or, after the selection, the softmax of the picked logits.
     Value weights = topk.getValues();
     bool normalize = false;
-    for (Operation *u : topk.getValues().getUsers())
-      if (auto div = dyn_cast<DivOp>(u); div && div.getA() == topk.getValues())
-        if (auto sum = div.getB().getDefiningOp<ReduceSumOp>();
-            sum && sum.getData() == topk.getValues()) {
-          weights = div.getC();
-          normalize = true;
-        }
+    if (softmax) {
+      for (Operation *u : topk.getValues().getUsers())
+        if (auto div = dyn_cast<DivOp>(u); div && div.getA() == topk.getValues())
+          if (auto sum = div.getB().getDefiningOp<ReduceSumOp>();
+              sum && sum.getData() == topk.getValues()) {
+            weights = div.getC();
+            normalize = true;
+          }
+    } else {
+      SoftmaxOp picked;
+      for (Operation *u : topk.getValues().getUsers()) {
+        if (auto c = dyn_cast<CastOp>(u); c && c.getOutput().hasOneUse())
+          u = *c.getOutput().getUsers().begin();
+        if (auto sm = dyn_cast<SoftmaxOp>(u); sm && (sm.getAxis() == -1 || sm.getAxis() == 1))
+          picked = sm;
+      }
+      if (!picked)
+        return fail("the top-k of the router's logits is not weighted by a softmax over the "
+                    "picked experts");
+      weights = picked.getOutput();
+      normalize = true;
+    }
 
     // The expert mask: transpose(one_hot(idx, E), [2, 1, 0]).
     Value mask;

@@ -42,7 +42,11 @@ bool isRouter(Operation *softmax) {
     if (isa<CastOp>(u) && isRouter(u))
       return true;
   }
-  return false;
+  // A softmax over the picked logits (routing after the selection).
+  Value in = softmax->getOperand(0);
+  while (auto c = in.getDefiningOp<CastOp>())
+    in = c.getInput();
+  return isa_and_nonnull<TopKOp>(in.getDefiningOp());
 }
 
 std::string reasonsFor(const FailureLog &failures, const std::string &node,

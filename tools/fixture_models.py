@@ -157,6 +157,14 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                                   rope_theta=1e5, bos_token_id=tid("<|endoftext|>"),
                                   eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
         model = tf.Starcoder2ForCausalLM(cfg)
+    elif arch == "mixtralsel":
+        # Unlike mixtral: 3 experts of intermediate 20, hidden 40, MQA.
+        cfg = tf.MixtralConfig(**common, hidden_size=40, intermediate_size=20,
+                               num_key_value_heads=1, num_local_experts=3,
+                               num_experts_per_tok=2, sliding_window=None,
+                               bos_token_id=tid("<s>"), eos_token_id=tid("</s>"),
+                               pad_token_id=None, tie_word_embeddings=False)
+        model = tf.MixtralForCausalLM(cfg)
     elif arch == "mixtral":
         cfg = tf.MixtralConfig(**common, hidden_size=48, intermediate_size=24,
                                num_key_value_heads=2, num_local_experts=4,
@@ -181,12 +189,16 @@ def build_new_model(arch: str, tok, perturb: bool = True):
     return model.eval()
 
 
-def trace_every_expert():
+def trace_every_expert(softmax_after_selection: bool = False):
     """transformers 4.57's Mixtral and Qwen2-MoE loop over `expert_hit`, the experts its
     input picked: a trace keeps only those, and the graph ONNX Runtime then
     runs is wrong (or fails) for other inputs. For the export, its sparse MoE
     block loops over every expert instead, as Qwen3-MoE's does: the same
-    arithmetic, each expert still on only its routed tokens."""
+    arithmetic, each expert still on only its routed tokens.
+
+    softmax_after_selection: Mixtral routes as Mistral's reference code does,
+    the top k of the router's logits, then a softmax over those k (equal to
+    the renormalized top-k probabilities, but another graph)."""
     import torch
     import torch.nn.functional as F
     from transformers.models.mixtral import modeling_mixtral as mm
@@ -195,9 +207,13 @@ def trace_every_expert():
         b, s, h = hidden_states.shape
         x = hidden_states.view(-1, h)
         router_logits = self.gate(x)
-        weights = F.softmax(router_logits, dim=1, dtype=torch.float)
-        weights, selected = torch.topk(weights, self.top_k, dim=-1)
-        weights /= weights.sum(dim=-1, keepdim=True)
+        if softmax_after_selection:
+            weights, selected = torch.topk(router_logits, self.top_k, dim=-1)
+            weights = F.softmax(weights, dim=1, dtype=torch.float)
+        else:
+            weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+            weights, selected = torch.topk(weights, self.top_k, dim=-1)
+            weights /= weights.sum(dim=-1, keepdim=True)
         weights = weights.to(x.dtype)
         out = torch.zeros((b * s, h), dtype=x.dtype, device=x.device)
         mask = F.one_hot(selected, num_classes=self.num_experts).permute(2, 1, 0)

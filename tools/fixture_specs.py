@@ -125,6 +125,12 @@ ARCHS = {
         prepend_bos=True, optimum_opset=18, tokenizer_from="mistral-optimum",
         onnx_config="mistral",
     ),
+    "mixtralsel": dict(
+        vocab_size=1024,
+        special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
+        prepend_bos=True, optimum_opset=18, tokenizer_from="mistral-optimum",
+        onnx_config="mistral",
+    ),
     "mistralw": dict(
         vocab_size=1024,
         special=["<unk>", "<s>", "</s>"], bos="<s>", eos="</s>", unk="<unk>",
@@ -165,6 +171,7 @@ FIXTURES = {
     "qwen3-moe-optimum": ("qwen3moe", "optimum"),
     "mixtral-optimum": ("mixtral", "optimum"),
     "qwen2-moe-optimum": ("qwen2moe", "optimum"),
+    "mixtral-softmax-after-optimum": ("mixtralsel", "optimum"),
     "starcoder2-optimum": ("starcoder2", "optimum"),
     "bert-optimum": ("bert", "optimum"),
     "qwen3-optimum": ("qwen3", "optimum"),
@@ -243,6 +250,9 @@ FEATURES = {
                   "(tanh) MLP without a gate (c_fc, c_proj), GQA (4 query / 2 KV heads, "
                   "head_dim 14), sliding_window 4096 in config.json, hidden 56; Optimum "
                   "has no Starcoder2 config, so Qwen2's (the same inputs and outputs)",
+    "mixtralsel": "Mixtral routed as Mistral's reference code: the top 2 of the router's "
+                  "logits, then a softmax over those 2; 3 experts of intermediate 20, MQA (4 "
+                  "query / 1 KV head), hidden 40; traced over every expert",
     "mixtral": "Mixtral: 4 experts of intermediate 24, top 2 renormalized, GQA (4 query / "
                "2 KV heads), hidden 48; exported with its sparse MoE block looping over "
                "every expert (transformers 4.57 loops over the experts its example input "

@@ -44,6 +44,8 @@ Fixtures (all tiny, random weights, 2 layers, hidden 64, fp32, model.onnx < 1 MB
                                     ONNX config (Optimum has none for Mixtral)
     qwen2-moe-optimum               Qwen2-MoE (6 experts, top 3, a gated shared expert),
                                     Optimum with Qwen2's ONNX config
+    mixtral-softmax-after-optimum   Mixtral routed softmax-after-top-k (Mistral's
+                                    reference code), 3 experts
     starcoder2-optimum              Starcoder2 (LayerNorm, biases, GELU MLP, GQA),
                                     Optimum with Qwen2's ONNX config
     qwen3-optimum                   Qwen3 (GQA 4/2, head_dim 16, per-head q_norm/k_norm
@@ -224,15 +226,17 @@ def export(name: str, arch: str, exporter: str, model, hf_dir: Path, work: Path)
         elif a.get("onnx_config") == "qwen2":
             from optimum.exporters.onnx.model_configs import Qwen2OnnxConfig
             config_class = Qwen2OnnxConfig
-        if arch in ("mixtral", "qwen2moe"):
-            trace_every_expert()
+        if arch in ("mixtral", "qwen2moe", "mixtralsel"):
+            trace_every_expert(softmax_after_selection=arch == "mixtralsel")
         path = fc.export_optimum_with_past(hf_dir, work / name, opset=a["optimum_opset"],
                                            onnx_config_class=config_class)
         desc = optimum_desc("text-generation-with-past", a["optimum_opset"])
         if config_class is not None:
             desc += f"; custom_onnx_configs: {config_class.__name__}"
-        if arch in ("mixtral", "qwen2moe"):
+        if arch in ("mixtral", "qwen2moe", "mixtralsel"):
             desc += "; the sparse MoE block traced over every expert (trace_every_expert)"
+        if arch == "mixtralsel":
+            desc += ", softmax after the top-k selection"
         return path, desc
     path = work / f"{name}.onnx"
     if exporter in ("torch", "torch14"):
