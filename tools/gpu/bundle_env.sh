@@ -45,7 +45,14 @@ kiln_bundle_env() {
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
   tar=${KILN_GPU_BUNDLE_TAR:-$root/build/gpu-bundle.tar.xz}
   dir=${KILN_GPU_BUNDLE:-$root/build/gpu-bundle}
-  if [ -f "$tar" ] && { [ ! -f "$dir/.unpacked" ] || [ "$tar" -nt "$dir/.unpacked" ]; }; then
+  # A folder this script did not unpack (a build tree, say) is never
+  # replaced: it is used as the bundle as it is, or refused.
+  if [ -d "$dir" ] && [ ! -f "$dir/.unpacked" ] && [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+    if [ ! -x "$dir/bin/kiln" ]; then
+      echo "bundle_env.sh: $dir is not an unpacked bundle (no .unpacked, no bin/kiln); not replacing it" >&2
+      return 1
+    fi
+  elif [ -f "$tar" ] && { [ ! -f "$dir/.unpacked" ] || [ "$tar" -nt "$dir/.unpacked" ]; }; then
     parent=$(dirname "$dir")
     mkdir -p "$parent"
     tmp=$(mktemp -d "$parent/.gpu-bundle.XXXXXX")

@@ -72,7 +72,8 @@ PROMPT_LEN=${PROMPT_LEN:-1024}
 NEW_TOKENS=${NEW_TOKENS:-128}
 GRAPH=${KILN_8B_GRAPH:-$ROOT/test/models/llama3-8b-shape}
 MODEL=$WORK/model
-PLAN=$WORK/llama3-8b-bf16.plan
+# Named after the graph's folder: llama3-8b-shape.plan, mixtral-shape.plan.
+PLAN=$WORK/$(basename "$GRAPH").plan
 mkdir -p "$WORK"
 want() { [[ ",$STEPS," == *",$1,"* ]]; }
 STATUS=0
@@ -213,17 +214,21 @@ if want hfbatch; then
 fi
 
 echo
-"$PY" - "$WORK" <<'EOF'
+"$PY" - "$WORK" "$GRAPH" <<'EOF'
 import json, sys
 from pathlib import Path
 w = Path(sys.argv[1])
+cfg = json.loads((Path(sys.argv[2]) / "config.json").read_text())
 def load(name):
     p = w / name
     return json.loads(p.read_text()) if p.exists() else None
 fill, build, lat, off, hf, hfb, peaks = (
     load(n) for n in ("fill.json", "build.json", "kiln_latency.json", "kiln_offline.json",
                       "hf.json", "hf_batch.json", "peaks.json"))
-print("Llama-3-8B shape (random weights), bf16")
+print(f"{Path(sys.argv[2]).name}: {cfg.get('model_type', '?')}, hidden {cfg.get('hidden_size')}, "
+      f"{cfg.get('num_hidden_layers')} layers"
+      + (f", {cfg['num_local_experts']} experts, top {cfg.get('num_experts_per_tok')}"
+         if cfg.get("num_local_experts") else "") + " (random weights), bf16")
 if peaks:
     print(f"the card ({peaks['device']}): copy {peaks['copy_gbps']:.0f} GB/s, "
           f"{peaks['gemm_dtype']} product {peaks['gemm_tflops']:.4g} TFLOP/s")
