@@ -161,6 +161,37 @@ TEST(ExecutorPacking, EveryProductWeightIsPackedAndGivesTheSameNumbers) {
   ExpectSameOutputs(on, off);
 }
 
+// A moe op's expert weights: each expert's matrix packed on its own (4
+// experts x 2 weights), both tensors' pages released (the op is their only
+// reader), and the same numbers as unpacked, for a decode row and a batch.
+TEST(ExecutorPacking, EveryExpertMatrixIsPacked) {
+  const int64_t h = 24, e = 4, f = 10;
+  for (int64_t rows : {1, 9}) {
+    auto plan = [&] {
+      TestPlan p;
+      const int hi = static_cast<int>(h), ei = static_cast<int>(e), fi = static_cast<int>(f);
+      int x = p.Input("x", DType::kF32, {"rows", hi});
+      int wr = p.Weight("router", DType::kF32, {hi, ei}, Random(h * e, 11));
+      int wgu = p.Weight("wgu", DType::kF32, {ei, hi, 2 * fi}, Random(e * h * 2 * f, 12));
+      int wd = p.Weight("wd", DType::kF32, {ei, fi, hi}, Random(e * f * h, 13));
+      int y = p.Act("y", DType::kF32, {"rows", hi});
+      p.Op("moe", {x, wr, wgu, wd}, {y},
+           {AInt("top_k", 2), AInt("normalize", 1), AString("activation", "silu")});
+      p.Output(y);
+      return p;
+    };
+    std::vector<float> x = Random(rows * h, 14);
+    Result on = RunPlan(plan(), "moe_pack_on.plan", x, rows, h, true);
+    Result off = RunPlan(plan(), "moe_pack_off.plan", x, rows, h, false);
+    EXPECT_EQ(on.stats.packed_weights, 2);
+    EXPECT_EQ(on.stats.released_weights, 2);
+    // Panels of 64 columns: 2f = 20 and h = 24 each fit one.
+    const uint64_t panel = 64 * sizeof(float);
+    EXPECT_EQ(on.stats.packed_bytes, panel * e * (h + f));
+    ExpectSameOutputs(on, off);
+  }
+}
+
 TEST(ExecutorPacking, OneRowAndManyRowsAgree) {
   for (int64_t rows : {1, 70}) {
     std::vector<float> x = Random(rows * 16, 11);

@@ -23,6 +23,7 @@ struct ProductWeight {
   bool trans;
   int scale = -1;    // an int8 weight's f32 scale [n]
   bool by_4 = false; // int8 packed for int8 x int8 products (kI8x4)
+  uint64_t offset = 0; // bytes into the tensor: one expert's matrix of a moe weight
 };
 
 // The (weight, scale) operand positions of an int8 product.
@@ -70,10 +71,33 @@ std::vector<size_t> ProductOperands(const std::string &type) {
 // (a half one stays half when packed; half_via_f32.h passes it to the f32
 // kernel unwidened). Gemm's B is transposed by its transB; a transposed A
 // makes the kernel skip packed weights, so such a gemm's B is not counted.
+// A moe op's f32 expert weights (w_gate_up [E, H, 2F], w_down [E, F, H]):
+// each expert's matrix, which the op's products read as B on its own.
+std::vector<ProductWeight> ExpertWeightsOf(const WeightUse &op,
+                                           const std::vector<PlanTensor> &tensors) {
+  std::vector<ProductWeight> out;
+  const std::vector<int> &inputs = *op.inputs;
+  for (size_t pos : {size_t{2}, size_t{3}}) {
+    if (pos >= inputs.size() || inputs[pos] < 0)
+      continue;
+    const PlanTensor &t = tensors[inputs[pos]];
+    if (t.kind != TensorKind::kWeight || t.dtype != DType::kF32 || !t.IsStatic() ||
+        t.dims.size() != 3 || t.data == nullptr)
+      continue;
+    const int64_t experts = t.dims[0].value, rows = t.dims[1].value, cols = t.dims[2].value;
+    for (int64_t e = 0; e < experts; ++e)
+      out.push_back({inputs[pos], rows, cols, cols, false, -1, false,
+                     static_cast<uint64_t>(e * rows * cols) * sizeof(float)});
+  }
+  return out;
+}
+
 std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
                                             const std::vector<PlanTensor> &tensors) {
   std::vector<ProductWeight> out = Int8WeightsOf(op, tensors);
   const std::string type(op.op_type);
+  if (type == "moe")
+    return ExpertWeightsOf(op, tensors);
   const std::vector<int> &inputs = *op.inputs;
   const bool gemm = type == "gemm";
   if (gemm && op.attrs->Int("transA", 0) != 0)
@@ -141,6 +165,8 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
         ++reads[t];
     for (const ProductWeight &w : ProductWeightsOf(op, tensors)) {
       ++product_reads[w.tensor];
+      if (w.offset != 0)
+        ++reads[w.tensor]; // each expert's matrix is a read of its own
       uses.push_back(w);
     }
   }
@@ -152,8 +178,9 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
     const PlanTensor &t = tensors[w.tensor];
     std::shared_ptr<const kernels::PackedMatrix> held;
     if (t.dtype == DType::kF32)
-      held = kernels::AcquirePacked(static_cast<const float *>(t.data), w.k, w.n, w.ldb, w.trans,
-                                    narrow);
+      held = kernels::AcquirePacked(
+          reinterpret_cast<const float *>(static_cast<const char *>(t.data) + w.offset), w.k, w.n,
+          w.ldb, w.trans, narrow);
     else if (t.dtype == DType::kI8 && w.by_4)
       held = kernels::AcquirePackedI8x4(static_cast<const int8_t *>(t.data),
                                         static_cast<const float *>(tensors[w.scale].data), w.k, w.n,
