@@ -67,10 +67,6 @@ std::vector<size_t> ProductOperands(const std::string &type) {
   return HalfProductOperands(type);
 }
 
-// The f32, bf16 and f16 2-D weights `op` reads as B, with how it reads them
-// (a half one stays half when packed; half_via_f32.h passes it to the f32
-// kernel unwidened). Gemm's B is transposed by its transB; a transposed A
-// makes the kernel skip packed weights, so such a gemm's B is not counted.
 // A moe op's f32 expert weights (w_gate_up [E, H, 2F], w_down [E, F, H]):
 // each expert's matrix, which the op's products read as B on its own.
 std::vector<ProductWeight> ExpertWeightsOf(const WeightUse &op,
@@ -92,6 +88,10 @@ std::vector<ProductWeight> ExpertWeightsOf(const WeightUse &op,
   return out;
 }
 
+// The f32, bf16 and f16 2-D weights `op` reads as B, with how it reads them
+// (a half one stays half when packed; half_via_f32.h passes it to the f32
+// kernel unwidened). Gemm's B is transposed by its transB; a transposed A
+// makes the kernel skip packed weights, so such a gemm's B is not counted.
 std::vector<ProductWeight> ProductWeightsOf(const WeightUse &op,
                                             const std::vector<PlanTensor> &tensors) {
   std::vector<ProductWeight> out = Int8WeightsOf(op, tensors);
