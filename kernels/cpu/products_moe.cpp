@@ -67,8 +67,13 @@ void Moe(const float *x, const float *router_w, const float *w_gate_up, const fl
     scratch.resize(static_cast<size_t>(GatedMlpScratchSize(n, F)));
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(xs.data() + i * H, x + pairs[i].first * H, static_cast<size_t>(H) * sizeof(float));
-    GatedMlp(xs.data(), w_gate_up + e * H * 2 * F, w_down + e * F * H, scratch.data(), ys.data(),
-             n, H, F, H, act);
+    // Expert e's matrices, at the bytes their stored element type puts them.
+    const auto at = [&](const float *w, int64_t elems) {
+      return reinterpret_cast<const float *>(reinterpret_cast<const char *>(w) +
+                                             e * elems * d.weight_elem_bytes);
+    };
+    GatedMlp(xs.data(), at(w_gate_up, H * 2 * F), at(w_down, F * H), scratch.data(), ys.data(), n,
+             H, F, H, act);
     for (int64_t i = 0; i < n; ++i) {
       float *out = y + pairs[i].first * H;
       const float w = pairs[i].second;

@@ -16,6 +16,10 @@ struct MoeDims {
   int64_t experts = 0, ffn = 0;  // E, and F of each expert's [H, 2F] / [F, H]
   int64_t top_k = 1;             // 1 <= top_k <= experts
   bool normalize = false;        // divide the picked probabilities by their sum
+  // Bytes per element of w_gate_up and w_down as stored: 4, or 2 for half
+  // weights whose every expert matrix is packed (kernels/cpu/products_packed_matrix.h),
+  // passed as they are: the products find them packed and never read them.
+  int64_t weight_elem_bytes = 4;
 };
 
 // Each row's top_k experts (most probable first; ties: the lower index) and

@@ -192,6 +192,34 @@ TEST(ExecutorPacking, EveryExpertMatrixIsPacked) {
   }
 }
 
+// Half expert weights: each expert matrix packed half (2 tensors held, the
+// f32 widening skipped), the same numbers as the widened run.
+TEST(ExecutorPacking, HalfExpertWeightsStayHalf) {
+  const int64_t h = 24, e = 4, f = 10, rows = 3;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    auto plan = [&] {
+      TestPlan p;
+      const int hi = static_cast<int>(h), ei = static_cast<int>(e), fi = static_cast<int>(f);
+      int x = p.Input("x", dt, {"rows", hi});
+      int wr = p.Weight("router", dt, {hi, ei}, ToHalf(Random(h * e, 21), dt));
+      int wgu = p.Weight("wgu", dt, {ei, hi, 2 * fi}, ToHalf(Random(e * h * 2 * f, 22), dt));
+      int wd = p.Weight("wd", dt, {ei, fi, hi}, ToHalf(Random(e * f * h, 23), dt));
+      int y = p.Act("y", dt, {"rows", hi});
+      p.Op("moe", {x, wr, wgu, wd}, {y},
+           {AInt("top_k", 2), AInt("normalize", 0), AString("activation", "gelu")});
+      p.Output(y);
+      return p;
+    };
+    const std::vector<uint16_t> x = ToHalf(Random(rows * h, 24), dt);
+    const TensorView xv{dt, {rows, h}, const_cast<uint16_t *>(x.data())};
+    Result on = RunPlanOn(plan(), "moe_half_on.plan", xv, true);
+    Result off = RunPlanOn(plan(), "moe_half_off.plan", xv, false);
+    EXPECT_EQ(on.stats.packed_weights, 2);
+    EXPECT_EQ(on.stats.packed_bytes, 64u * 2u * static_cast<uint64_t>(e * (h + f)));
+    ExpectSameOutputs(on, off);
+  }
+}
+
 TEST(ExecutorPacking, OneRowAndManyRowsAgree) {
   for (int64_t rows : {1, 70}) {
     std::vector<float> x = Random(rows * 16, 11);

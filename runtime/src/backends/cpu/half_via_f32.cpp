@@ -26,14 +26,22 @@ DType HalfType(const std::vector<const TensorView *> &in) {
 
 // Whether `t` is a half weight with a packed copy of its own type held for
 // the way the products read it ([k, n], leading dim n, not transposed).
+// A [E, k, n] weight (a moe op's experts) is one such matrix per expert, each
+// packed on its own.
 bool PackedHalf(const TensorView &t) {
-  if (!IsHalf(t.dtype) || t.shape.size() != 2 || t.data == nullptr)
+  if (!IsHalf(t.dtype) || t.shape.size() < 2 || t.shape.size() > 3 || t.data == nullptr)
     return false;
-  const kernels::PackedMatrix *p =
-      kernels::FindPacked(t.data, t.shape[0], t.shape[1], t.shape[1], false);
   const kernels::PackedElem want =
       t.dtype == DType::kF16 ? kernels::PackedElem::kF16 : kernels::PackedElem::kBF16;
-  return p != nullptr && p->source_elem() == want;
+  const size_t r = t.shape.size();
+  const int64_t k = t.shape[r - 2], n = t.shape[r - 1], count = r == 3 ? t.shape[0] : 1;
+  for (int64_t e = 0; e < count; ++e) {
+    const kernels::PackedMatrix *p = kernels::FindPacked(
+        static_cast<const uint16_t *>(t.data) + e * k * n, k, n, n, false);
+    if (p == nullptr || p->source_elem() != want)
+      return false;
+  }
+  return true;
 }
 
 // f32 copies of the half operands, but for those at positions `packed` that

@@ -6,6 +6,7 @@
 #include "fused_activation.h"
 #include "kernels/cpu/products_mlp.h"
 #include "kernels/cpu/products_moe.h"
+#include "kernels/cpu/products_packed_matrix.h"
 #include "op_util.h"
 
 #include <vector>
@@ -54,6 +55,12 @@ Status RunMoe(ExecContext &, const OpAttrs &attrs, const Inputs &in, Outputs &ou
   d.ffn = m.ffn;
   d.top_k = m.top_k;
   d.normalize = m.normalize;
+  // Half expert weights reach here unwidened, labelled f32, when every expert
+  // matrix has a packed half copy (half_via_f32.h): their registry entry says so.
+  if (const kernels::PackedMatrix *p =
+          kernels::FindPacked(in[2]->data, m.hidden, 2 * m.ffn, 2 * m.ffn, false);
+      p != nullptr && p->source_elem() != kernels::PackedElem::kF32)
+    d.weight_elem_bytes = 2;
   kernels::Moe(in[0]->as<const float>(), in[1]->as<const float>(), in[2]->as<const float>(),
                in[3]->as<const float>(), out[0].as<float>(), d, act);
   return Status::Ok();

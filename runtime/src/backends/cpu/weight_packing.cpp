@@ -67,8 +67,9 @@ std::vector<size_t> ProductOperands(const std::string &type) {
   return HalfProductOperands(type);
 }
 
-// A moe op's f32 expert weights (w_gate_up [E, H, 2F], w_down [E, F, H]):
-// each expert's matrix, which the op's products read as B on its own.
+// A moe op's expert weights (w_gate_up [E, H, 2F], w_down [E, F, H]; f32, or
+// half, kept half as half_via_f32.h passes them): each expert's matrix, which
+// the op's products read as B on its own.
 std::vector<ProductWeight> ExpertWeightsOf(const WeightUse &op,
                                            const std::vector<PlanTensor> &tensors) {
   std::vector<ProductWeight> out;
@@ -77,13 +78,15 @@ std::vector<ProductWeight> ExpertWeightsOf(const WeightUse &op,
     if (pos >= inputs.size() || inputs[pos] < 0)
       continue;
     const PlanTensor &t = tensors[inputs[pos]];
-    if (t.kind != TensorKind::kWeight || t.dtype != DType::kF32 || !t.IsStatic() ||
+    const bool half = t.dtype == DType::kBF16 || t.dtype == DType::kF16;
+    if (t.kind != TensorKind::kWeight || (t.dtype != DType::kF32 && !half) || !t.IsStatic() ||
         t.dims.size() != 3 || t.data == nullptr)
       continue;
     const int64_t experts = t.dims[0].value, rows = t.dims[1].value, cols = t.dims[2].value;
+    const uint64_t elem = half ? 2 : 4;
     for (int64_t e = 0; e < experts; ++e)
       out.push_back({inputs[pos], rows, cols, cols, false, -1, false,
-                     static_cast<uint64_t>(e * rows * cols) * sizeof(float)});
+                     static_cast<uint64_t>(e * rows * cols) * elem});
   }
   return out;
 }
@@ -146,6 +149,8 @@ std::vector<size_t> HalfProductOperands(const std::string &type) {
     return {1};
   if (type == "gated_mlp")
     return {1, 2};
+  if (type == "moe") // each expert's matrix (ExpertWeightsOf)
+    return {2, 3};
   return {};
 }
 
@@ -191,7 +196,8 @@ void PackProductWeights(const Plan &plan, const std::vector<WeightUse> &ops,
                                       w.ldb);
     else
       held = kernels::AcquirePackedHalf(
-          static_cast<const uint16_t *>(t.data), w.k, w.n, w.ldb, w.trans,
+          reinterpret_cast<const uint16_t *>(static_cast<const char *>(t.data) + w.offset), w.k,
+          w.n, w.ldb, w.trans,
           t.dtype == DType::kF16 ? kernels::PackedElem::kF16 : kernels::PackedElem::kBF16);
     if (!held)
       continue; // out of memory, or read two ways: the product reads the mapping
