@@ -199,8 +199,7 @@ LogicalResult Partitioner::matchPairInto(LinearOp row, LinearPair &p, std::strin
     why = "its " + std::to_string(ff) + " rows are fewer than the ranks";
     return failure();
   }
-  for (int64_t r = 0; r < ranks; ++r)
-    p.cols.push_back(rankRange(ff, ranks, r));
+  p.cols = rankRanges(ff, ranks);
   return success();
 }
 
@@ -268,10 +267,7 @@ LogicalResult Partitioner::run() {
         return failure();
       continue;
     }
-    std::vector<Range> cols;
-    for (int64_t r = 0; r < ranks; ++r)
-      cols.push_back(rankRange(ff, ranks, r));
-    moes.push_back({moe, cols});
+    moes.push_back({moe, rankRanges(ff, ranks)});
   }
   std::vector<std::pair<GatedMlpOp, std::vector<Range>>> mlps;
   for (auto mlp : f.getOps<GatedMlpOp>()) {
@@ -283,10 +279,7 @@ LogicalResult Partitioner::run() {
         return failure();
       continue;
     }
-    std::vector<Range> cols;
-    for (int64_t r = 0; r < ranks; ++r)
-      cols.push_back(rankRange(ff, ranks, r));
-    mlps.push_back({mlp, cols});
+    mlps.push_back({mlp, rankRanges(ff, ranks)});
   }
   LinearOp head = findLmHead(f);
   // Row-parallel linears: the manual policy's first, then AutoTP's MLPs.
@@ -348,13 +341,11 @@ LogicalResult Partitioner::run() {
         return failure();
       head = LinearOp();
     } else {
-      for (int64_t r = 0; r < ranks; ++r)
-        headVocab.push_back(rankRange(v, ranks, r));
+      headVocab = rankRanges(v, ranks);
     }
   }
   if (embedding)
-    for (int64_t r = 0; r < ranks; ++r)
-      vocab.push_back(rankRange(dim(embedding.getData(), 0), ranks, r));
+    vocab = rankRanges(dim(embedding.getData(), 0), ranks);
 
   // 2. The report (the same on every rank), then rank r's rewrite.
   for (Attention &a : attentions)

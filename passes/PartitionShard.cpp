@@ -24,6 +24,13 @@ Range rankRange(int64_t total, int64_t ranks, int64_t rank) {
   return r;
 }
 
+std::vector<Range> rankRanges(int64_t total, int64_t ranks) {
+  std::vector<Range> out;
+  for (int64_t r = 0; r < ranks; ++r)
+    out.push_back(rankRange(total, ranks, r));
+  return out;
+}
+
 std::string weightName(Value weight) {
   auto c = weight.getDefiningOp<ConstantOp>();
   if (!c)

@@ -16,6 +16,7 @@
 #include "mlir/IR/Value.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln::partition {
 
@@ -29,6 +30,8 @@ struct Range {
   int64_t first = 0, count = 0;
 };
 Range rankRange(int64_t total, int64_t ranks, int64_t rank);
+/// Every rank's range, rank 0 first.
+std::vector<Range> rankRanges(int64_t total, int64_t ranks);
 
 /// Rank r's slice of the constant `weight`: along `axis`, `groups` blocks
 /// of `fullDim` elements each (the axis' extent is groups * fullDim), and

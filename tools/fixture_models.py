@@ -157,17 +157,11 @@ def build_new_model(arch: str, tok, perturb: bool = True):
                                   rope_theta=1e5, bos_token_id=tid("<|endoftext|>"),
                                   eos_token_id=tid("<|endoftext|>"), tie_word_embeddings=False)
         model = tf.Starcoder2ForCausalLM(cfg)
-    elif arch == "mixtralsel":
-        # Unlike mixtral: 3 experts of intermediate 20, hidden 40, MQA.
-        cfg = tf.MixtralConfig(**common, hidden_size=40, intermediate_size=20,
-                               num_key_value_heads=1, num_local_experts=3,
-                               num_experts_per_tok=2, sliding_window=None,
-                               bos_token_id=tid("<s>"), eos_token_id=tid("</s>"),
-                               pad_token_id=None, tie_word_embeddings=False)
-        model = tf.MixtralForCausalLM(cfg)
-    elif arch == "mixtral":
-        cfg = tf.MixtralConfig(**common, hidden_size=48, intermediate_size=24,
-                               num_key_value_heads=2, num_local_experts=4,
+    elif arch in ("mixtral", "mixtralsel"):
+        # mixtralsel, unlike mixtral: 3 experts of intermediate 20, hidden 40, MQA.
+        hidden, ffn, kv, experts = (40, 20, 1, 3) if arch == "mixtralsel" else (48, 24, 2, 4)
+        cfg = tf.MixtralConfig(**common, hidden_size=hidden, intermediate_size=ffn,
+                               num_key_value_heads=kv, num_local_experts=experts,
                                num_experts_per_tok=2, sliding_window=None,
                                bos_token_id=tid("<s>"), eos_token_id=tid("</s>"),
                                pad_token_id=None, tie_word_embeddings=False)
@@ -203,6 +197,16 @@ def trace_every_expert(softmax_after_selection: bool = False):
     import torch.nn.functional as F
     from transformers.models.mixtral import modeling_mixtral as mm
 
+    def routed(block, x, weights, selected):
+        """Every expert on its routed rows of x, weighted, summed (index_add_)."""
+        out = torch.zeros_like(x)
+        mask = F.one_hot(selected, num_classes=block.num_experts).permute(2, 1, 0)
+        for e in range(block.num_experts):
+            idx, top_x = torch.where(mask[e])
+            y = block.experts[e](x[None, top_x].reshape(-1, x.shape[-1]))
+            out.index_add_(0, top_x, (y * weights[top_x, idx, None]).to(x.dtype))
+        return out
+
     def forward(self, hidden_states):
         b, s, h = hidden_states.shape
         x = hidden_states.view(-1, h)
@@ -214,13 +218,7 @@ def trace_every_expert(softmax_after_selection: bool = False):
             weights = F.softmax(router_logits, dim=1, dtype=torch.float)
             weights, selected = torch.topk(weights, self.top_k, dim=-1)
             weights /= weights.sum(dim=-1, keepdim=True)
-        weights = weights.to(x.dtype)
-        out = torch.zeros((b * s, h), dtype=x.dtype, device=x.device)
-        mask = F.one_hot(selected, num_classes=self.num_experts).permute(2, 1, 0)
-        for e in range(self.num_experts):
-            idx, top_x = torch.where(mask[e])
-            y = self.experts[e](x[None, top_x].reshape(-1, h)) * weights[top_x, idx, None]
-            out.index_add_(0, top_x, y.to(x.dtype))
+        out = routed(self, x, weights.to(x.dtype), selected)
         return out.reshape(b, s, h), router_logits
 
     mm.MixtralSparseMoeBlock.forward = forward
@@ -235,15 +233,8 @@ def trace_every_expert(softmax_after_selection: bool = False):
         weights, selected = torch.topk(weights, self.top_k, dim=-1)
         if self.norm_topk_prob:
             weights /= weights.sum(dim=-1, keepdim=True)
-        weights = weights.to(x.dtype)
-        out = torch.zeros((b * s, h), dtype=x.dtype, device=x.device)
-        mask = F.one_hot(selected, num_classes=self.num_experts).permute(2, 1, 0)
-        for e in range(self.num_experts):
-            idx, top_x = torch.where(mask[e])
-            y = self.experts[e](x[None, top_x].reshape(-1, h)) * weights[top_x, idx, None]
-            out.index_add_(0, top_x, y.to(x.dtype))
-        shared = self.shared_expert(x)
-        shared = F.sigmoid(self.shared_expert_gate(x)) * shared
+        out = routed(self, x, weights.to(x.dtype), selected)
+        shared = F.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
         return (out + shared).reshape(b, s, h), router_logits
 
     qm.Qwen2MoeSparseMoeBlock.forward = qwen2_forward

@@ -230,6 +230,25 @@ __device__ __forceinline__ void StoreResult(const GemmParams &p, int tile, int r
   }
 }
 
+// What one block of a grouped product works on: its tile's expert weight
+// and its part of the sum; each tile row's source row goes to `src` (shared,
+// kBm entries; the caller syncs before reading it).
+template <typename T> struct TileView {
+  const T *w;
+  int64_t k_begin, k_end;
+};
+
+template <typename T, bool kGated>
+__device__ __forceinline__ TileView<T> OpenTile(const GemmParams &p, int tile, int64_t *src) {
+  for (int i = threadIdx.x; i < kBm; i += blockDim.x)
+    src[i] = SourceRow<kGated>(p, tile, i);
+  TileView<T> v;
+  v.w = static_cast<const T *>(p.w) + p.tile_expert[tile] * p.w_expert;
+  v.k_begin = blockIdx.z * p.k_per_split;
+  v.k_end = min(p.kdim, v.k_begin + p.k_per_split);
+  return v;
+}
+
 // Exact f32 FMAs: a 64 x 32 tile per block of 256 threads, each thread 8
 // rows of one column (and its up column when gated).
 constexpr int kSimtBn = 32, kSimtBk = 16, kSimtThreads = 256;
@@ -243,14 +262,10 @@ __global__ void __launch_bounds__(kSimtThreads) SimtGemmKernel(GemmParams p) {
   __shared__ float as[kSimtBk][kBm];
   __shared__ float bs[kNb][kSimtBk][kSimtBn];
   __shared__ int64_t src[kBm];
-  const int e = p.tile_expert[tile];
-  const T *w = static_cast<const T *>(p.w) + e * p.w_expert;
-  const T *a = static_cast<const T *>(p.a);
+  const TileView<T> v = OpenTile<T, kGated>(p, tile, src);
+  const T *w = v.w, *a = static_cast<const T *>(p.a);
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kSimtBn;
-  const int64_t k_begin = blockIdx.z * p.k_per_split;
-  const int64_t k_end = min(p.kdim, k_begin + p.k_per_split);
-  for (int i = threadIdx.x; i < kBm; i += blockDim.x)
-    src[i] = SourceRow<kGated>(p, tile, i);
+  const int64_t k_begin = v.k_begin, k_end = v.k_end;
   const int tx = threadIdx.x % kSimtBn, ty = threadIdx.x / kSimtBn; // ty: 0..7
   float acc[kNb][8] = {};
   __syncthreads();
@@ -320,14 +335,10 @@ __global__ void __launch_bounds__(kTcThreads) TcGemmKernel(GemmParams p) {
   T *as = reinterpret_cast<T *>(smem);         // [stage][Bm][Ald]
   T *bs = as + Sm::kA;                         // [stage][nb][Bk][Bld]
   float *cs = reinterpret_cast<float *>(smem); // [nb][Bm][Cld], after the loop
-  const int e = p.tile_expert[tile];
-  const T *w = static_cast<const T *>(p.w) + e * p.w_expert;
-  const T *a = static_cast<const T *>(p.a);
+  const TileView<T> v = OpenTile<T, kGated>(p, tile, src);
+  const T *w = v.w, *a = static_cast<const T *>(p.a);
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kTcBn;
-  const int64_t k_begin = blockIdx.z * p.k_per_split;
-  const int64_t k_end = min(p.kdim, k_begin + p.k_per_split);
-  for (int i = threadIdx.x; i < kBm; i += blockDim.x)
-    src[i] = SourceRow<kGated>(p, tile, i);
+  const int64_t k_begin = v.k_begin, k_end = v.k_end;
   __syncthreads();
 
   auto load = [&](int stage, int64_t k0) {
